@@ -58,7 +58,7 @@ if [ "$(cat "$stamps/build" 2>/dev/null)" != "$src_hash" ] || [ ! -f "$root/inst
     # shellcheck disable=SC1091
     . "$venv/bin/activate"
     export CMAKE_PREFIX_PATH="$VIRTUAL_ENV" AMENT_PREFIX_PATH="$VIRTUAL_ENV"
-    colcon --log-base log build --base-paths src --event-handlers console_cohesion- summary+ \
+    colcon --log-base log build --symlink-install --base-paths src --event-handlers console_cohesion- summary+ \
       --cmake-args -DPython3_EXECUTABLE="$VIRTUAL_ENV/bin/python" -DBUILD_TESTING=OFF
   ) > "$root/log/bootstrap-build.log" 2>&1 || {
     tail -n 40 "$root/log/bootstrap-build.log" >&2

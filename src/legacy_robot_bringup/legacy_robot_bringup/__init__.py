@@ -1,0 +1,1 @@
+"""Bring-up of the legacy robot drivers: composition, demo and launch helpers."""

@@ -1,0 +1,143 @@
+"""Run any subset of the robot drivers in one process, each optionally with its emulator.
+
+    ros2 run legacy_robot_bringup bringup p2os aibo --sim
+    ros2 run legacy_robot_bringup bringup --list
+
+Parameters come from config/<robot>.yaml (the files the launch files use) and
+any --params-file given after it; --sim points each driver at its emulator.
+"""
+import argparse
+import sys
+import time
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.parameter import Parameter
+
+from legacy_robot_common.params import ParameterError
+
+from .paths import config_file
+from .registry import PluginError, discover_plugins, select
+
+
+class Composition:
+    """Emulators (with sim), nodes and one executor for a list of robot plugins.
+
+    rclpy must be initialised with the parameter files first (see ros_args()).
+    """
+
+    def __init__(self, plugins, sim=False, namespace='', namespace_per_robot=False):
+        self.plugins = list(plugins)
+        self.sim = sim
+        self.namespace = namespace.rstrip('/')
+        self.namespace_per_robot = namespace_per_robot
+        self.emulators = {}
+        self.nodes = {}
+        self.executor = MultiThreadedExecutor()
+
+    def robot_namespace(self, plugin):
+        if self.namespace_per_robot:
+            return f'{self.namespace}/{plugin.name}'
+        return self.namespace or None
+
+    def start(self):
+        for plugin in self.plugins:
+            overrides = []
+            if self.sim:
+                emulator = plugin.start_emulator()
+                self.emulators[plugin.name] = emulator
+                overrides = [Parameter(k, value=v) for k, v in emulator.parameters.items()]
+            node = plugin.create_node(namespace=self.robot_namespace(plugin),
+                                      parameter_overrides=overrides)
+            self.nodes[plugin.name] = node
+            self.executor.add_node(node)
+
+    def spin(self, duration=None, on_tick=None, tick=0.1):
+        """Spin until duration passes (None: until shutdown), calling on_tick() between waits."""
+        end = None if duration is None else time.monotonic() + duration
+        try:
+            while rclpy.ok() and (end is None or time.monotonic() < end):
+                self.executor.spin_once(timeout_sec=tick)
+                if on_tick is not None:
+                    on_tick()
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+
+    def stop(self):
+        """Nodes first (each link says goodbye to its robot), then the emulators."""
+        for node in self.nodes.values():
+            try:
+                node.destroy_node()
+            except Exception as exc:  # keep shutting the others down
+                print(f'warning: {node.get_name()}: {exc!r}', file=sys.stderr)
+        for emulator in self.emulators.values():
+            emulator.stop()
+        self.executor.shutdown()
+
+
+def ros_args(plugins, extra_params_files=()):
+    """rclpy arguments loading config/<robot>.yaml of each robot, then the extra files."""
+    files = [config_file(p.config_file) for p in plugins]
+    files = [str(f) for f in files if f is not None] + list(extra_params_files)
+    args = ['--ros-args']
+    for path in files:
+        args += ['--params-file', path]
+    return args if files else []
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog='bringup', description='Run legacy robot drivers in one process.')
+    parser.add_argument('robots', nargs='*', help='robots to run (default: every installed robot)')
+    parser.add_argument('--sim', action='store_true',
+                        help='start each robot emulator in this process and connect to it')
+    parser.add_argument('--params-file', action='append', default=[], metavar='YAML',
+                        help='extra ROS parameter file (keys /**/<node_name>:), may repeat')
+    parser.add_argument('--namespace', default='', help='ROS namespace for every node')
+    parser.add_argument('--namespace-per-robot', action='store_true',
+                        help='put each robot under <namespace>/<robot name>')
+    parser.add_argument('--duration', type=float, default=None,
+                        help='seconds to run (default: until Ctrl-C)')
+    parser.add_argument('--plugin', action='append', default=[], metavar='MODULE:ATTR',
+                        help='load an extra robot plugin (for robots outside this repository)')
+    parser.add_argument('--list', action='store_true', help='list the installed robots and exit')
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        plugins = discover_plugins(args.plugin)
+        if args.list:
+            for name, plugin in plugins.items():
+                print(f'{name}\tnode {plugin.node_name}\tpackage {plugin.package}')
+            if not plugins:
+                print('no robot drivers installed')
+            return 0
+        chosen = select(plugins, args.robots)
+    except PluginError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    if not chosen:
+        print('error: no robot drivers installed; nothing to run', file=sys.stderr)
+        return 2
+    rclpy.init(args=ros_args(chosen, args.params_file))
+    composition = Composition(chosen, sim=args.sim, namespace=args.namespace,
+                              namespace_per_robot=args.namespace_per_robot)
+    try:
+        composition.start()
+        for name, emulator in composition.emulators.items():
+            print(f'{name}: emulator {emulator.description}', flush=True)
+        print(f'running: {", ".join(composition.nodes)}', flush=True)
+        composition.spin(args.duration)
+    except (ParameterError, OSError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    finally:
+        composition.stop()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""The demo: every installed robot against its emulator, a live table, output files.
+
+    make demo            (or: ros2 run legacy_robot_bringup demo --duration 20)
+
+Exit code 0 only if every robot connected and every required topic carried data.
+"""
+import argparse
+import collections
+import pathlib
+import sys
+import time
+
+import rclpy
+from rclpy.node import Node
+
+from legacy_robot_common.artifacts import save_lines
+from legacy_robot_common.params import ParameterError
+
+from .compose import Composition, ros_args
+from .registry import PluginError, discover_plugins, select
+
+RATE_WINDOW = 2.0  # seconds over which the table's rate is measured
+
+
+class TopicStats:
+    def __init__(self, robot, topic, required):
+        self.robot = robot
+        self.topic = topic
+        self.required = required
+        self.count = 0
+        self.summary = ''
+        self._times = collections.deque()
+
+    def record(self, now, summary):
+        self.count += 1
+        self.summary = summary
+        self._times.append(now)
+
+    def rate(self, now):
+        while self._times and now - self._times[0] > RATE_WINDOW:
+            self._times.popleft()
+        return len(self._times) / RATE_WINDOW
+
+
+class DemoMonitor(Node):
+    """Subscribes to every robot's demo topics and runs the robots' demo scripts."""
+
+    def __init__(self, composition):
+        super().__init__('demo_monitor')
+        self.stats = []
+        self.scripts = {}
+        for plugin in composition.plugins:
+            namespace = composition.robot_namespace(plugin) or ''
+            script = plugin.make_demo_script() if plugin.make_demo_script else None
+            if script is not None and hasattr(script, 'setup'):
+                script.setup(self, namespace)
+            self.scripts[plugin.name] = script
+            for demo_topic in plugin.demo_topics:
+                topic = f'{namespace}/{demo_topic.topic}' if namespace else demo_topic.topic
+                stats = TopicStats(plugin.name, topic, demo_topic.required)
+                self.stats.append(stats)
+                self.create_subscription(demo_topic.msg_type, topic,
+                                         self._callback(stats, demo_topic, script), 10)
+
+    def _callback(self, stats, demo_topic, script):
+        def on_message(msg):
+            try:
+                summary = demo_topic.summarize(msg)
+            except Exception as exc:  # a summary is decoration; never lose the count
+                summary = f'(summary failed: {exc!r})'
+            stats.record(time.monotonic(), summary)
+            if script is not None and hasattr(script, 'on_message'):
+                script.on_message(demo_topic.topic, msg)
+        return on_message
+
+    def act(self, elapsed):
+        for script in self.scripts.values():
+            if script is not None and hasattr(script, 'act'):
+                script.act(elapsed)
+
+
+def render_table(composition, stats, elapsed, duration):
+    now = time.monotonic()
+    lines = [f'legacy robots demo  {elapsed:5.1f} / {duration:.0f} s', '']
+    lines.append(f'{"robot":<10} {"link":<22} {"topic":<32} {"msgs":>7} {"rate Hz":>8}  last message')
+    for row in stats:
+        node = composition.nodes[row.robot]
+        link = ', '.join(c.state.value for c in node.links) or '-'
+        lines.append(f'{row.robot:<10} {link:<22} {row.topic:<32} {row.count:>7} '
+                     f'{row.rate(now):>8.1f}  {row.summary[:60]}')
+    return '\n'.join(lines)
+
+
+def verdict(composition, stats):
+    """(ok, list of problems): every robot connected and every required topic had data."""
+    problems = []
+    for name, node in composition.nodes.items():
+        for client in node.links:
+            if client.counters.connects == 0:
+                problems.append(f'{name}: {client.name} never connected '
+                                f'({client.counters.last_error or "no error recorded"})')
+    for row in stats:
+        if row.required and row.count == 0:
+            problems.append(f'{row.robot}: no message on {row.topic}')
+    return not problems, problems
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog='demo', description=__doc__.split('\n\n')[0])
+    parser.add_argument('robots', nargs='*', help='robots to show (default: every installed robot)')
+    parser.add_argument('--duration', type=float, default=20.0, help='seconds to run (default 20)')
+    parser.add_argument('--output', default='demo-output', help='folder for the output files')
+    parser.add_argument('--plugin', action='append', default=[], metavar='MODULE:ATTR',
+                        help='load an extra robot plugin')
+    parser.add_argument('--plain', action='store_true',
+                        help='print the table every few seconds instead of redrawing it')
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if args.duration <= 0:
+        print('error: --duration must be positive', file=sys.stderr)
+        return 2
+    output = pathlib.Path(args.output)
+    try:
+        chosen = select(discover_plugins(args.plugin), args.robots)
+    except PluginError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    if not chosen:
+        path = save_lines(output / 'summary.txt', ['no robot drivers are installed yet'])
+        print('No robot drivers are installed yet: nothing to demonstrate.')
+        print(f'artifacts:\n  {path}')
+        return 0
+
+    rclpy.init(args=ros_args(chosen))
+    composition = Composition(chosen, sim=True, namespace_per_robot=True)
+    monitor = None
+    try:
+        composition.start()
+        monitor = DemoMonitor(composition)
+        composition.executor.add_node(monitor)
+        return _run(args, output, composition, monitor)
+    except (ParameterError, OSError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    finally:
+        composition.stop()
+        if monitor is not None:
+            monitor.destroy_node()
+        rclpy.try_shutdown()
+
+
+def _run(args, output, composition, monitor):
+    live = sys.stdout.isatty() and not args.plain
+    start = time.monotonic()
+    last_draw = [0.0]
+
+    def on_tick():
+        elapsed = time.monotonic() - start
+        monitor.act(elapsed)
+        if elapsed - last_draw[0] >= (0.5 if live else 5.0):
+            last_draw[0] = elapsed
+            table = render_table(composition, monitor.stats, elapsed, args.duration)
+            print(('\x1b[H\x1b[2J' if live else '\n') + table, flush=True)
+
+    composition.spin(args.duration, on_tick=on_tick)
+    table = render_table(composition, monitor.stats, time.monotonic() - start, args.duration)
+    ok, problems = verdict(composition, monitor.stats)
+    paths = [save_lines(output / 'summary.txt',
+                        [table, '', 'result: ' + ('ok' if ok else 'FAILED'), *problems])]
+    for name, script in monitor.scripts.items():
+        if script is not None and hasattr(script, 'write_artifacts'):
+            paths += script.write_artifacts(output / name)
+    print('\n' + table + '\n')
+    for problem in problems:
+        print(f'problem: {problem}')
+    print('artifacts:')
+    for path in paths:
+        print(f'  {path}')
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

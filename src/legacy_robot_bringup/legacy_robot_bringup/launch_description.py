@@ -1,0 +1,44 @@
+"""LaunchDescriptions for the launch files in launch/ (needs `launch` and `launch_ros`,
+i.e. a full ROS 2 install; the plan itself is in launch_plan.py)."""
+import os
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node, PushRosNamespace
+from launch.actions import GroupAction
+from ament_index_python.packages import get_package_prefix, get_package_share_directory
+
+from .launch_plan import robot_processes
+from .registry import discover_plugins
+
+
+def _actions(spec):
+    if not spec.is_node:
+        exe = os.path.join(get_package_prefix(spec.package), 'lib', spec.package, spec.executable)
+        return ExecuteProcess(cmd=[exe, *spec.arguments], name=spec.name, output='screen')
+    params = [os.path.join(get_package_share_directory(pkg), path) for pkg, path in spec.params_files]
+    if spec.parameters:
+        params.append(spec.parameters)
+    return Node(package=spec.package, executable=spec.executable, name=spec.name,
+                parameters=params, output='screen')
+
+
+def _robots(context, names):
+    sim = LaunchConfiguration('sim').perform(context).lower() in ('1', 'true', 'yes')
+    namespace = LaunchConfiguration('namespace').perform(context)
+    plugins = discover_plugins()
+    chosen = [plugins[n] for n in names] if names else list(plugins.values())
+    actions = [_actions(spec) for plugin in chosen for spec in robot_processes(plugin, sim)]
+    return [GroupAction([PushRosNamespace(namespace), *actions])] if namespace else actions
+
+
+def robots_launch_description(*names):
+    """Launch the named robots (all installed robots when none is named)."""
+    return LaunchDescription([
+        DeclareLaunchArgument('sim', default_value='false',
+                              description='also start each robot emulator and connect to it'),
+        DeclareLaunchArgument('namespace', default_value='',
+                              description='ROS namespace for every node'),
+        OpaqueFunction(function=_robots, args=[list(names)]),
+    ])

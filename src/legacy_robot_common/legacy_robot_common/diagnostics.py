@@ -1,0 +1,87 @@
+"""diagnostic_msgs/DiagnosticArray on /diagnostics at 1 Hz, without diagnostic_updater.
+
+Tasks are callables returning (level, message, {key: value}); the link task
+reports a ReconnectingClient's state, counters and rates.
+"""
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+OK = DiagnosticStatus.OK
+WARN = DiagnosticStatus.WARN
+ERROR = DiagnosticStatus.ERROR
+STALE = DiagnosticStatus.STALE
+
+
+class DiagnosticsPublisher:
+    def __init__(self, node, hardware_id, period=1.0):
+        self._node = node
+        self.hardware_id = hardware_id
+        self._tasks = []
+        self._pub = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._timer = node.create_timer(period, self.publish)
+
+    def add_task(self, name, task):
+        self._tasks.append((name, task))
+
+    def collect(self):
+        statuses = []
+        for name, task in self._tasks:
+            status = DiagnosticStatus(name=f'{self._node.get_name()}: {name}',
+                                      hardware_id=self.hardware_id)
+            try:
+                level, message, values = task()
+            except Exception as exc:  # a broken task must not stop the others
+                level, message, values = ERROR, f'diagnostic task failed: {exc!r}', {}
+            status.level = level
+            status.message = message
+            status.values = [KeyValue(key=str(k), value=_text(v)) for k, v in values.items()]
+            statuses.append(status)
+        return statuses
+
+    def publish(self):
+        msg = DiagnosticArray()
+        msg.header.stamp = self._node.get_clock().now().to_msg()
+        msg.status = self.collect()
+        self._pub.publish(msg)
+
+
+def _text(value):
+    if isinstance(value, float):
+        return f'{value:.3f}'
+    return str(value)
+
+
+class LinkStatusTask:
+    """Connection state, counters and per-second rates of one ReconnectingClient."""
+
+    def __init__(self, client, clock=time.monotonic):
+        self._client = client
+        self._clock = clock
+        self._previous = (clock(), client.counters.snapshot())
+
+    def __call__(self):
+        now, counters = self._clock(), self._client.counters.snapshot()
+        then, before = self._previous
+        self._previous = (now, counters)
+        elapsed = max(now - then, 1e-9)
+        state = self._client.state.value
+        values = {
+            'state': state,
+            'frames': counters.frames,
+            'frames per second': (counters.frames - before.frames) / elapsed,
+            'bad frames': counters.bad_frames,
+            'bad frames per second': (counters.bad_frames - before.bad_frames) / elapsed,
+            'connects': counters.connects,
+            'reconnects': counters.reconnects,
+            'connect failures': counters.connect_failures,
+            'bytes in': counters.bytes_in,
+            'bytes out': counters.bytes_out,
+            'last error': counters.last_error,
+        }
+        if self._client.connected:
+            if counters.bad_frames > before.bad_frames:
+                return WARN, 'connected; receiving malformed frames', values
+            return OK, 'connected', values
+        detail = f': {counters.last_error}' if counters.last_error else ''
+        return ERROR, f'{state}{detail}', values

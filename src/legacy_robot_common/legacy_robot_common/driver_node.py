@@ -1,0 +1,94 @@
+"""The ROS side every driver shares: records from the link thread into ROS context.
+
+A robot node subclasses DriverNode, builds its client, calls attach_client()
+and implements handle_record(). The link thread never touches rclpy: it puts
+records on a queue and triggers a guard condition; the executor then calls
+handle_record() for each, where publishing happens.
+"""
+import queue
+
+from rclpy.node import Node
+
+from .diagnostics import DiagnosticsPublisher, LinkStatusTask
+from .ratelimit import RateLimitedLogger
+
+
+class DriverNode(Node):
+    def __init__(self, node_name, hardware_id, **kwargs):
+        super().__init__(node_name, **kwargs)
+        self.links = []
+        self.log = RateLimitedLogger(self.get_logger())
+        self._records = queue.SimpleQueue()
+        self._wake = self.create_guard_condition(self._drain_records)
+        self.diagnostics = DiagnosticsPublisher(self, hardware_id)
+        self.records_dropped = 0
+
+    def attach_client(self, client, diagnostic_name='link'):
+        """Route client records into handle_record() and report its link in diagnostics."""
+        client.on_record = self._enqueue
+        self.links.append(client)
+        self.diagnostics.add_task(diagnostic_name, LinkStatusTask(client))
+
+    def start_links(self):
+        for link_client in self.links:
+            link_client.start()
+
+    def _enqueue(self, record):
+        self._records.put(record)
+        self._wake.trigger()
+
+    def _drain_records(self):
+        while True:
+            try:
+                record = self._records.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                self.handle_record(record)
+            except Exception as exc:  # one bad record must not stop the stream
+                self.records_dropped += 1
+                self.log.error('handle-record', f'could not publish {type(record).__name__}: '
+                               f'{exc!r} ({self.records_dropped} dropped so far)')
+
+    def handle_record(self, record):
+        raise NotImplementedError
+
+    def stop_links(self):
+        """Stop every link (each says its goodbye to the robot); safe to call twice."""
+        for link_client in self.links:
+            link_client.stop()
+
+    def destroy_node(self):
+        self.stop_links()
+        super().destroy_node()
+
+
+def run_node(create_node, args=None):
+    """Console-script main for one driver node: init, spin, clean shutdown, exit code.
+
+    A ParameterError (a user mistake) prints its message and exits with 2.
+    """
+    import sys
+
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+
+    from .params import ParameterError
+
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = create_node()
+        executor = MultiThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except ParameterError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,173 @@
+"""Bases for the robot emulators: a TCP server and a pseudo-terminal serial port.
+
+An emulator's robot logic is a ``handler(stream, stop_event)`` function that
+serves one connection through the stream interface of streams.py, so the same
+handler serves TCP and a pty alike. No rclpy here.
+"""
+import os
+import random
+import socket
+import threading
+import tty
+
+from .errors import ConnectionLost
+from .streams import FdStream, SocketStream
+
+
+class TcpEmulatorServer:
+    """Listens on host:port (port 0 = a free port) and runs handler per client, each in a thread."""
+
+    def __init__(self, handler, host='127.0.0.1', port=0, name='emulator'):
+        self._handler = handler
+        self._host = host
+        self._requested_port = port
+        self.name = name
+        self._listener = None
+        self._stop = threading.Event()
+        self._clients = set()
+        self._lock = threading.Lock()
+        self._threads = []
+        self.port = None
+
+    def start(self):
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind((self._host, self._requested_port))
+        except OSError as exc:
+            listener.close()
+            raise OSError(f'{self.name}: cannot listen on {self._host}:{self._requested_port}: '
+                          f'{exc.strerror or exc}') from exc
+        listener.listen(8)
+        listener.settimeout(0.2)
+        self._listener = listener
+        self.port = listener.getsockname()[1]
+        self._spawn(self._accept_loop, 'accept')
+        return self.port
+
+    @property
+    def address(self):
+        return (self._host, self.port)
+
+    def _spawn(self, target, label, *args):
+        thread = threading.Thread(target=target, args=args, daemon=True,
+                                  name=f'{self.name}-{label}')
+        self._threads.append(thread)
+        thread.start()
+
+    def _accept_loop(self):
+        while not self._stop.is_set():
+            try:
+                sock, _ = self._listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            stream = SocketStream(sock)
+            with self._lock:
+                self._clients.add(stream)
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._spawn(self._serve, 'client', stream)
+
+    def _serve(self, stream):
+        try:
+            self._handler(stream, self._stop)
+        except ConnectionLost:
+            pass
+        finally:
+            with self._lock:
+                self._clients.discard(stream)
+            stream.close()
+
+    @property
+    def client_count(self):
+        with self._lock:
+            return len(self._clients)
+
+    def drop_clients(self):
+        """Close every open connection (a robot that reboots or loses its network)."""
+        with self._lock:
+            clients = list(self._clients)
+        for stream in clients:
+            stream.close()
+
+    def stop(self, timeout=2.0):
+        self._stop.set()
+        if self._listener is not None:
+            self._listener.close()
+        self.drop_clients()
+        for thread in self._threads:
+            thread.join(timeout)
+
+
+class PtyEmulatorPort:
+    """A pseudo-terminal pair: the emulator serves the master, a driver opens device_path.
+
+    The emulator keeps the slave side open too, so a driver that closes and
+    reopens the device finds the robot still there (as with a real serial cable).
+    """
+
+    def __init__(self, handler, name='emulator'):
+        self._handler = handler
+        self.name = name
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        self._master = master
+        self._slave = slave
+        self.device_path = os.ttyname(slave)
+        self.stream = FdStream(master, f'pty {self.device_path}')
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self):
+        self._thread = threading.Thread(target=self._serve, daemon=True, name=f'{self.name}-pty')
+        self._thread.start()
+        return self.device_path
+
+    def _serve(self):
+        try:
+            self._handler(self.stream, self._stop)
+        except ConnectionLost:
+            pass
+
+    def stop(self, timeout=2.0):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.stream.close()
+        try:
+            os.close(self._slave)
+        except OSError:
+            pass
+
+
+class FaultInjector:
+    """Damages outgoing bytes for fault tests: drops and corrupts at given rates, or goes silent."""
+
+    def __init__(self, drop_rate=0.0, corrupt_rate=0.0, seed=None):
+        for label, rate in (('drop_rate', drop_rate), ('corrupt_rate', corrupt_rate)):
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f'{label} must be within 0..1, got {rate}')
+        self.drop_rate = drop_rate
+        self.corrupt_rate = corrupt_rate
+        self.silent = False
+        self._random = random.Random(seed)
+        self.dropped = 0
+        self.corrupted = 0
+
+    def apply(self, data):
+        if self.silent:
+            return b''
+        if not self.drop_rate and not self.corrupt_rate:
+            return data
+        out = bytearray()
+        for byte in data:
+            roll = self._random.random()
+            if roll < self.drop_rate:
+                self.dropped += 1
+                continue
+            if roll < self.drop_rate + self.corrupt_rate:
+                self.corrupted += 1
+                byte ^= 1 << self._random.randrange(8)
+            out.append(byte)
+        return bytes(out)

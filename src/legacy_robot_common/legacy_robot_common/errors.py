@@ -1,0 +1,16 @@
+"""The exception types shared by every robot package."""
+
+
+class MalformedFrame(ValueError):
+    """Input bytes that do not form a valid frame, record or file.
+
+    Decoders raise only this for bad input; clients count it and skip the frame.
+    """
+
+
+class ConnectionLost(ConnectionError):
+    """The link to the robot is gone (peer closed, read timeout, I/O error)."""
+
+
+class LinkTimeout(ConnectionLost):
+    """Nothing arrived from the robot for longer than the read timeout."""

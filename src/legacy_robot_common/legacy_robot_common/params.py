@@ -1,0 +1,39 @@
+"""Declaring parameters with a description and a clear error for invalid values."""
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+
+
+class ParameterError(ValueError):
+    """A parameter value the driver cannot work with; the message says which and why."""
+
+
+def declare(node, name, default, description, *, minimum=None, maximum=None, choices=None,
+            read_only=False):
+    """Declare one parameter and return its value, checked against range and choices."""
+    descriptor = ParameterDescriptor(description=description, read_only=read_only)
+    numeric = isinstance(default, (int, float)) and not isinstance(default, bool)
+    if numeric and (minimum is not None or maximum is not None):
+        low = minimum if minimum is not None else (-2**63 if isinstance(default, int) else -1e308)
+        high = maximum if maximum is not None else (2**63 - 1 if isinstance(default, int) else 1e308)
+        if isinstance(default, int):
+            descriptor.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=0)]
+        else:
+            descriptor.floating_point_range = [
+                FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+    try:
+        value = node.declare_parameter(name, default, descriptor).value
+    except (InvalidParameterValueException, InvalidParameterTypeException) as exc:
+        raise ParameterError(_explain(node, name, default, minimum, maximum, exc)) from None
+    if choices is not None and value not in choices:
+        raise ParameterError(f'{node.get_name()}: parameter {name!r} is {value!r}; '
+                             f'expected one of {", ".join(map(repr, choices))}')
+    return value
+
+
+def _explain(node, name, default, minimum, maximum, exc):
+    kind = type(default).__name__
+    bounds = ''
+    if minimum is not None or maximum is not None:
+        bounds = f' within {minimum if minimum is not None else "-inf"}..' \
+                 f'{maximum if maximum is not None else "inf"}'
+    return f'{node.get_name()}: parameter {name!r} must be a {kind}{bounds} ({exc})'

@@ -1,0 +1,42 @@
+"""How a robot package describes itself to bringup, the demo and the launch files.
+
+Each robot package exposes one RobotPlugin under the entry-point group
+``legacy_robots.robots`` (setup.py), e.g. ``p2os = p2os_driver.plugin:PLUGIN``.
+Nothing here imports rclpy; the callables do that when called.
+"""
+import dataclasses
+from typing import Any, Callable, Optional, Tuple
+
+ENTRY_POINT_GROUP = 'legacy_robots.robots'
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoTopic:
+    """A topic the demo watches: relative name, message class, one-line summary."""
+    topic: str
+    msg_type: Any
+    summarize: Callable[[Any], str] = lambda msg: ''
+    required: bool = True  # the demo fails when a required topic stays silent
+
+
+@dataclasses.dataclass(frozen=True)
+class RobotPlugin:
+    name: str                     # short robot name used on command lines: "p2os"
+    package: str                  # ROS package: "p2os_driver"
+    node_name: str                # node name: "p2os_driver"
+    executable: str               # console script that runs the node alone
+    emulator_executable: str      # console script that runs the emulator alone
+    config_file: str              # parameter file name in config/: "p2os.yaml"
+    # create_node(**node_kwargs) -> DriverNode (node_kwargs: namespace, parameter_overrides)
+    create_node: Callable[..., Any]
+    # start_emulator() -> a started emulator with .parameters (dict of node parameter
+    # overrides that point the driver at it), .description (str) and .stop()
+    start_emulator: Callable[[], Any]
+    # for `ros2 launch ... sim:=true`: emulator command-line arguments and the node
+    # parameters that point the driver at that emulator
+    emulator_arguments: Tuple[str, ...] = ()
+    sim_parameters: Optional[dict] = None
+    demo_topics: Tuple[DemoTopic, ...] = ()
+    # make_demo_script() -> object with optional act(node, elapsed_seconds),
+    # on_message(topic, msg) and write_artifacts(output_dir) -> list of paths
+    make_demo_script: Optional[Callable[[], Any]] = None

@@ -1,0 +1,20 @@
+from setuptools import setup
+
+package_name = 'legacy_robot_common'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=[package_name],
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='Legacy robot drivers maintainers',
+    maintainer_email='maintainers@legacy-robots.dev',
+    description='Shared pieces of the legacy robot drivers.',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest']},
+)

@@ -1,0 +1,38 @@
+import pytest
+
+from legacy_robot_common.backoff import Backoff
+from legacy_robot_common.ratelimit import RateLimitedLogger
+
+
+def test_backoff_grows_to_its_cap_and_resets():
+    backoff = Backoff(initial=0.1, maximum=0.5, factor=2.0)
+    assert [backoff.next_delay() for _ in range(5)] == pytest.approx([0.1, 0.2, 0.4, 0.5, 0.5])
+    backoff.reset()
+    assert backoff.next_delay() == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize('kwargs', [dict(initial=0), dict(initial=2, maximum=1), dict(factor=0.5)])
+def test_backoff_rejects_unbounded_settings(kwargs):
+    with pytest.raises(ValueError):
+        Backoff(**kwargs)
+
+
+class RecordingLogger:
+    def __init__(self):
+        self.lines = []
+
+    def warning(self, text):
+        self.lines.append(text)
+
+
+def test_rate_limited_logger_counts_what_it_suppresses():
+    now = [0.0]
+    sink = RecordingLogger()
+    log = RateLimitedLogger(sink, period=5.0, clock=lambda: now[0])
+    assert log.warning('bad', 'first')
+    assert not log.warning('bad', 'second')
+    assert not log.warning('bad', 'third')
+    assert log.warning('other', 'a different problem')
+    now[0] = 6.0
+    assert log.warning('bad', 'fourth')
+    assert sink.lines == ['first', 'a different problem', 'fourth (2 similar messages suppressed)']

@@ -1,0 +1,124 @@
+"""Parameters, diagnostics and the driver-node record path, with a real rclpy context."""
+import threading
+import time
+
+import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from legacy_robot_common.backoff import Backoff
+from legacy_robot_common.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
+from legacy_robot_common.driver_node import DriverNode
+from legacy_robot_common.params import ParameterError, declare
+from tick_robot import TickClient, TickEmulator
+
+
+@pytest.fixture
+def context():
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    rclpy.shutdown(context=ctx)
+
+
+def make_node(context, overrides=()):
+    return Node('params_test', context=context,
+                parameter_overrides=[Parameter(k, value=v) for k, v in overrides])
+
+
+def test_declare_returns_the_overridden_value(context):
+    node = make_node(context, [('port', 8101)])
+    assert declare(node, 'port', 1, 'tcp port', minimum=1, maximum=65535) == 8101
+    descriptor = node.describe_parameter('port')
+    assert descriptor.description == 'tcp port'
+    node.destroy_node()
+
+
+def test_out_of_range_value_gives_a_clear_error(context):
+    node = make_node(context, [('port', 70000)])
+    with pytest.raises(ParameterError, match=r"'port' must be a int within 1..65535"):
+        declare(node, 'port', 1, 'tcp port', minimum=1, maximum=65535)
+    node.destroy_node()
+
+
+def test_wrong_type_gives_a_clear_error(context):
+    node = make_node(context, [('rate', 'fast')])
+    with pytest.raises(ParameterError, match="'rate' must be a float"):
+        declare(node, 'rate', 10.0, 'Hz', minimum=0.1)
+    node.destroy_node()
+
+
+def test_value_outside_choices_is_rejected(context):
+    node = make_node(context, [('mode', 'mpeg')])
+    with pytest.raises(ParameterError, match="'mode' is 'mpeg'; expected one of 'jpeg', 'yuv10'"):
+        declare(node, 'mode', 'jpeg', 'camera mode', choices=('jpeg', 'yuv10'))
+    node.destroy_node()
+
+
+def test_link_status_reports_state_counters_and_rates():
+    emulator = TickEmulator(rate=100, garbage_every=4).start()
+    client = TickClient('127.0.0.1', emulator.server.port, read_timeout=0.5,
+                        backoff=Backoff(0.05, 0.1))
+    clock = [0.0]
+    task = LinkStatusTask(client, clock=lambda: clock[0])
+    level, message, values = task()
+    assert level == ERROR and message == 'stopped'
+    client.start()
+    try:
+        deadline = time.monotonic() + 5
+        while client.counters.bad_frames < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        clock[0] = 2.0
+        level, message, values = task()
+        assert level == WARN and 'malformed' in message
+        assert values['frames per second'] == pytest.approx(client.counters.frames / 2.0, abs=5)
+        assert values['state'] == 'connected' and values['connects'] == 1
+    finally:
+        client.stop()
+        emulator.stop()
+
+
+def test_diagnostics_publisher_survives_a_broken_task(context):
+    node = Node('diag_test', context=context)
+    diagnostics = DiagnosticsPublisher(node, 'test hw')
+    diagnostics.add_task('broken', lambda: 1 / 0)
+    diagnostics.add_task('fine', lambda: (OK, 'all good', {'answer': 42, 'ratio': 0.5}))
+    broken, fine = diagnostics.collect()
+    assert broken.level == ERROR and 'ZeroDivisionError' in broken.message
+    assert fine.name == 'diag_test: fine' and fine.hardware_id == 'test hw'
+    assert [(kv.key, kv.value) for kv in fine.values] == [('answer', '42'), ('ratio', '0.500')]
+    node.destroy_node()
+
+
+class RecordingDriver(DriverNode):
+    def __init__(self, context):
+        super().__init__('recording_driver', 'test hw', context=context)
+        self.handled = []
+        self.handler_threads = set()
+
+    def handle_record(self, record):
+        self.handler_threads.add(threading.get_ident())
+        if record == 'poison':
+            raise ValueError('cannot publish this')
+        self.handled.append(record)
+
+
+def test_records_from_the_link_thread_are_handled_in_the_executor(context):
+    node = RecordingDriver(context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    producer = threading.Thread(target=lambda: [node._enqueue(i) for i in range(100)])
+    producer.start()
+    producer.join()
+    node._enqueue('poison')
+    node._enqueue('after')
+    deadline = time.monotonic() + 5
+    while len(node.handled) < 101 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    assert node.handled == list(range(100)) + ['after']
+    assert node.records_dropped == 1
+    assert node.handler_threads == {threading.get_ident()}
+    executor.shutdown()
+    node.destroy_node()
