@@ -18,8 +18,19 @@ python="${PYTHON:-python3}"
 command -v "$python" >/dev/null || fail "no '$python' on PATH; install CPython 3.11 (the ROS 2 wheels are cp311 only)"
 pyver="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 [ "$pyver" = "3.11" ] || fail "'$python' is Python $pyver; the ROS 2 Kilted wheels need CPython 3.11 (set PYTHON=...)"
-command -v cmake >/dev/null || fail "cmake is missing (needed to build the interface package): apt-get install cmake"
-command -v c++ >/dev/null || fail "a C++ compiler is missing (needed to build the interface package): apt-get install g++"
+# cmake and a C/C++ compiler build the interface package; install them if we may.
+missing=()
+command -v cmake >/dev/null || missing+=(cmake)
+command -v c++ >/dev/null || missing+=(g++)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing ${missing[*]} with apt-get"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >/dev/null \
+      || fail "apt-get could not install ${missing[*]}"
+  else
+    fail "missing ${missing[*]} (needed to build the interface package): install them, e.g. apt-get install ${missing[*]}"
+  fi
+fi
 
 # 1. virtual environment and wheels
 if [ ! -x "$venv/bin/python" ]; then

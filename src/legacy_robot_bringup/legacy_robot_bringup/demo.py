@@ -122,12 +122,17 @@ def main(argv=None):
     if args.duration <= 0:
         print('error: --duration must be positive', file=sys.stderr)
         return 2
-    output = pathlib.Path(args.output)
     try:
         chosen = select(discover_plugins(args.plugin), args.robots)
     except PluginError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
+    return run_demo(chosen, args)
+
+
+def run_demo(chosen, args):
+    """Run the demo for the chosen plugins with parsed arguments; returns the exit code."""
+    output = pathlib.Path(args.output)
     if not chosen:
         path = save_lines(output / 'summary.txt', ['no robot drivers are installed yet'])
         print('No robot drivers are installed yet: nothing to demonstrate.')

@@ -30,3 +30,30 @@ def robot_processes(plugin, sim) -> List[ProcessSpec]:
         params_files=((PACKAGE, f'config/{plugin.config_file}'),),
         parameters=dict(plugin.sim_parameters or {}) if sim else {}))
     return processes
+
+
+def missing_files(plugin):
+    """What the robot's launch (with and without sim) names but the install lacks; [] when complete."""
+    from ament_index_python.packages import (PackageNotFoundError, get_package_prefix,
+                                             get_package_share_directory)
+    import os
+    problems = []
+    for sim in (False, True):
+        for spec in robot_processes(plugin, sim):
+            try:
+                prefix = get_package_prefix(spec.package)
+            except PackageNotFoundError:
+                problems.append(f'{plugin.name}: package {spec.package} is not installed')
+                continue
+            exe = os.path.join(prefix, 'lib', spec.package, spec.executable)
+            if not os.access(exe, os.X_OK):
+                problems.append(f'{plugin.name}: executable {exe} is missing')
+            for package, path in spec.params_files:
+                try:
+                    full = os.path.join(get_package_share_directory(package), path)
+                except PackageNotFoundError:
+                    problems.append(f'{plugin.name}: package {package} is not installed')
+                    continue
+                if not os.path.isfile(full):
+                    problems.append(f'{plugin.name}: parameter file {full} is missing')
+    return sorted(set(problems))

@@ -31,9 +31,10 @@ def declare(node, name, default, description, *, minimum=None, maximum=None, cho
 
 
 def _explain(node, name, default, minimum, maximum, exc):
-    kind = type(default).__name__
+    kind = {bool: 'true or false', int: 'an integer', float: 'a number', str: 'a string'}.get(
+        type(default), f'a {type(default).__name__}')
     bounds = ''
     if minimum is not None or maximum is not None:
         bounds = f' within {minimum if minimum is not None else "-inf"}..' \
                  f'{maximum if maximum is not None else "inf"}'
-    return f'{node.get_name()}: parameter {name!r} must be a {kind}{bounds} ({exc})'
+    return f'{node.get_name()}: parameter {name!r} must be {kind}{bounds} ({exc})'

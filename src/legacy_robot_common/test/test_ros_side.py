@@ -38,14 +38,14 @@ def test_declare_returns_the_overridden_value(context):
 
 def test_out_of_range_value_gives_a_clear_error(context):
     node = make_node(context, [('port', 70000)])
-    with pytest.raises(ParameterError, match=r"'port' must be a int within 1..65535"):
+    with pytest.raises(ParameterError, match=r"'port' must be an integer within 1..65535"):
         declare(node, 'port', 1, 'tcp port', minimum=1, maximum=65535)
     node.destroy_node()
 
 
 def test_wrong_type_gives_a_clear_error(context):
     node = make_node(context, [('rate', 'fast')])
-    with pytest.raises(ParameterError, match="'rate' must be a float"):
+    with pytest.raises(ParameterError, match="'rate' must be a number"):
         declare(node, 'rate', 10.0, 'Hz', minimum=0.1)
     node.destroy_node()
 

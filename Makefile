@@ -1,0 +1,19 @@
+# The two commands of the README. Each one bootstraps whatever is missing first
+# (virtual environment with the ROS 2 wheels, colcon build); see tools/bootstrap.sh.
+SHELL := /bin/bash
+DEMO_SECONDS ?= 20
+PYTEST_ARGS ?=
+
+.PHONY: demo test bootstrap clean
+
+demo: bootstrap
+	. tools/env.sh && python -m legacy_robot_bringup.demo --duration $(DEMO_SECONDS) --output demo-output
+
+test: bootstrap
+	. tools/env.sh && python -m pytest -rs $(PYTEST_ARGS)
+
+bootstrap:
+	bash tools/bootstrap.sh
+
+clean:
+	rm -rf build install log demo-output bench-output

@@ -1,0 +1,34 @@
+"""Helpers for the end-to-end tests: run repository entry points as real processes."""
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SUPPORT = ROOT / 'test' / 'support'
+
+
+def env_with_support():
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join([str(SUPPORT), env.get('PYTHONPATH', '')])
+    env['PYTHONUNBUFFERED'] = '1'
+    return env
+
+
+def run_module(module, *args, timeout=60):
+    """Run `python -m module args` to completion; returns CompletedProcess (text)."""
+    return subprocess.run([sys.executable, '-m', module, *args], env=env_with_support(),
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def start_module(module, *args):
+    return subprocess.Popen([sys.executable, '-m', module, *args], env=env_with_support(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def spin_until(executor, predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not predicate():
+        executor.spin_once(timeout_sec=0.05)
+    return predicate()

@@ -1,0 +1,86 @@
+"""bringup as a real process: a robot and its emulator, seen from another process over DDS."""
+import signal
+
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from std_msgs.msg import UInt32
+
+from helpers import run_module, spin_until, start_module
+from legacy_robot_bringup.registry import PluginError, select
+
+BRINGUP = 'legacy_robot_bringup.compose'
+TICK = ('--plugin', 'tick_robot:PLUGIN')
+
+
+@pytest.fixture
+def listener():
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node('bringup_listener', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    yield node, executor
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.shutdown(context=context)
+
+
+@pytest.mark.parametrize('stop_signal', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
+def test_robot_runs_with_its_emulator_and_stops_cleanly(listener, stop_signal):
+    node, executor = listener
+    ticks, link_status = [], []
+    node.create_subscription(UInt32, '/lab/ticks', lambda m: ticks.append(m.data), 10)
+
+    def on_diagnostics(msg):
+        link_status.extend(s for s in msg.status if s.name == 'tick_driver: link')
+
+    node.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics, 10)
+    process = start_module(BRINGUP, *TICK, 'tick', '--sim', '--namespace', '/lab')
+    try:
+        assert spin_until(executor, lambda: len(ticks) >= 20 and link_status, 30), \
+            process.stderr.read() if process.poll() is not None else 'no data'
+        assert ticks[-1] > ticks[0]
+        status = link_status[-1]
+        values = {kv.key: kv.value for kv in status.values}
+        assert status.message == 'connected' and values['state'] == 'connected'
+        assert int(values['frames']) > 0 and values['bad frames'] == '0'
+    finally:
+        process.send_signal(stop_signal)
+        out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert 'tick: emulator tcp 127.0.0.1:' in out
+
+
+def test_unknown_robot_is_a_clear_error():
+    result = run_module(BRINGUP, *TICK, 'nosuchrobot')
+    assert result.returncode == 2
+    assert 'unknown robot(s): nosuchrobot' in result.stderr and 'tick' in result.stderr
+
+
+def test_bad_plugin_spec_is_a_clear_error():
+    result = run_module(BRINGUP, '--plugin', 'no_such_module:PLUGIN', '--list')
+    assert result.returncode == 2
+    assert "cannot load plugin 'no_such_module:PLUGIN'" in result.stderr
+
+
+def test_invalid_parameter_value_stops_with_a_clear_message(tmp_path):
+    params = tmp_path / 'bad.yaml'
+    params.write_text('/**/tick_driver:\n  ros__parameters:\n    port: 70000\n')
+    result = run_module(BRINGUP, *TICK, 'tick', '--params-file', str(params), '--duration', '5')
+    assert result.returncode == 2
+    assert "parameter 'port' must be an integer within 1..65535" in result.stderr
+
+
+def test_list_shows_extra_plugins():
+    result = run_module(BRINGUP, *TICK, '--list')
+    assert result.returncode == 0
+    assert 'tick\tnode tick_driver\tpackage tick_robot' in result.stdout
+
+
+def test_selecting_from_no_installed_robots_names_the_problem():
+    assert select({}, []) == []
+    with pytest.raises(PluginError, match='known: none installed'):
+        select({}, ['p2os'])

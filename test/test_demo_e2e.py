@@ -1,0 +1,46 @@
+"""The demo as a real process against the tick robot's emulator."""
+import argparse
+import pathlib
+
+from helpers import run_module
+from legacy_robot_bringup.demo import run_demo
+
+DEMO = 'legacy_robot_bringup.demo'
+
+
+def artifact_paths(stdout):
+    lines = stdout.split('artifacts:\n', 1)[1].splitlines()
+    return [pathlib.Path(line.strip()) for line in lines if line.startswith('  ')]
+
+
+def test_demo_runs_the_robot_and_lists_its_artifacts(tmp_path):
+    result = run_module(DEMO, 'tick', '--plugin', 'tick_robot:PLUGIN', '--duration', '4',
+                        '--output', str(tmp_path), '--plain')
+    assert result.returncode == 0, result.stdout + result.stderr
+    paths = artifact_paths(result.stdout)
+    assert tmp_path / 'summary.txt' in paths and tmp_path / 'tick' / 'ticks.txt' in paths
+    assert all(path.is_file() for path in paths)
+    summary = (tmp_path / 'summary.txt').read_text()
+    assert 'result: ok' in summary and '/tick/ticks' in summary
+    ticks = [int(v) for v in (tmp_path / 'tick' / 'ticks.txt').read_text().split()]
+    assert len(ticks) > 20 and ticks == sorted(ticks)
+
+
+def test_demo_fails_when_a_robot_produces_no_data(tmp_path):
+    result = run_module(DEMO, 'silent', '--plugin', 'tick_robot:SILENT_PLUGIN', '--duration', '3',
+                        '--output', str(tmp_path), '--plain')
+    assert result.returncode == 1
+    assert 'problem: silent: no message on /silent/ticks' in result.stdout
+    assert 'result: FAILED' in (tmp_path / 'summary.txt').read_text()
+
+
+def test_demo_with_no_robots_installed_says_so(tmp_path, capsys):
+    args = argparse.Namespace(output=str(tmp_path), duration=1.0, plain=True)
+    assert run_demo([], args) == 0
+    out = capsys.readouterr().out
+    assert 'No robot drivers are installed yet' in out and str(tmp_path / 'summary.txt') in out
+
+
+def test_demo_rejects_a_nonsense_duration():
+    result = run_module(DEMO, '--duration', '0')
+    assert result.returncode == 2 and '--duration must be positive' in result.stderr

@@ -1,0 +1,78 @@
+"""Static checks of launch/ (the `launch` package cannot run on these machines).
+
+Every launch file is installed, defines generate_launch_description, uses only
+helpers that exist and robots that are installed, and every installed robot's
+launch names executables and parameter files that exist in the install space.
+"""
+import ast
+import pathlib
+
+import pytest
+from ament_index_python.packages import get_package_share_directory
+
+from helpers import ROOT
+from legacy_robot_bringup.launch_plan import missing_files, robot_processes
+from legacy_robot_bringup.registry import discover_plugins
+import tick_robot
+
+LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
+HELPER_MODULE = 'legacy_robot_bringup.launch_description'
+
+
+def helper_functions():
+    source = (ROOT / 'src/legacy_robot_bringup/legacy_robot_bringup/launch_description.py').read_text()
+    return {n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
+
+
+def test_there_is_a_launch_file_for_all_robots():
+    assert ROOT / 'launch' / 'all_robots.launch.py' in LAUNCH_FILES
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_file_is_installed(path):
+    share = pathlib.Path(get_package_share_directory('legacy_robot_bringup'))
+    installed = share / 'launch' / path.name
+    assert installed.is_file(), f'{path.name} is not installed; rebuild'
+    assert installed.read_text() == path.read_text()
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_launch_file_uses_existing_helpers_and_robots(path):
+    tree = ast.parse(path.read_text(), filename=str(path))
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert 'generate_launch_description' in functions
+    helpers = helper_functions()
+    imported = [alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and node.module == HELPER_MODULE for alias in node.names]
+    assert imported, f'{path.name} does not use {HELPER_MODULE}'
+    assert set(imported) <= helpers, f'{path.name} imports unknown helpers'
+    robots = discover_plugins()
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and getattr(call.func, 'id', '') == 'robots_launch_description':
+            for arg in call.args:
+                assert isinstance(arg, ast.Constant) and arg.value in robots, \
+                    f'{path.name} names robot {ast.dump(arg)} which is not installed'
+
+
+@pytest.mark.parametrize('name', sorted(discover_plugins()) or ['(none installed yet)'])
+def test_installed_robot_launch_names_existing_files(name):
+    plugins = discover_plugins()
+    if name not in plugins:
+        assert plugins == {}
+        return
+    assert missing_files(plugins[name]) == []
+
+
+def test_the_check_reports_what_an_uninstalled_robot_lacks():
+    problems = missing_files(tick_robot.PLUGIN)
+    assert problems == ['tick: package tick_robot is not installed']
+
+
+def test_sim_plan_adds_the_emulator_and_points_the_node_at_it():
+    plain = robot_processes(tick_robot.PLUGIN, sim=False)
+    sim = robot_processes(tick_robot.PLUGIN, sim=True)
+    assert [p.executable for p in plain] == ['tick_driver']
+    assert [p.executable for p in sim] == ['tick_emulator', 'tick_driver']
+    assert sim[0].arguments == ('--port', '9000') and not sim[0].is_node
+    assert sim[1].parameters == {'port': 9000} and plain[0].parameters == {}
+    assert plain[0].params_files == (('legacy_robot_bringup', 'config/tick.yaml'),)
