@@ -143,7 +143,9 @@ def test_server_stop_ends_handler_threads():
     server = TcpEmulatorServer(handler)
     server.start()
     stream = SocketStream.connect(*server.address)
-    time.sleep(0.1)
+    deadline = time.monotonic() + 2
+    while server.client_count == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
     server.stop()
     assert stopped.wait(2)
     stream.close()
