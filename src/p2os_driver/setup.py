@@ -1,0 +1,20 @@
+from setuptools import setup
+
+package_name = 'p2os_driver'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=[package_name],
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='Legacy robot drivers maintainers',
+    maintainer_email='maintainers@legacy-robots.dev',
+    description='P2OS robot driver (work in progress).',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest']},
+)
