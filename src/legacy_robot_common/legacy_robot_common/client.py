@@ -64,13 +64,15 @@ class Link:
             if self._stop.is_set():
                 raise _Stopping()
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise LinkTimeout(f'no data from {self.stream.description} for {timeout:.1f} s')
-            data = self.stream.read(65536, min(self.SLICE, remaining))
+            # Read (at least poll) before judging the deadline: if this thread itself
+            # was stalled, data may be waiting and the robot is not silent.
+            data = self.stream.read(65536, max(0.0, min(self.SLICE, remaining)))
             if data:
                 self._counters.bytes_in += len(data)
                 self._buffer += data
                 return
+            if remaining <= 0:
+                raise LinkTimeout(f'no data from {self.stream.description} for {timeout:.1f} s')
 
     def read(self, timeout=None):
         """Whatever bytes are buffered or arrive next (at least one)."""

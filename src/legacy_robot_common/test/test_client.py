@@ -211,3 +211,25 @@ def test_link_times_out_when_nothing_arrives():
     link = make_link([])
     with pytest.raises(LinkTimeout):
         link.read_exact(1)
+
+
+class StalledReaderStream(ScriptedStream):
+    """The first read returns late and empty (the reading thread was stalled); data then waits."""
+
+    def __init__(self, stall):
+        super().__init__([b'x'])
+        self.stall = stall
+        self.stalled = False
+
+    def read(self, max_bytes=65536, timeout=None):
+        if not self.stalled:
+            self.stalled = True
+            time.sleep(self.stall)
+            return b''
+        return super().read(max_bytes, timeout)
+
+
+def test_a_stalled_reader_thread_is_not_mistaken_for_a_silent_robot():
+    from legacy_robot_common.client import LinkCounters
+    link = Link(StalledReaderStream(stall=0.1), LinkCounters(), 0.05, threading.Event())
+    assert link.read_exact(1) == b'x'
