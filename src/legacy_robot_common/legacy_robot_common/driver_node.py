@@ -7,7 +7,10 @@ handle_record() for each, where publishing happens.
 """
 import queue
 
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidHandle
 from rclpy.node import Node
+from rclpy.task import Future
 
 from .diagnostics import DiagnosticsPublisher, LinkStatusTask
 from .ratelimit import RateLimitedLogger
@@ -18,8 +21,13 @@ class DriverNode(Node):
         super().__init__(node_name, **kwargs)
         self.links = []
         self.log = RateLimitedLogger(self.get_logger())
+        # Async service handlers hold their callback group while they await a robot
+        # reply; the reply's delivery and its timeout must not wait behind them.
+        # Robot nodes create services, subscriptions and timers in this group.
+        self.callback_group = ReentrantCallbackGroup()
         self._records = queue.SimpleQueue()
-        self._wake = self.create_guard_condition(self._drain_records)
+        self._wake = self.create_guard_condition(self._drain_records,
+                                                 callback_group=self.callback_group)
         self.diagnostics = DiagnosticsPublisher(self, hardware_id)
         self.records_dropped = 0
 
@@ -35,7 +43,33 @@ class DriverNode(Node):
 
     def _enqueue(self, record):
         self._records.put(record)
-        self._wake.trigger()
+        try:
+            self._wake.trigger()
+        except InvalidHandle:
+            pass  # the node is gone (shutdown): a late record has nowhere to go
+
+    def reply_future(self, timeout):
+        """(future, resolve) for an async service handler waiting on the robot.
+
+        Give resolve(value) to the link thread; it may call it from any thread. The
+        future completes in the executor with that value, or with a TimeoutError
+        instance after timeout seconds, so the handler can `await` it without
+        blocking the executor:
+
+            future, resolve = self.reply_future(2.0)
+            self.client.request(command, resolve)
+            reply = await future
+        """
+        future = Future()
+
+        def expire():
+            timer.cancel()
+            self.destroy_timer(timer)
+            if not future.done():
+                future.set_result(TimeoutError(f'no reply within {timeout:.1f} s'))
+
+        timer = self.create_timer(timeout, expire, callback_group=self.callback_group)
+        return future, lambda value: self._enqueue(_Resolve(future, value))
 
     def _drain_records(self):
         while True:
@@ -43,6 +77,9 @@ class DriverNode(Node):
                 record = self._records.get_nowait()
             except queue.Empty:
                 return
+            if isinstance(record, _Resolve):
+                record.apply()
+                continue
             try:
                 self.handle_record(record)
             except Exception as exc:  # one bad record must not stop the stream
@@ -63,6 +100,18 @@ class DriverNode(Node):
         super().destroy_node()
 
 
+class _Resolve:
+    """A reply travelling from the link thread to its future in the executor."""
+
+    def __init__(self, future, value):
+        self.future = future
+        self.value = value
+
+    def apply(self):
+        if not self.future.done():
+            self.future.set_result(self.value)
+
+
 def run_node(create_node, args=None):
     """Console-script main for one driver node: init, spin, clean shutdown, exit code.
 
@@ -71,7 +120,7 @@ def run_node(create_node, args=None):
     import sys
 
     import rclpy
-    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     from .params import ParameterError
 
@@ -79,7 +128,7 @@ def run_node(create_node, args=None):
     node = None
     try:
         node = create_node()
-        executor = MultiThreadedExecutor()
+        executor = SingleThreadedExecutor()  # see Composition for why not multi-threaded
         executor.add_node(node)
         executor.spin()
     except ParameterError as exc:
