@@ -11,9 +11,10 @@ import sys
 import time
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.parameter import Parameter
 
+from legacy_robot_common.driver_node import make_executor
 from legacy_robot_common.params import ParameterError
 
 from .paths import config_file
@@ -33,11 +34,7 @@ class Composition:
         self.namespace_per_robot = namespace_per_robot
         self.emulators = {}
         self.nodes = {}
-        # Single-threaded on purpose: rclpy's MultiThreadedExecutor busy-waits while a
-        # callback runs, starving the link and emulator threads of the GIL (measured:
-        # 3x the CPU, streams slowed to 1/10). Services that wait for a robot reply are
-        # async (DriverNode.reply_future), so nothing blocks this executor.
-        self.executor = SingleThreadedExecutor()
+        self.executor = make_executor()
 
     def robot_namespace(self, plugin):
         if self.namespace_per_robot:
