@@ -7,6 +7,7 @@ Parameters come from config/<robot>.yaml (the files the launch files use) and
 any --params-file given after it; --sim points each driver at its emulator.
 """
 import argparse
+import contextlib
 import sys
 import time
 
@@ -76,6 +77,21 @@ class Composition:
         self.executor.shutdown()
 
 
+@contextlib.contextmanager
+def running(plugins, extra_params_files=(), **options):
+    """rclpy initialised with the robots' parameter files and their Composition started;
+    everything stopped again on exit. Composition options: sim, namespace, namespace_per_robot.
+    Raises ParameterError or OSError (emulator port) for user errors."""
+    rclpy.init(args=ros_args(plugins, extra_params_files))
+    composition = Composition(plugins, **options)
+    try:
+        composition.start()
+        yield composition
+    finally:
+        composition.stop()
+        rclpy.try_shutdown()
+
+
 def ros_args(plugins, extra_params_files=()):
     """rclpy arguments loading config/<robot>.yaml of each robot, then the extra files."""
     files = [config_file(p.config_file) for p in plugins]
@@ -122,21 +138,16 @@ def main(argv=None):
     if not chosen:
         print('error: no robot drivers installed; nothing to run', file=sys.stderr)
         return 2
-    rclpy.init(args=ros_args(chosen, args.params_file))
-    composition = Composition(chosen, sim=args.sim, namespace=args.namespace,
-                              namespace_per_robot=args.namespace_per_robot)
     try:
-        composition.start()
-        for name, emulator in composition.emulators.items():
-            print(f'{name}: emulator {emulator.description}', flush=True)
-        print(f'running: {", ".join(composition.nodes)}', flush=True)
-        composition.spin(args.duration)
+        with running(chosen, args.params_file, sim=args.sim, namespace=args.namespace,
+                     namespace_per_robot=args.namespace_per_robot) as composition:
+            for name, emulator in composition.emulators.items():
+                print(f'{name}: emulator {emulator.description}', flush=True)
+            print(f'running: {", ".join(composition.nodes)}', flush=True)
+            composition.spin(args.duration)
     except (ParameterError, OSError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
-    finally:
-        composition.stop()
-        rclpy.try_shutdown()
     return 0
 
 

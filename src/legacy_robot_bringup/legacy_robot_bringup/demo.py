@@ -10,13 +10,12 @@ import pathlib
 import sys
 import time
 
-import rclpy
 from rclpy.node import Node
 
 from legacy_robot_common.artifacts import save_lines
 from legacy_robot_common.params import ParameterError
 
-from .compose import Composition, ros_args
+from .compose import running
 from .registry import PluginError, discover_plugins, select
 
 RATE_WINDOW = 2.0  # seconds over which the table's rate is measured
@@ -139,22 +138,17 @@ def run_demo(chosen, args):
         print(f'artifacts:\n  {path}')
         return 0
 
-    rclpy.init(args=ros_args(chosen))
-    composition = Composition(chosen, sim=True, namespace_per_robot=True)
-    monitor = None
     try:
-        composition.start()
-        monitor = DemoMonitor(composition)
-        composition.executor.add_node(monitor)
-        return _run(args, output, composition, monitor)
+        with running(chosen, sim=True, namespace_per_robot=True) as composition:
+            monitor = DemoMonitor(composition)
+            composition.executor.add_node(monitor)
+            try:
+                return _run(args, output, composition, monitor)
+            finally:
+                monitor.destroy_node()
     except (ParameterError, OSError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
-    finally:
-        composition.stop()
-        if monitor is not None:
-            monitor.destroy_node()
-        rclpy.try_shutdown()
 
 
 def _run(args, output, composition, monitor):

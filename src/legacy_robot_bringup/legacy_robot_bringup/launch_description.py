@@ -1,23 +1,19 @@
 """LaunchDescriptions for the launch files in launch/ (needs `launch` and `launch_ros`,
 i.e. a full ROS 2 install; the plan itself is in launch_plan.py)."""
-import os
-
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, GroupAction, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
-from launch.actions import GroupAction
-from ament_index_python.packages import get_package_prefix, get_package_share_directory
 
-from .launch_plan import robot_processes
+from .launch_plan import executable_path, params_path, robot_processes
 from .registry import discover_plugins
 
 
 def _actions(spec):
     if not spec.is_node:
-        exe = os.path.join(get_package_prefix(spec.package), 'lib', spec.package, spec.executable)
-        return ExecuteProcess(cmd=[exe, *spec.arguments], name=spec.name, output='screen')
-    params = [os.path.join(get_package_share_directory(pkg), path) for pkg, path in spec.params_files]
+        return ExecuteProcess(cmd=[executable_path(spec), *spec.arguments], name=spec.name,
+                              output='screen')
+    params = [params_path(package, path) for package, path in spec.params_files]
     if spec.parameters:
         params.append(spec.parameters)
     return Node(package=spec.package, executable=spec.executable, name=spec.name,

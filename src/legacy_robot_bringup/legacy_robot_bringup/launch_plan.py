@@ -1,7 +1,11 @@
 """What a robot launch starts, as plain data (no `launch` import), so it can be
 checked on machines without `launch` and turned into launch actions where it exists."""
 import dataclasses
+import os
 from typing import Dict, List, Tuple
+
+from ament_index_python.packages import (PackageNotFoundError, get_package_prefix,
+                                         get_package_share_directory)
 
 from .paths import PACKAGE
 
@@ -32,25 +36,31 @@ def robot_processes(plugin, sim) -> List[ProcessSpec]:
     return processes
 
 
+def executable_path(spec):
+    """Where the install puts spec's executable (PackageNotFoundError when not installed)."""
+    return os.path.join(get_package_prefix(spec.package), 'lib', spec.package, spec.executable)
+
+
+def params_path(package, path):
+    """Full path of a parameter file inside package's share directory."""
+    return os.path.join(get_package_share_directory(package), path)
+
+
 def missing_files(plugin):
     """What the robot's launch (with and without sim) names but the install lacks; [] when complete."""
-    from ament_index_python.packages import (PackageNotFoundError, get_package_prefix,
-                                             get_package_share_directory)
-    import os
     problems = []
     for sim in (False, True):
         for spec in robot_processes(plugin, sim):
             try:
-                prefix = get_package_prefix(spec.package)
+                exe = executable_path(spec)
             except PackageNotFoundError:
                 problems.append(f'{plugin.name}: package {spec.package} is not installed')
                 continue
-            exe = os.path.join(prefix, 'lib', spec.package, spec.executable)
             if not os.access(exe, os.X_OK):
                 problems.append(f'{plugin.name}: executable {exe} is missing')
             for package, path in spec.params_files:
                 try:
-                    full = os.path.join(get_package_share_directory(package), path)
+                    full = params_path(package, path)
                 except PackageNotFoundError:
                     problems.append(f'{plugin.name}: package {package} is not installed')
                     continue
