@@ -125,9 +125,6 @@ class Link:
         with self._write_lock:
             self.stream.drain()
 
-    def stopping(self):
-        return self._stop.is_set()
-
     def close(self):
         with self._write_lock:
             self.closed = True
@@ -221,10 +218,6 @@ class ReconnectingClient:
         if link is None or self.state != LinkState.CONNECTED:
             raise ConnectionLost(f'{self.name}: not connected')
         link.write(data)
-
-    def current_link(self):
-        with self._link_lock:
-            return self._link
 
     # ---- the thread -----------------------------------------------------------
     def _run(self):

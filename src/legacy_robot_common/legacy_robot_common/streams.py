@@ -68,9 +68,6 @@ class FdStream:
         self._fd = fd
         self.description = description
 
-    def fileno(self):
-        return self._fd
-
     def read(self, max_bytes=65536, timeout=None):
         try:
             ready, _, _ = select.select([self._fd], [], [], timeout)
@@ -125,15 +122,6 @@ class SerialStream:
         self._error = serial.SerialException
         self.description = f'{port}@{baudrate}'
 
-    @property
-    def baudrate(self):
-        return self._serial.baudrate
-
-    @baudrate.setter
-    def baudrate(self, value):
-        self._serial.baudrate = value
-        self.description = f'{self._serial.port}@{value}'
-
     def read(self, max_bytes=65536, timeout=None):
         slices = None if timeout is None else max(1, int(timeout / self.POLL + 0.5))
         try:
@@ -160,9 +148,6 @@ class SerialStream:
             self._serial.flush()
         except (self._error, OSError) as exc:
             raise ConnectionLost(f'{self.description}: {exc}') from exc
-
-    def reset_input(self):
-        self._serial.reset_input_buffer()
 
     def close(self):
         self._serial.close()

@@ -207,6 +207,13 @@ def test_link_read_until_gives_up_on_endless_input():
         link.read_until(b'\n', 60)
 
 
+def test_discard_input_drops_buffered_and_trailing_bytes():
+    link = make_link([b'stale', b'more stale'])
+    link.discard_input(quiet_time=0.05)
+    with pytest.raises(LinkTimeout):
+        link.read()
+
+
 def test_link_times_out_when_nothing_arrives():
     link = make_link([])
     with pytest.raises(LinkTimeout):
