@@ -27,6 +27,14 @@ def start_module(module, *args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
+def wait_for(predicate, timeout=5.0, poll=0.01):
+    """Poll predicate until it is true or timeout passes; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(poll)
+    return predicate()
+
+
 def spin_until(executor, predicate, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not predicate():

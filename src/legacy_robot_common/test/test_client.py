@@ -7,16 +7,8 @@ import pytest
 from legacy_robot_common.backoff import Backoff
 from legacy_robot_common.client import Link, LinkState
 from legacy_robot_common.errors import ConnectionLost, LinkTimeout, MalformedFrame
+from helpers import wait_for
 from tick_robot import TickClient, TickEmulator
-
-
-def wait_for(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 class Collector:

@@ -12,6 +12,7 @@ from legacy_robot_common.backoff import Backoff
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
 from legacy_robot_common.driver_node import DriverNode
 from legacy_robot_common.params import ParameterError, declare
+from helpers import spin_until, wait_for
 from tick_robot import TickClient, TickEmulator
 
 
@@ -67,9 +68,7 @@ def test_link_status_reports_state_counters_and_rates():
     assert level == ERROR and message == 'stopped'
     client.start()
     try:
-        deadline = time.monotonic() + 5
-        while client.counters.bad_frames < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: client.counters.bad_frames >= 2)
         clock[0] = 2.0
         level, message, values = task()
         assert level == WARN and 'malformed' in message
@@ -114,9 +113,7 @@ def test_records_from_the_link_thread_are_handled_in_the_executor(context):
     producer.join()
     node._enqueue('poison')
     node._enqueue('after')
-    deadline = time.monotonic() + 5
-    while len(node.handled) < 101 and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)
+    spin_until(executor, lambda: len(node.handled) >= 101, 5)
     assert node.handled == list(range(100)) + ['after']
     assert node.records_dropped == 1
     assert node.handler_threads == {threading.get_ident()}
@@ -158,9 +155,7 @@ def test_async_service_waits_for_the_robot_without_blocking_the_executor(
     future = client.call_async(Trigger.Request())
     feeder = threading.Thread(target=lambda: [(node._enqueue(i), time.sleep(0.01)) for i in range(50)])
     feeder.start()
-    deadline = time.monotonic() + 5
-    while not future.done() and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)
+    spin_until(executor, future.done, 5)
     feeder.join()
     assert future.done()
     assert (future.result().success, future.result().message) == (success, message)

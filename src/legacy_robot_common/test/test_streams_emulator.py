@@ -6,6 +6,7 @@ import pytest
 from legacy_robot_common.emulator import FaultInjector, PtyEmulatorPort, TcpEmulatorServer
 from legacy_robot_common.errors import ConnectionLost
 from legacy_robot_common.streams import SerialStream, SocketStream
+from helpers import wait_for
 
 
 def echo(stream, stop):
@@ -49,9 +50,7 @@ def test_socket_read_times_out_with_empty_bytes(echo_server):
 
 def test_dropped_client_sees_connection_lost(echo_server):
     stream = SocketStream.connect(*echo_server.address)
-    deadline = time.monotonic() + 2
-    while echo_server.client_count == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: echo_server.client_count == 1, timeout=2)
     echo_server.drop_clients()
     with pytest.raises(ConnectionLost):
         for _ in range(20):
@@ -143,9 +142,7 @@ def test_server_stop_ends_handler_threads():
     server = TcpEmulatorServer(handler)
     server.start()
     stream = SocketStream.connect(*server.address)
-    deadline = time.monotonic() + 2
-    while server.client_count == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: server.client_count == 1, timeout=2)
     server.stop()
     assert stopped.wait(2)
     stream.close()
