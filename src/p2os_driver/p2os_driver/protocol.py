@@ -141,20 +141,23 @@ class PacketReceiver:
 def encode_command(number, argument=None):
     """A command packet: no argument, an int (-65535..65535) or a string (bytes or str)."""
     body = bytes([int(number)])
-    if argument is None:
-        pass
-    elif isinstance(argument, bool) or not isinstance(argument, (int, bytes, bytearray, str)):
+    if argument is not None:
+        body += _encode_argument(argument)
+    return build_packet(body)
+
+
+def _encode_argument(argument):
+    if isinstance(argument, bool) or not isinstance(argument, (int, bytes, bytearray, str)):
         raise TypeError(f'unsupported argument {argument!r}')
-    elif isinstance(argument, int):
+    if isinstance(argument, int):
         if not -0xFFFF <= argument <= 0xFFFF:
             raise ValueError(f'integer argument {argument} does not fit in 16 bits')
-        body += bytes([ARG_INT if argument >= 0 else ARG_NEGATIVE_INT]) + struct.pack('<H', abs(argument))
-    else:
-        text = argument.encode('latin-1') if isinstance(argument, str) else bytes(argument)
-        if len(text) > 196:
-            raise ValueError(f'string argument of {len(text)} bytes is too long (196 at most)')
-        body += bytes([ARG_STRING, len(text)]) + text
-    return build_packet(body)
+        kind = ARG_INT if argument >= 0 else ARG_NEGATIVE_INT
+        return bytes([kind]) + struct.pack('<H', abs(argument))
+    text = argument.encode('latin-1') if isinstance(argument, str) else bytes(argument)
+    if len(text) > 196:
+        raise ValueError(f'string argument of {len(text)} bytes is too long (196 at most)')
+    return bytes([ARG_STRING, len(text)]) + text
 
 
 def encode_two_bytes(number, high, low):
