@@ -14,7 +14,15 @@ setup(
     zip_safe=True,
     maintainer='Legacy robot drivers maintainers',
     maintainer_email='maintainers@legacy-robots.dev',
-    description='P2OS robot driver (work in progress).',
+    description='P2OS robot driver (Pioneer 2, PeopleBot, AmigoBot) over serial or TCP, with an emulator.',
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
+    entry_points={
+        'console_scripts': [
+            'p2os_driver = p2os_driver.node:main',
+            'p2os_emulator = p2os_driver.emulator:main',
+            'p2os_bench = p2os_driver.bench:main',
+        ],
+        'legacy_robots.robots': ['p2os = p2os_driver.plugin:PLUGIN'],
+    },
 )

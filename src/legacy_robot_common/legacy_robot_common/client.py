@@ -106,13 +106,23 @@ class Link:
                                      f'({len(dropped)} bytes dropped)')
             self._fill(self.read_timeout if timeout is None else timeout)
 
-    def discard_input(self, quiet_time=0.0):
-        """Drop buffered input, then keep dropping until quiet_time passes with nothing new."""
+    def discard_input(self, quiet_time=0.0, max_time=None):
+        """Drop buffered input, then keep dropping until quiet_time passes with nothing new.
+
+        Returns False if max_time seconds pass first (the peer never went quiet).
+        """
         self._buffer.clear()
-        deadline = time.monotonic() + quiet_time
+        now = time.monotonic()
+        deadline = now + quiet_time
+        give_up = None if max_time is None else now + max_time
         while time.monotonic() < deadline:
-            if self.stream.read(65536, max(0.0, deadline - time.monotonic())):
+            if self._stop.is_set():
+                raise _Stopping()
+            if give_up is not None and time.monotonic() >= give_up:
+                return False
+            if self.stream.read(65536, max(0.0, min(self.SLICE, deadline - time.monotonic()))):
                 deadline = time.monotonic() + quiet_time
+        return True
 
     def write(self, data):
         with self._write_lock:

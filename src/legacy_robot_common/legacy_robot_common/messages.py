@@ -1,4 +1,4 @@
-"""Fast builders for large ROS messages (images, audio, byte payloads).
+"""Builders for ROS messages: large ones fast (images, audio, clouds), odometry.
 
 uint8[]/int16[] fields are filled from buffers through array.array, never from
 Python lists: rosidl's setter checks every element of a list in Python.
@@ -7,7 +7,9 @@ import array
 import math
 
 import numpy as np
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+from geometry_msgs.msg import Quaternion
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2, PointField
 
 _CHANNELS = {'mono8': 1, 'rgb8': 3, 'bgr8': 3, 'rgba8': 4, 'mono16': 1}
 
@@ -99,3 +101,29 @@ def audio_info_msg(channels, sample_rate, sample_format='S16LE', coding_format='
     bits = {'S16LE': 16, 'S8': 8, 'U8': 8, 'S32LE': 32}.get(sample_format, 0)
     return AudioInfo(channels=channels, sample_rate=sample_rate, sample_format=sample_format,
                      bitrate=channels * sample_rate * bits, coding_format=coding_format)
+
+
+def point_cloud_msg(points, header):
+    """N×3 float array of x, y, z (metres) → sensor_msgs/PointCloud2 (float32 fields)."""
+    xyz = np.ascontiguousarray(points, dtype=np.float32).reshape(-1, 3)
+    fields = [PointField(name=axis, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+              for i, axis in enumerate('xyz')]
+    return PointCloud2(header=header, height=1, width=len(xyz), fields=fields, is_bigendian=False,
+                       point_step=12, row_step=12 * len(xyz), is_dense=True,
+                       data=uint8_array(xyz.tobytes()))
+
+
+def yaw_quaternion(yaw):
+    """A rotation about z → geometry_msgs/Quaternion."""
+    return Quaternion(z=math.sin(yaw / 2), w=math.cos(yaw / 2))
+
+
+def odometry_msg(header, child_frame_id, x, y, yaw, linear, angular):
+    """Planar pose (m, rad) and body velocities (m/s, rad/s) → nav_msgs/Odometry."""
+    msg = Odometry(header=header, child_frame_id=child_frame_id)
+    msg.pose.pose.position.x = float(x)
+    msg.pose.pose.position.y = float(y)
+    msg.pose.pose.orientation = yaw_quaternion(yaw)
+    msg.twist.twist.linear.x = float(linear)
+    msg.twist.twist.angular.z = float(angular)
+    return msg

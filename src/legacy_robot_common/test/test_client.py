@@ -201,9 +201,25 @@ def test_link_read_until_gives_up_on_endless_input():
 
 def test_discard_input_drops_buffered_and_trailing_bytes():
     link = make_link([b'stale', b'more stale'])
-    link.discard_input(quiet_time=0.05)
+    assert link.discard_input(quiet_time=0.05) is True
     with pytest.raises(LinkTimeout):
         link.read()
+
+
+class EndlessStream:
+    description = 'endless'
+
+    def read(self, max_bytes=65536, timeout=None):
+        time.sleep(0.005)
+        return b'sip'
+
+
+def test_discard_input_gives_up_on_a_peer_that_never_goes_quiet():
+    from legacy_robot_common.client import Link, LinkCounters
+    link = Link(EndlessStream(), LinkCounters(), 1.0, threading.Event())
+    started = time.monotonic()
+    assert link.discard_input(quiet_time=0.05, max_time=0.3) is False
+    assert time.monotonic() - started < 2.0
 
 
 def test_link_times_out_when_nothing_arrives():

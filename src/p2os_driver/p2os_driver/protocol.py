@@ -41,6 +41,8 @@ class Command(enum.IntEnum):
     RVEL = 21
     DCHEAD = 22
     SETRA = 23
+    JOYINFO = 17
+    SETRVDIR = 20
     SONAR = 28
     STOP = 29
     DIGOUT = 30
@@ -54,9 +56,43 @@ class Command(enum.IntEnum):
     TTY2 = 42
     GETAUX = 43
     BUMP_STALL = 44
+    TCM2 = 45
+    DOCK = 46
+    JOYDRIVE = 47
+    HOSTBAUD = 50
+    AUX1BAUD = 51
+    AUX2BAUD = 52
     E_STOP = 55
+    E_STALL = 56
+    GYRO = 58
+    STEP = 64
+    TTY3 = 66
+    GETAUX2 = 67
+    ARM_INFO = 70
+    ARM_STATUS = 71
+    ARM_INIT = 72
+    ARM_CHECK = 73
+    ARM_POWER = 74
+    ARM_HOME = 75
+    ARM_PARK = 76
+    ARM_POS = 77
+    ARM_SPEED = 78
+    ARM_STOP = 79
+    ARM_AUTOPARK = 80
+    ARM_GRIPPARK = 81
+    ROTKP = 82
+    ROTKV = 83
+    ROTKI = 84
+    TRANSKP = 85
+    TRANSKV = 86
+    TRANSKI = 87
+    REVCOUNT = 88
     SOUND = 90
     PLAYLIST = 91
+    SOUNDTOG = 92
+    SIM_SET_POSE = 224
+    SIM_RESET = 225
+    BATTEST = 250
 
 
 class PacketType(enum.IntEnum):
@@ -223,7 +259,8 @@ class StandardSip:
     analog: int
     digital_inputs: int
     digital_outputs: int
-    extra: bytes = b''     # later-firmware tail, undecoded
+    extra: bytes = b''     # later-firmware tail as received
+    tail: dict = dataclasses.field(default_factory=dict)   # its decoded fields (SIP_TAIL_FIELDS)
 
     @property
     def motors_enabled(self):
@@ -250,6 +287,11 @@ class StandardSip:
 
 _SIP_HEAD = struct.Struct('<BHHhhhBHhHBB')   # type … sonar count (20 bytes)
 
+# Later-firmware fields after DIGOUT, each parsed only if its bytes are there (§2.6).
+SIP_TAIL_FIELDS = (('battery_x10', 'H'), ('charge_state', 'B'), ('rotational_velocity_x10', 'h'),
+                   ('fault_flags', 'H'), ('lateral_velocity', 'h'), ('temperature', 'b'),
+                   ('state_of_charge', 'B'), ('controller_time', 'I'), ('flags3', 'I'))
+
 
 def decode_sip(body, gripper_in_high_byte=True):
     """Standard SIP body (type 0x32/0x33 + data) → StandardSip.
@@ -271,9 +313,47 @@ def decode_sip(body, gripper_in_high_byte=True):
              for i in range(_SIP_HEAD.size, end_of_sonar, 3)]
     first, second, analog, digin, digout = body[end_of_sonar:end_of_sonar + 5]
     gripper, anport = (second, first) if gripper_in_high_byte else (first, second)
+    extra = bytes(body[end_of_sonar + 5:])
     return StandardSip(kind == PacketType.SIP_MOVING, x & 0x7FFF, y & 0x7FFF, theta, left, right,
                        battery, stall, control, flags, compass, sonar, anport, gripper, analog,
-                       digin, digout, bytes(body[end_of_sonar + 5:]))
+                       digin, digout, extra, decode_sip_tail(extra))
+
+
+def decode_sip_tail(extra):
+    """The optional later-firmware fields present in extra, in order; partial fields are ignored."""
+    values, offset = {}, 0
+    for name, code in SIP_TAIL_FIELDS:
+        size = struct.calcsize('<' + code)
+        if offset + size > len(extra):
+            break
+        values[name] = struct.unpack_from('<' + code, extra, offset)[0]
+        offset += size
+    return values
+
+
+def encode_sip(sip, gripper_in_high_byte=True):
+    """Server side: StandardSip → packet body (sip.extra is appended as the tail)."""
+    kind = PacketType.SIP_MOVING if sip.moving else PacketType.SIP_STOPPED
+    body = bytearray(_SIP_HEAD.pack(kind, sip.x & 0xFFFF, sip.y & 0xFFFF, sip.theta,
+                                    sip.left_velocity, sip.right_velocity, sip.battery_decivolts,
+                                    sip.stall_bumpers, sip.control, sip.flags, sip.compass,
+                                    len(sip.sonar)))
+    for number, value in sip.sonar:
+        body += struct.pack('<BH', number, value)
+    pair = (sip.analog_port, sip.gripper_state) if gripper_in_high_byte else \
+        (sip.gripper_state, sip.analog_port)
+    body += bytes([*pair, sip.analog, sip.digital_inputs, sip.digital_outputs]) + sip.extra
+    return bytes(body)
+
+
+def encode_sip_tail(**values):
+    """Server side: later-firmware tail bytes for the named fields (earlier ones default to 0)."""
+    unknown = set(values) - {name for name, _ in SIP_TAIL_FIELDS}
+    if unknown:
+        raise ValueError(f'unknown SIP tail fields: {sorted(unknown)}')
+    last = max((i for i, (name, _) in enumerate(SIP_TAIL_FIELDS) if name in values), default=-1)
+    return b''.join(struct.pack('<' + code, values.get(name, 0))
+                    for name, code in SIP_TAIL_FIELDS[:last + 1])
 
 
 def decode_encoders(body):
@@ -312,6 +392,191 @@ def decode_sync2_reply(body):
     if len(parts) < 4:
         raise MalformedFrame(f'SYNC2 reply has {len(parts) - 1} of 3 NUL-terminated strings')
     return tuple(p.decode('latin-1') for p in parts[:3])
+
+
+def encode_encoders(left, right):
+    return bytes([PacketType.ENCODER]) + struct.pack('<ii', left, right)
+
+
+def encode_gripper(packet):
+    return bytes([PacketType.GRIPPER, packet.gripper_type, packet.state, packet.grasp_time])
+
+
+def encode_seraux(data):
+    return bytes([PacketType.SERAUX]) + bytes(data)
+
+
+def encode_sync2_reply(name, robot_class, subclass):
+    return bytes([Command.SYNC2]) + b''.join(s.encode('latin-1') + b'\x00'
+                                               for s in (name, robot_class, subclass))
+
+
+# ---- gripper state bytes (§2.11) -------------------------------------------------
+@dataclasses.dataclass
+class GripperReading:
+    """Both state tables turned into one shape; None where a table says nothing."""
+    paddles: str            # 'open', 'closed', 'between' or 'unknown'
+    paddles_moving: bool
+    lift: str               # 'up', 'down', 'between' or 'unknown'
+    lift_moving: bool
+    gripper_error: bool = False
+    lift_error: bool = False
+    inner_beam_broken: Optional[bool] = None
+    outer_beam_broken: Optional[bool] = None
+    left_paddle_contact: Optional[bool] = None
+    right_paddle_contact: Optional[bool] = None
+
+
+def _limits(first_set, second_set, first, second):
+    if first_set and second_set:
+        return 'unknown'
+    return first if first_set else second if second_set else 'between'
+
+
+def read_sip_gripper_byte(state):
+    """Gripper byte of the standard SIP, GRIP16 Table 4 (bit = 1 means the condition holds)."""
+    return GripperReading(
+        paddles=_limits(state & 0x01, state & 0x02, 'open', 'closed'),
+        paddles_moving=bool(state & 0x04), gripper_error=bool(state & 0x08),
+        lift=_limits(state & 0x10, state & 0x20, 'up', 'down'),
+        lift_moving=bool(state & 0x40), lift_error=bool(state & 0x80))
+
+
+def read_gripper_packet_byte(state):
+    """GRIPPERpac state byte, PB49 Table 10 (limit, beam and contact bits are active low).
+
+    The lift limit bit only says "at a limit" (0) or "between" (1), not which one.
+    """
+    return GripperReading(
+        paddles='open' if not state & 0x01 else 'between',
+        paddles_moving=bool(state & 0x80),
+        lift='unknown' if not state & 0x02 else 'between',
+        lift_moving=bool(state & 0x40),
+        outer_beam_broken=not state & 0x04, inner_beam_broken=not state & 0x08,
+        left_paddle_contact=not state & 0x10, right_paddle_contact=not state & 0x20)
+
+
+# ---- CONFIGpac (§2.8) ------------------------------------------------------------
+# (field, kind): 's' NUL-terminated string, 'B' byte, 'h' 2-byte int. The AROS 1.8 list;
+# P2OS 1.x sends a shorter packet, so absent fields read as 0 / '' (as ARIA does).
+CONFIG_FIELDS = (
+    ('robot_type', 's'), ('subtype', 's'), ('serial_number', 's'), ('four_motors', 'B'),
+    ('rot_vel_top', 'h'), ('trans_vel_top', 'h'), ('rot_acc_top', 'h'), ('trans_acc_top', 'h'),
+    ('pwm_max', 'h'), ('name', 's'), ('sip_cycle', 'B'), ('host_baud', 'B'), ('aux1_baud', 'B'),
+    ('gripper', 'h'), ('front_sonar', 'h'), ('rear_sonar', 'B'), ('low_battery', 'h'),
+    ('rev_count', 'h'), ('watchdog', 'h'), ('p2mpacs', 'B'), ('stall_value', 'h'),
+    ('stall_count', 'h'), ('joy_vel', 'h'), ('joy_rvel', 'h'), ('rot_vel_max', 'h'),
+    ('trans_vel_max', 'h'), ('rot_acc', 'h'), ('rot_decel', 'h'), ('rot_kp', 'h'), ('rot_kv', 'h'),
+    ('rot_ki', 'h'), ('trans_acc', 'h'), ('trans_decel', 'h'), ('trans_kp', 'h'), ('trans_kv', 'h'),
+    ('trans_ki', 'h'), ('front_bumps', 'B'), ('rear_bumps', 'B'), ('charger', 'B'),
+    ('sonar_cycle', 'B'), ('autobaud', 'B'), ('has_gyro', 'B'))
+
+
+@dataclasses.dataclass
+class ConfigPacket:
+    values: dict            # every CONFIG_FIELDS name; absent fields hold 0 or ''
+    fields_present: int     # how many fields the robot actually sent
+    extra: bytes = b''      # bytes after the last known field (later firmware)
+
+
+def decode_config(body):
+    """CONFIGpac (0x20) → ConfigPacket, leniently: a short packet is normal (P2OS 1.x)."""
+    if not body or body[0] != PacketType.CONFIG:
+        raise MalformedFrame('not a CONFIGpac')
+    values = {name: '' if kind == 's' else 0 for name, kind in CONFIG_FIELDS}
+    offset, present = 1, 0
+    for name, kind in CONFIG_FIELDS:
+        value, offset = _read_config_field(body, offset, kind)
+        if value is None:
+            break   # the packet ends here; everything after reads as absent
+        values[name] = value
+        present += 1
+    return ConfigPacket(values, present, bytes(body[offset:]))
+
+
+def _read_config_field(body, offset, kind):
+    if kind == 's':
+        end = body.find(b'\x00', offset)
+        if end < 0:
+            return None, offset
+        return bytes(body[offset:end]).decode('latin-1'), end + 1
+    size = 1 if kind == 'B' else 2
+    if offset + size > len(body):
+        return None, offset
+    return struct.unpack_from('<' + kind, body, offset)[0], offset + size
+
+
+def encode_config(values, last_field='trans_ki'):
+    """Server side: CONFIGpac body with the fields up to last_field (missing values 0 / '')."""
+    names = [name for name, _ in CONFIG_FIELDS]
+    body = bytearray([PacketType.CONFIG])
+    for name, kind in CONFIG_FIELDS[:names.index(last_field) + 1]:
+        value = values.get(name, '' if kind == 's' else 0)
+        body += (value.encode('latin-1') + b'\x00') if kind == 's' else struct.pack('<' + kind, value)
+    return bytes(body)
+
+
+# ---- IOpac (§2.12) and PLAYLISTpac (§2.13) ----------------------------------------
+@dataclasses.dataclass
+class IoPacket:
+    digital_inputs: bytes
+    digital_outputs: bytes
+    analog: List[int]        # raw A/D values (PeopleBot: 0-2047 = 0-5 V)
+
+
+def decode_io(body):
+    """IOpac (0xF0): count + digital input bytes, count + output bytes, count + uint16 A/D values."""
+    if not body or body[0] != PacketType.IO:
+        raise MalformedFrame('not an IOpac')
+    groups, offset = [], 1
+    for width in (1, 1, 2):
+        if offset >= len(body):
+            raise MalformedFrame(f'IOpac ends before group {len(groups) + 1} of 3')
+        count = body[offset]
+        end = offset + 1 + count * width
+        if end > len(body):
+            raise MalformedFrame(f'IOpac group {len(groups) + 1} announces {count} values, '
+                                 f'has {(len(body) - offset - 1) // width}')
+        groups.append(bytes(body[offset + 1:end]))
+        offset = end
+    analog = list(struct.unpack(f'<{len(groups[2]) // 2}H', groups[2]))
+    return IoPacket(groups[0], groups[1], analog)
+
+
+def encode_io(packet):
+    return (bytes([PacketType.IO, len(packet.digital_inputs)]) + packet.digital_inputs +
+            bytes([len(packet.digital_outputs)]) + packet.digital_outputs +
+            bytes([len(packet.analog)]) + struct.pack(f'<{len(packet.analog)}H', *packet.analog))
+
+
+PLAYLIST_ENTRY = struct.Struct('<16sii')   # name, position, length (§2.13)
+
+
+def decode_playlist(body):
+    """PLAYLISTpac (0xD0) → [(name, position, length)].
+
+    Assumed layout (the spec gives the 24-byte entries, not the header): a count
+    byte, then that many entries. P2OS's 25 NUL bytes therefore read as empty.
+    """
+    if len(body) < 2 or body[0] != PacketType.PLAYLIST:
+        raise MalformedFrame('not a PLAYLISTpac')
+    count = body[1]
+    if len(body) < 2 + count * PLAYLIST_ENTRY.size:
+        raise MalformedFrame(f'PLAYLISTpac announces {count} sounds, has {len(body) - 2} bytes')
+    entries = []
+    for i in range(count):
+        name, position, length = PLAYLIST_ENTRY.unpack_from(body, 2 + i * PLAYLIST_ENTRY.size)
+        entries.append((name.split(b'\x00')[0].decode('latin-1'), position, length))
+    return entries
+
+
+def encode_playlist(entries):
+    """Server side; an empty list gives the P2OS answer (25 NUL bytes)."""
+    if not entries:
+        return bytes([PacketType.PLAYLIST]) + bytes(25)
+    return bytes([PacketType.PLAYLIST, len(entries)]) + b''.join(
+        PLAYLIST_ENTRY.pack(name.encode('latin-1')[:16], position, length)
+        for name, position, length in entries)
 
 
 def unwrap_15bit(previous, current):

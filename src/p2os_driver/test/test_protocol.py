@@ -192,3 +192,100 @@ def test_odometry_unwrap_handles_roll_over_and_fast_motion():
     assert unwrap_15bit(1000, 1000 + 1800) == 1800       # 1.5 m/s at 10 Hz on a p2dx: never dropped
     assert unwrap_heading(2040, -2040) == 16
     assert unwrap_heading(-2040, 2040) == -16
+
+
+# ---- packets added for the client and the emulator -----------------------------------
+from p2os_driver.protocol import (CONFIG_FIELDS, GripperPacket, IoPacket, PacketType,  # noqa: E402
+                                  StandardSip, decode_config, decode_io, decode_playlist,
+                                  encode_config, encode_encoders, encode_gripper, encode_io,
+                                  encode_playlist, encode_seraux, encode_sip, encode_sip_tail,
+                                  encode_sync2_reply, read_gripper_packet_byte,
+                                  read_sip_gripper_byte)
+
+
+def test_every_command_of_the_spec_table_has_a_number():
+    assert (Command.PLAYLIST, Command.SOUND, Command.GETAUX, Command.TTY2) == (91, 90, 43, 42)
+    assert (Command.GRIPREQUEST, Command.IOREQUEST, Command.E_STOP, Command.BATTEST) == (37, 40, 55, 250)
+    assert len({int(c) for c in Command}) >= 70
+
+
+@pytest.mark.parametrize('high_byte', [True, False])
+def test_sip_round_trip_in_both_byte_orders(high_byte):
+    sip = decode_sip(make_sip(tail=encode_sip_tail(battery_x10=1234, charge_state=1,
+                                                   rotational_velocity_x10=-455)))
+    again = decode_sip(encode_sip(sip, high_byte), high_byte)
+    assert again == sip
+    assert again.tail == {'battery_x10': 1234, 'charge_state': 1, 'rotational_velocity_x10': -455}
+
+
+def test_sip_tail_fields_are_parsed_only_when_complete():
+    assert decode_sip(make_sip(tail=b'\x10')).tail == {}
+    assert decode_sip(make_sip(tail=b'\x10\x04\x02\x05')).tail == {'battery_x10': 0x410,
+                                                                  'charge_state': 2}
+
+
+def test_config_packet_round_trip_and_lenient_short_packets():
+    values = {'robot_type': 'Pioneer', 'subtype': 'p2dx', 'serial_number': 'X1', 'name': 'rob',
+              'sip_cycle': 100, 'watchdog': 2000, 'rot_kp': -3, 'trans_ki': 7}
+    full = decode_config(encode_config(values))
+    assert full.fields_present == [n for n, _ in CONFIG_FIELDS].index('trans_ki') + 1
+    assert {k: full.values[k] for k in values} == values
+    short = decode_config(encode_config(values, last_field='watchdog'))
+    assert short.values['watchdog'] == 2000 and short.values['trans_ki'] == 0
+    assert short.values['name'] == 'rob'
+    cut = decode_config(bytes([0x20]) + b'Pioneer\x00p2d')   # subtype string never ends
+    assert cut.fields_present == 1 and cut.values['subtype'] == ''
+
+
+def test_io_packet_round_trip_and_bad_counts():
+    packet = IoPacket(b'\x01\x02', b'\xff', [0, 1023, 2047])
+    assert decode_io(encode_io(packet)) == packet
+    for body in (b'\xf0', b'\xf0\x03\x01', b'\xf0\x00\x00\x02\x01\x00'):
+        with pytest.raises(MalformedFrame):
+            decode_io(body)
+
+
+def test_playlist_round_trip_and_the_p2os_empty_answer():
+    entries = [('hello', 0, 9600), ('a-very-long-sound-name', 9600, 10)]
+    decoded = decode_playlist(encode_playlist(entries))
+    assert decoded == [('hello', 0, 9600), ('a-very-long-soun', 9600, 10)]
+    assert encode_playlist([]) == bytes([0xD0]) + bytes(25)
+    assert decode_playlist(encode_playlist([])) == []
+    with pytest.raises(MalformedFrame, match='announces 2 sounds'):
+        decode_playlist(bytes([0xD0, 2]) + bytes(30))
+
+
+def test_small_server_packets_round_trip():
+    assert decode_encoders(encode_encoders(-2**31, 2**31 - 1)) == (-2**31, 2**31 - 1)
+    assert decode_gripper(encode_gripper(GripperPacket(2, 0x3C, 9))) == GripperPacket(2, 0x3C, 9)
+    assert decode_seraux(encode_seraux(b'\x00\xff')) == b'\x00\xff'
+    assert decode_sync2_reply(encode_sync2_reply('n', 'Pioneer', 'p2pb')) == ('n', 'Pioneer', 'p2pb')
+
+
+@pytest.mark.parametrize('byte, paddles, lift, moving', [
+    (0b00100001, 'open', 'down', False), (0b00010010, 'closed', 'up', False),
+    (0b01000100, 'between', 'between', True), (0b00110011, 'unknown', 'unknown', False)])
+def test_sip_gripper_byte_table(byte, paddles, lift, moving):
+    reading = read_sip_gripper_byte(byte)
+    assert (reading.paddles, reading.lift, reading.paddles_moving) == (paddles, lift, moving)
+
+
+def test_gripper_packet_byte_is_active_low():
+    clear = read_gripper_packet_byte(0b00111100)    # open, at a lift limit, beams clear, no contact
+    assert clear.paddles == 'open' and not clear.inner_beam_broken and not clear.outer_beam_broken
+    assert not clear.left_paddle_contact and not clear.right_paddle_contact
+    gripping = read_gripper_packet_byte(0b11000011)
+    assert gripping.paddles == 'between' and gripping.lift == 'between'
+    assert gripping.inner_beam_broken and gripping.left_paddle_contact and gripping.right_paddle_contact
+    assert gripping.paddles_moving and gripping.lift_moving
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=300))
+def test_fuzz_new_decoders_reject_cleanly(data):
+    for decoder in (decode_config, decode_io, decode_playlist):
+        for kind in (PacketType.CONFIG, PacketType.IO, PacketType.PLAYLIST):
+            try:
+                decoder(bytes([kind]) + data)
+            except MalformedFrame:
+                pass

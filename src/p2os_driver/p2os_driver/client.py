@@ -1,0 +1,307 @@
+"""P2OS client: connect over serial or TCP, handshake, keep alive, decode, say goodbye.
+
+No rclpy here. Records handed to ``on_record`` are the decoded packets of
+protocol.py plus Connected (once per session) and Encoders / AuxBytes.
+Section numbers refer to ../shared/specs/p2os.md.
+"""
+import collections
+import dataclasses
+import threading
+import time
+from typing import Optional, Tuple
+
+from legacy_robot_common.client import ReconnectingClient
+from legacy_robot_common.errors import ConnectionLost, LinkTimeout, MalformedFrame
+from legacy_robot_common.streams import SerialStream, SocketStream
+
+from . import protocol as p
+from .models import RobotModel, find_model, MODELS
+
+# The Player / ROS order of bauds to try on a serial port (§3.2).
+DEFAULT_BAUD_CYCLE = (9600, 38400, 19200, 115200, 57600)
+SIP_TYPES = (p.PacketType.SIP_STOPPED, p.PacketType.SIP_MOVING)
+FACTOR_NAMES = ('dist_conv', 'vel_conv', 'range_conv', 'diff_conv', 'vel2_divisor', 'angle_conv')
+
+
+class HandshakeFailed(ConnectionLost):
+    """The robot did not complete SYNC0 → SYNC1 → SYNC2 (the session restarts)."""
+
+
+@dataclasses.dataclass
+class Settings:
+    port: str = '/dev/ttyS0'        # device path, pyserial URL, or tcp://host:port
+    baud: int = 9600
+    baud_cycle: Tuple[int, ...] = ()   # bauds to try in turn on a silent serial port
+    read_timeout: float = 2.0       # seconds without a SIP before the link counts as lost
+    pulse_interval: float = 0.5     # PULSE when nothing was sent for this long (watchdog 2 s)
+    sync_timeout: float = 1.0       # wait for each SYNC echo (ARIA: 1000 ms)
+    sync_attempts: int = 4          # SYNC sequences tried per connection before reconnecting
+    resync_wait: float = 2.5        # after CLOSE to a robot still sending SIPs: outlast its watchdog
+    config_timeout: float = 1.0     # wait for the CONFIGpac after OPEN
+    gripper_in_high_byte: bool = True   # SIP gripper/ANPORT order (§5.1 item 1)
+    model: str = ''                 # force a model instead of the SYNC2 subclass
+    factor_overrides: Optional[dict] = None   # FACTOR_NAMES → value; <= 0 keeps the model's
+
+    def __post_init__(self):
+        if self.model and self.model.lower() not in MODELS:
+            raise ValueError(f'unknown robot model {self.model!r}; known: {", ".join(MODELS)}')
+        if self.port.startswith('tcp://'):
+            host_port(self.port)  # fail early on a bad address
+
+
+def host_port(url):
+    """'tcp://host:port' → (host, port); ValueError with the reason otherwise."""
+    host, _, port = url[len('tcp://'):].rpartition(':')
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f'bad TCP address {url!r}: expected tcp://host:port, e.g. tcp://localhost:8101')
+    return host.strip('[]'), int(port)
+
+
+@dataclasses.dataclass
+class Identity:
+    name: str
+    robot_class: str
+    subclass: str
+    model: RobotModel
+    known_model: bool
+    transport: str
+
+
+@dataclasses.dataclass
+class Connected:
+    """First record of every session."""
+    identity: Identity
+    config: Optional[p.ConfigPacket]
+
+
+@dataclasses.dataclass
+class Encoders:
+    left: int
+    right: int
+
+
+@dataclasses.dataclass
+class AuxBytes:
+    data: bytes
+
+
+class P2osClient(ReconnectingClient):
+    """One P2OS robot. ``startup_commands()`` (set by the node) gives the packets sent after OPEN."""
+
+    def __init__(self, settings, **kwargs):
+        super().__init__('p2os', self._open, read_timeout=settings.read_timeout, **kwargs)
+        self.settings = settings
+        self.startup_commands = lambda: []
+        self.identity = None
+        self.config = None
+        self.ignored_packets = 0
+        self.last_sip_time = None
+        self._bauds = settings.baud_cycle or (settings.baud,)
+        self._baud_index = 0
+        self._last_write = 0.0
+        self._receiver = p.PacketReceiver()
+        self._bodies = collections.deque()   # valid packet bodies not yet consumed
+        self._waiters = {}
+        self._waiter_lock = threading.Lock()
+
+    # ---- connecting --------------------------------------------------------
+    @property
+    def is_tcp(self):
+        return self.settings.port.startswith('tcp://')
+
+    @property
+    def baud(self):
+        return None if self.is_tcp else self._bauds[self._baud_index]
+
+    def _open(self):
+        if self.is_tcp:
+            return SocketStream.connect(*host_port(self.settings.port))
+        return SerialStream(self.settings.port, self.baud)
+
+    def run_session(self, link):
+        self._receiver = p.PacketReceiver()
+        self._bodies.clear()
+        try:
+            name, robot_class, subclass = self._handshake(link)
+        except HandshakeFailed:
+            self._next_baud()
+            raise
+        self._write(link, p.encode_command(p.Command.OPEN))
+        self._write(link, p.encode_command(p.Command.PULSE))
+        self.config = self._request_config(link)
+        self.identity = self._identify(name, robot_class, subclass)
+        for packet in self.startup_commands():
+            self._write(link, packet)
+        self.last_sip_time = time.monotonic()
+        self.mark_connected(f'{name} ({robot_class} {subclass}) on {self.identity.transport}')
+        self.deliver(Connected(self.identity, self.config))
+        try:
+            self._read_loop(link)
+        finally:
+            self._fail_waiters(ConnectionLost('link lost'))
+
+    def _next_baud(self):
+        if len(self._bauds) > 1:
+            self._baud_index = (self._baud_index + 1) % len(self._bauds)
+            self.logger.info(f'p2os: next attempt at {self.baud} baud')
+
+    def _handshake(self, link):
+        """SYNC0 → SYNC1 → SYNC2, each echo checked; returns the SYNC2 identification (§3.1, §3.2)."""
+        for attempt in range(1, self.settings.sync_attempts + 1):
+            step = 0
+            while step < 3:
+                self._write(link, p.encode_command(step))
+                reply = self._next_body(link, self.settings.sync_timeout)
+                if reply is None:
+                    break  # no echo: start a new attempt
+                if reply[0] == step:
+                    step += 1
+                    continue
+                if reply[0] in SIP_TYPES or reply[0] not in (0, 1, 2):
+                    self._close_stale_connection(link)
+                break  # out of sequence: restart at SYNC0
+            else:
+                return p.decode_sync2_reply(reply)
+        where = self.settings.port if self.is_tcp else f'{self.settings.port} at {self.baud} baud'
+        raise HandshakeFailed(f'no SYNC handshake with {where} after '
+                              f'{self.settings.sync_attempts} attempts')
+
+    def _close_stale_connection(self, link):
+        """The robot still serves an earlier client: CLOSE, then outlast its watchdog (§3.2)."""
+        self.logger.warning('p2os: robot is still sending SIPs from an earlier connection; '
+                            'closing it and waiting before a new SYNC')
+        self._write(link, p.encode_command(p.Command.CLOSE))
+        link.discard_input(quiet_time=self.settings.resync_wait,
+                           max_time=2 * self.settings.resync_wait)
+        self._receiver = p.PacketReceiver()
+        self._bodies.clear()
+
+    def _request_config(self, link):
+        self._write(link, p.encode_command(p.Command.CONFIG))
+        deadline = time.monotonic() + self.settings.config_timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            body = self._next_body(link, remaining)
+            if body is not None and body[0] == p.PacketType.CONFIG:
+                try:
+                    return p.decode_config(body)
+                except MalformedFrame as exc:
+                    self.reject(exc, 'CONFIGpac')
+                    return None
+        self.logger.info('p2os: no CONFIGpac (robots before P2OS 1.4 have none)')
+        return None
+
+    def _identify(self, name, robot_class, subclass):
+        model, known = find_model(self.settings.model or subclass)
+        if not known:
+            self.logger.warning(f'p2os: unknown robot subclass {subclass!r}; using the '
+                                f'{model.subclass} factors (set the model parameter to choose)')
+        model = model.with_overrides(**(self.settings.factor_overrides or {}))
+        transport = self.settings.port if self.is_tcp else f'{self.settings.port}@{self.baud}'
+        return Identity(name, robot_class, subclass, model, known, transport)
+
+    def _next_body(self, link, timeout):
+        """The next valid packet body, or None when timeout passes without one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._bodies:
+                return self._bodies.popleft()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                data = link.read(remaining)
+            except LinkTimeout:
+                return None
+            self._queue(data)
+
+    # ---- connected ---------------------------------------------------------
+    def _read_loop(self, link):
+        while True:
+            self._queue(link.read(self.settings.read_timeout))
+            while self._bodies:
+                self._dispatch(self._bodies.popleft())
+            now = time.monotonic()
+            if now - self.last_sip_time > self.settings.read_timeout:
+                raise LinkTimeout(f'no SIP for {self.settings.read_timeout:.1f} s')
+            if now - self._last_write >= self.settings.pulse_interval:
+                self._write(link, p.encode_command(p.Command.PULSE))
+
+    def _queue(self, data):
+        for item in self._receiver.feed(data):
+            if isinstance(item, MalformedFrame):
+                self.reject(item, 'packet')
+            else:
+                self._bodies.append(item)
+
+    def _dispatch(self, body):
+        kind = body[0]
+        try:
+            record = self._decode(kind, body)
+        except MalformedFrame as exc:
+            self.reject(exc, 'packet')
+            return
+        if record is None:
+            self.ignored_packets += 1
+            self.log.info('ignored-type', f'p2os: packet type 0x{kind:02x} not handled (ignored)')
+            return
+        if kind in SIP_TYPES:
+            self.last_sip_time = time.monotonic()
+        if kind == p.PacketType.CONFIG:
+            self.config = record
+        self._resolve_waiters(kind, record)
+        self.deliver(record)
+
+    def _decode(self, kind, body):
+        if kind in SIP_TYPES:
+            return p.decode_sip(body, self.settings.gripper_in_high_byte)
+        decoder = {
+            p.PacketType.ENCODER: lambda b: Encoders(*p.decode_encoders(b)),
+            p.PacketType.GRIPPER: p.decode_gripper,
+            p.PacketType.IO: p.decode_io,
+            p.PacketType.SERAUX: lambda b: AuxBytes(p.decode_seraux(b)),
+            p.PacketType.PLAYLIST: p.decode_playlist,
+            p.PacketType.CONFIG: p.decode_config,
+        }.get(kind)
+        return decoder(body) if decoder else None
+
+    # ---- commands from the node (any thread) -------------------------------
+    def command(self, number, argument=None):
+        """Send one command now; ConnectionLost when not connected."""
+        self.send(p.encode_command(number, argument))
+
+    def send(self, data):
+        super().send(data)
+        self._last_write = time.monotonic()
+
+    def request(self, packet, reply_type, resolve):
+        """Send packet; resolve(record) runs (in the link thread) when a reply_type packet arrives."""
+        with self._waiter_lock:
+            self._waiters.setdefault(reply_type, []).append(resolve)
+        try:
+            self.send(packet)
+        except ConnectionLost:
+            with self._waiter_lock:
+                self._waiters[reply_type].remove(resolve)
+            raise
+
+    def _resolve_waiters(self, kind, record):
+        with self._waiter_lock:
+            waiting = self._waiters.pop(kind, [])
+        for resolve in waiting:
+            resolve(record)
+
+    def _fail_waiters(self, error):
+        with self._waiter_lock:
+            waiters, self._waiters = self._waiters, {}
+        for resolve in (r for group in waiters.values() for r in group):
+            resolve(error)
+
+    def _write(self, link, packet):
+        link.write(packet)
+        self._last_write = time.monotonic()
+
+    def close_session(self, link):
+        """Stop and disconnect the robot cleanly (§3.4); drained by the base class."""
+        for number, argument in ((p.Command.SONAR, 0), (p.Command.STOP, None),
+                                 (p.Command.ENABLE, 0), (p.Command.CLOSE, None)):
+            link.write(p.encode_command(number, argument))

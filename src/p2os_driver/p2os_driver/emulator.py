@@ -1,0 +1,416 @@
+"""A P2OS robot on a pseudo-terminal and on TCP (port 8101 by default), for users and tests.
+
+    ros2 run p2os_driver p2os_emulator --model p2pb --pty
+
+Behaves as spec §3.8 describes a faithful P2OS server: waits unconnected, echoes
+SYNC0/1/2, starts SIPs on OPEN with motors disabled, applies the 2 s watchdog
+(stop, then resume on the next command), closes on CLOSE. Options give the
+AMRISim-like variants and fault injection. No rclpy here.
+"""
+import argparse
+import dataclasses
+import math
+import signal
+import sys
+import threading
+import time
+
+from legacy_robot_common.emulator import FaultInjector, PtyEmulatorPort, TcpEmulatorServer
+from legacy_robot_common.errors import MalformedFrame
+
+from . import protocol as p
+from .models import MODELS
+from .simulation import Room, SimulatedPioneer
+
+C = p.Command
+AMIGO_PLAYLIST = [('hello', 0, 9600), ('beep', 9600, 1600), ('goodbye', 11200, 8000)]
+
+
+@dataclasses.dataclass
+class EmulatorOptions:
+    model: str = 'p2dx'
+    name: str = 'emulated'
+    sip_cycle: float = 0.1              # 100 ms, or 50 ms (§3.5)
+    later_firmware_tail: bool = False   # P2OS ends the SIP after DIGOUT (§2.6)
+    gripper_in_high_byte: bool = True   # P2OS order; False = ARCOS / AMRISim (§5.1 item 1)
+    watchdog: float = 2.0               # s; 0 disables
+    watchdog_mode: str = 'resume'       # 'resume' (real robot), 'stop', or 'warn' (AMRISim)
+    room_width: float = 10.0            # m
+    room_height: float = 8.0            # m
+    sonar_per_cycle: int = 4
+    battery: float = 13.0               # V
+    drop_rate: float = 0.0
+    corrupt_rate: float = 0.0
+    seed: int = None
+
+    def __post_init__(self):
+        if self.model not in MODELS:
+            raise ValueError(f'unknown model {self.model!r}; known: {", ".join(MODELS)}')
+        if self.watchdog_mode not in ('resume', 'stop', 'warn'):
+            raise ValueError(f'watchdog_mode must be resume, stop or warn, not {self.watchdog_mode!r}')
+        if not 0.01 <= self.sip_cycle <= 1.0:
+            raise ValueError('sip_cycle must be within 0.01..1 s')
+
+
+class P2osEmulator:
+    def __init__(self, options=None):
+        self.options = options or EmulatorOptions()
+        self.model = MODELS[self.options.model]
+        room = Room(self.options.room_width * 1000, self.options.room_height * 1000)
+        self.robot = SimulatedPioneer(self.model, room, self.options.battery,
+                                      self.options.sonar_per_cycle)
+        self.faults = FaultInjector(self.options.drop_rate, self.options.corrupt_rate,
+                                    self.options.seed)
+        self.tcp = None
+        self.pty = None
+        self.watchdog_trips = 0
+        self.sessions = 0
+        self._commands = []
+        self._commands_lock = threading.Lock()
+        self._last_command = time.monotonic()
+        self._last_advance = None
+
+    # ---- transports ------------------------------------------------------------
+    def start_tcp(self, host='127.0.0.1', port=0):
+        self.tcp = TcpEmulatorServer(lambda s, stop: _Session(self, s, stop, True).run(),
+                                     host, port, name='p2os-emulator')
+        return self.tcp.start()
+
+    def start_pty(self):
+        self.pty = PtyEmulatorPort(lambda s, stop: _Session(self, s, stop, False).run(),
+                                   name='p2os-emulator')
+        return self.pty.start()
+
+    def start(self):
+        """For the plugin: a TCP robot on a free port."""
+        self.start_tcp()
+        return self
+
+    @property
+    def parameters(self):
+        return {'port': f'tcp://127.0.0.1:{self.tcp.port}'}
+
+    @property
+    def description(self):
+        return f'P2OS {self.model.subclass} on tcp://127.0.0.1:{self.tcp.port}'
+
+    def drop_clients(self):
+        """Fault: the TCP connection breaks (the robot keeps its state)."""
+        if self.tcp:
+            self.tcp.drop_clients()
+
+    def stop(self):
+        for transport in (self.tcp, self.pty):
+            if transport is not None:
+                transport.stop()
+
+    # ---- what tests look at ----------------------------------------------------
+    def received_commands(self):
+        """[(monotonic time, command number, argument)] of every valid command packet."""
+        with self._commands_lock:
+            return list(self._commands)
+
+    def clear_commands(self):
+        with self._commands_lock:
+            self._commands.clear()
+
+    def _record(self, number, argument):
+        with self._commands_lock:
+            self._commands.append((time.monotonic(), number, argument))
+            del self._commands[:-10000]
+
+    # ---- shared robot clock and watchdog -----------------------------------------
+    def advance(self):
+        """Run the physics up to now (several sessions may call this)."""
+        now = time.monotonic()
+        with self.robot.lock:
+            if self._last_advance is not None:
+                self._check_watchdog(now)
+                self.robot.step(min(0.5, now - self._last_advance))
+            self._last_advance = now
+
+    def _check_watchdog(self, now):
+        o = self.options
+        if not o.watchdog or o.watchdog_mode == 'warn' or self.robot.halted:
+            return
+        if self.robot.enabled and now - self._last_command > o.watchdog:
+            self.robot.halted = True      # stop; the setpoints are kept
+            self.watchdog_trips += 1
+
+    def command_arrived(self, number, argument):
+        self._record(number, argument)
+        self._last_command = time.monotonic()
+        with self.robot.lock:
+            if self.robot.halted:
+                self.robot.halted = False
+                if self.options.watchdog_mode == 'stop':
+                    self.robot.stop()
+
+
+class _Session:
+    """One client connection: the P2OS state machine and the SIP cycle."""
+
+    def __init__(self, emulator, stream, stop, closes_connection):
+        self.emulator = emulator
+        self.robot = emulator.robot
+        self.stream = stream
+        self.stop = stop
+        self.closes_connection = closes_connection   # TCP: CLOSE ends the connection
+        self.receiver = p.PacketReceiver(max_count=p.P2OS_MAX_COUNT)
+        self.sync_step = 0
+        self.connected = False
+        self.streams = {}          # packet type → 'once' or 'continuous'
+        self.getaux_wanted = 0
+        self.send_config = self.send_playlist = False
+
+    def run(self):
+        self.emulator.sessions += 1
+        next_cycle = time.monotonic()
+        while not self.stop.is_set():
+            wait = max(0.0, next_cycle - time.monotonic()) if self.connected else 0.2
+            for item in self.receiver.feed(self.stream.read(4096, wait)):
+                if isinstance(item, bytes) and not self._handle(item):
+                    return
+            if self.connected and time.monotonic() >= next_cycle:
+                self.emulator.advance()
+                self._cycle()
+                next_cycle = max(next_cycle + self.emulator.options.sip_cycle, time.monotonic() - 1)
+
+    def _send(self, body):
+        self.stream.write(self.emulator.faults.apply(p.build_packet(body)))
+
+    # ---- commands ----------------------------------------------------------------
+    def _handle(self, body):
+        """Apply one command packet; False when the connection should close."""
+        try:
+            number, argument = p.decode_command(body)
+        except MalformedFrame:
+            return True   # P2OS ignores what it cannot read
+        if not self.connected:
+            self._handle_sync(number)
+            return True
+        self.emulator.command_arrived(number, argument)
+        if number == C.CLOSE:
+            with self.robot.lock:
+                self.robot.disconnect()
+            self.connected, self.sync_step, self.streams = False, 0, {}
+            return not self.closes_connection
+        with self.robot.lock:
+            self._apply(number, argument)
+        return True
+
+    def _handle_sync(self, number):
+        if number not in (0, 1, 2):
+            return   # unconnected P2OS only answers SYNCs
+        if self.sync_step == 3 and number == C.OPEN:
+            self.connected = True
+            with self.robot.lock:
+                self.robot.disconnect()                  # motors start disabled (§3.1)
+                self.robot.sonar_enabled = bool(self.robot.model.sonar)
+            self.emulator.command_arrived(number, None)
+            return
+        self.sync_step = self.sync_step + 1 if number == self.sync_step else int(number == 0)
+        if number == 2 and self.sync_step == 3:
+            self._send(p.encode_sync2_reply(self.emulator.options.name, 'Pioneer',
+                                            self.robot.model.subclass))
+        else:
+            self._send(bytes([number]))
+
+    def _apply(self, number, arg):
+        r = self.robot
+        value = arg if isinstance(arg, int) else 0
+        simple = {
+            C.ENABLE: lambda: setattr(r, 'enabled', bool(value)),
+            C.SETA: lambda: r.set_acceleration(value),
+            C.SETRA: lambda: r.set_acceleration(value, rotational=True),
+            C.SETV: lambda: r.set_max(value),
+            C.SETRV: lambda: r.set_max(value, rotational=True),
+            C.SETO: r.set_odometry_origin,
+            C.MOVE: lambda: r.move(value),
+            C.ROTATE: lambda: r.set_rotation(value),
+            C.RVEL: lambda: r.set_rotation(value),
+            C.VEL: lambda: r.set_velocity(value),
+            C.HEAD: lambda: r.head(value),
+            C.DHEAD: lambda: r.head(value, relative=True),
+            C.DCHEAD: lambda: r.head(value, relative=True),
+            C.VEL2: lambda: r.set_wheels(*p.split_two_bytes(value)),
+            C.STOP: r.stop,
+            C.E_STOP: r.emergency_stop,
+            C.SONAR: lambda: setattr(r, 'sonar_enabled', bool(value) and bool(r.model.sonar)),
+            C.DIGOUT: lambda: r.set_digital_outputs(*(b & 0xFF for b in p.split_two_bytes(value))),
+            C.ADSEL: lambda: setattr(r, 'analog_port', value if 1 <= value <= 5 else r.analog_port),
+            C.GRIPPER: lambda: r.gripper.command(value),
+            C.GRIPPERVAL: lambda: r.gripper.value(value),
+            C.BUMP_STALL: lambda: setattr(r, 'bump_stall', value),
+            C.SOUND: lambda: setattr(r, 'sound', value),
+            C.SAY: lambda: r.tunes.append(bytes(arg or b'')),
+            C.TTY2: lambda: r.aux_buffer.extend(arg or b''),   # a loop-back plug on AUX
+            C.BATTEST: lambda: setattr(r, 'battery', value / 10.0),
+        }
+        if number in simple:
+            simple[number]()
+        elif number in (C.ENCODER, C.GRIPREQUEST, C.IOREQUEST):
+            self._set_stream(number, value)
+        elif number == C.GETAUX:
+            self.getaux_wanted = max(0, min(200, value))
+            if value == 0:
+                r.aux_buffer.clear()
+        elif number == C.CONFIG:
+            self.send_config = True
+        elif number == C.PLAYLIST:
+            self.send_playlist = True
+
+    def _set_stream(self, number, value):
+        kind = {C.ENCODER: p.PacketType.ENCODER, C.GRIPREQUEST: p.PacketType.GRIPPER,
+                C.IOREQUEST: p.PacketType.IO}[number]
+        if value <= 0:
+            self.streams.pop(kind, None)
+        else:
+            self.streams[kind] = 'once' if value == 1 else 'continuous'
+
+    # ---- the server cycle ----------------------------------------------------------
+    def _cycle(self):
+        with self.robot.lock:
+            packets = [self._sip()]
+            for kind, mode in list(self.streams.items()):
+                packets.append(self._stream_packet(kind))
+                if mode == 'once':
+                    del self.streams[kind]
+            if self.getaux_wanted:
+                data = self.robot.take_aux(self.getaux_wanted)
+                if data is not None:
+                    packets.append(p.encode_seraux(data))
+                    self.getaux_wanted = 0
+            if self.send_config:
+                packets.append(p.encode_config(self._config_values()))
+                self.send_config = False
+            if self.send_playlist:
+                amigo = self.robot.model.subclass.startswith('amigo')
+                packets.append(p.encode_playlist(AMIGO_PLAYLIST if amigo else []))
+                self.send_playlist = False
+        for body in packets:
+            self._send(body)
+
+    def _sip(self):
+        r, m = self.robot, self.robot.model
+        left, right = r.wheel_velocities()
+        ox, oy, oth = r.odometry
+        front = int(r.bumped_front and m.front_bumpers > 0) * 0b1110   # middle switches
+        rear = int(r.bumped_rear and m.rear_bumpers > 0) * 0b1110
+        stall = int(r.stalled)
+        tail = b''
+        if self.emulator.options.later_firmware_tail:
+            tail = p.encode_sip_tail(battery_x10=int(r.battery * 10), charge_state=0,
+                                     rotational_velocity_x10=int(math.degrees(r.w) * 10))
+        sip = p.StandardSip(
+            moving=r.moving, x=int(round(ox / m.dist_conv)) & 0xFFFF,
+            y=int(round(oy / m.dist_conv)) & 0xFFFF,
+            theta=_int16(round(oth / m.angle_conv)),
+            left_velocity=_int16(round(left / m.vel_conv)),
+            right_velocity=_int16(round(right / m.vel_conv)),
+            battery_decivolts=max(0, min(255, int(r.battery * 10))),
+            stall_bumpers=(stall | rear << 1) | (stall | front << 1) << 8,
+            control=_int16(round(r.heading_target / m.angle_conv)),
+            flags=int(r.enabled) | int(r.sonar_enabled) << 1,
+            compass=int(math.degrees(r.pose[2]) % 360 // 2),
+            sonar=[(i, min(0xFFFF, int(mm / m.range_conv))) for i, mm in r.next_sonar_readings()],
+            analog_port=r.analog_port, gripper_state=r.gripper.sip_byte(),
+            analog=int(r.analog_value(r.analog_port) * 255), digital_inputs=r.digital_inputs(),
+            digital_outputs=r.digital_outputs, extra=tail)
+        return p.encode_sip(sip, self.emulator.options.gripper_in_high_byte)
+
+    def _stream_packet(self, kind):
+        r = self.robot
+        if kind == p.PacketType.ENCODER:
+            return p.encode_encoders(*(_int32(int(t)) for t in r.encoders))
+        if kind == p.PacketType.GRIPPER:
+            gripper_type = 0 if r.model.subclass.startswith('amigo') else 2
+            return p.encode_gripper(p.GripperPacket(gripper_type, r.gripper.packet_byte(),
+                                                    r.gripper.grasp_time))
+        return p.encode_io(p.IoPacket(bytes([r.digital_inputs()]), bytes([r.digital_outputs]),
+                                      [int(r.analog_value(port) * 2047) for port in range(1, 6)]))
+
+    def _config_values(self):
+        m, o = self.robot.model, self.emulator.options
+        return {'robot_type': 'Pioneer', 'subtype': m.subclass, 'serial_number': 'EMU0001',
+                'rot_vel_top': 360, 'trans_vel_top': int(m.max_velocity), 'rot_acc_top': 300,
+                'trans_acc_top': 1000, 'pwm_max': 500, 'name': o.name,
+                'sip_cycle': int(o.sip_cycle * 1000), 'host_baud': 0, 'aux1_baud': 0,
+                'gripper': 2, 'front_sonar': int(bool(m.sonar)), 'rear_sonar': int(len(m.sonar) > 8),
+                'low_battery': 110, 'rev_count': 16570, 'watchdog': int(o.watchdog * 1000),
+                'stall_value': 300, 'stall_count': 200, 'rot_vel_max': 100,
+                'trans_vel_max': int(m.max_velocity), 'rot_acc': 100, 'rot_decel': 100,
+                'trans_acc': 300, 'trans_decel': 300, 'rot_kp': 40, 'rot_kv': 20, 'rot_ki': 0,
+                'trans_kp': 40, 'trans_kv': 20, 'trans_ki': 0}
+
+
+def _int16(value):
+    return (int(value) + 0x8000) % 0x10000 - 0x8000
+
+
+def _int32(value):
+    return (value + 0x80000000) % 0x100000000 - 0x80000000
+
+
+# ---- command line ----------------------------------------------------------------
+def build_parser():
+    parser = argparse.ArgumentParser(prog='p2os_emulator', description=__doc__.split('\n\n')[0])
+    parser.add_argument('--model', default='p2dx', choices=sorted(MODELS),
+                        help='robot model (SYNC2 subclass, factors, sonar); default p2dx')
+    parser.add_argument('--name', default='emulated', help='robot name in the SYNC2 reply')
+    parser.add_argument('--host', default='127.0.0.1', help='TCP address to listen on')
+    parser.add_argument('--port', type=int, default=8101, help='TCP port (0 = any free port)')
+    parser.add_argument('--no-tcp', action='store_true', help='do not listen on TCP')
+    parser.add_argument('--pty', action='store_true', help='also serve a pseudo-terminal')
+    parser.add_argument('--sip-cycle', type=float, default=0.1, help='SIP period in s (0.1 or 0.05)')
+    parser.add_argument('--later-firmware-tail', action='store_true',
+                        help='append the ARCOS SIP tail (battery x10, charge state, rot. velocity)')
+    parser.add_argument('--arcos-gripper-order', action='store_true',
+                        help='gripper state in the low byte of the SIP field (ARCOS / AMRISim)')
+    parser.add_argument('--watchdog', type=float, default=2.0, help='watchdog in s (0 = off)')
+    parser.add_argument('--watchdog-mode', choices=('resume', 'stop', 'warn'), default='resume')
+    parser.add_argument('--room', default='10x8', help='room size in metres, WIDTHxHEIGHT')
+    parser.add_argument('--drop-rate', type=float, default=0.0, help='fraction of bytes dropped')
+    parser.add_argument('--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted')
+    parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
+    return parser
+
+
+def options_from_args(args):
+    try:
+        width, height = (float(v) for v in args.room.lower().split('x'))
+    except ValueError:
+        raise ValueError(f'--room must look like 10x8, not {args.room!r}') from None
+    return EmulatorOptions(
+        model=args.model, name=args.name, sip_cycle=args.sip_cycle,
+        later_firmware_tail=args.later_firmware_tail,
+        gripper_in_high_byte=not args.arcos_gripper_order, watchdog=args.watchdog,
+        watchdog_mode=args.watchdog_mode, room_width=width, room_height=height,
+        drop_rate=args.drop_rate, corrupt_rate=args.corrupt_rate, seed=args.seed)
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if args.no_tcp and not args.pty:
+        print('error: nothing to serve: --no-tcp needs --pty', file=sys.stderr)
+        return 2
+    try:
+        emulator = P2osEmulator(options_from_args(args))
+        if not args.no_tcp:
+            port = emulator.start_tcp(args.host, args.port)
+            print(f'P2OS emulator ({args.model}) listening on tcp://{args.host}:{port}', flush=True)
+        if args.pty:
+            print(f'P2OS emulator ({args.model}) serial device: {emulator.start_pty()}', flush=True)
+    except (ValueError, OSError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    done = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: done.set())
+    done.wait()
+    emulator.stop()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,554 @@
+"""ROS 2 node `p2os_driver`: a Pioneer 2 / PeopleBot / AmigoBot over serial or TCP.
+
+    ros2 run p2os_driver p2os_driver --ros-args -p port:=tcp://localhost:8101
+
+Motors start disabled (as on the robot): call the `enable_motors` service, or set
+`enable_motors_on_start`. Topic, service and parameter tables: README.md.
+"""
+import math
+import time
+
+from diagnostic_msgs.msg import KeyValue
+from geometry_msgs.msg import TransformStamped, Twist
+from nav_msgs.msg import Odometry as OdometryMsg
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import BatteryState, PointCloud2, Range
+from std_msgs.msg import Header
+from std_srvs.srv import SetBool, Trigger
+
+from legacy_robot_common.diagnostics import ERROR, OK, WARN
+from legacy_robot_common.driver_node import DriverNode, run_node
+from legacy_robot_common.errors import ConnectionLost
+from legacy_robot_common.messages import odometry_msg, point_cloud_msg, uint8_array, yaw_quaternion
+from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_interfaces.msg import (BumperState, DigitalAnalogIO, EncoderCounts, GripperState,
+                                         MotorState, RobotInfo, SerialBytes, SonarArray)
+from legacy_robot_interfaces.srv import (BytesCommand, DigitalOutput, GripperCommand, Playlist,
+                                         SayTones, SetValue)
+
+from . import protocol as p
+from .client import DEFAULT_BAUD_CYCLE, FACTOR_NAMES, AuxBytes, Connected, Encoders, P2osClient, \
+    Settings
+from .models import MODELS
+from .odometry import Odometry
+
+C = p.Command
+PADDLES = {'open': GripperState.PADDLES_OPEN, 'closed': GripperState.PADDLES_CLOSED,
+           'between': GripperState.PADDLES_BETWEEN, 'unknown': GripperState.PADDLES_UNKNOWN}
+LIFT = {'up': GripperState.LIFT_UP, 'down': GripperState.LIFT_DOWN,
+        'between': GripperState.LIFT_BETWEEN, 'unknown': GripperState.LIFT_UNKNOWN}
+RUNTIME_PARAMETERS = ('use_sonar', 'cmd_vel_timeout', 'max_linear_speed', 'max_angular_speed')
+
+try:  # TF needs tf2_ros, which the PyPI ROS wheels do not provide (ros2-toolchain.md)
+    from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
+except ImportError:
+    TransformBroadcaster = StaticTransformBroadcaster = None
+
+
+class P2osNode(DriverNode):
+    def __init__(self, **kwargs):
+        super().__init__('p2os_driver', hardware_id='P2OS robot', **kwargs)
+        self._declare_parameters()
+        self.client = P2osClient(self._settings(), logger=self.get_logger())
+        self.client.startup_commands = self._startup_commands
+        self.attach_client(self.client)
+        self.diagnostics.add_task('robot', self._robot_status)
+        self._create_publishers()
+        self._create_services()
+        self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10,
+                                 callback_group=self.callback_group)
+        self.create_timer(0.05, self._motion_tick, callback_group=self.callback_group)
+        self.add_on_set_parameters_callback(self._on_parameters)
+        self.identity = None
+        self.odometry = None
+        self.sonar_ranges = []
+        self.sonar_publishers = []
+        self.last_sip = None
+        self.sip_times = []
+        self.motors_enabled = False
+        self._command = None           # (mm/s, deg/s) last cmd_vel, clamped
+        self._command_time = 0.0
+        self._last_motion_send = 0.0
+        self._timed_out = False
+        self.start_links()
+
+    # ---- parameters ---------------------------------------------------------------
+    def _declare_parameters(self):
+        d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
+        self.port = d('port', '/dev/ttyS0', 'serial device, pyserial URL, or tcp://host:port '
+                      '(MobileSim-style simulators: tcp://localhost:8101)', read_only=True)
+        self.baud = d('baud', 9600, 'serial baud rate (ignored on TCP)', read_only=True,
+                      choices=DEFAULT_BAUD_CYCLE)
+        self.cycle_baud = d('cycle_baud', False, 'on a silent serial port try 9600, 38400, 19200, '
+                            '115200, 57600 in turn, starting with baud', read_only=True)
+        self.read_timeout = d('read_timeout', 2.0, 'seconds without a SIP before reconnecting',
+                              minimum=0.3, maximum=60.0, read_only=True)
+        self.pulse_interval = d('pulse_interval', 0.5, 'PULSE after this many idle seconds '
+                                '(the robot stops after 2 s of silence)', minimum=0.05, maximum=1.9,
+                                read_only=True)
+        self.sync_attempts = d('sync_attempts', 4, 'SYNC sequences per connection attempt',
+                               minimum=1, maximum=20, read_only=True)
+        self.model_name = d('model', '', 'force a robot model instead of the SYNC2 subclass',
+                            choices=('', *MODELS), read_only=True)
+        self.factors = {name: d(f'{name}_factor', 0.0, f'override the model\'s {name} factor '
+                                '(0 = use the model table)', minimum=0.0, read_only=True)
+                        for name in FACTOR_NAMES}
+        self.gripper_high = d('sip_gripper_in_high_byte', True, 'P2OS SIP layout (gripper state '
+                              'in the high byte); false for ARCOS / AMRISim', read_only=True)
+        self.odom_frame = d('odom_frame_id', 'odom', 'odometry frame', read_only=True)
+        self.base_frame = d('base_frame_id', 'base_link', 'robot body frame', read_only=True)
+        self.sonar_prefix = d('sonar_frame_prefix', 'sonar_', 'sonar frames: prefix + disc number',
+                              read_only=True)
+        self.publish_tf = d('publish_tf', True, 'broadcast odom → base_link and the sonar poses '
+                            '(needs tf2_ros)', read_only=True)
+        self.max_linear = d('max_linear_speed', 1.0, 'cmd_vel clamp, m/s', minimum=0.0, maximum=2.2)
+        self.max_angular = d('max_angular_speed', 1.75, 'cmd_vel clamp, rad/s', minimum=0.0,
+                             maximum=6.3)
+        self.wheel_mode = d('wheel_mode', False, 'send cmd_vel as VEL2 wheel speeds instead of '
+                            'VEL + RVEL', read_only=True)
+        self.cmd_vel_timeout = d('cmd_vel_timeout', 0.5, 'stop when cmd_vel stops for this long, '
+                                 's (0 = never)', minimum=0.0, maximum=60.0)
+        self.repeat_period = d('command_repeat_period', 0.5, 'resend the motion command this '
+                               'often, s', minimum=0.05, maximum=1.9, read_only=True)
+        self.enable_on_start = d('enable_motors_on_start', False, 'enable the motors after '
+                                 'connecting (the robot starts with them off)', read_only=True)
+        self.use_sonar = d('use_sonar', True, 'sonar on or off (can be changed at run time)')
+        self.sonar_min = d('sonar_min_range', 0.1, 'm', minimum=0.0, read_only=True)
+        self.sonar_max = d('sonar_max_range', 5.0, 'm', minimum=0.1, read_only=True)
+        self.sonar_fov = d('sonar_field_of_view', 0.5236, 'full cone angle, rad', minimum=0.01,
+                           maximum=3.14, read_only=True)
+        self.bump_stall = d('bump_stall', -1, 'BUMP_STALL at start: -1 keep the robot\'s, 0 off, '
+                            '1 front, 2 rear, 3 either', minimum=-1, maximum=3, read_only=True)
+        self.streams = {kind: d(f'{kind}_stream', False, f'request the {kind} packet stream at start',
+                                read_only=True) for kind in ('encoder', 'gripper', 'io')}
+        self.accelerations = {name: d(name, 0.0, f'{unit}; 0 keeps the robot\'s setting',
+                                      minimum=0.0, read_only=True)
+                              for name, unit in (('linear_acceleration', 'm/s²'),
+                                                 ('linear_deceleration', 'm/s²'),
+                                                 ('angular_acceleration', 'rad/s²'),
+                                                 ('angular_deceleration', 'rad/s²'))}
+        self.battery_warn = d('battery_warn_voltage', 11.75, 'V', minimum=0.0, read_only=True)
+        self.battery_error = d('battery_error_voltage', 11.0, 'V', minimum=0.0, read_only=True)
+        self.request_timeout = d('request_timeout', 2.0, 'service wait for a robot reply, s',
+                                 minimum=0.1, maximum=60.0, read_only=True)
+
+    def _settings(self):
+        try:
+            return Settings(port=self.port, baud=self.baud,
+                            baud_cycle=_baud_cycle(self.baud) if self.cycle_baud else (),
+                            read_timeout=self.read_timeout, pulse_interval=self.pulse_interval,
+                            sync_attempts=self.sync_attempts, model=self.model_name,
+                            gripper_in_high_byte=self.gripper_high,
+                            factor_overrides=self.factors)
+        except ValueError as exc:
+            raise ParameterError(f'p2os_driver: {exc}') from None
+
+    def _on_parameters(self, parameters):
+        for parameter in parameters:
+            if parameter.name == 'use_sonar':
+                self.use_sonar = bool(parameter.value)
+                self._try_command(C.SONAR, int(self.use_sonar))
+            elif parameter.name == 'cmd_vel_timeout':
+                self.cmd_vel_timeout = parameter.value
+            elif parameter.name == 'max_linear_speed':
+                self.max_linear = parameter.value
+            elif parameter.name == 'max_angular_speed':
+                self.max_angular = parameter.value
+        return SetParametersResult(successful=True)
+
+    def _startup_commands(self):
+        """Packets sent after OPEN + PULSE + CONFIG (the ROS p2os order, §3.3)."""
+        packets = [p.encode_command(C.SONAR, int(self.use_sonar))]
+        scale = {'linear': 1000.0, 'angular': 180.0 / math.pi}
+        for name, value in self.accelerations.items():
+            if value > 0:  # deceleration is a negative argument (§2.5, checklist 17)
+                number = C.SETA if name.startswith('linear') else C.SETRA
+                sign = -1 if name.endswith('deceleration') else 1
+                packets.append(p.encode_command(number, sign * int(round(value * scale[name.split('_')[0]]))))
+        if self.bump_stall >= 0:
+            packets.append(p.encode_command(C.BUMP_STALL, self.bump_stall))
+        for kind, number in (('encoder', C.ENCODER), ('gripper', C.GRIPREQUEST), ('io', C.IOREQUEST)):
+            if self.streams[kind]:
+                packets.append(p.encode_command(number, 2))
+        packets.append(p.encode_command(C.ENABLE, int(self.enable_on_start)))
+        return packets
+
+    # ---- publishers and services --------------------------------------------------
+    def _create_publishers(self):
+        pub = lambda kind, topic, qos=10: self.create_publisher(kind, topic, qos)  # noqa: E731
+        self.odom_pub = pub(OdometryMsg, 'odom')
+        self.battery_pub = pub(BatteryState, 'battery')
+        self.motor_pub = pub(MotorState, 'motor_state')
+        self.bumper_pub = pub(BumperState, 'bumpers')
+        self.sonar_pub = pub(SonarArray, 'sonar')
+        self.sonar_cloud_pub = pub(PointCloud2, 'sonar/points')
+        self.encoder_pub = pub(EncoderCounts, 'encoders')
+        self.gripper_pub = pub(GripperState, 'gripper_state')
+        self.io_pub = pub(DigitalAnalogIO, 'io')
+        self.aux_pub = pub(SerialBytes, 'aux_serial')
+        self.info_pub = pub(RobotInfo, 'robot_info',
+                            QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.tf = self.static_tf = None
+        if self.publish_tf and TransformBroadcaster is not None:
+            self.tf = TransformBroadcaster(self)
+            self.static_tf = StaticTransformBroadcaster(self)
+        elif self.publish_tf:
+            self.get_logger().info('tf2_ros is not installed: odom → base_link is not broadcast '
+                                   '(the odom topic carries the same pose)')
+
+    def _create_services(self):
+        group = self.callback_group
+        simple = {
+            'enable_motors': (C.ENABLE, 1), 'disable_motors': (C.ENABLE, 0),
+            'reset_odometry': (C.SETO, None), 'stop': (C.STOP, None), 'e_stop': (C.E_STOP, None),
+        }
+        for name, (number, argument) in simple.items():
+            self.create_service(Trigger, name, self._trigger_handler(number, argument),
+                                callback_group=group)
+        for name, number in (('set_encoder_stream', C.ENCODER), ('set_gripper_stream', C.GRIPREQUEST),
+                             ('set_io_stream', C.IOREQUEST), ('set_sonar', C.SONAR)):
+            self.create_service(SetBool, name, self._switch_handler(number), callback_group=group)
+        for name, number in (('play_sound', C.SOUND), ('bump_stall', C.BUMP_STALL),
+                             ('select_analog_port', C.ADSEL)):
+            self.create_service(SetValue, name, self._value_handler(number), callback_group=group)
+        self.create_service(GripperCommand, 'gripper', self._gripper, callback_group=group)
+        self.create_service(DigitalOutput, 'digital_output', self._digital_output, callback_group=group)
+        self.create_service(SayTones, 'say', self._say, callback_group=group)
+        self.create_service(Playlist, 'playlist', self._playlist, callback_group=group)
+        self.create_service(BytesCommand, 'aux_serial', self._aux_serial, callback_group=group)
+        self.create_service(Trigger, 'io_request', self._io_request, callback_group=group)
+
+    # ---- service handlers -----------------------------------------------------------
+    def _try_command(self, number, argument=None, response=None):
+        """Send one command; fill response.success/message; True when it went out."""
+        try:
+            self.client.command(number, argument)
+        except (ConnectionLost, ValueError, TypeError) as exc:
+            if response is not None:
+                response.success, response.message = False, str(exc)
+            return False
+        if number == C.ENABLE:
+            self.motors_enabled = bool(argument)
+        if number == C.SETO and self.odometry is not None:
+            self.odometry.zero()
+        if response is not None:
+            response.success, response.message = True, f'{C(number).name} sent'
+        return True
+
+    def _trigger_handler(self, number, argument):
+        def handle(_request, response):
+            if number in (C.STOP, C.E_STOP):
+                self._command = None   # a stop must not be undone by the next resend
+            self._try_command(number, argument, response)
+            return response
+        return handle
+
+    def _switch_handler(self, number):
+        on = 1 if number == C.SONAR else 2   # the packet streams: 2 = continuous
+        def handle(request, response):
+            sent = self._try_command(number, on if request.data else 0, response)
+            if sent and number == C.SONAR:
+                self.use_sonar = request.data
+            return response
+        return handle
+
+    def _value_handler(self, number):
+        def handle(request, response):
+            self._try_command(number, request.value, response)
+            return response
+        return handle
+
+    def _gripper(self, request, response):
+        if request.command not in (1, 2, 3, 4, 5, 6, 7, 8, 15, 16, 17):
+            response.success, response.message = False, f'unknown gripper command {request.command}'
+            return response
+        if self._try_command(C.GRIPPER, request.command, response) and request.command in (16, 17):
+            self._try_command(C.GRIPPERVAL, request.value, response)   # must follow at once (§2.11)
+        return response
+
+    def _digital_output(self, request, response):
+        try:
+            self.client.send(p.encode_two_bytes(C.DIGOUT, request.mask, request.values))
+            response.success, response.message = True, 'DIGOUT sent'
+        except ConnectionLost as exc:
+            response.success, response.message = False, str(exc)
+        return response
+
+    def _say(self, request, response):
+        if len(request.durations) != len(request.tones) or len(request.tones) > 20:
+            response.success, response.message = False, 'need equal numbers of durations and tones, ' \
+                                                         'at most 20'
+            return response
+        tune = bytes(b for pair in zip(request.durations, request.tones) for b in pair)
+        self._try_command(C.SAY, tune, response)
+        return response
+
+    async def _ask(self, packet, reply_type):
+        """Send packet, await the reply record; (record, None) or (None, error message)."""
+        future, resolve = self.reply_future(self.request_timeout)
+        try:
+            self.client.request(packet, reply_type, resolve)
+        except ConnectionLost as exc:
+            return None, str(exc)
+        reply = await future
+        if isinstance(reply, Exception):
+            return None, str(reply)
+        return reply, None
+
+    async def _playlist(self, _request, response):
+        entries, error = await self._ask(p.encode_command(C.PLAYLIST, 0), p.PacketType.PLAYLIST)
+        response.success, response.message = error is None, error or f'{len(entries or [])} sounds'
+        for name, position, length in entries or []:
+            response.names.append(name)
+            response.positions.append(position)
+            response.lengths.append(length)
+        return response
+
+    async def _aux_serial(self, request, response):
+        """Write data out of AUX (TTY2), then read reply_size bytes (GETAUX); no data and 0 = flush."""
+        data = bytes(request.data)
+        if len(data) > 196 or request.reply_size > 200:
+            response.success, response.message = False, 'at most 196 bytes out and 200 back'
+            return response
+        if data and not self._try_command(C.TTY2, data, response):
+            return response
+        if request.reply_size == 0:
+            if not data:
+                self._try_command(C.GETAUX, 0, response)
+            return response
+        reply, error = await self._ask(p.encode_command(C.GETAUX, request.reply_size),
+                                       p.PacketType.SERAUX)
+        response.success, response.message = error is None, error or f'{len(reply.data)} bytes'
+        if reply is not None:
+            response.reply = uint8_array(reply.data)
+        return response
+
+    async def _io_request(self, _request, response):
+        reply, error = await self._ask(p.encode_command(C.IOREQUEST, 1), p.PacketType.IO)
+        response.success = error is None
+        response.message = error or (f'digital in {reply.digital_inputs.hex()}, out '
+                                     f'{reply.digital_outputs.hex()}, analog {reply.analog}')
+        return response
+
+    # ---- cmd_vel ------------------------------------------------------------------------
+    def _on_cmd_vel(self, msg):
+        linear = max(-self.max_linear, min(self.max_linear, msg.linear.x))
+        angular = max(-self.max_angular, min(self.max_angular, msg.angular.z))
+        self._command = (linear * 1000.0, math.degrees(angular))
+        self._command_time = time.monotonic()
+        self._timed_out = False
+        self._send_motion()
+
+    def _motion_tick(self):
+        if self._command is None:
+            return
+        now = time.monotonic()
+        if self.cmd_vel_timeout > 0 and not self._timed_out and \
+                now - self._command_time > self.cmd_vel_timeout:
+            self._timed_out = True
+            self._command = (0.0, 0.0)
+            self._send_motion()
+            self.log.info('cmd-vel-timeout', f'no cmd_vel for {self.cmd_vel_timeout:.2f} s: '
+                          'robot stopped')
+        elif now - self._last_motion_send >= self.repeat_period:
+            self._send_motion()   # state reflection: a lost packet is repaired
+
+    def _send_motion(self):
+        mm_s, deg_s = self._command
+        try:
+            if self.wheel_mode:
+                self.client.send(self._vel2_packet(mm_s, math.radians(deg_s)))
+            else:
+                self.client.send(p.encode_command(C.VEL, int(round(mm_s))) +
+                                 p.encode_command(C.RVEL, int(round(deg_s))))
+        except ConnectionLost:
+            return
+        self._last_motion_send = time.monotonic()
+
+    def _vel2_packet(self, mm_s, rad_s):
+        model = self.identity.model if self.identity else MODELS['p2dx']
+        spin = rad_s / model.diff_conv   # (R - L) / 2 in mm/s
+        left, right = ((mm_s + side * spin) / model.vel2_divisor for side in (-1, 1))
+        clamp = lambda v: max(-127, min(127, int(round(v))))  # noqa: E731
+        return p.encode_two_bytes(C.VEL2, clamp(left), clamp(right))
+
+    # ---- records from the robot --------------------------------------------------------
+    def handle_record(self, record):
+        if isinstance(record, p.StandardSip):
+            self._publish_sip(record)
+        elif isinstance(record, Encoders):
+            self.encoder_pub.publish(EncoderCounts(header=self._header(), left=record.left,
+                                                   right=record.right))
+        elif isinstance(record, p.GripperPacket):
+            self._publish_gripper(p.read_gripper_packet_byte(record.state), record.state,
+                                  GripperState.SOURCE_GRIPPER_PACKET, record.gripper_type,
+                                  record.grasp_time)
+        elif isinstance(record, p.IoPacket):
+            self.io_pub.publish(DigitalAnalogIO(
+                header=self._header(), digital_inputs=uint8_array(record.digital_inputs),
+                digital_outputs=uint8_array(record.digital_outputs),
+                analog_inputs=[v * 5.0 / 2047.0 for v in record.analog], selected_analog_port=-1))
+        elif isinstance(record, AuxBytes):
+            self.aux_pub.publish(SerialBytes(header=self._header(), port=1,
+                                             data=uint8_array(record.data)))
+        elif isinstance(record, Connected):
+            self._on_connected(record)
+        elif isinstance(record, p.ConfigPacket):
+            self._publish_info(record)
+
+    def _header(self, frame_id=''):
+        return Header(stamp=self.get_clock().now().to_msg(), frame_id=frame_id or self.base_frame)
+
+    def _on_connected(self, record):
+        self.identity = record.identity
+        model = record.identity.model
+        if self.odometry is None or self.odometry.model != model:
+            self.odometry = Odometry(model)
+        else:
+            self.odometry.resume()
+        self.motors_enabled = self.enable_on_start
+        self.sonar_ranges = [math.nan] * len(model.sonar)
+        while len(self.sonar_publishers) < len(model.sonar):
+            self.sonar_publishers.append(
+                self.create_publisher(Range, f'sonar/range_{len(self.sonar_publishers)}', 10))
+        self._publish_sonar_frames(model)
+        self._publish_info(record.config)
+
+    def _publish_info(self, config):
+        identity = self.identity
+        if identity is None:
+            return
+        model = identity.model
+        values = {'model description': model.description, 'known model': identity.known_model,
+                  'transport': identity.transport}
+        values.update({f'{name} factor': getattr(model, name) for name in FACTOR_NAMES})
+        if config is not None:
+            values.update({f'config {k}': v for k, v in config.values.items()})
+        self.info_pub.publish(RobotInfo(
+            header=self._header(), name=identity.name, robot_class=identity.robot_class,
+            model=identity.subclass, firmware_version='',
+            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()]))
+
+    def _publish_sip(self, sip):
+        now = time.monotonic()
+        self.last_sip = sip
+        self.sip_times = [t for t in self.sip_times if now - t < 2.0] + [now]
+        header = self._header()
+        self._publish_odometry(sip, header)
+        self.motors_enabled = sip.motors_enabled
+        self.battery_pub.publish(BatteryState(
+            header=header, voltage=sip.tail.get('battery_x10', sip.battery_decivolts * 10) / 100.0,
+            present=True, percentage=math.nan, current=math.nan, charge=math.nan,
+            capacity=math.nan, design_capacity=math.nan, temperature=math.nan))
+        self.motor_pub.publish(MotorState(header=header, motors_enabled=sip.motors_enabled,
+                                          left_wheel_stalled=sip.left_stall,
+                                          right_wheel_stalled=sip.right_stall))
+        model = self.identity.model
+        front, rear = sip.bumpers(model.front_bumpers or 5, model.rear_bumpers or 5)
+        self.bumper_pub.publish(BumperState(header=header, front=front, rear=rear))
+        self._publish_sonar(sip, header)
+        self._publish_gripper(p.read_sip_gripper_byte(sip.gripper_state), sip.gripper_state,
+                              GripperState.SOURCE_SIP, 0, 0)
+        self.io_pub.publish(DigitalAnalogIO(
+            header=header, digital_inputs=uint8_array([sip.digital_inputs]),
+            digital_outputs=uint8_array([sip.digital_outputs]),
+            analog_inputs=[sip.analog * 5.0 / 255.0], selected_analog_port=sip.analog_port))
+
+    def _publish_odometry(self, sip, header):
+        o = self.odometry
+        o.update(sip)
+        odom_header = Header(stamp=header.stamp, frame_id=self.odom_frame)
+        self.odom_pub.publish(odometry_msg(odom_header, self.base_frame, o.x, o.y, o.yaw,
+                                           o.linear, o.angular))
+        if self.tf is not None:
+            transform = TransformStamped(header=odom_header, child_frame_id=self.base_frame)
+            transform.transform.translation.x, transform.transform.translation.y = o.x, o.y
+            transform.transform.rotation = yaw_quaternion(o.yaw)
+            self.tf.sendTransform(transform)
+
+    def _publish_sonar(self, sip, header):
+        model = self.identity.model
+        updated = [False] * len(self.sonar_ranges)
+        for disc, raw in sip.sonar:
+            if disc >= len(self.sonar_ranges):
+                self.log.warning('sonar-index', f'sonar disc {disc} is not on a {model.subclass}')
+                continue
+            metres = raw * model.range_conv / 1000.0
+            self.sonar_ranges[disc] = metres
+            updated[disc] = True
+            self.sonar_publishers[disc].publish(Range(
+                header=self._header(f'{self.sonar_prefix}{disc}'), radiation_type=Range.ULTRASOUND,
+                field_of_view=self.sonar_fov, min_range=self.sonar_min, max_range=self.sonar_max,
+                range=metres))
+        if not sip.sonar:
+            return
+        self.sonar_pub.publish(SonarArray(
+            header=header, frame_ids=[f'{self.sonar_prefix}{i}' for i in range(len(updated))],
+            ranges=self.sonar_ranges, updated=updated, min_range=self.sonar_min,
+            max_range=self.sonar_max, field_of_view=self.sonar_fov))
+        self.sonar_cloud_pub.publish(point_cloud_msg(self._sonar_points(model), header))
+
+    def _sonar_points(self, model):
+        """Echo points in the body frame from every disc's latest in-range reading."""
+        points = []
+        for (x, y, heading), metres in zip(model.sonar, self.sonar_ranges):
+            if self.sonar_min <= metres < self.sonar_max:
+                angle = math.radians(heading)
+                points.append((x / 1000.0 + metres * math.cos(angle),
+                               y / 1000.0 + metres * math.sin(angle), 0.0))
+        return points
+
+    def _publish_sonar_frames(self, model):
+        if self.static_tf is None:
+            return
+        transforms = []
+        for i, (x, y, heading) in enumerate(model.sonar):
+            t = TransformStamped(header=self._header(), child_frame_id=f'{self.sonar_prefix}{i}')
+            t.transform.translation.x, t.transform.translation.y = x / 1000.0, y / 1000.0
+            t.transform.rotation = yaw_quaternion(math.radians(heading))
+            transforms.append(t)
+        self.static_tf.sendTransform(transforms)
+
+    def _publish_gripper(self, reading, raw, source, gripper_type, grasp_time):
+        optional = lambda value: bool(value) if value is not None else False  # noqa: E731
+        self.gripper_pub.publish(GripperState(
+            header=self._header(), source=source, gripper_type=gripper_type,
+            paddles=PADDLES[reading.paddles], paddles_moving=reading.paddles_moving,
+            gripper_error=reading.gripper_error, lift=LIFT[reading.lift],
+            lift_moving=reading.lift_moving, lift_error=reading.lift_error,
+            inner_beam_broken=optional(reading.inner_beam_broken),
+            outer_beam_broken=optional(reading.outer_beam_broken),
+            left_paddle_contact=optional(reading.left_paddle_contact),
+            right_paddle_contact=optional(reading.right_paddle_contact),
+            grasp_time=grasp_time, raw_state=raw))
+
+    # ---- diagnostics ------------------------------------------------------------------
+    def _robot_status(self):
+        if self.identity is None or self.last_sip is None:
+            return ERROR, 'no robot yet', {'port': self.port}
+        sip, model = self.last_sip, self.identity.model
+        volts = sip.battery_decivolts / 10.0
+        values = {'name': self.identity.name, 'model': f'{model.subclass} ({model.description})',
+                  'SIP rate Hz': len(self.sip_times) / 2.0, 'battery V': volts,
+                  'motors enabled': sip.motors_enabled, 'left stall': sip.left_stall,
+                  'right stall': sip.right_stall, 'sonar on': sip.sonar_enabled,
+                  'ignored packet types': self.client.ignored_packets,
+                  'odometry distance m': self.odometry.distance}
+        if volts < self.battery_error:
+            return ERROR, f'battery low: {volts:.1f} V', values
+        if sip.left_stall or sip.right_stall:
+            return WARN, 'wheel stalled', values
+        if volts < self.battery_warn:
+            return WARN, f'battery getting low: {volts:.1f} V', values
+        if not self.identity.known_model:
+            return WARN, f'unknown model {self.identity.subclass!r}: using p2dx factors', values
+        return OK, 'motors enabled' if sip.motors_enabled else 'motors disabled', values
+
+
+def _baud_cycle(first):
+    return (first,) + tuple(b for b in DEFAULT_BAUD_CYCLE if b != first)
+
+
+def main(args=None):
+    return run_node(P2osNode, args)
