@@ -1,0 +1,175 @@
+"""P2osClient against the emulator over a real pseudo-terminal and real TCP."""
+import os
+import threading
+import time
+
+import pytest
+
+from helpers import wait_for
+from legacy_robot_common.emulator import PtyEmulatorPort
+from p2os_driver import protocol as p
+from p2os_driver.client import AuxBytes, Connected, Encoders, P2osClient, Settings
+from p2os_driver.emulator import EmulatorOptions, P2osEmulator
+
+C = p.Command
+
+
+class Records(list):
+    def of(self, kind):
+        return [r for r in self if isinstance(r, kind)]
+
+
+def make_client(port, **settings):
+    client = P2osClient(Settings(port=port, **settings))
+    records = Records()
+    client.on_record = records.append
+    client.records = records
+    return client
+
+
+@pytest.fixture
+def emulator():
+    emulators = []
+
+    def start(**options):
+        emulators.append(P2osEmulator(EmulatorOptions(**options)))
+        return emulators[-1]
+    yield start
+    for e in emulators:
+        e.stop()
+
+
+@pytest.fixture
+def clients():
+    started = []
+
+    def start(client):
+        started.append(client)
+        client.start()
+        return client
+    yield start
+    for c in started:
+        c.stop()
+
+
+def commands(emulator):
+    return [(n, a) for _, n, a in emulator.received_commands()]
+
+
+@pytest.mark.parametrize('transport', ['pty', 'tcp'])
+def test_connects_identifies_the_model_and_streams(emulator, clients, transport):
+    robot = emulator(model='p2pb', name='pb1')
+    port = robot.start_pty() if transport == 'pty' else f'tcp://127.0.0.1:{robot.start_tcp()}'
+    client = make_client(port)
+    client.startup_commands = lambda: [p.encode_command(C.ENCODER, 2)]
+    clients(client)
+    assert wait_for(lambda: len(client.records.of(p.StandardSip)) >= 5, 10), client.counters
+    connected = client.records.of(Connected)[0]
+    assert (connected.identity.name, connected.identity.subclass) == ('pb1', 'p2pb')
+    assert connected.identity.model.dist_conv == 0.424 and connected.identity.known_model
+    assert connected.config.values['subtype'] == 'p2pb'
+    assert wait_for(lambda: client.records.of(Encoders), 2)
+    assert client.counters.bad_frames == 0
+    assert commands(robot)[:2] == [(C.OPEN, None), (C.PULSE, None)]   # OPEN sent without argument
+
+
+def test_stale_sips_during_sync_close_wait_and_retry(emulator, clients):
+    """A previous client died without CLOSE: the robot still sends SIPs (§3.2)."""
+    robot = emulator()
+    device = robot.start_pty()
+    fd = os.open(device, os.O_RDWR | os.O_NOCTTY)
+    receiver = p.PacketReceiver()
+    for step in range(3):
+        os.write(fd, p.encode_command(step))
+        time.sleep(0.1)
+    os.write(fd, p.encode_command(C.OPEN))
+    time.sleep(0.3)
+    assert any(b[0] == 0x32 for b in receiver.feed(os.read(fd, 4096)) if isinstance(b, bytes))
+    os.close(fd)                                     # gone without CLOSE: SIPs keep coming
+    client = clients(make_client(device, resync_wait=1.0))
+    assert wait_for(lambda: client.connected, 10), client.counters.last_error
+    sent = commands(robot)
+    assert sent.index((C.CLOSE, None)) < len(sent) - 1 - sent[::-1].index((C.OPEN, None))
+
+
+def test_silent_serial_port_cycles_bauds_and_keeps_retrying(clients):
+    silent = PtyEmulatorPort(lambda stream, stop: [stream.read(4096, 0.1) for _ in iter(stop.is_set, True)])
+    device = silent.start()
+    try:
+        client = clients(make_client(device, baud_cycle=(9600, 38400, 19200), sync_timeout=0.1,
+                                     sync_attempts=1))
+        seen = set()
+        assert wait_for(lambda: seen.add(client.baud) or len(seen) == 3, 15)
+        assert 'no SYNC handshake' in client.counters.last_error
+        assert not client.connected and client.counters.connects == 0
+    finally:
+        silent.stop()
+
+
+def test_reconnects_after_the_emulator_is_killed_and_restarted(emulator, clients):
+    first = emulator()
+    port = first.start_tcp()
+    client = clients(make_client(f'tcp://127.0.0.1:{port}'))
+    assert wait_for(lambda: client.connected, 5)
+    first.stop()
+    assert wait_for(lambda: not client.connected, 5)
+    second = emulator()
+    second.start_tcp(port=port)
+    assert wait_for(lambda: client.counters.reconnects == 1 and client.connected, 15)
+    count = len(client.records.of(p.StandardSip))
+    assert wait_for(lambda: len(client.records.of(p.StandardSip)) > count + 3, 3)
+
+
+def test_silent_robot_is_detected_by_the_sip_timeout(emulator, clients):
+    robot = emulator()
+    client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}', read_timeout=0.5))
+    assert wait_for(lambda: client.connected, 5)
+    robot.faults.silent = True
+    assert wait_for(lambda: 'no SIP' in client.counters.last_error or
+                    'no data' in client.counters.last_error, 5), client.counters.last_error
+    robot.faults.silent = False
+    assert wait_for(lambda: client.connected and client.counters.reconnects >= 1, 15)
+
+
+def test_stop_says_goodbye_in_the_recommended_order(emulator, clients):
+    robot = emulator()
+    client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}'))
+    assert wait_for(lambda: client.connected, 5)
+    client.command(C.ENABLE, 1)
+    client.stop()
+    assert wait_for(lambda: commands(robot)[-1:] == [(C.CLOSE, None)], 3)
+    assert commands(robot)[-4:] == [(C.SONAR, 0), (C.STOP, None), (C.ENABLE, 0), (C.CLOSE, None)]
+    assert not robot.robot.enabled
+
+
+def test_corrupted_bytes_are_counted_and_the_stream_goes_on(emulator, clients):
+    robot = emulator(corrupt_rate=0.002, seed=7)
+    client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}'))
+    assert wait_for(lambda: client.connected, 10)
+    assert wait_for(lambda: client.counters.bad_frames >= 1, 20)
+    count = len(client.records.of(p.StandardSip))
+    assert wait_for(lambda: len(client.records.of(p.StandardSip)) > count + 5, 5)
+
+
+def test_requests_get_their_replies(emulator, clients):
+    robot = emulator(model='amigo')
+    client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}'))
+    assert wait_for(lambda: client.connected, 5)
+    replies, done = [], threading.Event()
+
+    def resolve(record):
+        replies.append(record)
+        done.set()
+    client.command(C.TTY2, b'ping')
+    client.request(p.encode_command(C.GETAUX, 4), p.PacketType.SERAUX, resolve)
+    assert done.wait(2) and replies == [AuxBytes(b'ping')]
+    done.clear()
+    client.request(p.encode_command(C.PLAYLIST, 0), p.PacketType.PLAYLIST, resolve)
+    assert done.wait(2) and [n for n, _, _ in replies[-1]][:1] == ['hello']
+
+
+def test_settings_reject_bad_addresses_and_models():
+    with pytest.raises(ValueError, match='expected tcp://host:port'):
+        Settings(port='tcp://localhost')
+    with pytest.raises(ValueError, match='unknown robot model'):
+        Settings(model='r2d2')

@@ -1,0 +1,223 @@
+"""The emulator as a robot: raw packets over a real TCP socket (spec §3.1, §3.8)."""
+import socket
+import time
+
+import pytest
+
+from p2os_driver import protocol as p
+from p2os_driver.emulator import EmulatorOptions, P2osEmulator, main as emulator_main
+
+C = p.Command
+
+
+class RawClient:
+    """Just enough client to talk to the robot byte by byte."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(('127.0.0.1', port), timeout=3)
+        self.receiver = p.PacketReceiver()
+        self.pending = []
+
+    def send(self, number, argument=None):
+        self.sock.sendall(p.encode_command(number, argument))
+
+    def packet(self, timeout=2.0, kind=None):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            while self.pending:
+                body = self.pending.pop(0)
+                if kind is None or body[0] == kind:
+                    return body
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                data = self.sock.recv(4096)
+            except socket.timeout:
+                break
+            if not data:
+                raise ConnectionError('closed')
+            self.pending += [i for i in self.receiver.feed(data) if isinstance(i, bytes)]
+        raise TimeoutError(f'no packet of type {kind}')
+
+    def sync(self, open_argument=None):
+        for step in range(3):
+            self.send(step)
+            reply = self.packet()
+            assert reply[0] == step
+        self.send(C.OPEN, open_argument)
+        return p.decode_sync2_reply(reply)
+
+    def sip(self):
+        return p.decode_sip(self._any_sip())
+
+    def fresh_sip(self):
+        """The first SIP sent after now (older buffered packets are dropped)."""
+        self.pending.clear()
+        self.sock.setblocking(False)
+        try:
+            while self.sock.recv(65536):
+                pass
+        except BlockingIOError:
+            pass
+        finally:
+            self.sock.setblocking(True)
+        self.receiver = p.PacketReceiver()
+        return self.sip()
+
+    def _any_sip(self):
+        while True:
+            body = self.packet()
+            if body[0] in (0x32, 0x33):
+                return body
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def robot():
+    emulator = P2osEmulator(EmulatorOptions(model='p2pb', name='tester'))
+    port = emulator.start_tcp()
+    clients = []
+
+    def connect():
+        clients.append(RawClient(port))
+        return clients[-1]
+    yield emulator, connect
+    for c in clients:
+        c.close()
+    emulator.stop()
+
+
+@pytest.mark.parametrize('open_argument', [None, 1], ids=['OPEN', 'OPEN int 1 (ARIA)'])
+def test_handshake_then_sips_every_100_ms_with_motors_disabled(robot, open_argument):
+    emulator, connect = robot
+    client = connect()
+    assert client.sync(open_argument) == ('tester', 'Pioneer', 'p2pb')
+    first = client.sip()
+    started = time.monotonic()
+    for _ in range(10):
+        sip = client.sip()
+    assert 0.8 < time.monotonic() - started < 1.5
+    assert not first.motors_enabled and not sip.motors_enabled and sip.sonar_enabled
+    assert sip.extra == b''                          # P2OS: the SIP ends after DIGOUT
+
+
+def test_unconnected_robot_ignores_everything_but_syncs(robot):
+    _, connect = robot
+    client = connect()
+    client.send(C.ENABLE, 1)
+    with pytest.raises(TimeoutError):
+        client.packet(timeout=0.4)
+    client.send(1)                                   # SYNC1 out of sequence: echoed, restart
+    assert client.packet()[0] == 1
+    assert client.sync()[2] == 'p2pb'
+
+
+def test_enable_and_drive(robot):
+    emulator, connect = robot
+    client = connect()
+    client.sync()
+    client.send(C.ENABLE, 1)
+    client.send(C.VEL, 300)
+    time.sleep(1.5)
+    sip = client.fresh_sip()
+    assert sip.motors_enabled and sip.moving and sip.left_velocity > 100
+    assert emulator.robot.pose[0] > 100
+
+
+def test_watchdog_stops_then_resumes_on_the_next_command(robot):
+    emulator, connect = robot
+    client = connect()
+    client.sync()
+    client.send(C.ENABLE, 1)
+    client.send(C.VEL, 200)
+    time.sleep(3.5)                                  # silence: the 2 s watchdog trips
+    assert emulator.watchdog_trips == 1 and emulator.robot.v < 200
+    client.send(C.PULSE)
+    time.sleep(1.2)
+    assert emulator.robot.v == pytest.approx(200)    # back to the last setpoint
+
+
+def test_close_ends_the_tcp_connection_and_disables_motors(robot):
+    emulator, connect = robot
+    client = connect()
+    client.sync()
+    client.send(C.ENABLE, 1)
+    client.send(C.CLOSE)
+    with pytest.raises(ConnectionError):
+        while True:
+            client.packet()
+    assert not emulator.robot.enabled and not emulator.robot.sonar_enabled
+
+
+def test_requested_packets(robot):
+    emulator, connect = robot
+    client = connect()
+    client.sync()
+    client.send(C.CONFIG)
+    config = p.decode_config(client.packet(kind=p.PacketType.CONFIG))
+    assert config.values['subtype'] == 'p2pb' and config.values['watchdog'] == 2000
+    client.send(C.PLAYLIST, 0)
+    assert p.decode_playlist(client.packet(kind=p.PacketType.PLAYLIST)) == []   # not an AmigoBot
+    client.send(C.TTY2, b'hello')
+    client.send(C.GETAUX, 5)
+    assert p.decode_seraux(client.packet(kind=p.PacketType.SERAUX)) == b'hello'
+    client.send(C.ENCODER, 1)
+    assert len(p.decode_encoders(client.packet(kind=p.PacketType.ENCODER))) == 2
+    client.send(C.IOREQUEST, 1)
+    io = p.decode_io(client.packet(kind=p.PacketType.IO))
+    assert len(io.analog) == 5 and all(0 <= v <= 2047 for v in io.analog)
+    client.send(C.GRIPREQUEST, 2)
+    assert p.decode_gripper(client.packet(kind=p.PacketType.GRIPPER)).gripper_type == 2
+    client.sock.sendall(p.encode_two_bytes(C.DIGOUT, 0x0F, 0x05))
+    time.sleep(0.3)
+    assert emulator.robot.digital_outputs == 0x05
+
+
+def test_bad_packets_are_ignored(robot):
+    emulator, connect = robot
+    client = connect()
+    client.sync()
+    enable = bytearray(p.encode_command(C.ENABLE, 1))
+    enable[-1] ^= 0xFF
+    client.sock.sendall(bytes(enable) + p.build_packet(bytes([C.ENABLE, 0x3B, 1, 0]) + bytes(200)))
+    client.sock.sendall(b'\xfa\xfb\x04\x07\x3b\x07\x3b')   # SETO as "07 3B" (old ROS p2os)
+    time.sleep(0.3)
+    assert not emulator.robot.enabled                 # neither ENABLE got through
+    assert (C.SETO, None) in [(n, a) for _, n, a in emulator.received_commands()]
+    assert client.sip() is not None
+
+
+def test_later_firmware_tail_and_arcos_gripper_order():
+    emulator = P2osEmulator(EmulatorOptions(later_firmware_tail=True, gripper_in_high_byte=False))
+    client = RawClient(emulator.start_tcp())
+    try:
+        client.sync()
+        sip = p.decode_sip(client._any_sip(), gripper_in_high_byte=False)
+        assert sip.analog_port == 5 and sip.tail['battery_x10'] == 130
+    finally:
+        client.close()
+        emulator.stop()
+
+
+def test_amigo_has_a_playlist_and_8_sonar():
+    emulator = P2osEmulator(EmulatorOptions(model='amigo'))
+    client = RawClient(emulator.start_tcp())
+    try:
+        client.sync()
+        client.send(C.PLAYLIST, 0)
+        names = [n for n, _, _ in p.decode_playlist(client.packet(kind=p.PacketType.PLAYLIST))]
+        assert names == ['hello', 'beep', 'goodbye']
+        discs = {d for _ in range(3) for d, _ in client.sip().sonar}
+        assert discs <= set(range(8))
+    finally:
+        client.close()
+        emulator.stop()
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--no-tcp'], 'nothing to serve'), (['--room', 'big'], '--room must look like'),
+    (['--sip-cycle', '5'], 'sip_cycle must be within')])
+def test_emulator_command_line_errors(argv, message, capsys):
+    assert emulator_main(argv) == 2
+    assert message in capsys.readouterr().err
