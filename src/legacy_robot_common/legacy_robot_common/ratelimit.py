@@ -19,25 +19,33 @@ class RateLimitedLogger:
         self._suppressed = {}
         self._lock = threading.Lock()
 
-    def _emit(self, level, key, text):
+    def _admit(self, key, text):
+        """The text to log now (with the count of suppressed ones), or None to stay quiet."""
         now = self._clock()
         with self._lock:
             last = self._last.get(key)
             if last is not None and now - last < self._period:
                 self._suppressed[key] = self._suppressed.get(key, 0) + 1
-                return False
+                return None
             self._last[key] = now
             skipped = self._suppressed.pop(key, 0)
-        if skipped:
-            text = f'{text} ({skipped} similar messages suppressed)'
-        getattr(self._logger, level)(text)
-        return True
+        return f'{text} ({skipped} similar messages suppressed)' if skipped else text
 
+    # One call site per severity: rclpy refuses a call site whose severity changes.
     def info(self, key, text):
-        return self._emit('info', key, text)
+        text = self._admit(key, text)
+        if text is not None:
+            self._logger.info(text)
+        return text is not None
 
     def warning(self, key, text):
-        return self._emit('warning', key, text)
+        text = self._admit(key, text)
+        if text is not None:
+            self._logger.warning(text)
+        return text is not None
 
     def error(self, key, text):
-        return self._emit('error', key, text)
+        text = self._admit(key, text)
+        if text is not None:
+            self._logger.error(text)
+        return text is not None

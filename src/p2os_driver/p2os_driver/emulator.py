@@ -23,6 +23,7 @@ from .models import MODELS
 from .simulation import Room, SimulatedPioneer
 
 C = p.Command
+PHYSICS_PERIOD = 0.02   # s
 AMIGO_PLAYLIST = [('hello', 0, 9600), ('beep', 9600, 1600), ('goodbye', 11200, 8000)]
 
 
@@ -69,17 +70,34 @@ class P2osEmulator:
         self._commands_lock = threading.Lock()
         self._last_command = time.monotonic()
         self._last_advance = None
+        self._physics_stop = threading.Event()
+        self._physics = None
 
     # ---- transports ------------------------------------------------------------
     def start_tcp(self, host='127.0.0.1', port=0):
         self.tcp = TcpEmulatorServer(lambda s, stop: _Session(self, s, stop, True).run(),
                                      host, port, name='p2os-emulator')
-        return self.tcp.start()
+        port = self.tcp.start()
+        self._start_physics()
+        return port
 
     def start_pty(self):
         self.pty = PtyEmulatorPort(lambda s, stop: _Session(self, s, stop, False).run(),
                                    name='p2os-emulator')
-        return self.pty.start()
+        device = self.pty.start()
+        self._start_physics()
+        return device
+
+    def _start_physics(self):
+        """The robot moves whether or not a client is connected (it coasts to a stop after CLOSE)."""
+        if self._physics is None:
+            self._physics = threading.Thread(target=self._run_physics, daemon=True,
+                                             name='p2os-emulator-physics')
+            self._physics.start()
+
+    def _run_physics(self):
+        while not self._physics_stop.wait(PHYSICS_PERIOD):
+            self.advance()
 
     def start(self):
         """For the plugin: a TCP robot on a free port."""
@@ -103,6 +121,9 @@ class P2osEmulator:
         for transport in (self.tcp, self.pty):
             if transport is not None:
                 transport.stop()
+        self._physics_stop.set()
+        if self._physics is not None:
+            self._physics.join(2.0)
 
     # ---- what tests look at ----------------------------------------------------
     def received_commands(self):
@@ -121,7 +142,7 @@ class P2osEmulator:
 
     # ---- shared robot clock and watchdog -----------------------------------------
     def advance(self):
-        """Run the physics up to now (several sessions may call this)."""
+        """Run the physics up to now."""
         now = time.monotonic()
         with self.robot.lock:
             if self._last_advance is not None:
@@ -172,7 +193,6 @@ class _Session:
                 if isinstance(item, bytes) and not self._handle(item):
                     return
             if self.connected and time.monotonic() >= next_cycle:
-                self.emulator.advance()
                 self._cycle()
                 next_cycle = max(next_cycle + self.emulator.options.sip_cycle, time.monotonic() - 1)
 

@@ -5,6 +5,7 @@
 Motors start disabled (as on the robot): call the `enable_motors` service, or set
 `enable_motors_on_start`. Topic, service and parameter tables: README.md.
 """
+import collections
 import math
 import time
 
@@ -65,7 +66,7 @@ class P2osNode(DriverNode):
         self.sonar_ranges = []
         self.sonar_publishers = []
         self.last_sip = None
-        self.sip_times = []
+        self.sip_times = collections.deque()   # arrival times over the last 2 s
         self.motors_enabled = False
         self._command = None           # (mm/s, deg/s) last cmd_vel, clamped
         self._command_time = 0.0
@@ -433,7 +434,9 @@ class P2osNode(DriverNode):
     def _publish_sip(self, sip):
         now = time.monotonic()
         self.last_sip = sip
-        self.sip_times = [t for t in self.sip_times if now - t < 2.0] + [now]
+        self.sip_times.append(now)
+        while now - self.sip_times[0] > 2.0:
+            self.sip_times.popleft()
         header = self._header()
         self._publish_odometry(sip, header)
         self.motors_enabled = sip.motors_enabled
@@ -451,8 +454,8 @@ class P2osNode(DriverNode):
         self._publish_gripper(p.read_sip_gripper_byte(sip.gripper_state), sip.gripper_state,
                               GripperState.SOURCE_SIP, 0, 0)
         self.io_pub.publish(DigitalAnalogIO(
-            header=header, digital_inputs=uint8_array([sip.digital_inputs]),
-            digital_outputs=uint8_array([sip.digital_outputs]),
+            header=header, digital_inputs=uint8_array(bytes([sip.digital_inputs])),
+            digital_outputs=uint8_array(bytes([sip.digital_outputs])),
             analog_inputs=[sip.analog * 5.0 / 255.0], selected_analog_port=sip.analog_port))
 
     def _publish_odometry(self, sip, header):
@@ -530,7 +533,7 @@ class P2osNode(DriverNode):
         sip, model = self.last_sip, self.identity.model
         volts = sip.battery_decivolts / 10.0
         values = {'name': self.identity.name, 'model': f'{model.subclass} ({model.description})',
-                  'SIP rate Hz': len(self.sip_times) / 2.0, 'battery V': volts,
+                  'SIP rate Hz': _rate(self.sip_times), 'battery V': volts,
                   'motors enabled': sip.motors_enabled, 'left stall': sip.left_stall,
                   'right stall': sip.right_stall, 'sonar on': sip.sonar_enabled,
                   'ignored packet types': self.client.ignored_packets,
@@ -546,9 +549,21 @@ class P2osNode(DriverNode):
         return OK, 'motors enabled' if sip.motors_enabled else 'motors disabled', values
 
 
+def _rate(times):
+    """Events per second over the times given (oldest first)."""
+    if len(times) < 2 or times[-1] <= times[0]:
+        return 0.0
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
 def _baud_cycle(first):
     return (first,) + tuple(b for b in DEFAULT_BAUD_CYCLE if b != first)
 
 
 def main(args=None):
     return run_node(P2osNode, args)
+
+
+if __name__ == '__main__':
+    import sys
+    sys.exit(main())

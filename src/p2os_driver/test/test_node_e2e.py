@@ -1,0 +1,223 @@
+"""p2os_driver as a real process against the emulator, observed over DDS from this process."""
+import math
+import signal
+import time
+
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import BatteryState, Range
+from std_srvs.srv import SetBool, Trigger
+
+from helpers import spin_until, start_module, wait_for
+from legacy_robot_interfaces.msg import (DigitalAnalogIO, EncoderCounts, GripperState, MotorState,
+                                         RobotInfo, SonarArray)
+from legacy_robot_interfaces.srv import BytesCommand, DigitalOutput, GripperCommand, Playlist
+from p2os_driver import protocol as p
+from p2os_driver.emulator import EmulatorOptions, P2osEmulator
+
+C = p.Command
+
+
+class Observer:
+    """A ROS node in the test process: subscriptions record, services are called and awaited."""
+
+    def __init__(self, namespace):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = Node('p2os_observer', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.ns = namespace
+        self.messages = {}
+
+    def listen(self, msg_type, topic, qos=10):
+        self.messages[topic] = []
+        self.node.create_subscription(msg_type, f'{self.ns}/{topic}', self.messages[topic].append, qos)
+        return self.messages[topic]
+
+    def call(self, srv_type, name, request, timeout=10.0):
+        client = self.node.create_client(srv_type, f'{self.ns}/{name}')
+        assert spin_until(self.executor, client.service_is_ready, timeout), f'no service {name}'
+        future = client.call_async(request)
+        assert spin_until(self.executor, future.done, timeout), f'{name} did not answer'
+        return future.result()
+
+    def spin_until(self, predicate, timeout):
+        return spin_until(self.executor, predicate, timeout)
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+@pytest.fixture
+def setup():
+    started = []
+
+    def start(options=None, **parameters):
+        emulator = P2osEmulator(options or EmulatorOptions())
+        port = emulator.start_tcp()
+        args = ['--ros-args', '-r', '__ns:=/pioneer', '-p', f'port:=tcp://127.0.0.1:{port}']
+        for name, value in parameters.items():
+            args += ['-p', f'{name}:={str(value).lower() if isinstance(value, bool) else value}']
+        process = start_module('p2os_driver.node', *args)
+        observer = Observer('/pioneer')
+        started.append((emulator, process, observer))
+        return emulator, process, observer
+    yield start
+    for emulator, process, observer in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=20)
+        observer.close()
+        emulator.stop()
+
+
+def yaw_of(msg):
+    q = msg.pose.pose.orientation
+    return 2 * math.atan2(q.z, q.w)
+
+
+def test_drive_at_1_5_m_s_for_a_minute_without_odometry_freezing(setup):
+    emulator, process, ros = setup(EmulatorOptions(room_width=2000, room_height=2000),
+                                   max_linear_speed=1.6, linear_acceleration=3.0,
+                                   enable_motors_on_start=True)
+    odom = ros.listen(Odometry, 'odom')
+    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
+    assert ros.spin_until(lambda: odom, 20), process.stderr.read() if process.poll() else 'no odom'
+    drive = Twist()
+    drive.linear.x, drive.angular.z = 1.5, 0.1     # a 15 m circle: no wall in a 2 km room
+    start = time.monotonic()
+    while time.monotonic() - start < 60.0:
+        cmd.publish(drive)
+        ros.spin_until(lambda: False, 0.1)
+    moving = [m for m in odom if m.twist.twist.linear.x > 1.45]
+    assert len(moving) > 500                          # ≈ 10 Hz for the minute
+    steps = [math.hypot(b.pose.pose.position.x - a.pose.pose.position.x,
+                        b.pose.pose.position.y - a.pose.pose.position.y)
+             for a, b in zip(moving, moving[1:])]
+    assert min(steps) > 0.05 and max(steps) < 0.5     # every SIP moved the pose; none froze
+    assert sum(steps) > 80                            # > 2.9 wraps of the 15-bit x counter
+    true_x, true_y, true_th = emulator.robot.odometry
+    last = odom[-1]
+    error = math.hypot(last.pose.pose.position.x - true_x / 1000,
+                       last.pose.pose.position.y - true_y / 1000)
+    assert error < 0.3                                # the last SIP is up to 100 ms old: 0.15 m
+    assert math.cos(yaw_of(last) - true_th) > 0.99
+
+
+def test_cmd_vel_timeout_stops_the_robot(setup):
+    emulator, process, ros = setup(cmd_vel_timeout=0.5, enable_motors_on_start=True)
+    motor = ros.listen(MotorState, 'motor_state')
+    assert ros.spin_until(lambda: motor and motor[-1].motors_enabled, 20)
+    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
+    drive = Twist()
+    drive.linear.x = 0.3
+    for _ in range(15):
+        cmd.publish(drive)
+        ros.spin_until(lambda: False, 0.1)
+    assert emulator.robot.vel_setpoint == 300
+    assert wait_for(lambda: emulator.robot.vel_setpoint == 0, 2.0)
+    sent = emulator.received_commands()
+    last_drive = max(t for t, n, a in sent if (n, a) == (C.VEL, 300))
+    stop = min(t for t, n, a in sent if (n, a) == (C.VEL, 0) and t > last_drive)
+    assert 0.45 < stop - last_drive < 1.0           # cmd_vel_timeout 0.5 s, checked every 50 ms
+    assert wait_for(lambda: emulator.robot.v == 0, 3.0)
+
+
+def test_topics_services_and_diagnostics(setup):
+    emulator, process, ros = setup(EmulatorOptions(model='p2pb', name='pb'),
+                                   encoder_stream=True, gripper_stream=True)
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    topics = {name: ros.listen(kind, name, *qos) for name, kind, *qos in (
+        ('robot_info', RobotInfo, latched), ('battery', BatteryState), ('sonar', SonarArray),
+        ('sonar/range_3', Range), ('encoders', EncoderCounts), ('gripper_state', GripperState),
+        ('io', DigitalAnalogIO), ('odom', Odometry), ('motor_state', MotorState))}
+    diagnostics = []
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics',
+                                 lambda m: diagnostics.extend(m.status), 10)
+    assert ros.spin_until(lambda: all(topics.values()), 20), \
+        [n for n, v in topics.items() if not v] if process.poll() is None else process.stderr.read()
+    info = topics['robot_info'][-1]
+    assert (info.name, info.robot_class, info.model) == ('pb', 'Pioneer', 'p2pb')
+    assert dict((kv.key, kv.value) for kv in info.values)['config watchdog'] == '2000'
+    assert topics['battery'][-1].voltage == pytest.approx(13.0, abs=0.15)
+    sonar = topics['sonar'][-1]
+    assert len(sonar.ranges) == 24 and sonar.frame_ids[3] == 'sonar_3'
+    assert topics['sonar/range_3'][-1].header.frame_id == 'sonar_3'
+    assert {m.source for m in topics['gripper_state']} == {GripperState.SOURCE_SIP,
+                                                           GripperState.SOURCE_GRIPPER_PACKET}
+    assert not topics['motor_state'][-1].motors_enabled          # motors start disabled
+
+    assert ros.call(Trigger, 'enable_motors', Trigger.Request()).success
+    assert ros.spin_until(lambda: topics['motor_state'][-1].motors_enabled, 5)
+    reply = ros.call(GripperCommand, 'gripper', GripperCommand.Request(command=7))
+    assert reply.success and wait_for(lambda: emulator.robot.gripper.paddles_moving, 2)
+    assert ros.call(Playlist, 'playlist', Playlist.Request()).success
+    aux = ros.call(BytesCommand, 'aux_serial', BytesCommand.Request(data=list(b'abc'), reply_size=3))
+    assert aux.success and bytes(aux.reply) == b'abc'
+    assert ros.call(DigitalOutput, 'digital_output', DigitalOutput.Request(mask=3, values=1)).success
+    assert wait_for(lambda: emulator.robot.digital_outputs == 1, 2)
+    assert ros.call(SetBool, 'set_sonar', SetBool.Request(data=False)).success
+    assert wait_for(lambda: not emulator.robot.sonar_enabled, 2)
+    assert ros.call(Trigger, 'io_request', Trigger.Request()).message.startswith('digital in')
+    assert ros.call(Trigger, 'e_stop', Trigger.Request()).success
+
+    assert ros.spin_until(lambda: any(s.name == 'p2os_driver: robot' for s in diagnostics), 5)
+    robot_status = [s for s in diagnostics if s.name == 'p2os_driver: robot'][-1]
+    values = {kv.key: kv.value for kv in robot_status.values}
+    assert values['model'].startswith('p2pb') and float(values['SIP rate Hz']) > 5
+
+
+def test_reset_odometry_and_runtime_sonar_parameter(setup):
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    emulator, process, ros = setup(enable_motors_on_start=True)
+    odom = ros.listen(Odometry, 'odom')
+    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
+    assert ros.spin_until(lambda: odom, 20)
+    drive = Twist()
+    drive.linear.x = 0.4
+    for _ in range(20):
+        cmd.publish(drive)
+        ros.spin_until(lambda: False, 0.1)
+    assert odom[-1].pose.pose.position.x > 0.2
+    assert ros.call(Trigger, 'stop', Trigger.Request()).success
+    ros.spin_until(lambda: False, 2.0)
+    assert ros.call(Trigger, 'reset_odometry', Trigger.Request()).success
+    count = len(odom)
+    assert ros.spin_until(lambda: len(odom) > count + 3, 3)
+    assert abs(odom[-1].pose.pose.position.x) < 0.01
+    value = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=False)
+    result = ros.call(SetParameters, 'p2os_driver/set_parameters',
+                      SetParameters.Request(parameters=[Parameter(name='use_sonar', value=value)]))
+    assert result.results[0].successful
+    assert wait_for(lambda: not emulator.robot.sonar_enabled, 2)
+
+
+@pytest.mark.parametrize('stop_signal', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
+def test_shutdown_sequence_reaches_the_robot(setup, stop_signal):
+    emulator, process, ros = setup(enable_motors_on_start=True)
+    assert wait_for(lambda: emulator.robot.enabled, 20)
+    process.send_signal(stop_signal)
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    sent = [(n, a) for _, n, a in emulator.received_commands()]
+    assert sent[-4:] == [(C.SONAR, 0), (C.STOP, None), (C.ENABLE, 0), (C.CLOSE, None)]
+    assert not emulator.robot.enabled
+
+
+@pytest.mark.parametrize('parameter, message', [
+    ('port:=tcp://localhost', 'expected tcp://host:port'),
+    ('baud:=1234', "parameter 'baud' is 1234"), ('model:=r2d2', "parameter 'model' is 'r2d2'")])
+def test_bad_parameters_exit_2_with_a_clear_message(parameter, message):
+    process = start_module('p2os_driver.node', '--ros-args', '-p', parameter)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 2 and message in err, err
