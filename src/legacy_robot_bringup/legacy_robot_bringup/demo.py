@@ -167,11 +167,16 @@ def _run(args, output, composition, monitor):
     composition.spin(args.duration, on_tick=on_tick)
     table = render_table(composition, monitor.stats, time.monotonic() - start, args.duration)
     ok, problems = verdict(composition, monitor.stats)
-    paths = [save_lines(output / 'summary.txt',
-                        [table, '', 'result: ' + ('ok' if ok else 'FAILED'), *problems])]
+    paths = []
     for name, script in monitor.scripts.items():
         if script is not None and hasattr(script, 'write_artifacts'):
-            paths += script.write_artifacts(output / name)
+            try:
+                paths += script.write_artifacts(output / name)
+            except Exception as exc:  # one robot's broken output must not hide the others'
+                ok = False
+                problems.append(f'{name}: writing its output files failed: {exc!r}')
+    paths.insert(0, save_lines(output / 'summary.txt',
+                               [table, '', 'result: ' + ('ok' if ok else 'FAILED'), *problems]))
     print('\n' + table + '\n')
     for problem in problems:
         print(f'problem: {problem}')

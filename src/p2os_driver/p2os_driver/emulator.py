@@ -333,7 +333,7 @@ class _Session:
             control=_int16(round(r.heading_target / m.angle_conv)),
             flags=int(r.enabled) | int(r.sonar_enabled) << 1,
             compass=int(math.degrees(r.pose[2]) % 360 // 2),
-            sonar=[(i, min(0xFFFF, int(mm / m.range_conv))) for i, mm in r.next_sonar_readings()],
+            sonar=[(i, min(0xFFFF, round(mm / m.range_conv))) for i, mm in r.next_sonar_readings()],
             analog_port=r.analog_port, gripper_state=r.gripper.sip_byte(),
             analog=int(r.analog_value(r.analog_port) * 255), digital_inputs=r.digital_inputs(),
             digital_outputs=r.digital_outputs, extra=tail)

@@ -490,13 +490,17 @@ class P2osNode(DriverNode):
             header=header, frame_ids=[f'{self.sonar_prefix}{i}' for i in range(len(updated))],
             ranges=self.sonar_ranges, updated=updated, min_range=self.sonar_min,
             max_range=self.sonar_max, field_of_view=self.sonar_fov))
-        self.sonar_cloud_pub.publish(point_cloud_msg(self._sonar_points(model), header))
+        self.sonar_cloud_pub.publish(point_cloud_msg(self._sonar_points(model, updated), header))
 
-    def _sonar_points(self, model):
-        """Echo points in the body frame from every disc's latest in-range reading."""
+    def _sonar_points(self, model, updated):
+        """Echo points in the body frame from this SIP's new in-range readings.
+
+        Older readings are left out: the robot has moved since, so their points
+        would be drawn in the wrong place.
+        """
         points = []
-        for (x, y, heading), metres in zip(model.sonar, self.sonar_ranges):
-            if self.sonar_min <= metres < self.sonar_max:
+        for (x, y, heading), metres, fresh in zip(model.sonar, self.sonar_ranges, updated):
+            if fresh and self.sonar_min <= metres < self.sonar_max:
                 angle = math.radians(heading)
                 points.append((x / 1000.0 + metres * math.cos(angle),
                                y / 1000.0 + metres * math.sin(angle), 0.0))

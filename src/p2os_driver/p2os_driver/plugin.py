@@ -4,6 +4,7 @@ The demo enables the motors through the service, drives a 1 m square with
 cmd_vel (closed loop on odometry), stores the gripper, and writes a PNG of the
 odometry path with the sonar echoes.
 """
+import collections
 import math
 
 import numpy as np
@@ -48,6 +49,7 @@ class SquareDriver:
         self.path = []            # (x, y) from odom
         self.hits = []            # sonar echoes in the odom frame
         self.pose = None
+        self.pose_at = collections.OrderedDict()   # header stamp → odom pose
         self.leg = 0              # 0..7: even = straight, odd = turn; 8 = done
         self.leg_start = None
         self.motors_enabled = False
@@ -79,12 +81,13 @@ class SquareDriver:
         sx, sy, syaw = self.leg_start
         twist = Twist()
         if self.leg % 2 == 0:
-            done = math.hypot(x - sx, y - sy) >= SIDE
-            twist.linear.x = SPEED
+            remaining = SIDE - math.hypot(x - sx, y - sy)
+            twist.linear.x = min(SPEED, 1.5 * remaining + 0.05)   # slow down near the corner
         else:
             turned = abs(math.atan2(math.sin(yaw - syaw), math.cos(yaw - syaw)))
-            done = turned >= math.pi / 2 - 0.05
-            twist.angular.z = TURN_RATE
+            remaining = math.pi / 2 - turned
+            twist.angular.z = min(TURN_RATE, 2.0 * remaining + 0.05)
+        done = remaining <= 0.01
         if done:
             self.leg += 1
             self.leg_start = None
@@ -97,16 +100,21 @@ class SquareDriver:
             yaw = 2 * math.atan2(q.z, q.w)
             self.pose = (msg.pose.pose.position.x, msg.pose.pose.position.y, yaw)
             self.path.append(self.pose[:2])
+            self.pose_at[_stamp(msg)] = self.pose
+            while len(self.pose_at) > 100:
+                self.pose_at.popitem(last=False)
         elif topic == 'motor_state':
             self.motors_enabled = msg.motors_enabled
-        elif topic == 'sonar/points' and self.pose is not None:
+        elif topic == 'sonar/points' and _stamp(msg) in self.pose_at:
+            # odom and the echoes of one SIP share a stamp; topics may arrive in batches
             points = np.frombuffer(bytes(msg.data), dtype=np.float32).reshape(-1, 3)
-            x, y, yaw = self.pose
+            x, y, yaw = self.pose_at[_stamp(msg)]
             c, s = math.cos(yaw), math.sin(yaw)
             self.hits += [(x + c * px - s * py, y + s * px + c * py) for px, py, _ in points]
 
     def write_artifacts(self, folder):
-        figure, axes = new_figure()
+        figure = new_figure()
+        axes = figure.add_subplot()
         if self.hits:
             hx, hy = zip(*self.hits[-4000:])
             axes.scatter(hx, hy, s=2, c='tab:orange', label='sonar echoes')
@@ -124,6 +132,10 @@ class SquareDriver:
         return paths
 
 
+def _stamp(msg):
+    return (msg.header.stamp.sec, msg.header.stamp.nanosec)
+
+
 def _odom(msg):
     p = msg.pose.pose.position
     return f'x={p.x:+.2f} y={p.y:+.2f} v={msg.twist.twist.linear.x:+.2f}'
@@ -131,7 +143,7 @@ def _odom(msg):
 
 def _gripper(msg):
     paddles = {1: 'open', 2: 'closed', 3: 'between'}.get(msg.paddles, '?')
-    lift = {1: 'up', 2: 'down', 3: 'between'}.get(msg.lift, '?')
+    lift = {1: 'up', 2: 'down', 3: 'between'}.get(msg.lift, 'at a limit' if msg.source else '?')
     source = 'SIP' if msg.source == GripperState.SOURCE_SIP else 'GRIPPERpac'
     return f'{source}: paddles {paddles}, lift {lift}'
 

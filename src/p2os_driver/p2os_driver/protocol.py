@@ -445,10 +445,12 @@ def read_sip_gripper_byte(state):
 def read_gripper_packet_byte(state):
     """GRIPPERpac state byte, PB49 Table 10 (limit, beam and contact bits are active low).
 
-    The lift limit bit only says "at a limit" (0) or "between" (1), not which one.
+    The lift limit bit only says "at a limit" (0) or "between" (1), not which one;
+    paddles not open with both contact switches made count as closed.
     """
+    contact = not state & 0x10 and not state & 0x20
     return GripperReading(
-        paddles='open' if not state & 0x01 else 'between',
+        paddles='open' if not state & 0x01 else 'closed' if contact else 'between',
         paddles_moving=bool(state & 0x80),
         lift='unknown' if not state & 0x02 else 'between',
         lift_moving=bool(state & 0x40),

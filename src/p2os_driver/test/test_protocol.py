@@ -275,9 +275,10 @@ def test_gripper_packet_byte_is_active_low():
     assert clear.paddles == 'open' and not clear.inner_beam_broken and not clear.outer_beam_broken
     assert not clear.left_paddle_contact and not clear.right_paddle_contact
     gripping = read_gripper_packet_byte(0b11000011)
-    assert gripping.paddles == 'between' and gripping.lift == 'between'
+    assert gripping.paddles == 'closed' and gripping.lift == 'between'
     assert gripping.inner_beam_broken and gripping.left_paddle_contact and gripping.right_paddle_contact
     assert gripping.paddles_moving and gripping.lift_moving
+    assert read_gripper_packet_byte(0b00111101).paddles == 'between'   # not open, no contact
 
 
 @settings(max_examples=300)
