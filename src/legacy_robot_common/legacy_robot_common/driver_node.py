@@ -7,6 +7,7 @@ handle_record() for each, where publishing happens.
 """
 import queue
 import sys
+import threading
 
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -41,6 +42,7 @@ class DriverNode(Node):
         # Robot nodes create services, subscriptions and timers in this group.
         self.callback_group = ReentrantCallbackGroup()
         self._records = queue.SimpleQueue()
+        self._wake_pending = threading.Event()
         self._wake = self.create_guard_condition(self._drain_records,
                                                  callback_group=self.callback_group)
         self.diagnostics = DiagnosticsPublisher(self, hardware_id)
@@ -58,6 +60,10 @@ class DriverNode(Node):
 
     def _enqueue(self, record):
         self._records.put(record)
+        # One executor wake-up per burst: each costs about 0.7 ms of CPU in rclpy.
+        if self._wake_pending.is_set():
+            return
+        self._wake_pending.set()
         try:
             self._wake.trigger()
         except InvalidHandle:
@@ -87,6 +93,7 @@ class DriverNode(Node):
         return future, lambda value: self._enqueue(_Resolve(complete, value))
 
     def _drain_records(self):
+        self._wake_pending.clear()   # before draining: a record put from now on wakes us again
         while True:
             try:
                 record = self._records.get_nowait()

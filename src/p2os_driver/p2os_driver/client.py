@@ -19,6 +19,7 @@ from .models import RobotModel, find_model, MODELS
 
 # The Player / ROS order of bauds to try on a serial port (§3.2).
 DEFAULT_BAUD_CYCLE = (9600, 38400, 19200, 115200, 57600)
+MIN_WAIT = 0.002     # s; shortest read wait of the connected loop
 SIP_TYPES = (p.PacketType.SIP_STOPPED, p.PacketType.SIP_MOVING)
 FACTOR_NAMES = ('dist_conv', 'vel_conv', 'range_conv', 'diff_conv', 'vel2_divisor', 'angle_conv')
 
@@ -103,6 +104,13 @@ class P2osClient(ReconnectingClient):
         self._bodies = collections.deque()   # valid packet bodies not yet consumed
         self._waiters = {}
         self._waiter_lock = threading.Lock()
+        self.motion_timeout = 0.5      # s without set_motion() before the stop packet; 0 = never
+        self.repeat_period = 0.5       # s between resends of the motion command
+        self.motion_timeouts = 0
+        self._motion = self._stop_packet = None
+        self._motion_given = self._motion_sent = 0.0
+        self._motion_timed_out = False
+        self._motion_lock = threading.Lock()
 
     # ---- connecting --------------------------------------------------------
     @property
@@ -217,14 +225,65 @@ class P2osClient(ReconnectingClient):
     # ---- connected ---------------------------------------------------------
     def _read_loop(self, link):
         while True:
-            self._queue(link.read(self.settings.read_timeout))
+            try:   # wake for data or the next deadline; silence is judged below
+                self._queue(link.read(self._next_deadline()))
+            except LinkTimeout:
+                pass
             while self._bodies:
                 self._dispatch(self._bodies.popleft())
             now = time.monotonic()
             if now - self.last_sip_time > self.settings.read_timeout:
                 raise LinkTimeout(f'no SIP for {self.settings.read_timeout:.1f} s')
+            self._keep_motion(link, now)
             if now - self._last_write >= self.settings.pulse_interval:
                 self._write(link, p.encode_command(p.Command.PULSE))
+
+    # ---- motion: resend, and stop when the commands stop ------------------------
+    def set_motion(self, packet, stop_packet):
+        """Send a motion command now and keep it alive (see motion_timeout, repeat_period)."""
+        with self._motion_lock:
+            self._motion = packet
+            self._stop_packet = stop_packet
+            self._motion_given = time.monotonic()
+            self._motion_timed_out = False
+        self.send(packet)
+        self._motion_sent = time.monotonic()
+
+    def _next_deadline(self):
+        """Seconds until the loop must act without data: SIP timeout, pulse, motion."""
+        now = time.monotonic()
+        deadlines = [self.last_sip_time + self.settings.read_timeout,
+                     self._last_write + self.settings.pulse_interval]
+        with self._motion_lock:
+            if self._motion is not None:
+                deadlines.append(self._motion_sent + self.repeat_period)
+                if self.motion_timeout > 0 and not self._motion_timed_out:
+                    deadlines.append(self._motion_given + self.motion_timeout)
+        return min(max(MIN_WAIT, min(deadlines) - now), self.settings.read_timeout)
+
+    def clear_motion(self):
+        """Forget the motion command (after STOP / E_STOP: nothing to resend)."""
+        with self._motion_lock:
+            self._motion = None
+
+    def _keep_motion(self, link, now):
+        with self._motion_lock:
+            packet = self._motion
+            if packet is None:
+                return
+            expired = self.motion_timeout > 0 and not self._motion_timed_out and \
+                now - self._motion_given > self.motion_timeout
+            if expired:
+                packet = self._motion = self._stop_packet
+                self._motion_timed_out = True
+            elif now - self._motion_sent < self.repeat_period:
+                return
+        self._write(link, packet)
+        self._motion_sent = now
+        if expired:
+            self.motion_timeouts += 1
+            self.log.info('motion-timeout', f'p2os: no motion command for {self.motion_timeout:.2f} s: '
+                          'robot stopped')
 
     def _queue(self, data):
         for item in self._receiver.feed(data):

@@ -308,8 +308,8 @@ class _Session:
                 amigo = self.robot.model.subclass.startswith('amigo')
                 packets.append(p.encode_playlist(AMIGO_PLAYLIST if amigo else []))
                 self.send_playlist = False
-        for body in packets:
-            self._send(body)
+        # one write per cycle: the robot sends its packets back to back
+        self.stream.write(self.emulator.faults.apply(b''.join(p.build_packet(b) for b in packets)))
 
     def _sip(self):
         r, m = self.robot, self.robot.model

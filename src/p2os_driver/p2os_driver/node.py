@@ -13,6 +13,7 @@ from diagnostic_msgs.msg import KeyValue
 from geometry_msgs.msg import TransformStamped, Twist
 from nav_msgs.msg import Odometry as OdometryMsg
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import BatteryState, PointCloud2, Range
 from std_msgs.msg import Header
@@ -53,25 +54,22 @@ class P2osNode(DriverNode):
         self._declare_parameters()
         self.client = P2osClient(self._settings(), logger=self.get_logger())
         self.client.startup_commands = self._startup_commands
+        self.client.motion_timeout = self.cmd_vel_timeout
+        self.client.repeat_period = self.repeat_period
         self.attach_client(self.client)
         self.diagnostics.add_task('robot', self._robot_status)
         self._create_publishers()
         self._create_services()
         self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10,
                                  callback_group=self.callback_group)
-        self.create_timer(0.05, self._motion_tick, callback_group=self.callback_group)
         self.add_on_set_parameters_callback(self._on_parameters)
         self.identity = None
         self.odometry = None
         self.sonar_ranges = []
-        self.sonar_publishers = []
         self.last_sip = None
         self.sip_times = collections.deque()   # arrival times over the last 2 s
+        self._last_state = {}                   # topic → (value, time) last published
         self.motors_enabled = False
-        self._command = None           # (mm/s, deg/s) last cmd_vel, clamped
-        self._command_time = 0.0
-        self._last_motion_send = 0.0
-        self._timed_out = False
         self.start_links()
 
     # ---- parameters ---------------------------------------------------------------
@@ -131,6 +129,9 @@ class P2osNode(DriverNode):
                                                  ('angular_deceleration', 'rad/s²'))}
         self.battery_warn = d('battery_warn_voltage', 11.75, 'V', minimum=0.0, read_only=True)
         self.battery_error = d('battery_error_voltage', 11.0, 'V', minimum=0.0, read_only=True)
+        self.state_period = d('state_period', 1.0, 'battery, motor_state, bumpers, io and the '
+                              'SIP gripper state: published on change and at least this often, s',
+                              minimum=0.0, maximum=60.0, read_only=True)
         self.request_timeout = d('request_timeout', 2.0, 'service wait for a robot reply, s',
                                  minimum=0.1, maximum=60.0, read_only=True)
 
@@ -151,7 +152,7 @@ class P2osNode(DriverNode):
                 self.use_sonar = bool(parameter.value)
                 self._try_command(C.SONAR, int(self.use_sonar))
             elif parameter.name == 'cmd_vel_timeout':
-                self.cmd_vel_timeout = parameter.value
+                self.cmd_vel_timeout = self.client.motion_timeout = parameter.value
             elif parameter.name == 'max_linear_speed':
                 self.max_linear = parameter.value
             elif parameter.name == 'max_angular_speed':
@@ -177,12 +178,18 @@ class P2osNode(DriverNode):
 
     # ---- publishers and services --------------------------------------------------
     def _create_publishers(self):
-        pub = lambda kind, topic, qos=10: self.create_publisher(kind, topic, qos)  # noqa: E731
+        # No default QoS-event handlers: each is a waitable the executor walks on every
+        # SIP (measured: about a third of the driver's CPU); a subscriber with an
+        # incompatible QoS still gets its own warning.
+        events = PublisherEventCallbacks(use_default_callbacks=False)
+        pub = lambda kind, topic, qos=10: self.create_publisher(  # noqa: E731
+            kind, topic, qos, event_callbacks=events)
         self.odom_pub = pub(OdometryMsg, 'odom')
         self.battery_pub = pub(BatteryState, 'battery')
         self.motor_pub = pub(MotorState, 'motor_state')
         self.bumper_pub = pub(BumperState, 'bumpers')
         self.sonar_pub = pub(SonarArray, 'sonar')
+        self.range_pub = pub(Range, 'sonar/ranges')   # one message per new reading, frame sonar_<n>
         self.sonar_cloud_pub = pub(PointCloud2, 'sonar/points')
         self.encoder_pub = pub(EncoderCounts, 'encoders')
         self.gripper_pub = pub(GripperState, 'gripper_state')
@@ -240,7 +247,7 @@ class P2osNode(DriverNode):
     def _trigger_handler(self, number, argument):
         def handle(_request, response):
             if number in (C.STOP, C.E_STOP):
-                self._command = None   # a stop must not be undone by the next resend
+                self.client.clear_motion()   # a stop must not be undone by the next resend
             self._try_command(number, argument, response)
             return response
         return handle
@@ -334,38 +341,20 @@ class P2osNode(DriverNode):
 
     # ---- cmd_vel ------------------------------------------------------------------------
     def _on_cmd_vel(self, msg):
+        """Twist → VEL + RVEL (or VEL2); the client resends it and stops after cmd_vel_timeout."""
         linear = max(-self.max_linear, min(self.max_linear, msg.linear.x))
         angular = max(-self.max_angular, min(self.max_angular, msg.angular.z))
-        self._command = (linear * 1000.0, math.degrees(angular))
-        self._command_time = time.monotonic()
-        self._timed_out = False
-        self._send_motion()
-
-    def _motion_tick(self):
-        if self._command is None:
-            return
-        now = time.monotonic()
-        if self.cmd_vel_timeout > 0 and not self._timed_out and \
-                now - self._command_time > self.cmd_vel_timeout:
-            self._timed_out = True
-            self._command = (0.0, 0.0)
-            self._send_motion()
-            self.log.info('cmd-vel-timeout', f'no cmd_vel for {self.cmd_vel_timeout:.2f} s: '
-                          'robot stopped')
-        elif now - self._last_motion_send >= self.repeat_period:
-            self._send_motion()   # state reflection: a lost packet is repaired
-
-    def _send_motion(self):
-        mm_s, deg_s = self._command
         try:
-            if self.wheel_mode:
-                self.client.send(self._vel2_packet(mm_s, math.radians(deg_s)))
-            else:
-                self.client.send(p.encode_command(C.VEL, int(round(mm_s))) +
-                                 p.encode_command(C.RVEL, int(round(deg_s))))
+            self.client.set_motion(self._motion_packet(linear * 1000.0, angular),
+                                   self._motion_packet(0.0, 0.0))
         except ConnectionLost:
-            return
-        self._last_motion_send = time.monotonic()
+            self.log.warning('cmd-vel-offline', 'cmd_vel ignored: not connected to the robot')
+
+    def _motion_packet(self, mm_s, rad_s):
+        if self.wheel_mode:
+            return self._vel2_packet(mm_s, rad_s)
+        return p.encode_command(C.VEL, int(round(mm_s))) + \
+            p.encode_command(C.RVEL, int(round(math.degrees(rad_s))))
 
     def _vel2_packet(self, mm_s, rad_s):
         model = self.identity.model if self.identity else MODELS['p2dx']
@@ -410,9 +399,7 @@ class P2osNode(DriverNode):
             self.odometry.resume()
         self.motors_enabled = self.enable_on_start
         self.sonar_ranges = [math.nan] * len(model.sonar)
-        while len(self.sonar_publishers) < len(model.sonar):
-            self.sonar_publishers.append(
-                self.create_publisher(Range, f'sonar/range_{len(self.sonar_publishers)}', 10))
+        self.sonar_frames = [f'{self.sonar_prefix}{i}' for i in range(len(model.sonar))]
         self._publish_sonar_frames(model)
         self._publish_info(record.config)
 
@@ -439,24 +426,40 @@ class P2osNode(DriverNode):
             self.sip_times.popleft()
         header = self._header()
         self._publish_odometry(sip, header)
-        self.motors_enabled = sip.motors_enabled
-        self.battery_pub.publish(BatteryState(
-            header=header, voltage=sip.tail.get('battery_x10', sip.battery_decivolts * 10) / 100.0,
-            present=True, percentage=math.nan, current=math.nan, charge=math.nan,
-            capacity=math.nan, design_capacity=math.nan, temperature=math.nan))
-        self.motor_pub.publish(MotorState(header=header, motors_enabled=sip.motors_enabled,
-                                          left_wheel_stalled=sip.left_stall,
-                                          right_wheel_stalled=sip.right_stall))
-        model = self.identity.model
-        front, rear = sip.bumpers(model.front_bumpers or 5, model.rear_bumpers or 5)
-        self.bumper_pub.publish(BumperState(header=header, front=front, rear=rear))
         self._publish_sonar(sip, header)
-        self._publish_gripper(p.read_sip_gripper_byte(sip.gripper_state), sip.gripper_state,
-                              GripperState.SOURCE_SIP, 0, 0)
-        self.io_pub.publish(DigitalAnalogIO(
-            header=header, digital_inputs=uint8_array(bytes([sip.digital_inputs])),
-            digital_outputs=uint8_array(bytes([sip.digital_outputs])),
-            analog_inputs=[sip.analog * 5.0 / 255.0], selected_analog_port=sip.analog_port))
+        self.motors_enabled = sip.motors_enabled
+        # Slow-changing state: on change, else once per state_period (saves CPU at 10-20 Hz).
+        if self._due('battery', sip.battery_decivolts, now):
+            self.battery_pub.publish(BatteryState(
+                header=header,
+                voltage=sip.tail.get('battery_x10', sip.battery_decivolts * 10) / 100.0,
+                present=True, percentage=math.nan, current=math.nan, charge=math.nan,
+                capacity=math.nan, design_capacity=math.nan, temperature=math.nan))
+        if self._due('motors', (sip.flags & 1, sip.stall_bumpers & 0x0101), now):
+            self.motor_pub.publish(MotorState(header=header, motors_enabled=sip.motors_enabled,
+                                              left_wheel_stalled=sip.left_stall,
+                                              right_wheel_stalled=sip.right_stall))
+        if self._due('bumpers', sip.stall_bumpers & 0xFEFE, now):
+            model = self.identity.model
+            front, rear = sip.bumpers(model.front_bumpers or 5, model.rear_bumpers or 5)
+            self.bumper_pub.publish(BumperState(header=header, front=front, rear=rear))
+        if self._due('gripper', sip.gripper_state, now):
+            self._publish_gripper(p.read_sip_gripper_byte(sip.gripper_state), sip.gripper_state,
+                                  GripperState.SOURCE_SIP, 0, 0)
+        io = (sip.digital_inputs, sip.digital_outputs, sip.analog, sip.analog_port)
+        if self._due('io', io, now):
+            self.io_pub.publish(DigitalAnalogIO(
+                header=header, digital_inputs=uint8_array(bytes([sip.digital_inputs])),
+                digital_outputs=uint8_array(bytes([sip.digital_outputs])),
+                analog_inputs=[sip.analog * 5.0 / 255.0], selected_analog_port=sip.analog_port))
+
+    def _due(self, topic, value, now):
+        """True when value changed since topic was last published, or state_period has passed."""
+        last = self._last_state.get(topic)
+        if last is not None and last[0] == value and now - last[1] < self.state_period:
+            return False
+        self._last_state[topic] = (value, now)
+        return True
 
     def _publish_odometry(self, sip, header):
         o = self.odometry
@@ -473,6 +476,8 @@ class P2osNode(DriverNode):
     def _publish_sonar(self, sip, header):
         model = self.identity.model
         updated = [False] * len(self.sonar_ranges)
+        # the per-reading and point-cloud forms cost CPU at every SIP: built only when used
+        ranges_wanted = self.range_pub.get_subscription_count() > 0
         for disc, raw in sip.sonar:
             if disc >= len(self.sonar_ranges):
                 self.log.warning('sonar-index', f'sonar disc {disc} is not on a {model.subclass}')
@@ -480,17 +485,21 @@ class P2osNode(DriverNode):
             metres = raw * model.range_conv / 1000.0
             self.sonar_ranges[disc] = metres
             updated[disc] = True
-            self.sonar_publishers[disc].publish(Range(
-                header=self._header(f'{self.sonar_prefix}{disc}'), radiation_type=Range.ULTRASOUND,
+            if not ranges_wanted:
+                continue
+            self.range_pub.publish(Range(
+                header=Header(stamp=header.stamp, frame_id=self.sonar_frames[disc]),
+                radiation_type=Range.ULTRASOUND,
                 field_of_view=self.sonar_fov, min_range=self.sonar_min, max_range=self.sonar_max,
                 range=metres))
         if not sip.sonar:
             return
         self.sonar_pub.publish(SonarArray(
-            header=header, frame_ids=[f'{self.sonar_prefix}{i}' for i in range(len(updated))],
+            header=header, frame_ids=self.sonar_frames,
             ranges=self.sonar_ranges, updated=updated, min_range=self.sonar_min,
             max_range=self.sonar_max, field_of_view=self.sonar_fov))
-        self.sonar_cloud_pub.publish(point_cloud_msg(self._sonar_points(model, updated), header))
+        if self.sonar_cloud_pub.get_subscription_count() > 0:
+            self.sonar_cloud_pub.publish(point_cloud_msg(self._sonar_points(model, updated), header))
 
     def _sonar_points(self, model, updated):
         """Echo points in the body frame from this SIP's new in-range readings.
