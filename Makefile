@@ -4,13 +4,17 @@ SHELL := /bin/bash
 DEMO_SECONDS ?= 20
 PYTEST_ARGS ?=
 
-.PHONY: demo test bootstrap clean
+.PHONY: demo test bench bootstrap clean
 
 demo: bootstrap
 	. tools/env.sh && python -m legacy_robot_bringup.demo --duration $(DEMO_SECONDS) --output demo-output
 
 test: bootstrap
 	. tools/env.sh && python -m pytest -rs $(PYTEST_ARGS)
+
+# Speed and CPU numbers (not part of the tests); tables on stdout, JSON in bench-output/.
+bench: bootstrap
+	. tools/env.sh && python -m p2os_driver.bench --output bench-output
 
 bootstrap:
 	bash tools/bootstrap.sh

@@ -113,12 +113,17 @@ def test_unconnected_robot_ignores_everything_but_syncs(robot):
     assert client.sync()[2] == 'p2pb'
 
 
-def test_enable_and_drive(robot):
-    emulator, connect = robot
+def start_driving(connect, speed):
     client = connect()
     client.sync()
     client.send(C.ENABLE, 1)
-    client.send(C.VEL, 300)
+    client.send(C.VEL, speed)
+    return client
+
+
+def test_enable_and_drive(robot):
+    emulator, connect = robot
+    client = start_driving(connect, 300)
     time.sleep(1.5)
     sip = client.fresh_sip()
     assert sip.motors_enabled and sip.moving and sip.left_velocity > 100
@@ -127,10 +132,7 @@ def test_enable_and_drive(robot):
 
 def test_watchdog_stops_then_resumes_on_the_next_command(robot):
     emulator, connect = robot
-    client = connect()
-    client.sync()
-    client.send(C.ENABLE, 1)
-    client.send(C.VEL, 200)
+    client = start_driving(connect, 200)
     time.sleep(3.5)                                  # silence: the 2 s watchdog trips
     assert emulator.watchdog_trips == 1 and emulator.robot.v < 200
     client.send(C.PULSE)
