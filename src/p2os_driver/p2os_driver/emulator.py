@@ -194,7 +194,8 @@ class _Session:
                     return
             if self.connected and time.monotonic() >= next_cycle:
                 self._cycle()
-                next_cycle = max(next_cycle + self.emulator.options.sip_cycle, time.monotonic() - 1)
+                # a late cycle is not made up with a burst: the robot just sends the next one
+                next_cycle = max(next_cycle + self.emulator.options.sip_cycle, time.monotonic())
 
     def _send(self, body):
         self.stream.write(self.emulator.faults.apply(p.build_packet(body)))
