@@ -18,23 +18,31 @@ import platform
 import signal
 import subprocess
 import sys
+import threading
 import time
+
+import rclpy
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
+
+from legacy_robot_interfaces.msg import EncoderCounts, SonarArray
+
+from . import protocol as p
+from .emulator import P2osEmulator, sip_body
 
 TARGETS = {'sip_decode_per_s': ('>=', 100_000), 'driver_cpu_percent': ('<=', 2.0),
            'cmd_vel_to_wire_p99_ms': ('<=', 5.0)}
 
 
 def sip_decode_rate(count=200_000):
-    from . import protocol as p
-    from .emulator import P2osEmulator, _Session
     emulator = P2osEmulator()
     emulator.robot.enabled = emulator.robot.sonar_enabled = True
     emulator.robot.set_velocity(500)
-    session = _Session(emulator, stream=None, stop=None, closes_connection=True)
     packets = []
     for _ in range(1000):
         emulator.robot.step(0.1)
-        packets.append(p.build_packet(session._sip()))
+        packets.append(p.build_packet(sip_body(emulator.robot, emulator.options)))
     data = b''.join(packets) * (count // len(packets))
     receiver, decoded = p.PacketReceiver(), 0
     started = time.perf_counter()
@@ -70,12 +78,6 @@ def wait_until(predicate, timeout):
 
 def driver_cpu(seconds):
     """CPU of the driver process while this process subscribes to its main topics."""
-    import threading
-    import rclpy
-    from nav_msgs.msg import Odometry
-    from rclpy.executors import SingleThreadedExecutor
-    from legacy_robot_interfaces.msg import EncoderCounts, SonarArray
-    from .emulator import P2osEmulator
     emulator = P2osEmulator()
     port = emulator.start_tcp()
     driver = start_driver(port, 'encoder_stream:=true')
@@ -105,10 +107,6 @@ def driver_cpu(seconds):
 
 
 def cmd_vel_latency(samples):
-    import rclpy
-    from geometry_msgs.msg import Twist
-    from .emulator import P2osEmulator
-    from .protocol import Command
     emulator = P2osEmulator()
     port = emulator.start_tcp()
     driver = start_driver(port, 'max_linear_speed:=2.2', 'cmd_vel_timeout:=0.0')
@@ -130,7 +128,7 @@ def cmd_vel_latency(samples):
         time.sleep(0.3)
         latencies = sorted(received - sent[argument] for received, number, argument
                            in emulator.received_commands()
-                           if number == Command.VEL and argument in sent)
+                           if number == p.Command.VEL and argument in sent)
     finally:
         node.destroy_node()
         rclpy.shutdown()

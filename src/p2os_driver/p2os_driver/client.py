@@ -15,13 +15,12 @@ from legacy_robot_common.errors import ConnectionLost, LinkTimeout, MalformedFra
 from legacy_robot_common.streams import SerialStream, SocketStream
 
 from . import protocol as p
-from .models import RobotModel, find_model, MODELS
+from .models import MODELS, RobotModel, find_model
 
 # The Player / ROS order of bauds to try on a serial port (§3.2).
 DEFAULT_BAUD_CYCLE = (9600, 38400, 19200, 115200, 57600)
 MIN_WAIT = 0.002     # s; shortest read wait of the connected loop
 SIP_TYPES = (p.PacketType.SIP_STOPPED, p.PacketType.SIP_MOVING)
-FACTOR_NAMES = ('dist_conv', 'vel_conv', 'range_conv', 'diff_conv', 'vel2_divisor', 'angle_conv')
 
 
 class HandshakeFailed(ConnectionLost):
@@ -41,7 +40,7 @@ class Settings:
     config_timeout: float = 1.0     # wait for the CONFIGpac after OPEN
     gripper_in_high_byte: bool = True   # SIP gripper/ANPORT order (§5.1 item 1)
     model: str = ''                 # force a model instead of the SYNC2 subclass
-    factor_overrides: Optional[dict] = None   # FACTOR_NAMES → value; <= 0 keeps the model's
+    factor_overrides: Optional[dict] = None   # models.FACTOR_NAMES → value; <= 0 keeps the model's
 
     def __post_init__(self):
         if self.model and self.model.lower() not in MODELS:

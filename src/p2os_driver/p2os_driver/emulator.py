@@ -313,32 +313,7 @@ class _Session:
         self.stream.write(self.emulator.faults.apply(b''.join(p.build_packet(b) for b in packets)))
 
     def _sip(self):
-        r, m = self.robot, self.robot.model
-        left, right = r.wheel_velocities()
-        ox, oy, oth = r.odometry
-        front = int(r.bumped_front and m.front_bumpers > 0) * 0b1110   # middle switches
-        rear = int(r.bumped_rear and m.rear_bumpers > 0) * 0b1110
-        stall = int(r.stalled)
-        tail = b''
-        if self.emulator.options.later_firmware_tail:
-            tail = p.encode_sip_tail(battery_x10=int(r.battery * 10), charge_state=0,
-                                     rotational_velocity_x10=int(math.degrees(r.w) * 10))
-        sip = p.StandardSip(
-            moving=r.moving, x=int(round(ox / m.dist_conv)) & 0xFFFF,
-            y=int(round(oy / m.dist_conv)) & 0xFFFF,
-            theta=_int16(round(oth / m.angle_conv)),
-            left_velocity=_int16(round(left / m.vel_conv)),
-            right_velocity=_int16(round(right / m.vel_conv)),
-            battery_decivolts=max(0, min(255, int(r.battery * 10))),
-            stall_bumpers=(stall | rear << 1) | (stall | front << 1) << 8,
-            control=_int16(round(r.heading_target / m.angle_conv)),
-            flags=int(r.enabled) | int(r.sonar_enabled) << 1,
-            compass=int(math.degrees(r.pose[2]) % 360 // 2),
-            sonar=[(i, min(0xFFFF, round(mm / m.range_conv))) for i, mm in r.next_sonar_readings()],
-            analog_port=r.analog_port, gripper_state=r.gripper.sip_byte(),
-            analog=int(r.analog_value(r.analog_port) * 255), digital_inputs=r.digital_inputs(),
-            digital_outputs=r.digital_outputs, extra=tail)
-        return p.encode_sip(sip, self.emulator.options.gripper_in_high_byte)
+        return sip_body(self.robot, self.emulator.options)
 
     def _stream_packet(self, kind):
         r = self.robot
@@ -363,6 +338,36 @@ class _Session:
                 'trans_vel_max': int(m.max_velocity), 'rot_acc': 100, 'rot_decel': 100,
                 'trans_acc': 300, 'trans_decel': 300, 'rot_kp': 40, 'rot_kv': 20, 'rot_ki': 0,
                 'trans_kp': 40, 'trans_kv': 20, 'trans_ki': 0}
+
+
+def sip_body(robot, options):
+    """The standard SIP body for the robot's state now (new sonar readings are consumed)."""
+    r, m = robot, robot.model
+    left, right = r.wheel_velocities()
+    ox, oy, oth = r.odometry
+    front = int(r.bumped_front and m.front_bumpers > 0) * 0b1110   # middle switches
+    rear = int(r.bumped_rear and m.rear_bumpers > 0) * 0b1110
+    stall = int(r.stalled)
+    tail = b''
+    if options.later_firmware_tail:
+        tail = p.encode_sip_tail(battery_x10=int(r.battery * 10), charge_state=0,
+                                 rotational_velocity_x10=int(math.degrees(r.w) * 10))
+    sip = p.StandardSip(
+        moving=r.moving, x=int(round(ox / m.dist_conv)) & 0xFFFF,
+        y=int(round(oy / m.dist_conv)) & 0xFFFF,
+        theta=_int16(round(oth / m.angle_conv)),
+        left_velocity=_int16(round(left / m.vel_conv)),
+        right_velocity=_int16(round(right / m.vel_conv)),
+        battery_decivolts=max(0, min(255, int(r.battery * 10))),
+        stall_bumpers=(stall | rear << 1) | (stall | front << 1) << 8,
+        control=_int16(round(r.heading_target / m.angle_conv)),
+        flags=int(r.enabled) | int(r.sonar_enabled) << 1,
+        compass=int(math.degrees(r.pose[2]) % 360 // 2),
+        sonar=[(i, min(0xFFFF, round(mm / m.range_conv))) for i, mm in r.next_sonar_readings()],
+        analog_port=r.analog_port, gripper_state=r.gripper.sip_byte(),
+        analog=int(r.analog_value(r.analog_port) * 255), digital_inputs=r.digital_inputs(),
+        digital_outputs=r.digital_outputs, extra=tail)
+    return p.encode_sip(sip, options.gripper_in_high_byte)
 
 
 def _int16(value):

@@ -74,6 +74,8 @@ MODELS = {m.subclass: m for m in (
 )}
 
 DEFAULT_MODEL = 'p2dx'
+# the RobotModel fields a user may override (node parameters <name>_factor)
+FACTOR_NAMES = ('dist_conv', 'vel_conv', 'range_conv', 'diff_conv', 'vel2_divisor', 'angle_conv')
 
 
 def find_model(subclass):

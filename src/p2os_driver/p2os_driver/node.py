@@ -7,9 +7,9 @@ Motors start disabled (as on the robot): call the `enable_motors` service, or se
 """
 import collections
 import math
+import sys
 import time
 
-from diagnostic_msgs.msg import KeyValue
 from geometry_msgs.msg import TransformStamped, Twist
 from nav_msgs.msg import Odometry as OdometryMsg
 from rcl_interfaces.msg import SetParametersResult
@@ -30,16 +30,12 @@ from legacy_robot_interfaces.srv import (BytesCommand, DigitalOutput, GripperCom
                                          SayTones, SetValue)
 
 from . import protocol as p
-from .client import DEFAULT_BAUD_CYCLE, FACTOR_NAMES, AuxBytes, Connected, Encoders, P2osClient, \
-    Settings
-from .models import MODELS
+from . import conversions as convert
+from .client import DEFAULT_BAUD_CYCLE, AuxBytes, Connected, Encoders, P2osClient, Settings
+from .models import FACTOR_NAMES, MODELS
 from .odometry import Odometry
 
 C = p.Command
-PADDLES = {'open': GripperState.PADDLES_OPEN, 'closed': GripperState.PADDLES_CLOSED,
-           'between': GripperState.PADDLES_BETWEEN, 'unknown': GripperState.PADDLES_UNKNOWN}
-LIFT = {'up': GripperState.LIFT_UP, 'down': GripperState.LIFT_DOWN,
-        'between': GripperState.LIFT_BETWEEN, 'unknown': GripperState.LIFT_UNKNOWN}
 RUNTIME_PARAMETERS = ('use_sonar', 'cmd_vel_timeout', 'max_linear_speed', 'max_angular_speed')
 
 try:  # TF needs tf2_ros, which the PyPI ROS wheels do not provide (ros2-toolchain.md)
@@ -69,7 +65,6 @@ class P2osNode(DriverNode):
         self.last_sip = None
         self.sip_times = collections.deque()   # arrival times over the last 2 s
         self._last_state = {}                   # topic → (value, time) last published
-        self.motors_enabled = False
         self.start_links()
 
     # ---- parameters ---------------------------------------------------------------
@@ -207,13 +202,12 @@ class P2osNode(DriverNode):
 
     def _create_services(self):
         group = self.callback_group
-        simple = {
-            'enable_motors': (C.ENABLE, 1), 'disable_motors': (C.ENABLE, 0),
-            'reset_odometry': (C.SETO, None), 'stop': (C.STOP, None), 'e_stop': (C.E_STOP, None),
-        }
-        for name, (number, argument) in simple.items():
-            self.create_service(Trigger, name, self._trigger_handler(number, argument),
-                                callback_group=group)
+        for name, handler in (('enable_motors', self._trigger_handler(C.ENABLE, 1)),
+                              ('disable_motors', self._trigger_handler(C.ENABLE, 0)),
+                              ('stop', self._stop_handler(C.STOP)),
+                              ('e_stop', self._stop_handler(C.E_STOP)),
+                              ('reset_odometry', self._reset_odometry)):
+            self.create_service(Trigger, name, handler, callback_group=group)
         for name, number in (('set_encoder_stream', C.ENCODER), ('set_gripper_stream', C.GRIPREQUEST),
                              ('set_io_stream', C.IOREQUEST), ('set_sonar', C.SONAR)):
             self.create_service(SetBool, name, self._switch_handler(number), callback_group=group)
@@ -228,29 +222,38 @@ class P2osNode(DriverNode):
         self.create_service(Trigger, 'io_request', self._io_request, callback_group=group)
 
     # ---- service handlers -----------------------------------------------------------
-    def _try_command(self, number, argument=None, response=None):
-        """Send one command; fill response.success/message; True when it went out."""
+    def _send(self, make_packet, label, response=None):
+        """Encode and send one command; fill response.success/message; True when it went out."""
         try:
-            self.client.command(number, argument)
+            self.client.send(make_packet())
         except (ConnectionLost, ValueError, TypeError) as exc:
             if response is not None:
                 response.success, response.message = False, str(exc)
             return False
-        if number == C.ENABLE:
-            self.motors_enabled = bool(argument)
-        if number == C.SETO and self.odometry is not None:
-            self.odometry.zero()
         if response is not None:
-            response.success, response.message = True, f'{C(number).name} sent'
+            response.success, response.message = True, f'{label} sent'
         return True
+
+    def _try_command(self, number, argument=None, response=None):
+        return self._send(lambda: p.encode_command(number, argument), C(number).name, response)
 
     def _trigger_handler(self, number, argument):
         def handle(_request, response):
-            if number in (C.STOP, C.E_STOP):
-                self.client.clear_motion()   # a stop must not be undone by the next resend
             self._try_command(number, argument, response)
             return response
         return handle
+
+    def _stop_handler(self, number):
+        def handle(_request, response):
+            self.client.clear_motion()   # a stop must not be undone by the next resend
+            self._try_command(number, None, response)
+            return response
+        return handle
+
+    def _reset_odometry(self, _request, response):
+        if self._try_command(C.SETO, None, response) and self.odometry is not None:
+            self.odometry.zero()
+        return response
 
     def _switch_handler(self, number):
         on = 1 if number == C.SONAR else 2   # the packet streams: 2 = continuous
@@ -276,11 +279,8 @@ class P2osNode(DriverNode):
         return response
 
     def _digital_output(self, request, response):
-        try:
-            self.client.send(p.encode_two_bytes(C.DIGOUT, request.mask, request.values))
-            response.success, response.message = True, 'DIGOUT sent'
-        except ConnectionLost as exc:
-            response.success, response.message = False, str(exc)
+        self._send(lambda: p.encode_two_bytes(C.DIGOUT, request.mask, request.values), 'DIGOUT',
+                   response)
         return response
 
     def _say(self, request, response):
@@ -358,10 +358,7 @@ class P2osNode(DriverNode):
 
     def _vel2_packet(self, mm_s, rad_s):
         model = self.identity.model if self.identity else MODELS['p2dx']
-        spin = rad_s / model.diff_conv   # (R - L) / 2 in mm/s
-        left, right = ((mm_s + side * spin) / model.vel2_divisor for side in (-1, 1))
-        clamp = lambda v: max(-127, min(127, int(round(v))))  # noqa: E731
-        return p.encode_two_bytes(C.VEL2, clamp(left), clamp(right))
+        return p.encode_two_bytes(C.VEL2, *convert.wheel_units(model, mm_s, rad_s))
 
     # ---- records from the robot --------------------------------------------------------
     def handle_record(self, record):
@@ -371,14 +368,11 @@ class P2osNode(DriverNode):
             self.encoder_pub.publish(EncoderCounts(header=self._header(), left=record.left,
                                                    right=record.right))
         elif isinstance(record, p.GripperPacket):
-            self._publish_gripper(p.read_gripper_packet_byte(record.state), record.state,
-                                  GripperState.SOURCE_GRIPPER_PACKET, record.gripper_type,
-                                  record.grasp_time)
+            self.gripper_pub.publish(convert.gripper_msg(
+                p.read_gripper_packet_byte(record.state), record.state, self._header(),
+                GripperState.SOURCE_GRIPPER_PACKET, record.gripper_type, record.grasp_time))
         elif isinstance(record, p.IoPacket):
-            self.io_pub.publish(DigitalAnalogIO(
-                header=self._header(), digital_inputs=uint8_array(record.digital_inputs),
-                digital_outputs=uint8_array(record.digital_outputs),
-                analog_inputs=[v * 5.0 / 2047.0 for v in record.analog], selected_analog_port=-1))
+            self.io_pub.publish(convert.io_packet_msg(record, self._header()))
         elif isinstance(record, AuxBytes):
             self.aux_pub.publish(SerialBytes(header=self._header(), port=1,
                                              data=uint8_array(record.data)))
@@ -397,26 +391,14 @@ class P2osNode(DriverNode):
             self.odometry = Odometry(model)
         else:
             self.odometry.resume()
-        self.motors_enabled = self.enable_on_start
         self.sonar_ranges = [math.nan] * len(model.sonar)
         self.sonar_frames = [f'{self.sonar_prefix}{i}' for i in range(len(model.sonar))]
         self._publish_sonar_frames(model)
         self._publish_info(record.config)
 
     def _publish_info(self, config):
-        identity = self.identity
-        if identity is None:
-            return
-        model = identity.model
-        values = {'model description': model.description, 'known model': identity.known_model,
-                  'transport': identity.transport}
-        values.update({f'{name} factor': getattr(model, name) for name in FACTOR_NAMES})
-        if config is not None:
-            values.update({f'config {k}': v for k, v in config.values.items()})
-        self.info_pub.publish(RobotInfo(
-            header=self._header(), name=identity.name, robot_class=identity.robot_class,
-            model=identity.subclass, firmware_version='',
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()]))
+        if self.identity is not None:
+            self.info_pub.publish(convert.robot_info_msg(self.identity, config, self._header()))
 
     def _publish_sip(self, sip):
         now = time.monotonic()
@@ -427,31 +409,20 @@ class P2osNode(DriverNode):
         header = self._header()
         self._publish_odometry(sip, header)
         self._publish_sonar(sip, header)
-        self.motors_enabled = sip.motors_enabled
         # Slow-changing state: on change, else once per state_period (saves CPU at 10-20 Hz).
         if self._due('battery', sip.battery_decivolts, now):
-            self.battery_pub.publish(BatteryState(
-                header=header,
-                voltage=sip.tail.get('battery_x10', sip.battery_decivolts * 10) / 100.0,
-                present=True, percentage=math.nan, current=math.nan, charge=math.nan,
-                capacity=math.nan, design_capacity=math.nan, temperature=math.nan))
+            self.battery_pub.publish(convert.battery_msg(sip, header))
         if self._due('motors', (sip.flags & 1, sip.stall_bumpers & 0x0101), now):
-            self.motor_pub.publish(MotorState(header=header, motors_enabled=sip.motors_enabled,
-                                              left_wheel_stalled=sip.left_stall,
-                                              right_wheel_stalled=sip.right_stall))
+            self.motor_pub.publish(convert.motor_state_msg(sip, header))
         if self._due('bumpers', sip.stall_bumpers & 0xFEFE, now):
-            model = self.identity.model
-            front, rear = sip.bumpers(model.front_bumpers or 5, model.rear_bumpers or 5)
-            self.bumper_pub.publish(BumperState(header=header, front=front, rear=rear))
+            self.bumper_pub.publish(convert.bumper_msg(sip, self.identity.model, header))
         if self._due('gripper', sip.gripper_state, now):
-            self._publish_gripper(p.read_sip_gripper_byte(sip.gripper_state), sip.gripper_state,
-                                  GripperState.SOURCE_SIP, 0, 0)
+            self.gripper_pub.publish(convert.gripper_msg(
+                p.read_sip_gripper_byte(sip.gripper_state), sip.gripper_state, header,
+                GripperState.SOURCE_SIP))
         io = (sip.digital_inputs, sip.digital_outputs, sip.analog, sip.analog_port)
         if self._due('io', io, now):
-            self.io_pub.publish(DigitalAnalogIO(
-                header=header, digital_inputs=uint8_array(bytes([sip.digital_inputs])),
-                digital_outputs=uint8_array(bytes([sip.digital_outputs])),
-                analog_inputs=[sip.analog * 5.0 / 255.0], selected_analog_port=sip.analog_port))
+            self.io_pub.publish(convert.sip_io_msg(sip, header))
 
     def _due(self, topic, value, now):
         """True when value changed since topic was last published, or state_period has passed."""
@@ -499,21 +470,9 @@ class P2osNode(DriverNode):
             ranges=self.sonar_ranges, updated=updated, min_range=self.sonar_min,
             max_range=self.sonar_max, field_of_view=self.sonar_fov))
         if self.sonar_cloud_pub.get_subscription_count() > 0:
-            self.sonar_cloud_pub.publish(point_cloud_msg(self._sonar_points(model, updated), header))
-
-    def _sonar_points(self, model, updated):
-        """Echo points in the body frame from this SIP's new in-range readings.
-
-        Older readings are left out: the robot has moved since, so their points
-        would be drawn in the wrong place.
-        """
-        points = []
-        for (x, y, heading), metres, fresh in zip(model.sonar, self.sonar_ranges, updated):
-            if fresh and self.sonar_min <= metres < self.sonar_max:
-                angle = math.radians(heading)
-                points.append((x / 1000.0 + metres * math.cos(angle),
-                               y / 1000.0 + metres * math.sin(angle), 0.0))
-        return points
+            points = convert.sonar_points(model, self.sonar_ranges, updated, self.sonar_min,
+                                          self.sonar_max)
+            self.sonar_cloud_pub.publish(point_cloud_msg(points, header))
 
     def _publish_sonar_frames(self, model):
         if self.static_tf is None:
@@ -525,19 +484,6 @@ class P2osNode(DriverNode):
             t.transform.rotation = yaw_quaternion(math.radians(heading))
             transforms.append(t)
         self.static_tf.sendTransform(transforms)
-
-    def _publish_gripper(self, reading, raw, source, gripper_type, grasp_time):
-        optional = lambda value: bool(value) if value is not None else False  # noqa: E731
-        self.gripper_pub.publish(GripperState(
-            header=self._header(), source=source, gripper_type=gripper_type,
-            paddles=PADDLES[reading.paddles], paddles_moving=reading.paddles_moving,
-            gripper_error=reading.gripper_error, lift=LIFT[reading.lift],
-            lift_moving=reading.lift_moving, lift_error=reading.lift_error,
-            inner_beam_broken=optional(reading.inner_beam_broken),
-            outer_beam_broken=optional(reading.outer_beam_broken),
-            left_paddle_contact=optional(reading.left_paddle_contact),
-            right_paddle_contact=optional(reading.right_paddle_contact),
-            grasp_time=grasp_time, raw_state=raw))
 
     # ---- diagnostics ------------------------------------------------------------------
     def _robot_status(self):
@@ -578,5 +524,4 @@ def main(args=None):
 
 
 if __name__ == '__main__':
-    import sys
     sys.exit(main())

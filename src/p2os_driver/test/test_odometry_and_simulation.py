@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from p2os_driver.emulator import P2osEmulator
+from p2os_driver.emulator import P2osEmulator, sip_body
 from p2os_driver.models import MODELS, find_model
 from p2os_driver.odometry import Odometry
 from p2os_driver.protocol import decode_sip
@@ -24,11 +24,9 @@ def test_factor_overrides_replace_only_positive_values():
 
 def emulated_sips(robot, emulator, seconds, cycle=0.1):
     """Step a robot and encode a SIP per cycle, as the emulator does."""
-    from p2os_driver.emulator import _Session
-    session = _Session(emulator, stream=None, stop=None, closes_connection=True)
     for _ in range(int(round(seconds / cycle))):
         robot.step(cycle)
-        yield decode_sip(session._sip())
+        yield decode_sip(sip_body(robot, emulator.options))
 
 
 def test_odometry_follows_a_fast_robot_across_many_15_bit_wraps():

@@ -5,9 +5,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from legacy_robot_common.errors import MalformedFrame
-from p2os_driver.protocol import (Command, PacketReceiver, build_packet, checksum, decode_command,
-                                  decode_encoders, decode_gripper, decode_seraux, decode_sip,
-                                  decode_sync2_reply, encode_command, encode_two_bytes,
+from p2os_driver.protocol import (CONFIG_FIELDS, Command, GripperPacket, IoPacket, PacketReceiver,
+                                  PacketType, build_packet, checksum, decode_command,
+                                  decode_config, decode_encoders, decode_gripper, decode_io,
+                                  decode_playlist, decode_seraux, decode_sip, decode_sync2_reply,
+                                  encode_command, encode_config, encode_encoders, encode_gripper,
+                                  encode_io, encode_playlist, encode_seraux, encode_sip,
+                                  encode_sip_tail, encode_sync2_reply, encode_two_bytes,
+                                  read_gripper_packet_byte, read_sip_gripper_byte,
                                   split_two_bytes, unwrap_15bit, unwrap_heading)
 
 SPEC_EXAMPLES = [
@@ -195,13 +200,6 @@ def test_odometry_unwrap_handles_roll_over_and_fast_motion():
 
 
 # ---- packets added for the client and the emulator -----------------------------------
-from p2os_driver.protocol import (CONFIG_FIELDS, GripperPacket, IoPacket, PacketType,  # noqa: E402
-                                  StandardSip, decode_config, decode_io, decode_playlist,
-                                  encode_config, encode_encoders, encode_gripper, encode_io,
-                                  encode_playlist, encode_seraux, encode_sip, encode_sip_tail,
-                                  encode_sync2_reply, read_gripper_packet_byte,
-                                  read_sip_gripper_byte)
-
 
 def test_every_command_of_the_spec_table_has_a_number():
     assert (Command.PLAYLIST, Command.SOUND, Command.GETAUX, Command.TTY2) == (91, 90, 43, 42)

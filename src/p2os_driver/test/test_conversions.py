@@ -1,0 +1,64 @@
+"""Records → ROS messages without a running graph."""
+import math
+
+import pytest
+from std_msgs.msg import Header
+
+from p2os_driver import conversions as convert
+from p2os_driver import protocol as p
+from p2os_driver.client import Identity
+from p2os_driver.models import MODELS
+
+
+def sip(**fields):
+    values = dict(moving=False, x=0, y=0, theta=0, left_velocity=0, right_velocity=0,
+                  battery_decivolts=121, stall_bumpers=0x0101 | 0b100 << 8, control=0, flags=1,
+                  compass=0, sonar=[], analog_port=5, gripper_state=0, analog=255,
+                  digital_inputs=0x0A, digital_outputs=0x05)
+    values.update(fields)
+    return p.StandardSip(**values)
+
+
+def test_state_messages_from_a_sip():
+    header = Header(frame_id='base_link')
+    record = sip()
+    assert convert.battery_msg(record, header).voltage == pytest.approx(12.1)
+    motors = convert.motor_state_msg(record, header)
+    assert motors.motors_enabled and motors.left_wheel_stalled and motors.right_wheel_stalled
+    bumpers = convert.bumper_msg(record, MODELS['p2pb'], header)
+    assert list(bumpers.front) == [False, True, False, False, False] and not any(bumpers.rear)
+    io = convert.sip_io_msg(record, header)
+    assert bytes(io.digital_inputs) == b'\x0a' and list(io.analog_inputs) == [pytest.approx(5.0)]
+    assert io.selected_analog_port == 5
+
+
+def test_io_packet_and_gripper_messages():
+    io = convert.io_packet_msg(p.IoPacket(b'\x01', b'\x02', [0, 2047]), Header())
+    assert list(io.analog_inputs) == [0.0, pytest.approx(5.0)] and io.selected_analog_port == -1
+    reading = p.read_sip_gripper_byte(0b00010010)
+    msg = convert.gripper_msg(reading, 0b00010010, Header(), source=0)
+    assert (msg.paddles, msg.lift) == (convert.PADDLES['closed'], convert.LIFT['up'])
+    assert not msg.inner_beam_broken and msg.raw_state == 0b00010010
+
+
+def test_sonar_points_use_only_fresh_in_range_readings():
+    model = MODELS['amigo']
+    ranges = [1.0, 2.0, 9.0] + [math.nan] * 5
+    points = convert.sonar_points(model, ranges, [True, False, True] + [False] * 5, 0.1, 5.0)
+    x, y, heading = model.sonar[0]        # only disc 0: disc 1 is stale, disc 2 out of range
+    assert points == [(pytest.approx(x / 1000), pytest.approx(y / 1000 + 1.0), 0.0)]
+
+
+def test_robot_info_carries_identity_factors_and_config():
+    identity = Identity('rob', 'Pioneer', 'P2DX', MODELS['p2dx'], True, 'tcp://x:1')
+    config = p.decode_config(p.encode_config({'name': 'rob', 'watchdog': 2000}))
+    values = {kv.key: kv.value for kv in convert.robot_info_msg(identity, config, Header()).values}
+    assert values['dist_conv factor'] == '0.84' and values['config watchdog'] == '2000'
+
+
+def test_wheel_units_split_and_clamp():
+    model = MODELS['p2dx']
+    assert convert.wheel_units(model, 400.0, 0.0) == (20, 20)
+    left, right = convert.wheel_units(model, 0.0, 0.56)        # (R-L)/2 = 100 mm/s
+    assert (left, right) == (-5, 5)
+    assert convert.wheel_units(model, 5000.0, 0.0) == (127, 127)
