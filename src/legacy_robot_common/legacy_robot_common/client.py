@@ -166,6 +166,7 @@ class ReconnectingClient:
         self._link = None
         self._link_lock = threading.Lock()
         self._connected_once = False
+        self._goodbye_owed = False
         self.connected_event = threading.Event()
 
     # ---- life cycle -----------------------------------------------------------
@@ -198,7 +199,13 @@ class ReconnectingClient:
     def close_session(self, link):
         """Say goodbye to the robot before the link closes on stop(); default: nothing."""
 
+    def owe_goodbye(self):
+        """The robot holds state for this session before it counts as connected (P2OS after
+        OPEN): from now on a stop runs close_session. mark_connected() implies it."""
+        self._goodbye_owed = True
+
     def mark_connected(self, detail=''):
+        self._goodbye_owed = True
         self.state = LinkState.CONNECTED
         self.counters.connects += 1
         if self._connected_once:
@@ -259,12 +266,13 @@ class ReconnectingClient:
 
     def _end_session(self, link):
         self.connected_event.clear()
-        if self._stop.is_set() and self.state == LinkState.CONNECTED:
+        if self._stop.is_set() and self._goodbye_owed:
             try:
                 self.close_session(link)
                 link.drain()
             except (ConnectionLost, OSError) as exc:
                 self.logger.warning(f'{self.name}: goodbye not delivered: {exc}')
+        self._goodbye_owed = False
         with self._link_lock:
             self._link = None
         link.close()

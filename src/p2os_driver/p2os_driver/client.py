@@ -133,10 +133,11 @@ class P2osClient(ReconnectingClient):
         except HandshakeFailed:
             self._next_baud()
             raise
+        self.identity = self._identify(name, robot_class, subclass)
+        self.owe_goodbye()   # from OPEN on, the robot runs for us: a stop must CLOSE it
         self._write(link, p.encode_command(p.Command.OPEN))
         self._write(link, p.encode_command(p.Command.PULSE))
         self.config = self._request_config(link)
-        self.identity = self._identify(name, robot_class, subclass)
         for packet in self.startup_commands():
             self._write(link, packet)
         self.last_sip_time = time.monotonic()

@@ -39,6 +39,7 @@ class EmulatorOptions:
     room_width: float = 10.0            # m
     room_height: float = 8.0            # m
     sonar_per_cycle: int = 4
+    config_command: bool = True         # False: P2OS before 1.4, which ignores CONFIG (§2.5)
     battery: float = 13.0               # V
     drop_rate: float = 0.0
     corrupt_rate: float = 0.0
@@ -277,7 +278,7 @@ class _Session:
             if value == 0:
                 r.aux_buffer.clear()
         elif number == C.CONFIG:
-            self.send_config = True
+            self.send_config = self.emulator.options.config_command
         elif number == C.PLAYLIST:
             self.send_playlist = True
 
@@ -327,11 +328,12 @@ class _Session:
                                       [int(r.analog_value(port) * 2047) for port in range(1, 6)]))
 
     def _config_values(self):
+        # SIPCYCLE is one byte of milliseconds: cycles over 255 ms are reported as 255
         m, o = self.robot.model, self.emulator.options
         return {'robot_type': 'Pioneer', 'subtype': m.subclass, 'serial_number': 'EMU0001',
                 'rot_vel_top': 360, 'trans_vel_top': int(m.max_velocity), 'rot_acc_top': 300,
                 'trans_acc_top': 1000, 'pwm_max': 500, 'name': o.name,
-                'sip_cycle': int(o.sip_cycle * 1000), 'host_baud': 0, 'aux1_baud': 0,
+                'sip_cycle': min(255, int(o.sip_cycle * 1000)), 'host_baud': 0, 'aux1_baud': 0,
                 'gripper': 2, 'front_sonar': int(bool(m.sonar)), 'rear_sonar': int(len(m.sonar) > 8),
                 'low_battery': 110, 'rev_count': 16570, 'watchdog': int(o.watchdog * 1000),
                 'stall_value': 300, 'stall_count': 200, 'rot_vel_max': 100,
@@ -393,6 +395,8 @@ def build_parser():
                         help='append the ARCOS SIP tail (battery x10, charge state, rot. velocity)')
     parser.add_argument('--arcos-gripper-order', action='store_true',
                         help='gripper state in the low byte of the SIP field (ARCOS / AMRISim)')
+    parser.add_argument('--no-config-command', action='store_true',
+                        help='ignore CONFIG, as P2OS before 1.4 does')
     parser.add_argument('--watchdog', type=float, default=2.0, help='watchdog in s (0 = off)')
     parser.add_argument('--watchdog-mode', choices=('resume', 'stop', 'warn'), default='resume')
     parser.add_argument('--room', default='10x8', help='room size in metres, WIDTHxHEIGHT')
@@ -409,7 +413,7 @@ def options_from_args(args):
         raise ValueError(f'--room must look like 10x8, not {args.room!r}') from None
     return EmulatorOptions(
         model=args.model, name=args.name, sip_cycle=args.sip_cycle,
-        later_firmware_tail=args.later_firmware_tail,
+        later_firmware_tail=args.later_firmware_tail, config_command=not args.no_config_command,
         gripper_in_high_byte=not args.arcos_gripper_order, watchdog=args.watchdog,
         watchdog_mode=args.watchdog_mode, room_width=width, room_height=height,
         drop_rate=args.drop_rate, corrupt_rate=args.corrupt_rate, seed=args.seed)

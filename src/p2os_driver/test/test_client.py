@@ -142,6 +142,22 @@ def test_stop_says_goodbye_in_the_recommended_order(emulator, clients):
     assert not robot.robot.enabled
 
 
+def test_stop_during_start_up_still_closes_the_opened_robot(emulator, clients):
+    robot = emulator(config_command=False)          # P2OS < 1.4: the client waits 1 s for CONFIG
+    client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}'))
+    assert wait_for(lambda: (C.OPEN, None) in commands(robot), 5, poll=0.001)
+    client.stop()                                   # while it waits for the CONFIGpac
+    assert client.counters.connects == 0
+    assert wait_for(lambda: commands(robot)[-1:] == [(C.CLOSE, None)], 3), commands(robot)
+
+
+def test_robot_without_config_command_connects_after_the_wait(emulator, clients):
+    robot = emulator(config_command=False)
+    client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}'))
+    assert wait_for(lambda: client.connected, 5)
+    assert client.records.of(Connected)[0].config is None
+
+
 def test_corrupted_bytes_are_counted_and_the_stream_goes_on(emulator, clients):
     robot = emulator(corrupt_rate=0.002, seed=7)
     client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}'))

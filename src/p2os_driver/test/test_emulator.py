@@ -202,6 +202,19 @@ def test_later_firmware_tail_and_arcos_gripper_order():
         emulator.stop()
 
 
+def test_a_slow_sip_cycle_is_reported_as_255_ms_in_the_config_byte():
+    emulator = P2osEmulator(EmulatorOptions(sip_cycle=1.0))
+    client = RawClient(emulator.start_tcp())
+    try:
+        client.sync()
+        client.send(C.CONFIG)
+        config = p.decode_config(client.packet(timeout=3, kind=p.PacketType.CONFIG))
+        assert config.values['sip_cycle'] == 255
+    finally:
+        client.close()
+        emulator.stop()
+
+
 def test_amigo_has_a_playlist_and_8_sonar():
     emulator = P2osEmulator(EmulatorOptions(model='amigo'))
     client = RawClient(emulator.start_tcp())
