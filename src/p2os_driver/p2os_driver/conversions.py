@@ -22,8 +22,8 @@ IOPAC_ANALOG_VOLTS = 5.0 / 2047.0  # IOpac A/D: 0-2047 = 0-5 V (PeopleBot AROS)
 
 
 def sip_voltage(sip):
-    """Battery volts: the later-firmware BATTERYX10 field when present."""
-    return sip.tail.get('battery_x10', sip.battery_decivolts * 10) / 100.0
+    """Battery volts: the later-firmware BATTERYX10 field (16-bit decivolts, §2.6) when present."""
+    return sip.tail.get('battery_x10', sip.battery_decivolts) / 10.0
 
 
 def battery_msg(sip, header):

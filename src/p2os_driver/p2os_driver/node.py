@@ -490,7 +490,7 @@ class P2osNode(DriverNode):
         if self.identity is None or self.last_sip is None:
             return ERROR, 'no robot yet', {'port': self.port}
         sip, model = self.last_sip, self.identity.model
-        volts = sip.battery_decivolts / 10.0
+        volts = convert.sip_voltage(sip)
         values = {'name': self.identity.name, 'model': f'{model.subclass} ({model.description})',
                   'SIP rate Hz': _rate(self.sip_times), 'battery V': volts,
                   'motors enabled': sip.motors_enabled, 'left stall': sip.left_stall,

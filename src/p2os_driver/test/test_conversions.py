@@ -32,6 +32,11 @@ def test_state_messages_from_a_sip():
     assert io.selected_analog_port == 5
 
 
+def test_battery_prefers_the_later_firmware_decivolt_field():
+    later = sip(tail={'battery_x10': 262})          # a 26.2 V robot: more than the byte holds
+    assert convert.battery_msg(later, Header()).voltage == pytest.approx(26.2)
+
+
 def test_io_packet_and_gripper_messages():
     io = convert.io_packet_msg(p.IoPacket(b'\x01', b'\x02', [0, 2047]), Header())
     assert list(io.analog_inputs) == [0.0, pytest.approx(5.0)] and io.selected_analog_port == -1
