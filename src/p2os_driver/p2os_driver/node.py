@@ -412,9 +412,9 @@ class P2osNode(DriverNode):
         # Slow-changing state: on change, else once per state_period (saves CPU at 10-20 Hz).
         if self._due('battery', sip.battery_decivolts, now):
             self.battery_pub.publish(convert.battery_msg(sip, header))
-        if self._due('motors', (sip.flags & 1, sip.stall_bumpers & 0x0101), now):
+        if self._due('motors', (sip.motors_enabled, sip.left_stall, sip.right_stall), now):
             self.motor_pub.publish(convert.motor_state_msg(sip, header))
-        if self._due('bumpers', sip.stall_bumpers & 0xFEFE, now):
+        if self._due('bumpers', sip.bumpers(), now):
             self.bumper_pub.publish(convert.bumper_msg(sip, self.identity.model, header))
         if self._due('gripper', sip.gripper_state, now):
             self.gripper_pub.publish(convert.gripper_msg(
