@@ -1,1 +1,1 @@
-"""ActivMedia P2OS (Pioneer 2 / PeopleBot / AmigoBot) driver. Work in progress: protocol layer."""
+"""ActivMedia P2OS (Pioneer 2 / PeopleBot / AmigoBot) driver: codec, client, ROS node, emulator."""

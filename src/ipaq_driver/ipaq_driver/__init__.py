@@ -1,0 +1,1 @@
+"""iPaq + CMUcam + BrainStem robot (CMU Trikebot) driver: codec, client, ROS node, emulator."""
