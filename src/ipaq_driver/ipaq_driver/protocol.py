@@ -374,21 +374,34 @@ class StringResponse:
 FULL_LENGTH = 12   # data bytes of a FullResponse before the checksum
 
 
-def encode_mini(status, over_stuffed=False):
-    return frame(with_checksum(bytes([status]), over_stuffed))
+def mini_body(status, over_stuffed=False):
+    """Response bodies (unstuffed, with checksum); frame() them unless responses go unframed."""
+    return with_checksum(bytes([status]), over_stuffed)
 
 
-def encode_full(r, over_stuffed=False):
+def full_body(r, over_stuffed=False):
     data = bytes([r.status, r.range]) + b''.join(
         _word(name, getattr(r, name)) for name in ('wheel_voltage', 'wheel_current', 'x', 'y',
                                                    'theta'))
-    return frame(with_checksum(data, over_stuffed))
+    return with_checksum(data, over_stuffed)
+
+
+def string_body(status, data, over_stuffed=False):
+    if len(data) > 255:
+        raise ValueError(f'a string response holds at most 255 bytes, got {len(data)}')
+    return with_checksum(bytes([status, len(data)]) + bytes(data), over_stuffed)
+
+
+def encode_mini(status, over_stuffed=False):
+    return frame(mini_body(status, over_stuffed))
+
+
+def encode_full(r, over_stuffed=False):
+    return frame(full_body(r, over_stuffed))
 
 
 def encode_string(status, data, over_stuffed=False):
-    if len(data) > 255:
-        raise ValueError(f'a string response holds at most 255 bytes, got {len(data)}')
-    return frame(with_checksum(bytes([status, len(data)]) + bytes(data), over_stuffed))
+    return frame(string_body(status, data, over_stuffed))
 
 
 def decode_response(body, over_stuffed=False):
