@@ -3,6 +3,7 @@
 Tasks are callables returning (level, message, {key: value}); the link task
 reports a ReconnectingClient's state, counters and rates.
 """
+import collections
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -85,3 +86,25 @@ class LinkStatusTask:
             return OK, 'connected', values
         detail = f': {counters.last_error}' if counters.last_error else ''
         return ERROR, f'{state}{detail}', values
+
+
+class RateMeter:
+    """Events per second over a sliding window (for a diagnostics value)."""
+
+    def __init__(self, window=2.0, clock=time.monotonic):
+        self.window = window
+        self._clock = clock
+        self._times = collections.deque()
+
+    def tick(self):
+        now = self._clock()
+        self._times.append(now)
+        while now - self._times[0] > self.window:
+            self._times.popleft()
+
+    @property
+    def rate(self):
+        times = self._times
+        if len(times) < 2 or times[-1] <= times[0]:
+            return 0.0
+        return (len(times) - 1) / (times[-1] - times[0])

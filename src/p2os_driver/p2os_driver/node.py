@@ -5,12 +5,11 @@
 Motors start disabled (as on the robot): call the `enable_motors` service, or set
 `enable_motors_on_start`. Topic, service and parameter tables: README.md.
 """
-import collections
 import math
 import sys
 import time
 
-from geometry_msgs.msg import TransformStamped, Twist
+from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry as OdometryMsg
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.event_handler import PublisherEventCallbacks
@@ -19,11 +18,12 @@ from sensor_msgs.msg import BatteryState, PointCloud2, Range
 from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
-from legacy_robot_common.diagnostics import ERROR, OK, WARN
+from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
 from legacy_robot_common.driver_node import DriverNode, run_node
 from legacy_robot_common.errors import ConnectionLost
-from legacy_robot_common.messages import odometry_msg, point_cloud_msg, uint8_array, yaw_quaternion
+from legacy_robot_common.messages import odometry_msg, point_cloud_msg, uint8_array
 from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_common.tf import make_broadcasters, planar_transform
 from legacy_robot_interfaces.msg import (BumperState, DigitalAnalogIO, EncoderCounts, GripperState,
                                          MotorState, RobotInfo, SerialBytes, SonarArray)
 from legacy_robot_interfaces.srv import (BytesCommand, DigitalOutput, GripperCommand, Playlist,
@@ -37,11 +37,6 @@ from .odometry import Odometry
 
 C = p.Command
 RUNTIME_PARAMETERS = ('use_sonar', 'cmd_vel_timeout', 'max_linear_speed', 'max_angular_speed')
-
-try:  # TF needs tf2_ros, which the PyPI ROS wheels do not provide (ros2-toolchain.md)
-    from tf2_ros import StaticTransformBroadcaster, TransformBroadcaster
-except ImportError:
-    TransformBroadcaster = StaticTransformBroadcaster = None
 
 
 class P2osNode(DriverNode):
@@ -63,7 +58,7 @@ class P2osNode(DriverNode):
         self.odometry = None
         self.sonar_ranges = []
         self.last_sip = None
-        self.sip_times = collections.deque()   # arrival times over the last 2 s
+        self.sip_rate = RateMeter()
         self._last_state = {}                   # topic → (value, time) last published
         self.start_links()
 
@@ -192,13 +187,7 @@ class P2osNode(DriverNode):
         self.aux_pub = pub(SerialBytes, 'aux_serial')
         self.info_pub = pub(RobotInfo, 'robot_info',
                             QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self.tf = self.static_tf = None
-        if self.publish_tf and TransformBroadcaster is not None:
-            self.tf = TransformBroadcaster(self)
-            self.static_tf = StaticTransformBroadcaster(self)
-        elif self.publish_tf:
-            self.get_logger().info('tf2_ros is not installed: odom → base_link is not broadcast '
-                                   '(the odom topic carries the same pose)')
+        self.tf, self.static_tf = make_broadcasters(self, self.publish_tf)
 
     def _create_services(self):
         group = self.callback_group
@@ -403,9 +392,7 @@ class P2osNode(DriverNode):
     def _publish_sip(self, sip):
         now = time.monotonic()
         self.last_sip = sip
-        self.sip_times.append(now)
-        while now - self.sip_times[0] > 2.0:
-            self.sip_times.popleft()
+        self.sip_rate.tick()
         header = self._header()
         self._publish_odometry(sip, header)
         self._publish_sonar(sip, header)
@@ -439,10 +426,7 @@ class P2osNode(DriverNode):
         self.odom_pub.publish(odometry_msg(odom_header, self.base_frame, o.x, o.y, o.yaw,
                                            o.linear, o.angular))
         if self.tf is not None:
-            transform = TransformStamped(header=odom_header, child_frame_id=self.base_frame)
-            transform.transform.translation.x, transform.transform.translation.y = o.x, o.y
-            transform.transform.rotation = yaw_quaternion(o.yaw)
-            self.tf.sendTransform(transform)
+            self.tf.sendTransform(planar_transform(odom_header, self.base_frame, o.x, o.y, o.yaw))
 
     def _publish_sonar(self, sip, header):
         model = self.identity.model
@@ -479,10 +463,8 @@ class P2osNode(DriverNode):
             return
         transforms = []
         for i, (x, y, heading) in enumerate(model.sonar):
-            t = TransformStamped(header=self._header(), child_frame_id=f'{self.sonar_prefix}{i}')
-            t.transform.translation.x, t.transform.translation.y = x / 1000.0, y / 1000.0
-            t.transform.rotation = yaw_quaternion(math.radians(heading))
-            transforms.append(t)
+            transforms.append(planar_transform(self._header(), f'{self.sonar_prefix}{i}',
+                                               x / 1000.0, y / 1000.0, math.radians(heading)))
         self.static_tf.sendTransform(transforms)
 
     # ---- diagnostics ------------------------------------------------------------------
@@ -492,7 +474,7 @@ class P2osNode(DriverNode):
         sip, model = self.last_sip, self.identity.model
         volts = convert.sip_voltage(sip)
         values = {'name': self.identity.name, 'model': f'{model.subclass} ({model.description})',
-                  'SIP rate Hz': _rate(self.sip_times), 'battery V': volts,
+                  'SIP rate Hz': self.sip_rate.rate, 'battery V': volts,
                   'motors enabled': sip.motors_enabled, 'left stall': sip.left_stall,
                   'right stall': sip.right_stall, 'sonar on': sip.sonar_enabled,
                   'ignored packet types': self.client.ignored_packets,
@@ -506,13 +488,6 @@ class P2osNode(DriverNode):
         if not self.identity.known_model:
             return WARN, f'unknown model {self.identity.subclass!r}: using p2dx factors', values
         return OK, 'motors enabled' if sip.motors_enabled else 'motors disabled', values
-
-
-def _rate(times):
-    """Events per second over the times given (oldest first)."""
-    if len(times) < 2 or times[-1] <= times[0]:
-        return 0.0
-    return (len(times) - 1) / (times[-1] - times[0])
 
 
 def _baud_cycle(first):

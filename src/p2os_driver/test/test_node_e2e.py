@@ -4,17 +4,15 @@ import signal
 import time
 
 import pytest
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import BatteryState, Range
 from std_srvs.srv import SetBool, Trigger
 
-from helpers import spin_until, start_module, wait_for
+from helpers import start_module, wait_for
+from ros_observer import Observer
 from legacy_robot_interfaces.msg import (DigitalAnalogIO, EncoderCounts, GripperState, MotorState,
                                          RobotInfo, SonarArray)
 from legacy_robot_interfaces.srv import BytesCommand, DigitalOutput, GripperCommand, Playlist
@@ -22,39 +20,6 @@ from p2os_driver import protocol as p
 from p2os_driver.emulator import EmulatorOptions, P2osEmulator
 
 C = p.Command
-
-
-class Observer:
-    """A ROS node in the test process: subscriptions record, services are called and awaited."""
-
-    def __init__(self, namespace):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = Node('p2os_observer', context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.ns = namespace
-        self.messages = {}
-
-    def listen(self, msg_type, topic, qos=10):
-        self.messages[topic] = []
-        self.node.create_subscription(msg_type, f'{self.ns}/{topic}', self.messages[topic].append, qos)
-        return self.messages[topic]
-
-    def call(self, srv_type, name, request, timeout=10.0):
-        client = self.node.create_client(srv_type, f'{self.ns}/{name}')
-        assert spin_until(self.executor, client.service_is_ready, timeout), f'no service {name}'
-        future = client.call_async(request)
-        assert spin_until(self.executor, future.done, timeout), f'{name} did not answer'
-        return future.result()
-
-    def spin_until(self, predicate, timeout):
-        return spin_until(self.executor, predicate, timeout)
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
 
 
 @pytest.fixture

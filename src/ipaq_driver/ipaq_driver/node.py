@@ -1,0 +1,364 @@
+"""ROS 2 node `ipaq_driver`: the iPaq + CMUcam + BrainStem robot (CMU Trikebot) over TCP.
+
+    ros2 run ipaq_driver ipaq_driver --ros-args -p host:=192.168.0.5
+
+Topic, service and parameter tables: README.md ("iPaq driver").
+"""
+import math
+import sys
+import time
+
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from rclpy.event_handler import PublisherEventCallbacks
+from sensor_msgs.msg import Image, JointState, Range
+from std_msgs.msg import Header
+from std_srvs.srv import Trigger
+
+from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
+from legacy_robot_common.driver_node import DriverNode, run_node
+from legacy_robot_common.messages import odometry_msg, uint8_array
+from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_common.tf import make_broadcasters, planar_transform
+from legacy_robot_interfaces.msg import TrackingResult, WheelPower
+from legacy_robot_interfaces.srv import (BytesCommand, ColorTracking, SetDistance, SetPose,
+                                         TextCommand, WindowTracking)
+
+from . import conversions as convert
+from . import protocol as p
+from .client import ControlClient, Settings, StreamClient
+from .units import Units
+
+L = p.Letter
+UNIT_PARAMETERS = {   # Units field → (description, minimum)
+    'velocity_scale': ('m/s per vel step', 1e-6),
+    'steering_scale': ('rad per dir step (positive = left)', 1e-6),
+    'wheelbase': ('m, steered front wheel to rear axle', 0.01),
+    'servo_scale': ('rad per pan/tilt step', 1e-6),
+    'pose_scale': ('m per integrated X/Y step', 1e-9),
+    'theta_scale': ('rad per integrated TH step', 1e-9),
+    'voltage_scale': ('V per wheel-voltage step', 1e-9),
+    'current_scale': ('A per wheel-current step', 1e-9),
+    'range_scale': ('m per range step (range_conversion linear)', 1e-6),
+    'vel_timeout_scale': ('s per vel_timeout step', 1e-6),
+}
+
+
+class IpaqNode(DriverNode):
+    def __init__(self, **kwargs):
+        super().__init__('ipaq_driver', hardware_id='iPaq robot', **kwargs)
+        self._declare_parameters()
+        settings = self._settings()
+        self.control = ControlClient(settings, logger=self.get_logger())
+        self.control.motion_timeout = self.cmd_vel_timeout
+        self.streams = [StreamClient(settings, port, logger=self.get_logger())
+                        for port in settings.stream_ports]
+        self.attach_client(self.control, 'control link')
+        for stream in self.streams:
+            self.attach_client(stream, f'port {stream.port} link')
+        self.diagnostics.add_task('robot', self._robot_status)
+        self._create_publishers()
+        self._create_services()
+        group = self.callback_group
+        self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10, callback_group=group)
+        self.create_subscription(JointState, 'camera/pan_tilt', self._on_pan_tilt, 10,
+                                 callback_group=group)
+        self.pose = convert.PoseTracker(self.units)
+        self.last_telemetry = None
+        self.tracking_rate = RateMeter()
+        self.frames = 0
+        self.start_links()
+
+    # ---- parameters -------------------------------------------------------------------
+    def _declare_parameters(self):
+        d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
+        self.host = d('host', 'localhost', 'the iPaq\'s address', read_only=True)
+        self.ports = {name: d(name, default, f'TCP port: {what}', minimum=1, maximum=65535,
+                              read_only=True)
+                      for name, default, what in (
+                          ('control_port', 5000, 'commands and responses'),
+                          ('frame_dump_port', 5001, 'a stream port (seed: frame dumps)'),
+                          ('tracking_port', 5002, 'a stream port (seed: tracking)'))}
+        self.poll_rate = d('poll_rate', 10.0, 'P packets per second for range, wheel power and '
+                           'pose', minimum=0.5, maximum=50.0, read_only=True)
+        self.response_timeout = d('response_timeout', 1.0, 's to wait for each response',
+                                  minimum=0.05, maximum=30.0, read_only=True)
+        self.missed_responses = d('missed_responses', 3, 'responses missed in a row before '
+                                  'reconnecting', minimum=1, maximum=100, read_only=True)
+        self.framed_responses = d('framed_responses', True, 'responses framed with 255,56 ... '
+                                  '255,55 (spec: implied, unconfirmed)', read_only=True)
+        self.over_stuffed = d('checksum_over_stuffed', False, 'checksums sum the stuffed bytes '
+                              '(spec: inferred not)', read_only=True)
+        self.mask_bits = d('p_mask_bits', [0, 1, 2, 3, 4, 5, 6], 'P mask bit numbers of '
+                           'vel_timeout, vel, dir, pan, tilt, kill motor, init BrainStem',
+                           read_only=True)
+        self.camera_generation = d('cmucam_generation', 1, 'CMUcam generation (frame and '
+                                   'bitmap formats)', choices=(1, 2), read_only=True)
+        self.frame_size = d('frame_size', [80, 143], 'CMUcam1 frame dump: column samples, rows',
+                            read_only=True)
+        self.double_width = d('frame_double_width', True, 'publish frames at twice the sampled '
+                              'width (CMUcam1 samples every other column)', read_only=True)
+        self.flip_vertical = d('frame_flip_vertical', False, 'flip dumped frames upside down',
+                               read_only=True)
+        unit_values = {name: d(name, getattr(Units, name), description, minimum=minimum,
+                               read_only=True)
+                       for name, (description, minimum) in UNIT_PARAMETERS.items()}
+        for name, description in (('velocity_signed', 'vel is two\'s complement (else 128 = '
+                                   'stop)'), ('pose_signed', 'integrated X/Y/TH are signed')):
+            unit_values[name] = d(name, getattr(Units, name), description, read_only=True)
+        for name in ('steering_center', 'servo_center'):
+            unit_values[name] = d(name, 128, 'servo setting for straight ahead', minimum=0,
+                                  maximum=255, read_only=True)
+        unit_values['range_conversion'] = d('range_conversion', 'gp2d02', 'range byte: raw '
+                                            'Sharp GP2D02 (Acroname formula) or linear',
+                                            choices=('gp2d02', 'linear'), read_only=True)
+        try:
+            self.units = Units(**unit_values)
+        except ValueError as exc:
+            raise ParameterError(f'ipaq_driver: {exc}') from None
+        self.vel_timeout = d('vel_timeout', -1, 'raw vel_timeout sent with drive commands '
+                             '(-1 = not sent)', minimum=-1, maximum=255, read_only=True)
+        self.cmd_vel_timeout = d('cmd_vel_timeout', 0.5, 'stop when cmd_vel stops for this '
+                                 'long, s (0 = never)', minimum=0.0, maximum=60.0, read_only=True)
+        self.max_linear = d('max_linear_speed', 0.8, 'cmd_vel clamp, m/s', minimum=0.0,
+                            read_only=True)
+        self.safety_distance = d('safety_distance', 0.0, 'm; stop when the IR range is '
+                                 'shorter (0 = off), set at connect', minimum=0.0, read_only=True)
+        self.range_fov = d('range_field_of_view', 0.1, 'IR beam width, rad', minimum=0.001,
+                           maximum=3.14, read_only=True)
+        self.frames_ids = {name: d(f'{name}_frame_id', default, f'{name} frame', read_only=True)
+                           for name, default in (('odom', 'odom'), ('base', 'base_link'),
+                                                 ('range', 'ir_range'), ('camera', 'camera'))}
+        self.publish_tf = d('publish_tf', True, 'broadcast odom → base_link (needs tf2_ros)',
+                            read_only=True)
+        self.request_timeout = d('request_timeout', 3.0, 'service wait for a response, s',
+                                 minimum=0.1, maximum=60.0, read_only=True)
+
+    def _settings(self):
+        try:
+            if len(self.mask_bits) != 7 or len(self.frame_size) != 2:
+                raise ValueError('p_mask_bits needs 7 bit numbers and frame_size 2 numbers')
+            columns, rows = self.frame_size
+            camera = p.CameraFormat(generation=self.camera_generation, columns=columns, rows=rows)
+            return Settings(
+                host=self.host, control_port=self.ports['control_port'],
+                stream_ports=(self.ports['frame_dump_port'], self.ports['tracking_port']),
+                poll_period=1.0 / self.poll_rate, response_timeout=self.response_timeout,
+                missed_responses=self.missed_responses, framed_responses=self.framed_responses,
+                checksum_over_stuffed=self.over_stuffed, mask_bits=p.MaskBits(*self.mask_bits),
+                camera=camera, vel_timeout=self.vel_timeout,
+                stop_velocity=self.units.velocity_to_raw(0.0))
+        except (ValueError, TypeError) as exc:
+            raise ParameterError(f'ipaq_driver: {exc}') from None
+
+    # ---- publishers and services ---------------------------------------------------------
+    def _create_publishers(self):
+        events = PublisherEventCallbacks(use_default_callbacks=False)   # see p2os_driver
+        pub = lambda kind, topic, depth=10: self.create_publisher(  # noqa: E731
+            kind, topic, depth, event_callbacks=events)
+        self.range_pub = pub(Range, 'range')
+        self.wheel_pub = pub(WheelPower, 'wheel_power')
+        self.odom_pub = pub(Odometry, 'odom')
+        self.tracking_pub = pub(TrackingResult, 'tracking')
+        self.bitmap_pub = pub(Image, 'tracking/bitmap', 5)
+        self.image_pub = pub(Image, 'camera/image_raw', 2)
+        self.tf, _ = make_broadcasters(self, self.publish_tf)
+
+    def _create_services(self):
+        group = self.callback_group
+        service = lambda kind, name, handler: self.create_service(  # noqa: E731
+            kind, name, handler, callback_group=group)
+        service(SetPose, 'set_pose', self._set_pose)
+        service(ColorTracking, 'start_color_tracking', self._color_tracking)
+        service(WindowTracking, 'start_window_tracking', self._window_tracking)
+        service(Trigger, 'stop_tracking', self._command_handler(L.STOP_TRACKING))
+        service(Trigger, 'dump_frame', self._command_handler(L.DUMP_FRAME))
+        service(SetDistance, 'set_safety_distance', self._safety)
+        service(TextCommand, 'cmucam_command', self._cmucam)
+        service(BytesCommand, 'brainstem_command', self._brainstem)
+        service(Trigger, 'kill_motor', self._bits_handler('kill_motor'))
+        service(Trigger, 'init_brainstem', self._bits_handler('init_brainstem'))
+        service(Trigger, 'terminate_server', self._terminate)
+
+    # ---- service handlers ---------------------------------------------------------------------
+    async def _ask(self, make_packet, timeout=0.0):
+        """Send one command and await its response: (response, None) or (None, error text)."""
+        future, resolve = self.reply_future(timeout or self.request_timeout)
+        try:
+            self.control.request(make_packet(), resolve)
+        except (ValueError, TypeError) as exc:
+            resolve(exc)
+        reply = await future
+        if isinstance(reply, Exception):
+            return None, str(reply)
+        return reply, None
+
+    async def _answer(self, make_packet, response, done):
+        reply, error = await self._ask(make_packet)
+        response.success, response.message = error is None, error or done
+        return response
+
+    def _command_handler(self, letter):
+        done = {L.STOP_TRACKING: 'tracking stopped',
+                L.DUMP_FRAME: 'frame requested: it follows on camera/image_raw'}[letter]
+
+        async def handle(_request, response):
+            return await self._answer(lambda: p.encode_command(letter, b'', self.over_stuffed),
+                                      response, done)
+        return handle
+
+    async def _set_pose(self, request, response):
+        raw = self.units.pose_to_raw(request.x, request.y, request.theta)
+        mask = sum(1 << i for i, wanted in enumerate((request.set_x, request.set_y,
+                                                      request.set_theta)) if wanted)
+        return await self._answer(lambda: p.encode_set_integration(*raw, mask, self.over_stuffed),
+                                  response, 'pose set')
+
+    async def _color_tracking(self, request, response):
+        bounds = (request.r_min, request.r_max, request.g_min, request.g_max, request.b_min,
+                  request.b_max)
+        return await self._answer(
+            lambda: p.encode_color_tracking(request.mode, bounds, self.over_stuffed), response,
+            f'colour tracking started ({p.TRACKING_MOTION[min(request.mode, 3)]})')
+
+    async def _window_tracking(self, request, response):
+        return await self._answer(lambda: p.encode_window_tracking(request.mode, self.over_stuffed),
+                                  response, f'window tracking started '
+                                  f'({p.TRACKING_MOTION[min(request.mode, 3)]})')
+
+    async def _safety(self, request, response):
+        raw = self.units.range_to_raw(request.distance) if request.distance > 0 else 0
+        if request.distance > 0 and raw == 0:
+            low, high = self.units.range_limits
+            response.success = False
+            response.message = f'{request.distance} m is beyond the range sensor ({high:.2f} m)'
+            return response
+        return await self._answer(lambda: p.encode_safety(raw, self.over_stuffed), response,
+                                  f'safety distance {request.distance:.2f} m (raw {raw})'
+                                  if raw else 'safety stop off')
+
+    async def _cmucam(self, request, response):
+        reply, error = await self._ask(
+            lambda: p.encode_pass_through(L.CMUCAM, request.command.rstrip('\r'), self.over_stuffed),
+            request.timeout)
+        response.success, response.message = error is None, error or 'camera answered'
+        if reply is not None:
+            response.reply = reply.data.decode('ascii', 'replace')
+            if response.reply.startswith('NCK'):
+                response.success, response.message = False, 'the CMUcam refused the command (NCK)'
+        return response
+
+    async def _brainstem(self, request, response):
+        reply, error = await self._ask(
+            lambda: p.encode_pass_through(L.BRAINSTEM, bytes(request.data), self.over_stuffed),
+            request.timeout)
+        response.success, response.message = error is None, error or f'{len(reply.data)} bytes'
+        if reply is not None:
+            response.reply = uint8_array(reply.data)
+        return response
+
+    def _bits_handler(self, name):
+        done = {'kill_motor': 'motor power off until the next cmd_vel',
+                'init_brainstem': 'BrainStem initialised, servos at full range'}[name]
+
+        async def handle(_request, response):
+            future, resolve = self.reply_future(self.request_timeout)
+            self.control.set_parameter_bits(name, resolve=resolve)
+            reply = await future
+            error = str(reply) if isinstance(reply, Exception) else None
+            response.success, response.message = error is None, error or done
+            return response
+        return handle
+
+    def _terminate(self, _request, response):
+        try:
+            self.control.terminate_server()
+        except ConnectionError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success = True
+        response.message = 'the iPaq control program was told to end (restart it on the iPaq)'
+        return response
+
+    # ---- subscriptions ------------------------------------------------------------------------
+    def _on_cmd_vel(self, msg):
+        linear = max(-self.max_linear, min(self.max_linear, msg.linear.x))
+        self.control.set_drive(*self.units.twist_to_drive(linear, msg.angular.z))
+
+    def _on_pan_tilt(self, msg):
+        """JointState with 'pan' and/or 'tilt' positions in radians (0 = straight ahead)."""
+        angles = dict(zip(msg.name, msg.position))
+        unknown = set(angles) - {'pan', 'tilt'}
+        if unknown or not angles:
+            self.log.warning('pan-tilt-names', f'camera/pan_tilt: joint names must be "pan" and/or '
+                             f'"tilt", got {list(msg.name)}')
+            return
+        raw = {name: self.units.servo_to_raw(value) for name, value in angles.items()}
+        self.control.set_camera(raw.get('pan'), raw.get('tilt'))
+
+    # ---- records from the robot ------------------------------------------------------------------
+    def handle_record(self, record):
+        if isinstance(record, p.FullResponse):
+            self._publish_telemetry(record)
+        elif isinstance(record, p.TrackingPacket):
+            self.tracking_rate.tick()
+            self.tracking_pub.publish(convert.tracking_msg(record, self._header('camera')))
+        elif isinstance(record, p.Bitmap):
+            self.bitmap_pub.publish(convert.bitmap_msg(record, self._header('camera')))
+        elif isinstance(record, p.FrameDump):
+            self.frames += 1
+            self.image_pub.publish(convert.frame_msg(record, self._header('camera'),
+                                                     self.double_width, self.flip_vertical))
+
+    def _header(self, frame):
+        return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frames_ids[frame])
+
+    def _publish_telemetry(self, response):
+        first = self.last_telemetry is None
+        self.last_telemetry = response
+        if first and self.safety_distance > 0:
+            self._send_safety_distance()
+        header = self._header('base')
+        self.range_pub.publish(convert.range_msg(response.range, self.units,
+                                                 self._header('range'), self.range_fov))
+        self.wheel_pub.publish(convert.wheel_power_msg(response, self.units, header))
+        x, y, yaw = self.pose.update(response, time.monotonic())
+        odom_header = Header(stamp=header.stamp, frame_id=self.frames_ids['odom'])
+        self.odom_pub.publish(odometry_msg(odom_header, self.frames_ids['base'], x, y, yaw,
+                                           self.pose.linear, self.pose.angular))
+        if self.tf is not None:
+            self.tf.sendTransform(planar_transform(odom_header, self.frames_ids['base'], x, y, yaw))
+
+    def _send_safety_distance(self):
+        raw = self.units.range_to_raw(self.safety_distance)
+        self.control.request(p.encode_safety(raw, self.over_stuffed), lambda reply: None,
+                             'safety distance at start')
+
+    # ---- diagnostics -----------------------------------------------------------------------
+    def _robot_status(self):
+        if self.last_telemetry is None:
+            return ERROR, 'no response from the iPaq yet', {'host': self.host}
+        t = self.last_telemetry
+        voltage, current = self.units.wheel_power(t.wheel_voltage, t.wheel_current)
+        c = self.control
+        values = {'range m': self.units.range_metres(t.range), 'range raw': t.range,
+                  'wheel voltage V': voltage, 'wheel current A': current,
+                  'tracking rate Hz': self.tracking_rate.rate, 'frames dumped': self.frames,
+                  'commands refused': c.failed_commands, 'response timeouts': c.timeouts,
+                  'stray responses': c.stray_responses, 'cmd_vel timeouts': c.motion_timeouts}
+        for stream in self.streams:
+            carries = ', '.join(f'{n} {k}' for k, n in sorted(stream.carries.items()))
+            values[f'port {stream.port} carries'] = carries or 'nothing yet'
+        if c.timeouts and c.counters.frames == 0:
+            return ERROR, 'the iPaq does not answer', values
+        if c.failed_commands:
+            return WARN, f'{c.failed_commands} commands refused (see the log)', values
+        return OK, 'connected', values
+
+
+def main(args=None):
+    return run_node(IpaqNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""ipaq_driver as a real process against the emulator, observed over DDS from this process."""
+import math
+import signal
+
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Image, JointState, Range
+from std_srvs.srv import Trigger
+
+from helpers import run_module, start_module, wait_for
+from ipaq_driver import protocol as p
+from ipaq_driver.emulator import EmulatorOptions, IpaqEmulator
+from ipaq_driver.units import Units
+from legacy_robot_common.messages import image_to_array
+from legacy_robot_interfaces.msg import TrackingResult, WheelPower
+from legacy_robot_interfaces.srv import (BytesCommand, ColorTracking, SetDistance, SetPose,
+                                         TextCommand, WindowTracking)
+from ros_observer import Observer
+
+L = p.Letter
+FREE_PORTS = dict(control_port=0, frame_dump_port=0, tracking_port=0)
+RED = dict(r_min=180, r_max=240, g_min=16, g_max=90, b_min=16, b_max=110)
+
+
+@pytest.fixture
+def setup():
+    started = []
+
+    def start(**options_and_parameters):
+        options = {k: v for k, v in options_and_parameters.items()
+                   if k in EmulatorOptions.__dataclass_fields__}
+        parameters = {k: v for k, v in options_and_parameters.items() if k not in options}
+        emulator = IpaqEmulator(EmulatorOptions(**{**FREE_PORTS, **options})).start()
+        args = ['--ros-args', '-r', '__ns:=/trike']
+        for name, value in {**emulator.parameters, **parameters}.items():
+            args += ['-p', f'{name}:={str(value).lower() if isinstance(value, bool) else value}']
+        process = start_module('ipaq_driver.node', *args)
+        observer = Observer('/trike')
+        started.append((emulator, process, observer))
+        return emulator, process, observer
+    yield start
+    for emulator, process, observer in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=20)
+        observer.close()
+        emulator.stop()
+
+
+def _ok(response):
+    assert response.success, response.message
+    return response
+
+
+def test_telemetry_tracking_bitmap_and_frame_topics(setup):
+    emulator, process, ros = setup(ball_orbit=0.0)
+    topics = {name: ros.listen(kind, name) for name, kind in (
+        ('range', Range), ('wheel_power', WheelPower), ('odom', Odometry),
+        ('tracking', TrackingResult), ('tracking/bitmap', Image), ('camera/image_raw', Image))}
+    diagnostics = []
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+    assert ros.spin_until(lambda: topics['odom'] and topics['range'] and topics['wheel_power'],
+                          20), 'no telemetry'
+    assert topics['range'][-1].radiation_type == Range.INFRARED
+    assert topics['range'][-1].header.frame_id == 'ir_range'
+    assert topics['odom'][-1].header.frame_id == 'odom'
+    assert topics['odom'][-1].child_frame_id == 'base_link'
+
+    _ok(ros.call(ColorTracking, 'start_color_tracking', ColorTracking.Request(**RED)))
+    assert ros.spin_until(lambda: len(topics['tracking']) >= 10, 5)
+    assert ros.spin_until(lambda: abs(topics['tracking'][-1].x - 40) <= 4, 5)   # camera follows
+    assert topics['tracking'][-1].confidence > 100
+    assert emulator.trike.pan != 128
+
+    reply = _ok(ros.call(TextCommand, 'cmucam_command', TextCommand.Request(command='LM 1')))
+    assert reply.reply == 'ACK\r'
+    assert ros.spin_until(lambda: len(topics['tracking/bitmap']) >= 2, 5)
+    bitmap = image_to_array(topics['tracking/bitmap'][-1])
+    assert bitmap.shape == (48, 80) and set(np.unique(bitmap)) <= {0, 255} and bitmap.any()
+
+    _ok(ros.call(Trigger, 'dump_frame', Trigger.Request()))
+    assert ros.spin_until(lambda: topics['camera/image_raw'], 5)
+    frame = topics['camera/image_raw'][-1]
+    assert (frame.width, frame.height, frame.encoding) == (160, 143, 'rgb8')
+    pixels = image_to_array(frame)
+    assert ((pixels[..., 0] > 180) & (pixels[..., 1] < 90)).sum() > 20        # the ball
+
+    _ok(ros.call(Trigger, 'stop_tracking', Trigger.Request()))
+    assert emulator.tracking is None
+
+    def robot_status():
+        for array in reversed(diagnostics):
+            for status in array.status:
+                if status.name.endswith('robot') and status.level == DiagnosticStatus.OK:
+                    return {kv.key: kv.value for kv in status.values}
+        return None
+    assert ros.spin_until(lambda: robot_status() and 'TrackingPacket' in str(robot_status()), 5)
+    values = robot_status()
+    carried = {k: v for k, v in values.items() if k.endswith('carries')}
+    assert any('FrameDump' in v for v in carried.values())
+    assert any('TrackingPacket' in v and 'Bitmap' in v for v in carried.values())
+
+
+def test_drive_by_cmd_vel_then_timeout_stop_and_odometry_follows_the_ipaq(setup):
+    emulator, process, ros = setup(cmd_vel_timeout=0.4)
+    odom = ros.listen(Odometry, 'odom')
+    assert ros.spin_until(lambda: odom, 20)
+    cmd = ros.node.create_publisher(Twist, '/trike/cmd_vel', 10)
+    drive = Twist()
+    drive.linear.x, drive.angular.z = 0.4, 0.3
+    for _ in range(20):
+        cmd.publish(drive)
+        ros.spin_until(lambda: False, 0.1)
+    assert emulator.trike.v > 0.3
+    steer = Units().raw_to_steering(Units().steering_to_raw(math.atan(0.35 * 0.3 / 0.4)))
+    assert emulator.trike.steer == pytest.approx(steer)
+    assert ros.spin_until(lambda: emulator.trike.v == 0.0, 3)      # cmd_vel stopped
+    ros.spin_until(lambda: False, 0.3)
+    x, y, yaw = emulator.trike.integrated
+    last = odom[-1]
+    assert x > 0.3 and y > 0.0
+    assert last.pose.pose.position.x == pytest.approx(x, abs=0.01)
+    assert last.pose.pose.position.y == pytest.approx(y, abs=0.01)
+    assert 2 * math.atan2(last.pose.pose.orientation.z, last.pose.pose.orientation.w) == \
+        pytest.approx(yaw, abs=0.01)
+    assert any(m.twist.twist.linear.x > 0.3 for m in odom)
+
+
+def test_services_reach_the_robot(setup):
+    emulator, process, ros = setup()
+    _ok(ros.call(SetPose, 'set_pose', SetPose.Request(x=2.0, y=-1.0, theta=0.5, set_x=True,
+                                                      set_theta=True)))
+    assert emulator.trike.integrated[0] == pytest.approx(2.0)
+    assert emulator.trike.integrated[2] == pytest.approx(0.5)
+    _ok(ros.call(WindowTracking, 'start_window_tracking', WindowTracking.Request(mode=3)))
+    assert emulator.tracking.letter is L.WINDOW_TRACK_NO_MOVE
+    bad = ros.call(WindowTracking, 'start_window_tracking', WindowTracking.Request(mode=9))
+    assert not bad.success and 'tracking mode' in bad.message
+    _ok(ros.call(SetDistance, 'set_safety_distance', SetDistance.Request(distance=0.25)))
+    assert emulator.trike.safety_raw == Units().range_to_raw(0.25)
+    far = ros.call(SetDistance, 'set_safety_distance', SetDistance.Request(distance=3.0))
+    assert not far.success and 'beyond' in far.message
+    stem = _ok(ros.call(BytesCommand, 'brainstem_command',
+                        BytesCommand.Request(data=[2, 2, 30, 0x80])))
+    assert list(stem.reply[:3]) == [2, 3, 4]
+    silent = ros.call(BytesCommand, 'brainstem_command', BytesCommand.Request(data=[8, 1, 0]))
+    assert not silent.success and 'BrainStem failed to respond' in silent.message
+    nck = ros.call(TextCommand, 'cmucam_command', TextCommand.Request(command='ZZ'))
+    assert not nck.success and nck.reply == 'NCK\r'
+    _ok(ros.call(Trigger, 'init_brainstem', Trigger.Request()))
+    assert emulator.brainstem_inits == 1
+    _ok(ros.call(Trigger, 'kill_motor', Trigger.Request()))
+    assert emulator.trike.motor_killed
+    pan_tilt = ros.node.create_publisher(JointState, '/trike/camera/pan_tilt', 10)
+    pan_tilt.publish(JointState(name=['pan', 'tilt'], position=[0.5, -0.2]))
+    units = Units()
+    assert ros.spin_until(lambda: emulator.trike.pan_target == units.servo_to_raw(0.5), 3)
+    assert emulator.trike.tilt_target == units.servo_to_raw(-0.2)
+
+
+def test_camera_errors_become_clear_service_failures(setup):
+    emulator, process, ros = setup(camera_timeout=True)
+    response = ros.call(ColorTracking, 'start_color_tracking', ColorTracking.Request(**RED))
+    assert not response.success and 'CMUcam timed out' in response.message
+
+
+def test_swapped_stream_ports_and_terminate_service(setup):
+    emulator, process, ros = setup(swap_stream_ports=True, ball_orbit=0.0)
+    tracking = ros.listen(TrackingResult, 'tracking')
+    frames = ros.listen(Image, 'camera/image_raw')
+    _ok(ros.call(ColorTracking, 'start_color_tracking', ColorTracking.Request(mode=3, **RED)))
+    _ok(ros.call(Trigger, 'dump_frame', Trigger.Request()))
+    assert ros.spin_until(lambda: tracking and frames, 5)
+    _ok(ros.call(Trigger, 'terminate_server', Trigger.Request()))
+    assert emulator.terminated.wait(3)
+    assert process.poll() is None            # the driver keeps trying to reconnect
+
+
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_shutdown_stops_the_wheel_and_tracking(setup, signum):
+    emulator, process, ros = setup()
+    odom = ros.listen(Odometry, 'odom')
+    assert ros.spin_until(lambda: odom, 20)
+    process.send_signal(signum)
+    assert process.wait(20) == 0
+    last = emulator.received_commands()[-2:]
+    assert [letter for _, letter, _ in last] == [L.SET_PARAMETERS, L.STOP_TRACKING]
+    assert last[0][2][5] == p.MaskBits().mask('vel') and last[0][2][1] == 0
+
+
+@pytest.mark.parametrize('parameter, message', [
+    ('control_port:=0', "'control_port' must be an integer within 1..65535"),
+    ('p_mask_bits:=[0,1,2]', 'p_mask_bits needs 7 bit numbers'),
+    ('p_mask_bits:=[0,1,2,3,4,5,5]', 'seven different numbers'),
+    ('range_conversion:=sonar', "expected one of 'gp2d02', 'linear'"),
+    ('velocity_scale:=0.0', 'velocity_scale'),
+])
+def test_bad_parameters_exit_2_with_a_clear_message(parameter, message):
+    result = run_module('ipaq_driver.node', '--ros-args', '-p', parameter, timeout=30)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+
+
+def test_unreachable_robot_reports_in_diagnostics_and_keeps_trying(setup):
+    emulator, process, ros = setup()
+    emulator.stop()
+    diagnostics = []
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+
+    def control_link():
+        for array in diagnostics:
+            for status in array.status:
+                if status.name.endswith('control link') and status.level != DiagnosticStatus.OK:
+                    return status
+        return None
+    assert ros.spin_until(control_link, 10)
+    assert wait_for(lambda: process.poll() is None, 0.1)

@@ -1,0 +1,39 @@
+"""A ROS node in the test process that watches a driver running as another process."""
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+
+from helpers import spin_until
+
+
+class Observer:
+    """A ROS node in the test process: subscriptions record, services are called and awaited."""
+
+    def __init__(self, namespace):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = Node('test_observer', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.ns = namespace
+        self.messages = {}
+
+    def listen(self, msg_type, topic, qos=10):
+        self.messages[topic] = []
+        self.node.create_subscription(msg_type, f'{self.ns}/{topic}', self.messages[topic].append, qos)
+        return self.messages[topic]
+
+    def call(self, srv_type, name, request, timeout=10.0):
+        client = self.node.create_client(srv_type, f'{self.ns}/{name}')
+        assert spin_until(self.executor, client.service_is_ready, timeout), f'no service {name}'
+        future = client.call_async(request)
+        assert spin_until(self.executor, future.done, timeout), f'{name} did not answer'
+        return future.result()
+
+    def spin_until(self, predicate, timeout):
+        return spin_until(self.executor, predicate, timeout)
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
