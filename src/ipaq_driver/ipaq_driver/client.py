@@ -241,11 +241,17 @@ class ControlClient(ReconnectingClient):
 
     # ---- drive, camera servos, telemetry poll ----------------------------------------------
     def set_drive(self, vel, direction):
-        """Raw vel/dir to keep sending; they stop after motion_timeout without a new call."""
+        """Raw vel/dir to keep sending; they stop after motion_timeout without a new call.
+
+        A change goes out at once; a repeated command rides on the next poll.
+        """
         with self._lock:
-            self._drive.vel, self._drive.direction, self._drive.active = vel, direction, True
+            d = self._drive
+            changed = not d.active or (d.vel, d.direction) != (vel, direction)
+            d.vel, d.direction, d.active = vel, direction, True
             self._drive_given = time.monotonic()
-        self._poll()
+        if changed:
+            self._poll()
 
     def set_camera(self, pan=None, tilt=None):
         with self._lock:

@@ -49,6 +49,7 @@ class EmulatorOptions:
     checksum_over_stuffed: bool = False
     framed_responses: bool = True
     tracking_rate: float = 17.0          # CMUcam1 results per second
+    ball_centre: tuple = (1.2, 0.0)      # m, centre of the ball's circle (robot starts at 0, 0)
     ball_orbit: float = 0.5              # m; 0 = the ball stands still
     ball_speed: float = 0.15             # m/s
     room_width: float = 6.0              # m
@@ -115,7 +116,7 @@ class IpaqEmulator:
     def __init__(self, options=None):
         self.options = o = options or EmulatorOptions()
         self.trike = Trike(o.units, (o.room_width, o.room_height),
-                           Ball(orbit=o.ball_orbit, speed=o.ball_speed))
+                           Ball(centre=o.ball_centre, orbit=o.ball_orbit, speed=o.ball_speed))
         self.faults = FaultInjector(o.drop_rate, o.corrupt_rate, o.seed)
         self.control = TcpEmulatorServer(self._serve_control, o.host, o.control_port,
                                          name='ipaq-control')

@@ -1,0 +1,139 @@
+"""How the iPaq driver appears in bringup, the demo and the launch files.
+
+The demo starts colour tracking of the emulator's red ball (the camera follows
+it with pan and tilt), steers the tricycle after it with cmd_vel, dumps a
+camera frame, and writes the frame as PNG plus a plot of the tracked position.
+"""
+import math
+
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Image, Range
+from std_srvs.srv import Trigger
+
+from legacy_robot_common.artifacts import new_figure, save_figure, save_lines, save_png
+from legacy_robot_common.messages import image_to_array
+from legacy_robot_common.plugin import DemoTopic, RobotPlugin
+from legacy_robot_interfaces.msg import TrackingResult, WheelPower
+from legacy_robot_interfaces.srv import ColorTracking
+
+from .emulator import EmulatorOptions, IpaqEmulator
+from .node import IpaqNode
+from .units import Units
+
+RED_BALL = dict(r_min=180, r_max=240, g_min=16, g_max=90, b_min=16, b_max=110)
+CAMERA_FOV = math.radians(48.0)     # CMUcam1 lens, horizontal
+IMAGE_COLUMNS = 80
+CLOSE_ENOUGH = 55                   # blob height in camera rows (about 0.6 m away): stop
+DUMP_AT = (4.0, 14.0)               # s into the demo
+
+
+class DemoEmulator:
+    """The emulator as bringup sees it: the three ports on free port numbers."""
+
+    def __init__(self):
+        # a ball circling slowly around a point 1 m ahead; the robot starts inside the circle
+        self.emulator = IpaqEmulator(EmulatorOptions(
+            control_port=0, frame_dump_port=0, tracking_port=0, ball_centre=(1.0, 0.0),
+            ball_orbit=0.9, ball_speed=0.12)).start()
+        self.parameters = self.emulator.parameters
+        self.description = self.emulator.description
+
+    def stop(self):
+        self.emulator.stop()
+
+
+class BallFollower:
+    """Track the red ball, steer towards it, stop when it is close; dump frames on the way."""
+
+    def __init__(self):
+        self.units = Units()
+        self.track = []          # (seconds, x, y, pan angle) of each tracking result
+        self.path = []           # (x, y) from odom
+        self.frame = None
+        self.elapsed = 0.0
+        self.requested = set()
+
+    def setup(self, node, namespace):
+        self.cmd_pub = node.create_publisher(Twist, f'{namespace}/cmd_vel', 10)
+        self.tracking = node.create_client(ColorTracking, f'{namespace}/start_color_tracking')
+        self.dump = node.create_client(Trigger, f'{namespace}/dump_frame')
+
+    def _call_once(self, name, client, request):
+        if name not in self.requested and client.service_is_ready():
+            client.call_async(request)
+            self.requested.add(name)
+
+    def act(self, elapsed):
+        self.elapsed = elapsed
+        self._call_once('track', self.tracking, ColorTracking.Request(**RED_BALL))
+        for at in DUMP_AT:
+            if elapsed >= at:
+                self._call_once(f'dump {at}', self.dump, Trigger.Request())
+        if self.track:
+            self.cmd_pub.publish(self._steer(*self.track[-1][1:]))
+
+    def _steer(self, x, height, pan):
+        """Twist towards the ball: its bearing is the pan angle plus its offset in the image."""
+        twist = Twist()
+        if x == 0:               # nothing tracked: stand still
+            return twist
+        bearing = pan + (IMAGE_COLUMNS / 2 - x) * CAMERA_FOV / IMAGE_COLUMNS
+        twist.angular.z = max(-0.8, min(0.8, 1.5 * bearing))
+        twist.linear.x = 0.25 if height < CLOSE_ENOUGH else 0.0
+        return twist
+
+    def on_message(self, topic, msg):
+        if topic == 'tracking':
+            self.track.append((self.elapsed, msg.x, msg.height, self.units.raw_to_servo(msg.pan)))
+        elif topic == 'odom':
+            self.path.append((msg.pose.pose.position.x, msg.pose.pose.position.y))
+        elif topic == 'camera/image_raw':
+            self.frame = image_to_array(msg).copy()
+
+    def write_artifacts(self, folder):
+        paths = []
+        if self.frame is not None:
+            paths.append(save_png(folder / 'camera_frame.png', self.frame))
+        figure = new_figure(8.0, 4.5)
+        image_axes, path_axes = figure.add_subplot(1, 2, 1), figure.add_subplot(1, 2, 2)
+        if self.track:
+            seconds, xs, _, pans = zip(*self.track)
+            image_axes.plot(seconds, xs, label='ball x in the image (1..80)')
+            image_axes.plot(seconds, [math.degrees(a) for a in pans], label='camera pan (°)')
+            image_axes.axhline(IMAGE_COLUMNS / 2, color='grey', lw=0.5)
+        image_axes.set_xlabel('time (s)')
+        image_axes.set_title('colour tracking')
+        image_axes.legend(loc='lower right', fontsize='small')
+        if self.path:
+            px, py = zip(*self.path)
+            path_axes.plot(px, py, label='robot (odom)')
+        path_axes.set_aspect('equal')
+        path_axes.set_xlabel('x (m)')
+        path_axes.set_ylabel('y (m)')
+        path_axes.set_title('following the ball')
+        paths.append(save_figure(figure, folder / 'tracking.png'))
+        paths.append(save_lines(folder / 'tracking.csv', ['seconds,x,height,pan_rad'] + [
+            f'{t:.3f},{x},{h},{pan:.4f}' for t, x, h, pan in self.track]))
+        return paths
+
+
+PLUGIN = RobotPlugin(
+    name='ipaq', package='ipaq_driver', node_name='ipaq_driver', executable='ipaq_driver',
+    emulator_executable='ipaq_emulator', config_file='ipaq.yaml',
+    create_node=IpaqNode,
+    start_emulator=DemoEmulator,
+    emulator_arguments=('--control-port', '5000', '--frame-dump-port', '5001',
+                        '--tracking-port', '5002'),
+    sim_parameters={'host': '127.0.0.1', 'control_port': 5000, 'frame_dump_port': 5001,
+                    'tracking_port': 5002},
+    demo_topics=(
+        DemoTopic('tracking', TrackingResult,
+                  lambda m: f'x={m.x} y={m.y} {m.width}x{m.height} conf={m.confidence} pan={m.pan}'),
+        DemoTopic('odom', Odometry, lambda m: f'x={m.pose.pose.position.x:+.2f} '
+                  f'y={m.pose.pose.position.y:+.2f} v={m.twist.twist.linear.x:+.2f}'),
+        DemoTopic('range', Range, lambda m: f'{m.range:.2f} m'),
+        DemoTopic('wheel_power', WheelPower, lambda m: f'{m.voltage:.2f} V {m.current:.2f} A'),
+        DemoTopic('camera/image_raw', Image, lambda m: f'{m.width}x{m.height} {m.encoding}'),
+    ),
+    make_demo_script=BallFollower)
