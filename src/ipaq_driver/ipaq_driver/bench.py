@@ -1,0 +1,88 @@
+"""iPaq benchmark: prints one table, writes bench-output/ipaq.json.
+
+    make bench        (or: ros2 run ipaq_driver ipaq_bench --seconds 20)
+
+Measures on this machine:
+  * tracking decode rate: stream decoding (framing, un-stuffing, checksum, record) of
+    emulator tracking packets, bitmaps excluded;
+  * driver CPU: the ipaq_driver process (its own OS process, DDS included) while the
+    emulator tracks the ball at the CMUcam1's 17 Hz and the driver polls at 10 Hz, as %
+    of one core, with this process subscribed to tracking, odom and range.
+"""
+import argparse
+import sys
+import time
+
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Range
+
+from legacy_robot_common.bench import (Listener, cpu_percent, report, start_driver, stop_process,
+                                       wait_until)
+from legacy_robot_interfaces.msg import TrackingResult
+from legacy_robot_interfaces.srv import ColorTracking
+
+from . import protocol as p
+from .emulator import EmulatorOptions, IpaqEmulator
+
+NAMESPACE = '/bench'
+RED_BALL = dict(r_min=180, r_max=240, g_min=16, g_max=90, b_min=16, b_max=110)
+
+
+def tracking_decode_rate(count=200_000):
+    """Packets per second through StreamDecoder, fed in 4 KiB chunks as a socket delivers them."""
+    packets = [p.encode_tracking(p.TrackingPacket(128 + i % 50, 120, 1 + i % 80, 1 + i % 143,
+                                                  10, 12, i % 256, 200)) for i in range(1000)]
+    data = b''.join(packets) * (count // len(packets))
+    decoder, decoded = p.StreamDecoder(), 0
+    started = time.perf_counter()
+    for offset in range(0, len(data), 4096):
+        decoded += len(decoder.feed(data[offset:offset + 4096]))
+    return decoded / (time.perf_counter() - started)
+
+
+def driver_cpu(seconds):
+    """CPU of the driver process at 17 Hz tracking, measured from outside."""
+    emulator = IpaqEmulator(EmulatorOptions(control_port=0, frame_dump_port=0, tracking_port=0,
+                                            tracking_rate=17.0)).start()
+    driver = start_driver('ipaq_driver.node', NAMESPACE, emulator.parameters)
+    topics = {f'{NAMESPACE}/tracking': TrackingResult, f'{NAMESPACE}/odom': Odometry,
+              f'{NAMESPACE}/range': Range}
+    listener = Listener('ipaq_bench_listener', topics)
+    try:
+        service = listener.node.create_client(ColorTracking, f'{NAMESPACE}/start_color_tracking')
+        if not service.wait_for_service(timeout_sec=30):
+            raise RuntimeError('driver did not start: ' + (driver.stderr.read() if driver.poll() else ''))
+        reply = service.call_async(ColorTracking.Request(**RED_BALL))
+        if not wait_until(lambda: reply.done() and all(listener.counts.values()), 30):
+            raise RuntimeError('no tracking results reached this process')
+        time.sleep(2.0)   # let DDS discovery and start-up settle
+        start = dict(listener.counts)
+        started = time.monotonic()
+        cpu = cpu_percent(driver.pid, seconds)
+        elapsed = time.monotonic() - started
+        rates = {topic.rsplit('/', 1)[1]: (listener.counts[topic] - start[topic]) / elapsed
+                 for topic in topics}
+        return cpu, rates
+    finally:
+        listener.close()
+        stop_process(driver)
+        emulator.stop()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='ipaq_bench', description=__doc__.split('\n\n')[0])
+    parser.add_argument('--seconds', type=float, default=20.0, help='CPU measurement time')
+    parser.add_argument('--output', default='bench-output', help='folder for ipaq.json')
+    args = parser.parse_args(argv)
+    decode = tracking_decode_rate()
+    cpu, rates = driver_cpu(args.seconds)
+    rows = [('tracking packet decode rate (per s)', decode, f'{decode:,.0f}', ('>=', 50_000)),
+            ('driver CPU, 17 Hz tracking + 10 Hz poll, 3 subscribers (% of a core)', cpu,
+             f'{cpu:.2f}', ('<=', 3.0))]
+    rows += [(f'  {topic} received (per s)', rate, f'{rate:.1f}', None)
+             for topic, rate in rates.items()]
+    return report('iPaq benchmark', rows, args.output, 'ipaq')
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""What every robot benchmark needs: a driver as its own process, its CPU, listeners, a table.
+
+Benchmarks print tables; they are not tests (conventions: no timed unit tests).
+"""
+import json
+import os
+import pathlib
+import platform
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+
+
+def machine_description():
+    return (f'{platform.node()} {platform.machine()}, {os.cpu_count()} cores, '
+            f'Python {platform.python_version()}')
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process (Linux /proc)."""
+    fields = pathlib.Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def cpu_percent(pid, seconds):
+    """CPU of process pid over the next seconds, as % of one core."""
+    before, started = cpu_seconds(pid), time.monotonic()
+    time.sleep(seconds)
+    return 100.0 * (cpu_seconds(pid) - before) / (time.monotonic() - started)
+
+
+def start_driver(module, namespace, parameters):
+    """`python -m module` with the node in namespace and parameters {name: value}."""
+    args = [sys.executable, '-m', module, '--ros-args', '-r', f'__ns:={namespace}']
+    for name, value in parameters.items():
+        args += ['-p', f'{name}:={str(value).lower() if isinstance(value, bool) else value}']
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def stop_process(process):
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_until(predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class Listener:
+    """A node in this process that counts messages on topics, spinning in a thread."""
+
+    def __init__(self, name, topics):
+        """topics: {full topic name: message class}."""
+        rclpy.init()
+        self.node = rclpy.create_node(name)
+        self.counts = {topic: 0 for topic in topics}
+        for topic, kind in topics.items():
+            self.node.create_subscription(kind, topic, lambda _m, t=topic: self._count(t), 10)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        threading.Thread(target=self.executor.spin, daemon=True).start()
+
+    def _count(self, topic):
+        self.counts[topic] += 1
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown()
+
+
+def verdict(value, target):
+    """target: (op, number) with op '>=' or '<='; → (target text, 'ok' or 'MISSED')."""
+    if target is None:
+        return '', ''
+    op, number = target
+    ok = value >= number if op == '>=' else value <= number
+    return f'{op} {number:g}', 'ok' if ok else 'MISSED'
+
+
+def report(title, rows, output, name, extra=None):
+    """Print rows (label, value, text, target) as a table and write output/name.json.
+
+    Returns the exit code: 1 when a target was missed.
+    """
+    machine = machine_description()
+    print(f'{title} on {machine}')
+    print(f'{"measure":<66} {"value":>12} {"target":>10}  result')
+    missed = False
+    results = {}
+    for label, value, text, target in rows:
+        target_text, result = verdict(value, target)
+        missed |= result == 'MISSED'
+        results[label] = value
+        print(f'{label:<66} {text:>12} {target_text:>10}  {result}')
+    folder = pathlib.Path(output)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f'{name}.json'
+    path.write_text(json.dumps({'machine': machine, 'results': results, **(extra or {}),
+                                'targets': {label: target for label, _, _, target in rows
+                                            if target}}, indent=2))
+    print(f'written: {path}')
+    return 1 if missed else 0
