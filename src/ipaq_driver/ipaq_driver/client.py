@@ -72,6 +72,12 @@ class Drive:
     extra_bits: int = 0       # one-shot kill-motor / init-BrainStem bits
 
 
+@dataclasses.dataclass
+class Connected:
+    """First record of every control session (the iPaq may have restarted: settings are lost)."""
+    address: str
+
+
 class ControlClient(ReconnectingClient):
     """Port 5000: one command in flight; responses matched in order; P polls for telemetry."""
 
@@ -103,7 +109,9 @@ class ControlClient(ReconnectingClient):
         self._receiver = p.FrameReceiver()
         self._unframed.clear()
         self._missed = 0
-        self.mark_connected(f'{self.settings.host}:{self.settings.control_port}')
+        address = f'{self.settings.host}:{self.settings.control_port}'
+        self.mark_connected(address)
+        self.deliver(Connected(address))
         try:
             self._poll()
             while True:

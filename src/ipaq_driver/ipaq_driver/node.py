@@ -26,7 +26,7 @@ from legacy_robot_interfaces.srv import (BytesCommand, ColorTracking, SetDistanc
 
 from . import conversions as convert
 from . import protocol as p
-from .client import ControlClient, Settings, StreamClient
+from .client import Connected, ControlClient, Settings, StreamClient
 from .units import Units
 
 L = p.Letter
@@ -298,7 +298,9 @@ class IpaqNode(DriverNode):
 
     # ---- records from the robot ------------------------------------------------------------------
     def handle_record(self, record):
-        if isinstance(record, p.FullResponse):
+        if isinstance(record, Connected) and self.safety_distance > 0:
+            self._send_safety_distance()
+        elif isinstance(record, p.FullResponse):
             self._publish_telemetry(record)
         elif isinstance(record, p.TrackingPacket):
             self.tracking_rate.tick()
@@ -314,10 +316,7 @@ class IpaqNode(DriverNode):
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frames_ids[frame])
 
     def _publish_telemetry(self, response):
-        first = self.last_telemetry is None
         self.last_telemetry = response
-        if first and self.safety_distance > 0:
-            self._send_safety_distance()
         header = self._header('base')
         self.range_pub.publish(convert.range_msg(response.range, self.units,
                                                  self._header('range'), self.range_fov))

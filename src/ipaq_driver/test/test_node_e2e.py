@@ -218,3 +218,12 @@ def test_unreachable_robot_reports_in_diagnostics_and_keeps_trying(setup):
         return None
     assert ros.spin_until(control_link, 10)
     assert wait_for(lambda: process.poll() is None, 0.1)
+
+
+def test_safety_distance_parameter_is_sent_on_every_connect(setup):
+    emulator, process, ros = setup(safety_distance=0.25)
+    raw = Units().range_to_raw(0.25)
+    assert wait_for(lambda: emulator.trike.safety_raw == raw, 20)
+    emulator.trike.safety_raw = 0          # as after an iPaq restart
+    emulator.drop_clients()
+    assert wait_for(lambda: emulator.trike.safety_raw == raw, 20)
