@@ -1,9 +1,12 @@
 """A ROS node in the test process that watches a driver running as another process."""
+import signal
+
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
-from helpers import spin_until
+from helpers import spin_until, start_module
+from legacy_robot_common.bench import ros_args
 
 
 class Observer:
@@ -37,3 +40,24 @@ class Observer:
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
+
+
+class DriverProcesses:
+    """Drivers started as real processes next to their emulators, each with an Observer."""
+
+    def __init__(self):
+        self.started = []
+
+    def start(self, module, namespace, emulator, parameters):
+        process = start_module(module, *ros_args(namespace, parameters))
+        observer = Observer(namespace)
+        self.started.append((emulator, process, observer))
+        return emulator, process, observer
+
+    def stop_all(self):
+        for emulator, process, observer in self.started:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                process.communicate(timeout=20)
+            observer.close()
+            emulator.stop()

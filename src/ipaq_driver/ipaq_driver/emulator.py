@@ -11,12 +11,11 @@ unframed responses, checksum after stuffing, CMUcam2) and faults. No rclpy here.
 """
 import argparse
 import dataclasses
-import signal
 import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import FaultInjector, TcpEmulatorServer
+from legacy_robot_common.emulator import FaultInjector, TcpEmulatorServer, wait_for_signal
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
@@ -462,10 +461,7 @@ def main(argv=None):
         print(f'error: {exc}', file=sys.stderr)
         return 2
     print(f'iPaq emulator: {emulator.description}', flush=True)
-    done = emulator.terminated
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: done.set())
-    done.wait()
+    wait_for_signal(emulator.terminated)    # 255,54 ends it too
     emulator.stop()
     return 0
 

@@ -4,7 +4,6 @@
 
 Topic, service and parameter tables: README.md ("iPaq driver").
 """
-import math
 import sys
 import time
 

@@ -13,7 +13,7 @@ from std_srvs.srv import Trigger
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines, save_png
 from legacy_robot_common.messages import image_to_array
-from legacy_robot_common.plugin import DemoTopic, RobotPlugin
+from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import ColorTracking
 
@@ -43,33 +43,28 @@ class DemoEmulator:
         self.emulator.stop()
 
 
-class BallFollower:
+class BallFollower(DemoScript):
     """Track the red ball, steer towards it, stop when it is close; dump frames on the way."""
 
     def __init__(self):
+        super().__init__()
         self.units = Units()
         self.track = []          # (seconds, x, y, pan angle) of each tracking result
         self.path = []           # (x, y) from odom
         self.frame = None
         self.elapsed = 0.0
-        self.requested = set()
 
     def setup(self, node, namespace):
         self.cmd_pub = node.create_publisher(Twist, f'{namespace}/cmd_vel', 10)
         self.tracking = node.create_client(ColorTracking, f'{namespace}/start_color_tracking')
         self.dump = node.create_client(Trigger, f'{namespace}/dump_frame')
 
-    def _call_once(self, name, client, request):
-        if name not in self.requested and client.service_is_ready():
-            client.call_async(request)
-            self.requested.add(name)
-
     def act(self, elapsed):
         self.elapsed = elapsed
-        self._call_once('track', self.tracking, ColorTracking.Request(**RED_BALL))
+        self.call_once('track', self.tracking, ColorTracking.Request(**RED_BALL))
         for at in DUMP_AT:
             if elapsed >= at:
-                self._call_once(f'dump {at}', self.dump, Trigger.Request())
+                self.call_once(f'dump {at}', self.dump, Trigger.Request())
         if self.track:
             self.cmd_pub.publish(self._steer(*self.track[-1][1:]))
 

@@ -10,7 +10,7 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Image, JointState, Range
 from std_srvs.srv import Trigger
 
-from helpers import run_module, start_module, wait_for
+from helpers import run_module, wait_for
 from ipaq_driver import protocol as p
 from ipaq_driver.emulator import EmulatorOptions, IpaqEmulator
 from ipaq_driver.units import Units
@@ -18,7 +18,7 @@ from legacy_robot_common.messages import image_to_array
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import (BytesCommand, ColorTracking, SetDistance, SetPose,
                                          TextCommand, WindowTracking)
-from ros_observer import Observer
+from ros_observer import DriverProcesses
 
 L = p.Letter
 FREE_PORTS = dict(control_port=0, frame_dump_port=0, tracking_port=0)
@@ -27,27 +27,17 @@ RED = dict(r_min=180, r_max=240, g_min=16, g_max=90, b_min=16, b_max=110)
 
 @pytest.fixture
 def setup():
-    started = []
+    drivers = DriverProcesses()
 
     def start(**options_and_parameters):
         options = {k: v for k, v in options_and_parameters.items()
                    if k in EmulatorOptions.__dataclass_fields__}
         parameters = {k: v for k, v in options_and_parameters.items() if k not in options}
         emulator = IpaqEmulator(EmulatorOptions(**{**FREE_PORTS, **options})).start()
-        args = ['--ros-args', '-r', '__ns:=/trike']
-        for name, value in {**emulator.parameters, **parameters}.items():
-            args += ['-p', f'{name}:={str(value).lower() if isinstance(value, bool) else value}']
-        process = start_module('ipaq_driver.node', *args)
-        observer = Observer('/trike')
-        started.append((emulator, process, observer))
-        return emulator, process, observer
+        return drivers.start('ipaq_driver.node', '/trike', emulator,
+                             {**emulator.parameters, **parameters})
     yield start
-    for emulator, process, observer in started:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            process.communicate(timeout=20)
-        observer.close()
-        emulator.stop()
+    drivers.stop_all()
 
 
 def _ok(response):

@@ -34,12 +34,18 @@ def cpu_percent(pid, seconds):
     return 100.0 * (cpu_seconds(pid) - before) / (time.monotonic() - started)
 
 
-def start_driver(module, namespace, parameters):
-    """`python -m module` with the node in namespace and parameters {name: value}."""
-    args = [sys.executable, '-m', module, '--ros-args', '-r', f'__ns:={namespace}']
+def ros_args(namespace, parameters):
+    """Command-line arguments that put a node in namespace with parameters {name: value}."""
+    args = ['--ros-args', '-r', f'__ns:={namespace}']
     for name, value in parameters.items():
         args += ['-p', f'{name}:={str(value).lower() if isinstance(value, bool) else value}']
-    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return args
+
+
+def start_driver(module, namespace, parameters):
+    """`python -m module` with the node in namespace and parameters {name: value}."""
+    return subprocess.Popen([sys.executable, '-m', module, *ros_args(namespace, parameters)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def stop_process(process):

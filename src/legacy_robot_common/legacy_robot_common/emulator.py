@@ -6,6 +6,7 @@ handler serves TCP and a pty alike. No rclpy here.
 """
 import os
 import random
+import signal
 import socket
 import threading
 import tty
@@ -171,3 +172,11 @@ class FaultInjector:
                 byte ^= 1 << self._random.randrange(8)
             out.append(byte)
         return bytes(out)
+
+
+def wait_for_signal(done=None):
+    """The emulator command lines' main loop: block until SIGINT / SIGTERM (or done is set)."""
+    done = done or threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: done.set())
+    done.wait()

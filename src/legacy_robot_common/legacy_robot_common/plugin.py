@@ -40,3 +40,15 @@ class RobotPlugin:
     # make_demo_script() -> object with optional act(node, elapsed_seconds),
     # on_message(topic, msg) and write_artifacts(output_dir) -> list of paths
     make_demo_script: Optional[Callable[[], Any]] = None
+
+
+class DemoScript:
+    """Base for demo scripts: each named service call is made once, when its server is ready."""
+
+    def __init__(self):
+        self.requested = set()
+
+    def call_once(self, name, client, request):
+        if name not in self.requested and client.service_is_ready():
+            client.call_async(request)
+            self.requested.add(name)

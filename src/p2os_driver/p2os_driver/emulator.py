@@ -10,12 +10,12 @@ AMRISim-like variants and fault injection. No rclpy here.
 import argparse
 import dataclasses
 import math
-import signal
 import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import FaultInjector, PtyEmulatorPort, TcpEmulatorServer
+from legacy_robot_common.emulator import (FaultInjector, PtyEmulatorPort, TcpEmulatorServer,
+                                           wait_for_signal)
 from legacy_robot_common.errors import MalformedFrame
 
 from . import protocol as p
@@ -434,10 +434,7 @@ def main(argv=None):
     except (ValueError, OSError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
-    done = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: done.set())
-    done.wait()
+    wait_for_signal()
     emulator.stop()
     return 0
 

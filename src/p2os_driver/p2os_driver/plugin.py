@@ -14,7 +14,7 @@ from sensor_msgs.msg import BatteryState, PointCloud2
 from std_srvs.srv import Trigger
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
-from legacy_robot_common.plugin import DemoTopic, RobotPlugin
+from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
 from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState, SonarArray
 from legacy_robot_interfaces.srv import GripperCommand
 
@@ -42,10 +42,11 @@ class DemoEmulator:
         self.emulator.stop()
 
 
-class SquareDriver:
+class SquareDriver(DemoScript):
     """Forward SIDE metres, turn 90° left, four times, then stop; steered by odometry."""
 
     def __init__(self):
+        super().__init__()
         self.path = []            # (x, y) from odom
         self.hits = []            # sonar echoes in the odom frame
         self.pose = None
@@ -53,7 +54,6 @@ class SquareDriver:
         self.leg = 0              # 0..7: even = straight, odd = turn; 8 = done
         self.leg_start = None
         self.motors_enabled = False
-        self.requested = set()
 
     def setup(self, node, namespace):
         self.node = node
@@ -61,16 +61,11 @@ class SquareDriver:
         self.enable = node.create_client(Trigger, f'{namespace}/enable_motors')
         self.gripper = node.create_client(GripperCommand, f'{namespace}/gripper')
 
-    def _call_once(self, name, client, request):
-        if name not in self.requested and client.service_is_ready():
-            client.call_async(request)
-            self.requested.add(name)
-
     def act(self, elapsed):
         if self.pose is None:
             return
-        self._call_once('enable', self.enable, Trigger.Request())
-        self._call_once('gripper', self.gripper, GripperCommand.Request(command=GripperCommand.Request.STORE))
+        self.call_once('enable', self.enable, Trigger.Request())
+        self.call_once('gripper', self.gripper, GripperCommand.Request(command=GripperCommand.Request.STORE))
         if not self.motors_enabled or self.leg >= 8:
             if self.leg >= 8:
                 self.cmd_pub.publish(Twist())

@@ -12,7 +12,7 @@ from sensor_msgs.msg import BatteryState, Range
 from std_srvs.srv import SetBool, Trigger
 
 from helpers import start_module, wait_for
-from ros_observer import Observer
+from ros_observer import DriverProcesses
 from legacy_robot_interfaces.msg import (DigitalAnalogIO, EncoderCounts, GripperState, MotorState,
                                          RobotInfo, SonarArray)
 from legacy_robot_interfaces.srv import BytesCommand, DigitalOutput, GripperCommand, Playlist
@@ -24,25 +24,15 @@ C = p.Command
 
 @pytest.fixture
 def setup():
-    started = []
+    drivers = DriverProcesses()
 
     def start(options=None, **parameters):
         emulator = P2osEmulator(options or EmulatorOptions())
         port = emulator.start_tcp()
-        args = ['--ros-args', '-r', '__ns:=/pioneer', '-p', f'port:=tcp://127.0.0.1:{port}']
-        for name, value in parameters.items():
-            args += ['-p', f'{name}:={str(value).lower() if isinstance(value, bool) else value}']
-        process = start_module('p2os_driver.node', *args)
-        observer = Observer('/pioneer')
-        started.append((emulator, process, observer))
-        return emulator, process, observer
+        return drivers.start('p2os_driver.node', '/pioneer', emulator,
+                             {'port': f'tcp://127.0.0.1:{port}', **parameters})
     yield start
-    for emulator, process, observer in started:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            process.communicate(timeout=20)
-        observer.close()
-        emulator.stop()
+    drivers.stop_all()
 
 
 def yaw_of(msg):
