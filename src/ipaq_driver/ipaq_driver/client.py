@@ -290,9 +290,9 @@ class ControlClient(ReconnectingClient):
         self.motion_timeouts += 1
         self.log.info('motion-timeout', f'ipaq: no drive command for {self.motion_timeout:.2f} s: '
                       'velocity set to zero')
-        self._poll(stop=True)
+        self._poll()
 
-    def _poll(self, stop=False):
+    def _poll(self):
         """Queue a P packet unless one is already waiting to go out."""
         with self._lock:
             self._last_poll = time.monotonic()
