@@ -34,8 +34,12 @@ def setup():
                    if k in EmulatorOptions.__dataclass_fields__}
         parameters = {k: v for k, v in options_and_parameters.items() if k not in options}
         emulator = IpaqEmulator(EmulatorOptions(**{**FREE_PORTS, **options})).start()
-        return drivers.start('ipaq_driver.node', '/trike', emulator,
-                             {**emulator.parameters, **parameters})
+        emulator, process, ros = drivers.start('ipaq_driver.node', '/trike', emulator,
+                                               {**emulator.parameters, **parameters})
+        # services answer "not connected" until the control link is up: wait for the first poll
+        assert wait_for(lambda: any(c[1] is L.SET_PARAMETERS
+                                    for c in emulator.received_commands()), 20), 'no connection'
+        return emulator, process, ros
     yield start
     drivers.stop_all()
 
@@ -175,7 +179,7 @@ def test_shutdown_stops_the_wheel_and_tracking(setup, signum):
     odom = ros.listen(Odometry, 'odom')
     assert ros.spin_until(lambda: odom, 20)
     process.send_signal(signum)
-    assert process.wait(20) == 0
+    assert process.wait(20) == 0, process.stderr.read()
     last = emulator.received_commands()[-2:]
     assert [letter for _, letter, _ in last] == [L.SET_PARAMETERS, L.STOP_TRACKING]
     assert last[0][2][5] == p.MaskBits().mask('vel') and last[0][2][1] == 0
