@@ -208,7 +208,7 @@ class ControlClient(ReconnectingClient):
 
         Exceptions: CommandFailed (status ≠ 0), TimeoutError, ConnectionError.
         """
-        letter = p.Letter(packet[2:3])     # after START; letters are ASCII, never stuffed
+        letter = p.command_letter(packet)
         self._submit(_Request(lambda: packet, p.response_kind(letter), resolve,
                               label or letter.name))
 

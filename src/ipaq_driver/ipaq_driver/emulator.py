@@ -29,10 +29,8 @@ FOLLOW_GAIN = 0.35        # servo steps per pixel of tracking error per result
 CMUCAM_VERSION = b'CMUcam v1.12 \r'
 # CMUcam1 commands that just answer ACK here (settings the synthetic camera ignores)
 CMUCAM_SETTINGS = {'CR', 'DM', 'HM', 'I1', 'L1', 'MM', 'NF', 'RM', 'SW', 'SV', 'TI'}
-# BrainStem (spec §2.7): command codes, and the GP's servo numbers on the Trikebot (inference)
-BS_IR_READ, BS_SERVO_ABS = 30, 33
-BS_DEV_VAL = 4
-SERVOS = ('steering', 'pan', 'tilt')
+BS = p.BrainStemCommand
+SERVOS = ('steering', 'pan', 'tilt')   # the GP's servo numbers on the Trikebot (inference)
 
 
 @dataclasses.dataclass
@@ -378,21 +376,26 @@ class IpaqEmulator:
         """A BrainStem packet [address, length, data...] (§2.7): the reply, or status 20."""
         o = self.options
         silent = p.string_body(S.BRAINSTEM_SILENT, b'')
-        if o.brainstem_silent or len(data) < 3 or data[1] != len(data) - 2 or data[1] > 8 or \
-                data[0] not in (o.gp_address, o.moto_address):
+        try:
+            packet = p.decode_brainstem(data)
+        except MalformedFrame:
+            return silent                    # no stem answers a garbled packet
+        if o.brainstem_silent or not packet.data or packet.address not in (o.gp_address,
+                                                                           o.moto_address):
             return silent
-        address, command, arguments = data[0], data[2], data[3:]
-        trike = self.trike
-        if command == BS_IR_READ and address == o.gp_address and arguments:
-            reply = bytes([address, 3, BS_DEV_VAL, arguments[0] & 0x7F, trike.range_raw])
-        elif command == BS_SERVO_ABS and address == o.gp_address and arguments and \
+        address, command, arguments = packet.address, packet.data[0], packet.data[1:]
+        if command == BS.IR02_RD and address == o.gp_address and arguments:
+            reply = p.encode_brainstem(address, bytes([BS.DEV_VAL, arguments[0] & 0x7F,
+                                                       self.trike.range_raw]))
+        elif command == BS.SRV_ABS and address == o.gp_address and arguments and \
                 arguments[0] < len(SERVOS):
             servo = SERVOS[arguments[0]]
             if len(arguments) == 2:          # set: no reply from the stem
                 self._set_servo(servo, arguments[1])
                 reply = b''
             else:
-                reply = bytes([address, 3, BS_SERVO_ABS, arguments[0], self._servo(servo)])
+                reply = p.encode_brainstem(address, bytes([BS.SRV_ABS, arguments[0],
+                                                           self._servo(servo)]))
         else:
             reply = b''                      # a command the stem does not answer
         return p.string_body(S.OK, reply)

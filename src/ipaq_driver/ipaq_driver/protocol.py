@@ -244,6 +244,12 @@ def _word(name, value):
     return value.to_bytes(2, 'big')
 
 
+def command_letter(packet):
+    """The type letter of an encoded command packet (it follows START; letters are ASCII,
+    so never stuffed)."""
+    return Letter(packet[len(START):len(START) + 1])
+
+
 def encode_command(letter, fields=b'', over_stuffed=False):
     """One command packet, framed and stuffed, ready for port 5000."""
     return frame(with_checksum(Letter(letter).value + bytes(fields), over_stuffed))
@@ -331,6 +337,36 @@ def decode_set_parameters(fields):
 def decode_set_integration(fields):
     words = [int.from_bytes(fields[i:i + 2], 'big') for i in (0, 2, 4)]
     return (*words, fields[6])
+
+
+# ---- BrainStem serial packets: the payload of the B pass-through (§2.7) -------------------
+class BrainStemCommand(enum.IntEnum):
+    """The command codes the emulated stems answer (data[0] of a packet)."""
+    DEV_VAL = 4        # a device value, stem → host
+    IR02_RD = 30       # read a GP2D02 ranger
+    SRV_ABS = 33       # servo position: set (index, value) or read (index)
+
+
+BRAINSTEM_MAX_DATA = 8
+
+
+@dataclasses.dataclass
+class BrainStemPacket:
+    address: int
+    data: bytes        # data[0] is the command code
+
+
+def encode_brainstem(address, data):
+    """[address][length][data...]"""
+    if len(data) > BRAINSTEM_MAX_DATA:
+        raise ValueError(f'a BrainStem packet holds at most {BRAINSTEM_MAX_DATA} data bytes')
+    return bytes([_byte('address', address), len(data)]) + bytes(data)
+
+
+def decode_brainstem(raw):
+    if len(raw) < 2 or raw[1] != len(raw) - 2 or raw[1] > BRAINSTEM_MAX_DATA:
+        raise MalformedFrame(f'not a BrainStem packet: {bytes(raw).hex(" ")}')
+    return BrainStemPacket(raw[0], bytes(raw[2:]))
 
 
 # ---- responses (iPaq → client, port 5000) -------------------------------------------

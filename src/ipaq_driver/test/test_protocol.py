@@ -262,3 +262,14 @@ def test_fuzz_never_raises(data):
                     decode(body)
                 except MalformedFrame:
                     pass
+
+
+def test_brainstem_packets_and_command_letters():
+    assert p.encode_brainstem(2, bytes([30, 0x80])) == bytes([2, 2, 30, 0x80])
+    assert p.decode_brainstem(bytes([4, 3, 62, 1, 9])) == p.BrainStemPacket(4, bytes([62, 1, 9]))
+    for bad in (b'\x02', bytes([2, 3, 30]), bytes([2, 9]) + bytes(9)):
+        with pytest.raises(MalformedFrame):
+            p.decode_brainstem(bad)
+    with pytest.raises(ValueError):
+        p.encode_brainstem(2, bytes(9))
+    assert p.command_letter(p.encode_safety(255)) is L.SAFETY
