@@ -7,6 +7,8 @@ from sensor_msgs.msg import Range
 from legacy_robot_common.messages import image_msg
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 
+from .units import wrap_angle
+
 
 def range_msg(raw, units, header, field_of_view):
     """IR range byte → sensor_msgs/Range (+inf when nothing is within range, REP-117)."""
@@ -58,6 +60,6 @@ class PoseTracker:
             dx, dy = pose[0] - self.pose[0], pose[1] - self.pose[1]
             heading = self.pose[2]
             self.linear = (dx * math.cos(heading) + dy * math.sin(heading)) / dt
-            self.angular = math.atan2(math.sin(pose[2] - heading), math.cos(pose[2] - heading)) / dt
+            self.angular = wrap_angle(pose[2] - heading) / dt
         self.pose, self._time = pose, now
         return pose

@@ -20,7 +20,7 @@ from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
 from .simulation import Ball, Trike, line_bitmap, track_colour, window_colour
-from .units import Units
+from .units import Units, clamp
 
 L = p.Letter
 S = p.Status
@@ -210,11 +210,11 @@ class IpaqEmulator:
         mask, blob = track_colour(image, tracking.bounds)
         with self.trike.lock:
             if blob.pixels and tracking.follow_pan:
-                self.trike.pan_target = _servo(self.trike.pan_target +
-                                               FOLLOW_GAIN * (camera.columns / 2 - blob.x))
+                self.trike.pan_target = clamp(self.trike.pan_target + FOLLOW_GAIN *
+                                              (camera.columns / 2 - blob.x), 0.0, 255.0)
             if blob.pixels and tracking.follow_tilt:
-                self.trike.tilt_target = _servo(self.trike.tilt_target +
-                                                FOLLOW_GAIN * (camera.rows / 2 - blob.y) / 2)
+                self.trike.tilt_target = clamp(self.trike.tilt_target + FOLLOW_GAIN *
+                                               (camera.rows / 2 - blob.y) / 2, 0.0, 255.0)
             pan, tilt = round(self.trike.pan), round(self.trike.tilt)
         packet = p.TrackingPacket(pan, tilt, blob.x, blob.y, blob.x2 - blob.x1, blob.y2 - blob.y1,
                                   blob.pixels, blob.confidence)
@@ -412,10 +412,6 @@ class IpaqEmulator:
             if servo == 'steering':
                 return self.options.units.steering_to_raw(self.trike.steer)
             return round(getattr(self.trike, servo))
-
-
-def _servo(value):
-    return max(0.0, min(255.0, value))
 
 
 # ---- command line ---------------------------------------------------------------------

@@ -9,7 +9,6 @@ import time
 
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
-from rclpy.event_handler import PublisherEventCallbacks
 from sensor_msgs.msg import Image, JointState, Range
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
@@ -152,9 +151,7 @@ class IpaqNode(DriverNode):
 
     # ---- publishers and services ---------------------------------------------------------
     def _create_publishers(self):
-        events = PublisherEventCallbacks(use_default_callbacks=False)   # see p2os_driver
-        pub = lambda kind, topic, depth=10: self.create_publisher(  # noqa: E731
-            kind, topic, depth, event_callbacks=events)
+        pub = self.publisher
         self.range_pub = pub(Range, 'range')
         self.wheel_pub = pub(WheelPower, 'wheel_power')
         self.odom_pub = pub(Odometry, 'odom')

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 
-from .units import Units
+from .units import Units, clamp, wrap_angle
 
 CAMERA_HEIGHT = 0.30      # m above the floor
 CAMERA_FOV_X = math.radians(48.0)   # CMUcam1 lens, about 48° × 37° (inference)
@@ -87,26 +87,25 @@ class Trike:
             self.battery = max(6.0, self.battery - dt * 0.0005)
 
     def _drive(self, dt):
-        target = 0.0 if self.motor_killed else self.v_setpoint
         if self.motor_killed:       # unpowered: rolls out
             self.v *= max(0.0, 1.0 - 2.0 * dt)
         else:
-            self.v = _towards(self.v, target, ACCELERATION * dt)
+            self.v = _towards(self.v, self.v_setpoint, ACCELERATION * dt)
         turn = self.v * math.tan(self.steer) / self.units.wheelbase
         heading = self.yaw + turn * dt / 2
         dx, dy = self.v * math.cos(heading) * dt, self.v * math.sin(heading) * dt
         half_w, half_h = self.room[0] / 2 - 0.2, self.room[1] / 2 - 0.2
-        new_x, new_y = _clamp(self.x + dx, -half_w, half_w), _clamp(self.y + dy, -half_h, half_h)
+        new_x, new_y = clamp(self.x + dx, -half_w, half_w), clamp(self.y + dy, -half_h, half_h)
         if (new_x, new_y) != (self.x + dx, self.y + dy):
             self.v = 0.0            # bumped into a wall
         forward = (new_x - self.x) * math.cos(heading) + (new_y - self.y) * math.sin(heading)
         self.x, self.y = new_x, new_y
-        self.yaw = _wrap(self.yaw + turn * dt)
+        self.yaw = wrap_angle(self.yaw + turn * dt)
         # the iPaq's own estimate: the same motion, in whatever frame `I` last set
         ix, iy, ith = self.integrated
         i_heading = ith + turn * dt / 2
         self.integrated = (ix + forward * math.cos(i_heading), iy + forward * math.sin(i_heading),
-                           _wrap(ith + turn * dt))
+                           wrap_angle(ith + turn * dt))
 
     def _safety_tripped(self):
         if not self.safety_raw or self.v_setpoint <= 0 and self.v <= 0:
@@ -148,7 +147,7 @@ class Trike:
         floor = np.clip(np.array([100, 95, 80]) + depth * 0.6, 16, 240)
         image = np.where(depth >= 0, floor, np.array([70, 90, 120])).astype(np.uint8)
         image = np.broadcast_to(image, (rows, columns, 3)).copy()
-        bearing = _wrap(math.atan2(by - y, bx - x) - yaw - pan)
+        bearing = wrap_angle(math.atan2(by - y, bx - x) - yaw - pan)
         distance = math.hypot(bx - x, by - y)
         if abs(bearing) < CAMERA_FOV_X / 2 + 0.2 and distance > BALL_RADIUS:
             column = columns / 2 - bearing / (CAMERA_FOV_X / columns)
@@ -197,7 +196,7 @@ def window_colour(image, half=4):
     rows, columns = image.shape[:2]
     centre = image[rows // 2 - half:rows // 2 + half, columns // 2 - half:columns // 2 + half]
     mean = centre.reshape(-1, 3).mean(axis=0)
-    return tuple(int(_clamp(m + d, 16, 240)) for m in mean for d in (-30, 30))
+    return tuple(int(clamp(m + d, 16, 240)) for m in mean for d in (-30, 30))
 
 
 def line_bitmap(mask, columns=80, rows=48):
@@ -213,9 +212,3 @@ def _towards(value, target, step):
     return max(target, value - step)
 
 
-def _clamp(value, low, high):
-    return max(low, min(high, value))
-
-
-def _wrap(angle):
-    return math.atan2(math.sin(angle), math.cos(angle))

@@ -46,7 +46,7 @@ class Units:
 
     # ---- drive ------------------------------------------------------------------
     def velocity_to_raw(self, metres_per_second):
-        steps = _clamp(round(metres_per_second / self.velocity_scale), -127, 127)
+        steps = clamp(round(metres_per_second / self.velocity_scale), -127, 127)
         return steps & 0xFF if self.velocity_signed else steps + 128
 
     def raw_to_velocity(self, raw):
@@ -58,8 +58,8 @@ class Units:
         return min(self.steering_center, 255 - self.steering_center) * self.steering_scale
 
     def steering_to_raw(self, radians):
-        steps = round(_clamp(radians, -self.max_steering, self.max_steering) / self.steering_scale)
-        return _clamp(self.steering_center + steps, 0, 255)
+        steps = round(clamp(radians, -self.max_steering, self.max_steering) / self.steering_scale)
+        return clamp(self.steering_center + steps, 0, 255)
 
     def raw_to_steering(self, raw):
         return (raw - self.steering_center) * self.steering_scale
@@ -78,7 +78,7 @@ class Units:
 
     # ---- camera servos ----------------------------------------------------------
     def servo_to_raw(self, radians):
-        return _clamp(self.servo_center + round(radians / self.servo_scale), 0, 255)
+        return clamp(self.servo_center + round(radians / self.servo_scale), 0, 255)
 
     def raw_to_servo(self, raw):
         return (raw - self.servo_center) * self.servo_scale
@@ -89,7 +89,7 @@ class Units:
 
     def _steps_to_word(self, steps):
         low, high = (-0x8000, 0x7FFF) if self.pose_signed else (0, 0xFFFF)
-        return _clamp(steps, low, high) & 0xFFFF
+        return clamp(steps, low, high) & 0xFFFF
 
     def pose_from_raw(self, x, y, theta):
         return (self._word_to_steps(x) * self.pose_scale, self._word_to_steps(y) * self.pose_scale,
@@ -121,7 +121,7 @@ class Units:
     def range_to_raw(self, metres):
         """The range byte whose reading is nearest to metres (inverse of range_metres)."""
         if self.range_conversion == 'linear':
-            return _clamp(round(metres / self.range_scale), 0, 255)
+            return clamp(round(metres / self.range_scale), 0, 255)
         low, high = self.range_limits
         if metres > high:
             return 0                         # nothing within range
@@ -142,8 +142,13 @@ def gp2d02_inches(raw):
 _GP2D02_METRES = np.array([INCH * (gp2d02_inches(raw) or 1e6) for raw in range(256)])
 
 
-def _clamp(value, low, high):
+def clamp(value, low, high):
     return max(low, min(high, value))
+
+
+def wrap_angle(angle):
+    """Radians → -π..π."""
+    return math.atan2(math.sin(angle), math.cos(angle))
 
 
 def _signed8(raw):

@@ -11,6 +11,7 @@ import threading
 
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -47,6 +48,14 @@ class DriverNode(Node):
                                                  callback_group=self.callback_group)
         self.diagnostics = DiagnosticsPublisher(self, hardware_id)
         self.records_dropped = 0
+
+    def publisher(self, msg_type, topic, qos=10):
+        """A publisher without the default QoS-event handlers: each is a waitable the
+        executor walks on every record (measured on P2OS: about a third of the driver's
+        CPU); a subscriber with an incompatible QoS still gets its own warning."""
+        return self.create_publisher(msg_type, topic, qos,
+                                     event_callbacks=PublisherEventCallbacks(
+                                         use_default_callbacks=False))
 
     def attach_client(self, client, diagnostic_name='link'):
         """Route client records into handle_record() and report its link in diagnostics."""

@@ -12,7 +12,6 @@ import time
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry as OdometryMsg
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import BatteryState, PointCloud2, Range
 from std_msgs.msg import Header
@@ -168,12 +167,7 @@ class P2osNode(DriverNode):
 
     # ---- publishers and services --------------------------------------------------
     def _create_publishers(self):
-        # No default QoS-event handlers: each is a waitable the executor walks on every
-        # SIP (measured: about a third of the driver's CPU); a subscriber with an
-        # incompatible QoS still gets its own warning.
-        events = PublisherEventCallbacks(use_default_callbacks=False)
-        pub = lambda kind, topic, qos=10: self.create_publisher(  # noqa: E731
-            kind, topic, qos, event_callbacks=events)
+        pub = self.publisher
         self.odom_pub = pub(OdometryMsg, 'odom')
         self.battery_pub = pub(BatteryState, 'battery')
         self.motor_pub = pub(MotorState, 'motor_state')
