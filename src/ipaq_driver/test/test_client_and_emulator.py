@@ -126,8 +126,9 @@ def test_stop_says_goodbye_with_zero_velocity(robot):
     assert wait_for(lambda: r.emulator.trike.v_setpoint > 0, 1)
     control.stop()
     assert wait_for(lambda: r.emulator.trike.v_setpoint == 0, 1)
+    # the emulator parses N just after P: wait for it rather than race it
+    assert wait_for(lambda: r.emulator.received_commands()[-1][1] is L.STOP_TRACKING, 1)
     assert r.emulator.received_commands()[-2][1] is L.SET_PARAMETERS
-    assert r.emulator.received_commands()[-1][1] is L.STOP_TRACKING
 
 
 def test_pass_through_replies_and_error_statuses(robot):
