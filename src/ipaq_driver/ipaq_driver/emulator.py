@@ -250,6 +250,7 @@ class IpaqEmulator:
     def terminate(self):
         """255,54: the control program ends and every port closes."""
         self.terminated.set()
+        # stop() joins the server threads, the calling one among them: stop from another
         threading.Thread(target=self.stop, daemon=True).start()
 
     def _frame(self, body):

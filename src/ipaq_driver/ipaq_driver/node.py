@@ -64,7 +64,7 @@ class IpaqNode(DriverNode):
         self.pose = convert.PoseTracker(self.units)
         self.last_telemetry = None
         self.tracking_rate = RateMeter()
-        self.frames = 0
+        self.frames_dumped = 0
         self.start_links()
 
     # ---- parameters -------------------------------------------------------------------
@@ -124,7 +124,7 @@ class IpaqNode(DriverNode):
                                  'shorter (0 = off), set at connect', minimum=0.0, read_only=True)
         self.range_fov = d('range_field_of_view', 0.1, 'IR beam width, rad', minimum=0.001,
                            maximum=3.14, read_only=True)
-        self.frames_ids = {name: d(f'{name}_frame_id', default, f'{name} frame', read_only=True)
+        self.frame_ids = {name: d(f'{name}_frame_id', default, f'{name} frame', read_only=True)
                            for name, default in (('odom', 'odom'), ('base', 'base_link'),
                                                  ('range', 'ir_range'), ('camera', 'camera'))}
         self.publish_tf = d('publish_tf', True, 'broadcast odom → base_link (needs tf2_ros)',
@@ -179,10 +179,15 @@ class IpaqNode(DriverNode):
     # ---- service handlers ---------------------------------------------------------------------
     async def _ask(self, make_packet, timeout=0.0):
         """Send one command and await its response: (response, None) or (None, error text)."""
+        return await self._await(lambda resolve: self.control.request(make_packet(), resolve),
+                                 timeout)
+
+    async def _await(self, send, timeout=0.0):
+        """send(resolve) starts a request; the response or an error text, awaited."""
         future, resolve = self.reply_future(timeout or self.request_timeout)
         try:
-            self.control.request(make_packet(), resolve)
-        except (ValueError, TypeError) as exc:
+            send(resolve)
+        except (ValueError, TypeError) as exc:      # a request that cannot be encoded
             resolve(exc)
         reply = await future
         if isinstance(reply, Exception):
@@ -258,10 +263,8 @@ class IpaqNode(DriverNode):
                 'init_brainstem': 'BrainStem initialised, servos at full range'}[name]
 
         async def handle(_request, response):
-            future, resolve = self.reply_future(self.request_timeout)
-            self.control.set_parameter_bits(name, resolve=resolve)
-            reply = await future
-            error = str(reply) if isinstance(reply, Exception) else None
+            _reply, error = await self._await(
+                lambda resolve: self.control.set_parameter_bits(name, resolve=resolve))
             response.success, response.message = error is None, error or done
             return response
         return handle
@@ -294,8 +297,8 @@ class IpaqNode(DriverNode):
 
     # ---- records from the robot ------------------------------------------------------------------
     def handle_record(self, record):
-        if isinstance(record, Connected) and self.safety_distance > 0:
-            self._send_safety_distance()
+        if isinstance(record, Connected):
+            self._on_connected()
         elif isinstance(record, p.FullResponse):
             self._publish_telemetry(record)
         elif isinstance(record, p.TrackingPacket):
@@ -304,12 +307,12 @@ class IpaqNode(DriverNode):
         elif isinstance(record, p.Bitmap):
             self.bitmap_pub.publish(convert.bitmap_msg(record, self._header('camera')))
         elif isinstance(record, p.FrameDump):
-            self.frames += 1
+            self.frames_dumped += 1
             self.image_pub.publish(convert.frame_msg(record, self._header('camera'),
                                                      self.double_width, self.flip_vertical))
 
     def _header(self, frame):
-        return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frames_ids[frame])
+        return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frame_ids[frame])
 
     def _publish_telemetry(self, response):
         self.last_telemetry = response
@@ -318,13 +321,16 @@ class IpaqNode(DriverNode):
                                                  self._header('range'), self.range_fov))
         self.wheel_pub.publish(convert.wheel_power_msg(response, self.units, header))
         x, y, yaw = self.pose.update(response, time.monotonic())
-        odom_header = Header(stamp=header.stamp, frame_id=self.frames_ids['odom'])
-        self.odom_pub.publish(odometry_msg(odom_header, self.frames_ids['base'], x, y, yaw,
+        odom_header = Header(stamp=header.stamp, frame_id=self.frame_ids['odom'])
+        self.odom_pub.publish(odometry_msg(odom_header, self.frame_ids['base'], x, y, yaw,
                                            self.pose.linear, self.pose.angular))
         if self.tf is not None:
-            self.tf.sendTransform(planar_transform(odom_header, self.frames_ids['base'], x, y, yaw))
+            self.tf.sendTransform(planar_transform(odom_header, self.frame_ids['base'], x, y, yaw))
 
-    def _send_safety_distance(self):
+    def _on_connected(self):
+        """A new session (the iPaq may have restarted): settings it lost are sent again."""
+        if self.safety_distance <= 0:
+            return
         raw = self.units.range_to_raw(self.safety_distance)
         self.control.request(p.encode_safety(raw, self.over_stuffed), lambda reply: None,
                              'safety distance at start')
@@ -338,7 +344,7 @@ class IpaqNode(DriverNode):
         c = self.control
         values = {'range m': self.units.range_metres(t.range), 'range raw': t.range,
                   'wheel voltage V': voltage, 'wheel current A': current,
-                  'tracking rate Hz': self.tracking_rate.rate, 'frames dumped': self.frames,
+                  'tracking rate Hz': self.tracking_rate.rate, 'frames dumped': self.frames_dumped,
                   'commands refused': c.failed_commands, 'response timeouts': c.timeouts,
                   'stray responses': c.stray_responses, 'cmd_vel timeouts': c.motion_timeouts}
         for stream in self.streams:
