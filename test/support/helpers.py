@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+from legacy_robot_common.bench import wait_until
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SUPPORT = ROOT / 'test' / 'support'
 
@@ -29,10 +31,7 @@ def start_module(module, *args):
 
 def wait_for(predicate, timeout=5.0, poll=0.01):
     """Poll predicate until it is true or timeout passes; returns its last value."""
-    deadline = time.monotonic() + timeout
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(poll)
-    return predicate()
+    return wait_until(predicate, timeout, poll)
 
 
 def spin_until(executor, predicate, timeout):

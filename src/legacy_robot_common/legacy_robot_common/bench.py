@@ -57,13 +57,12 @@ def stop_process(process):
             process.kill()
 
 
-def wait_until(predicate, timeout):
+def wait_until(predicate, timeout, poll=0.05):
+    """Poll predicate until it is true or timeout passes; returns its last value."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(poll)
+    return predicate()
 
 
 class Listener:
