@@ -167,6 +167,7 @@ class ReconnectingClient:
         self._link_lock = threading.Lock()
         self._connected_once = False
         self._goodbye_owed = False
+        self._poked = threading.Event()
         self.connected_event = threading.Event()
 
     # ---- life cycle -----------------------------------------------------------
@@ -180,6 +181,7 @@ class ReconnectingClient:
     def stop(self, timeout=5.0):
         """Ask the session to end (close_session runs first), then wait for the thread."""
         self._stop.set()
+        self._poked.set()
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
@@ -227,6 +229,17 @@ class ReconnectingClient:
         self.counters.last_error = str(error)
         self.log.warning('bad-' + what, f'{self.name}: bad {what} skipped: {error} '
                          f'({self.counters.bad_frames} so far)')
+
+    def idle(self, timeout):
+        """Wait in a session until timeout passes or poke() is called; ends the session on stop."""
+        if self._poked.wait(max(0.0, timeout)):
+            self._poked.clear()
+        if self._stop.is_set():
+            raise _Stopping()
+
+    def poke(self):
+        """Wake a session waiting in idle() (new work was queued, from any thread)."""
+        self._poked.set()
 
     def send(self, data):
         """Write bytes to the robot now; ConnectionLost when not connected."""

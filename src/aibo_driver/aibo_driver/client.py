@@ -1,0 +1,487 @@
+"""AIBO clients: the binary telemetry pipe (TCP 21001) and the RCODE text pipe (TCP 21002).
+
+No rclpy here. TelemetryClient keeps one request at a time on its socket and
+interleaves the polls by priority and rate: audio first (the dog keeps only 15
+chunks), then operations asked for by the node (SETPROPERTY, RPUT), then camera,
+colour image, voice and semantic data. Section numbers refer to ../shared/specs/aibo.md.
+"""
+import collections
+import dataclasses
+import io
+import threading
+import time
+
+from legacy_robot_common.client import ReconnectingClient
+from legacy_robot_common.errors import LinkTimeout, MalformedFrame
+from legacy_robot_common.streams import SocketStream
+
+from . import protocol as p
+
+Op = p.Op
+RETRY_DELAY = 0.02          # s before asking again after "no new data yet" (size 0)
+UNAVAILABLE_PERIOD = 5.0    # s between polls of a feature that never answered with data
+CAMERA_MODES = ('yuv10', 'jpeg', 'off')
+
+
+@dataclasses.dataclass
+class Settings:
+    host: str = 'localhost'
+    telemetry_port: int = 21001
+    rcode_port: int = 21002
+    product: str = 'auto'                   # auto (from bType), rcodeplus, lifeplus
+    type_values: dict = dataclasses.field(  # §4: bType values unknown (assumption: 0, 1)
+        default_factory=lambda: {p.Product.RCODEPLUS: 0, p.Product.LIFEPLUS: 1})
+    version_size_prefix: bool = False       # §4: the seed says the version reply has none
+    opcodes: p.OpcodeMap = dataclasses.field(default_factory=p.OpcodeMap)
+    camera_mode: str = 'yuv10'
+    image_rate: float = 10.0                # requests per second while frames keep coming
+    color_rate: float = 10.0                # 0 = off
+    audio: bool = True
+    audio_poll_rate: float = 10.0           # GETAUDIO requests per second (15-chunk ring: ≥ 3)
+    voice_rate: float = 2.0                 # LifePlus only; 0 = off
+    semantic_rate: float = 2.0              # LifePlus only; 0 = off
+    yuv10: p.Yuv10Format = p.Yuv10Format()
+    right_channel_first: bool = True
+    signed_sensor_words: bool = False
+    decode_jpeg: bool = True                # also publish JPEG frames as raw images
+    reply_timeout: float = 2.0
+    unavailable_after: float = 10.0         # s of size-0 replies before a feature is unavailable
+    rput: p.RputLayout = None               # None = RPUT disabled (experimental)
+    rput_reply: str = 'none'                # none or standard (a size-prefixed reply follows)
+
+    def __post_init__(self):
+        for label, port in (('telemetry_port', self.telemetry_port),
+                            ('rcode_port', self.rcode_port)):
+            if not 0 < port < 65536:
+                raise ValueError(f'{label} must be within 1..65535, got {port}')
+        if self.product not in ('auto', 'rcodeplus', 'lifeplus'):
+            raise ValueError(f'product must be auto, rcodeplus or lifeplus, got {self.product!r}')
+        check_camera(self.camera_mode, self.image_rate, self.color_rate)
+        if not 3.0 <= self.audio_poll_rate <= 1000.0:
+            raise ValueError('audio_poll_rate must be within 3..1000 per second: the dog keeps '
+                             'only 15 chunks (0.48 s) and returns at most 10 per reply')
+        if self.rput_reply not in ('none', 'standard'):
+            raise ValueError('rput_reply must be none or standard')
+
+
+def check_camera(mode, image_rate, color_rate):
+    if mode not in CAMERA_MODES:
+        raise ValueError(f'camera mode must be one of {", ".join(CAMERA_MODES)}, got {mode!r}')
+    for label, rate in (('image rate', image_rate), ('colour rate', color_rate)):
+        if not 0.0 <= rate <= 10000.0:
+            raise ValueError(f'{label} must be within 0..10000 per second, got {rate}')
+
+
+# ---- records handed to the node ---------------------------------------------------------------
+@dataclasses.dataclass
+class Connected:
+    version: p.Version
+    product: p.Product
+    polled: tuple          # the operations this session polls
+    camera_mode: str
+
+
+@dataclasses.dataclass
+class CameraFrame:
+    rgb: object            # 144×176×3 uint8 (None when a JPEG is not decoded)
+    jpeg: bytes            # the dog's JFIF bytes, unchanged (None for YUV10)
+    received: float        # time.time() at reception
+
+
+@dataclasses.dataclass
+class ColorFrame:
+    mask: object
+    received: float
+
+
+@dataclasses.dataclass
+class AudioReply:
+    chunks: list           # [p.AudioChunk]
+    missing: list          # chunks lost just before each chunk
+    received: float
+
+
+@dataclasses.dataclass
+class VoiceRecord:
+    matches: list
+    received: float
+
+
+@dataclasses.dataclass
+class SemanticRecords:
+    records: list          # [(sequence, raw)]
+    received: float
+
+
+@dataclasses.dataclass
+class Poller:
+    """One request polled on the telemetry pipe: its rate and whether it ever answers."""
+    op: p.Op
+    period: float
+    retry: float = None       # s after a size-0 reply; None = the period
+    first_request: float = None
+    has_answered: bool = False
+    available: bool = True
+    next_due: float = 0.0
+    requests: int = 0
+    replies_with_data: int = 0
+
+    def schedule(self, now, got_data, full=False, unavailable_after=10.0):
+        if self.first_request is None:
+            self.first_request = now
+        if got_data:
+            self.has_answered = self.available = True
+            self.replies_with_data += 1
+            # a full audio/semantic reply may leave more waiting: ask again at once
+            self.next_due = now if full else max(self.next_due + self.period, now)
+            return
+        if not self.has_answered and now - self.first_request >= unavailable_after:
+            self.available = False
+        retry = self.period if self.retry is None else min(self.period, self.retry)
+        self.next_due = now + (UNAVAILABLE_PERIOD if not self.available else retry)
+
+
+@dataclasses.dataclass
+class _Operation:
+    request: bytes
+    resolve: object           # (text or Exception) -> None
+    reads_reply: bool = False
+    done: str = ''
+
+
+class TelemetryClient(ReconnectingClient):
+    def __init__(self, settings, **kwargs):
+        super().__init__('aibo-telemetry', self._open, read_timeout=settings.reply_timeout,
+                         **kwargs)
+        self.settings = settings
+        self.decoder = p.Yuv10Decoder(settings.yuv10)
+        self.audio_sequence = p.SequenceTracker()
+        self.version = None
+        self.product = None
+        self.pollers = {}
+        self.camera_mode = settings.camera_mode
+        self.camera_note = ''
+        self._lock = threading.Lock()
+        self._operations = collections.deque()
+        self._camera_request = None
+        self._last_voice = None
+        self._last_semantic = None
+
+    def _open(self):
+        return SocketStream.connect(self.settings.host, self.settings.telemetry_port)
+
+    # ---- session ------------------------------------------------------------------------------
+    def run_session(self, link):
+        self.version = self._read_version(link)
+        self.product = self._product(self.version)
+        self._build_pollers()
+        self.audio_sequence.reset()
+        if Op.GET_AUDIO in self.pollers:
+            link.write(self.settings.opcodes.request(Op.FLUSH_AUDIO))     # §3.3
+        self.mark_connected(f'AiboPet {self.version} ({self.product.value}, bType '
+                            f'{self.version.type_byte})')
+        self.deliver(Connected(self.version, self.product, tuple(self.pollers), self.camera_mode))
+        try:
+            while True:
+                self._apply_camera_request()
+                operation = self._next_operation()
+                if operation is not None:
+                    self._run_operation(link, operation)
+                    continue
+                now = time.monotonic()
+                poller = self._due_poller(now)
+                if poller is None:
+                    self.idle(self._next_due() - now)
+                else:
+                    self._poll(link, poller)
+        finally:
+            self._fail_operations(ConnectionError('link lost'))
+
+    def _read_version(self, link):
+        link.write(self.settings.opcodes.request(Op.GET_VERSION))
+        if self.settings.version_size_prefix:
+            size = p.reply_size(link.read_exact(4))
+            data = link.read_exact(size)
+        else:
+            data = link.read_exact(p.VERSION_SIZE)
+        try:
+            version = p.decode_version(data)
+        except MalformedFrame as exc:
+            self.reject(exc, 'version reply')
+            raise
+        if version.number < 250:
+            self.log.warning('old-version', f'aibo: AiboPet {version} is older than 2.50, '
+                             'which this driver is written for')
+        return version
+
+    def _product(self, version):
+        if self.settings.product != 'auto':
+            return p.Product(self.settings.product)
+        product = p.product_of(version, self.settings.type_values)
+        if product is p.Product.UNKNOWN:
+            self.log.warning('btype', f'aibo: bType {version.type_byte} is neither configured '
+                             'value: polling every feature, those that never answer are '
+                             'reported unavailable')
+        return product
+
+    def _build_pollers(self):
+        s = self.settings
+        supported = p.SUPPORTED[self.product]
+        self.camera_note = ''
+        if self.camera_mode == 'yuv10' and self.version.number < 251:
+            self.camera_note = f'YUV10 needs AiboPet 2.51 or later ({self.version}): using JPEG'
+            self.log.warning('yuv10-version', f'aibo: {self.camera_note}')
+            self.camera_mode = 'jpeg'
+        rates = {Op.GET_AUDIO: s.audio_poll_rate if s.audio else 0.0,
+                 Op.GET_YUV10: s.image_rate if self.camera_mode == 'yuv10' else 0.0,
+                 Op.GET_JPEG: s.image_rate if self.camera_mode == 'jpeg' else 0.0,
+                 Op.GET_COLOR_IMAGE: s.color_rate,
+                 Op.GET_VOICE_DATA: s.voice_rate,
+                 Op.GET_SEMANTIC: s.semantic_rate}
+        old = self.pollers
+        # in priority order: audio first, so that the ring never overflows
+        # image requests answer 0 until the next snapshot is ready: ask again soon
+        self.pollers = {op: old.get(op) or Poller(op, 1.0 / rate, RETRY_DELAY if op in
+                                                  p.IMAGE_OPS else None)
+                        for op, rate in rates.items() if rate > 0 and op in supported}
+        for op, rate in rates.items():
+            if op in self.pollers:
+                self.pollers[op].period = 1.0 / rate
+
+    def _due_poller(self, now):
+        for poller in self.pollers.values():
+            if poller.next_due <= now:
+                return poller
+        return None
+
+    def _next_due(self):
+        return min((poller.next_due for poller in self.pollers.values()),
+                   default=time.monotonic() + 1.0)
+
+    def _poll(self, link, poller):
+        link.write(self.settings.opcodes.request(poller.op))
+        poller.requests += 1
+        data = self._read_reply(link)
+        full = False
+        if data:
+            try:
+                full = self._deliver_reply(poller.op, data)
+            except MalformedFrame as exc:
+                self.reject(exc, f'{poller.op.value} reply')
+        poller.schedule(time.monotonic(), bool(data), full, self.settings.unavailable_after)
+
+    def _read_reply(self, link):
+        try:
+            size = p.reply_size(link.read_exact(4))
+        except p.StreamLost as exc:
+            self.reject(exc, 'reply')
+            raise
+        return link.read_exact(size) if size else b''
+
+    def _deliver_reply(self, op, data):
+        """Decode one non-empty reply and deliver it; True when the reply was full."""
+        p.check_size(op, len(data))
+        received = time.time()
+        if op is Op.GET_AUDIO:
+            chunks = p.decode_audio(data, self.settings.right_channel_first,
+                                    self.settings.signed_sensor_words)
+            missing = [self.audio_sequence.update(chunk.sequence) for chunk in chunks]
+            self.deliver(AudioReply(chunks, missing, received))
+            return len(chunks) == p.AUDIO_MAX_RECORDS
+        if op is Op.GET_YUV10:
+            self.deliver(CameraFrame(self.decoder.decode(data), None, received))
+        elif op is Op.GET_JPEG:
+            p.check_jpeg(data)
+            self.deliver(CameraFrame(decode_jpeg(data) if self.settings.decode_jpeg else None,
+                                     data, received))
+        elif op is Op.GET_COLOR_IMAGE:
+            self.deliver(ColorFrame(p.decode_color_image(data), received))
+        elif op is Op.GET_VOICE_DATA:
+            matches = p.decode_voice(data)
+            if matches != self._last_voice:     # the dog repeats its latest record
+                self._last_voice = matches
+                self.deliver(VoiceRecord(matches, received))
+        elif op is Op.GET_SEMANTIC:
+            records = [r for r in p.decode_semantic(data)
+                       if self._last_semantic is None or r[0] != self._last_semantic]
+            if records:
+                self._last_semantic = records[-1][0]
+                self.deliver(SemanticRecords(records, received))
+        return False
+
+    # ---- camera mode (any thread) ---------------------------------------------------------------
+    def set_camera(self, mode, image_rate=0.0, color_rate=-1.0):
+        """Switch the camera stream; a rate of 0 (image) or -1 (colour) keeps the current one."""
+        image_rate = image_rate or self.settings.image_rate
+        color_rate = self.settings.color_rate if color_rate < 0 else color_rate
+        check_camera(mode, image_rate, color_rate)
+        with self._lock:
+            self._camera_request = (mode, image_rate, color_rate)
+        self.poke()
+
+    def _apply_camera_request(self):
+        with self._lock:
+            request, self._camera_request = self._camera_request, None
+        if request is None:
+            return
+        self.camera_mode, self.settings.image_rate, self.settings.color_rate = request
+        self._build_pollers()
+
+    # ---- operations (any thread) -----------------------------------------------------------------
+    def set_property(self, index, value, resolve):
+        request = p.encode_set_property(self.settings.opcodes, index, value)
+        self._submit(_Operation(request, resolve, done=f'property {index} set to {value}'))
+
+    def upload(self, name, contents, resolve):
+        """TELEMOP_RPUT with the configured layout (experimental, RCodePlus only)."""
+        if self.settings.rput is None:
+            raise ValueError('RPUT is disabled (parameter rput_enabled)')
+        if self.product is p.Product.LIFEPLUS:
+            raise ValueError('LifePlus sticks have no RPUT (RCodePlus only)')
+        request = self.settings.opcodes.request(Op.RPUT) + self.settings.rput.encode(name, contents)
+        self._submit(_Operation(request, resolve, self.settings.rput_reply == 'standard',
+                                f'{len(contents)} bytes sent as {name}'))
+
+    def _submit(self, operation):
+        if not self.connected:
+            operation.resolve(ConnectionError(f'{self.name}: not connected'))
+            return
+        with self._lock:
+            self._operations.append(operation)
+        self.poke()
+
+    def _next_operation(self):
+        with self._lock:
+            return self._operations.popleft() if self._operations else None
+
+    def _run_operation(self, link, operation):
+        link.write(operation.request)
+        reply = operation.done
+        if operation.reads_reply:
+            data = self._read_reply(link)
+            reply += f'; the dog answered {len(data)} bytes'
+        operation.resolve(reply)
+
+    def _fail_operations(self, error):
+        with self._lock:
+            pending = list(self._operations)
+            self._operations.clear()
+        for operation in pending:
+            operation.resolve(error)
+
+
+def decode_jpeg(data):
+    """JFIF bytes → H×W×3 uint8 (Pillow); MalformedFrame when the data is not a JPEG."""
+    import numpy as np
+    from PIL import Image, UnidentifiedImageError
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return np.asarray(image.convert('RGB'))
+    except (OSError, UnidentifiedImageError, ValueError) as exc:
+        raise MalformedFrame(f'JPEG frame does not decode: {exc}') from None
+
+
+# ---- the RCODE text pipe (§2.10) ---------------------------------------------------------------
+@dataclasses.dataclass
+class RcodeLine:
+    text: str
+
+
+@dataclasses.dataclass
+class _Command:
+    line: str
+    resolve: object
+    timeout: float
+    quiet_time: float
+    output: list = dataclasses.field(default_factory=list)
+    deadline: float = 0.0
+    quiet_deadline: float = None
+
+
+class RcodeClient(ReconnectingClient):
+    """Port 21002: one RCODE line at a time; what the dog prints until it goes quiet is the reply.
+
+    Every line the dog prints (asked for or not) is also delivered as an RcodeLine.
+    """
+
+    SILENCE = 1.0     # s between looks at the queue while the dog is quiet (quiet is normal)
+
+    def __init__(self, settings, quiet_time=0.3, **kwargs):
+        super().__init__('aibo-rcode', self._open, read_timeout=self.SILENCE, **kwargs)
+        self.settings = settings
+        self.quiet_time = quiet_time
+        self._lock = threading.Lock()
+        self._queue = collections.deque()
+        self._command = None
+
+    def _open(self):
+        return SocketStream.connect(self.settings.host, self.settings.rcode_port)
+
+    def run_session(self, link):
+        text = p.ConsoleText()
+        self.mark_connected(f'{self.settings.host}:{self.settings.rcode_port}')
+        try:
+            while True:
+                self._start_next(link)
+                try:
+                    data = link.read(self._wait())
+                except LinkTimeout:
+                    data = b''
+                for line in text.feed(data):
+                    self._on_line(line)
+                self._finish_if_quiet()
+        finally:
+            self._fail_all(ConnectionError('link lost'))
+
+    def command(self, line, resolve, timeout=3.0):
+        """Queue one RCODE line; resolve(printed text or exception) runs in the link thread."""
+        line = line.strip()
+        if not line or any(c in line for c in '\r\n'):
+            raise ValueError('give one RCODE line (no line breaks)')
+        if not self.connected:
+            resolve(ConnectionError(f'{self.name}: not connected'))
+            return
+        with self._lock:
+            self._queue.append(_Command(line, resolve, timeout, self.quiet_time))
+
+    def _start_next(self, link):
+        with self._lock:
+            if self._command is not None or not self._queue:
+                return
+            command = self._command = self._queue.popleft()
+        command.deadline = time.monotonic() + command.timeout
+        link.write(command.line.encode('ascii', 'replace') + b'\r\n')
+
+    def _wait(self):
+        with self._lock:
+            command = self._command
+            if command is None:
+                return 0.05 if self._queue else self.SILENCE / 10
+        ends = [command.deadline] + ([command.quiet_deadline] if command.quiet_deadline else [])
+        return max(0.005, min(ends) - time.monotonic())
+
+    def _on_line(self, line):
+        self.deliver(RcodeLine(line))
+        with self._lock:
+            command = self._command
+            if command is not None:
+                command.output.append(line)
+                command.quiet_deadline = time.monotonic() + command.quiet_time
+
+    def _finish_if_quiet(self):
+        now = time.monotonic()
+        with self._lock:
+            command = self._command
+            if command is None or not (now >= command.deadline or
+                                       (command.quiet_deadline and now >= command.quiet_deadline)):
+                return
+            self._command = None
+        command.resolve('\n'.join(command.output))
+
+    def _fail_all(self, error):
+        with self._lock:
+            pending = ([self._command] if self._command else []) + list(self._queue)
+            self._command = None
+            self._queue.clear()
+        for command in pending:
+            command.resolve(error)

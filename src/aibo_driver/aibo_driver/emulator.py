@@ -1,0 +1,448 @@
+"""An AIBO with AiboPet's RCodePlus or LifePlus stick, on TCP 21001 (and 21002), for users and tests.
+
+    ros2 run aibo_driver aibo_emulator                     # RCodePlus on 21001 + 21002
+    ros2 run aibo_driver aibo_emulator --product lifeplus  # LifePlus: voice, semantic, no RCODE
+
+Plays spec §3.5: the TELEMVER reply, the auto-snapshot rule (the first image request
+of a connection answers size 0), JPEG / YUV10 / colour-detection pictures of a pink
+ball rolling over the floor, a 15-chunk audio ring that keeps the older chunks when
+full, voice and semantic records (LifePlus), SETPROPERTY and RPUT (logged), size 0
+for anything unsupported. Real-dog pacing by default; --unthrottled answers every
+image request with a new frame. Options play the spec's variants and faults.
+No rclpy here.
+"""
+import argparse
+import collections
+import dataclasses
+import io
+import random
+import re
+import sys
+import threading
+import time
+
+from legacy_robot_common.emulator import TcpEmulatorServer, wait_for_signal
+from legacy_robot_common.errors import ConnectionLost, MalformedFrame
+
+from . import protocol as p
+from .scene import Scene, audio_chunk, color_detection
+
+Op = p.Op
+VOICE_PERIOD = 4.0          # s between recognised words (LifePlus)
+SEMANTIC_PERIOD = 2.5       # s between semantic events (LifePlus)
+SEMANTIC_KEPT = 16          # events the dog keeps until they are fetched
+
+
+@dataclasses.dataclass
+class EmulatorOptions:
+    host: str = '127.0.0.1'
+    telemetry_port: int = 21001
+    rcode_port: int = 21002              # RCodePlus only
+    product: str = 'rcodeplus'           # or lifeplus
+    version: tuple = (2, 52)
+    type_values: dict = dataclasses.field(default_factory=lambda: {'rcodeplus': 0, 'lifeplus': 1})
+    version_size_prefix: bool = False
+    opcodes: p.OpcodeMap = dataclasses.field(default_factory=p.OpcodeMap)
+    yuv10: p.Yuv10Format = p.Yuv10Format()
+    right_channel_first: bool = True
+    frame_rates: dict = dataclasses.field(default_factory=lambda: {
+        Op.GET_YUV10: 10.0, Op.GET_JPEG: 5.0, Op.GET_COLOR_IMAGE: 25.0})
+    unthrottled: bool = False            # every image request gets a new frame
+    ball_period: float = 8.0             # s per lap of the ball
+    rput: p.RputLayout = dataclasses.field(default_factory=p.RputLayout)
+    rput_reply: str = 'none'             # or standard: a size-prefixed "OK <n>" after an upload
+    bad_size_every: int = 0              # fault: every nth image reply has a wrong size
+    oversize_every: int = 0              # fault: every nth reply has a size prefix over 32000
+    jpeg_quality: int = 80
+
+    def __post_init__(self):
+        if self.product not in ('rcodeplus', 'lifeplus'):
+            raise ValueError(f'product must be rcodeplus or lifeplus, got {self.product!r}')
+        if self.rput_reply not in ('none', 'standard'):
+            raise ValueError('rput_reply must be none or standard')
+
+
+class _Reader:
+    """Buffered reads of one request's bytes from an emulator stream."""
+
+    def __init__(self, stream, stop):
+        self.stream, self.stop = stream, stop
+        self.buffer = bytearray()
+
+    def _fill(self):
+        while not self.stop.is_set():
+            data = self.stream.read(65536, 0.2)
+            if data:
+                self.buffer += data
+                return
+        raise ConnectionLost('emulator stopping')
+
+    def exact(self, count):
+        while len(self.buffer) < count:
+            self._fill()
+        data = bytes(self.buffer[:count])
+        del self.buffer[:count]
+        return data
+
+    def until_nul(self, limit=256):
+        while b'\0' not in self.buffer:
+            if len(self.buffer) > limit:
+                raise MalformedFrame(f'no NUL within {limit} bytes')
+            self._fill()
+        return self.exact(self.buffer.index(b'\0') + 1)
+
+
+@dataclasses.dataclass
+class _Session:
+    """What the dog remembers about one telemetry connection."""
+    snapshot: set = dataclasses.field(default_factory=set)       # image ops started
+    given: dict = dataclasses.field(default_factory=dict)        # op → last frame number sent
+    served: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+
+class AudioRing:
+    """The dog's circular buffer of 15 chunks, filled in real time; when full, new chunks are lost."""
+
+    def __init__(self, right_first=True):
+        self.right_first = right_first
+        self._ring = collections.deque()
+        self._lock = threading.Lock()
+        self.sequence = 0
+        self.overruns = 0           # chunks lost because nobody fetched in time
+        self.served = 0
+
+    def produce(self):
+        chunk = p.AudioChunk(self.sequence, self.sequence & 0xFFFF, 300 + self.sequence % 200,
+                             audio_chunk(self.sequence))
+        record = p.encode_audio_record(chunk, self.right_first)
+        with self._lock:
+            self.sequence += 1
+            if len(self._ring) >= p.AUDIO_RING:
+                self.overruns += 1  # "if full, older records are kept"
+                return
+            self._ring.append(record)
+
+    def flush(self):
+        with self._lock:
+            self._ring.clear()
+
+    def take(self):
+        """The oldest 2..10 records, or b'' while fewer than 2 are waiting."""
+        with self._lock:
+            if len(self._ring) < p.AUDIO_MIN_RECORDS:
+                return b''
+            count = min(p.AUDIO_MAX_RECORDS, len(self._ring))
+            records = [self._ring.popleft() for _ in range(count)]
+            self.served += count
+        return b''.join(records)
+
+
+class AiboEmulator:
+    def __init__(self, options=None):
+        self.options = o = options or EmulatorOptions()
+        self.scene = Scene(o.ball_period)
+        self.audio = AudioRing(o.right_channel_first)
+        self.telemetry = TcpEmulatorServer(self._serve_telemetry, o.host, o.telemetry_port,
+                                           name='aibo-telemetry')
+        self.rcode = (TcpEmulatorServer(self._serve_rcode, o.host, o.rcode_port, name='aibo-rcode')
+                      if o.product == 'rcodeplus' else None)
+        self.supported = p.SUPPORTED[p.Product(o.product)]
+        self.properties = []        # (index, value) of every SETPROPERTY
+        self.files = {}             # name → contents of every RPUT
+        self.rcode_lines = []       # every line received on the RCODE port
+        self.requests = collections.Counter()
+        self.unknown_requests = 0
+        self.stalled = threading.Event()     # fault: requests are read but never answered
+        self.variables = {'AP_Version': o.version[0] * 100 + o.version[1], 'Battery_Rest': 87,
+                          'Distance': 420, 'Head_ON': 0, 'Back_ON': 0}
+        self._frames = {}           # (op, frame number in the lap) → encoded reply data
+        self._replies = 0
+        self._voice = None
+        self._semantic = collections.deque(maxlen=SEMANTIC_KEPT)
+        self._semantic_sequence = 0
+        self._random = random.Random(7)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._clock = threading.Thread(target=self._run_clock, daemon=True, name='aibo-clock')
+        self._started = time.monotonic()
+
+    # ---- life cycle ------------------------------------------------------------------------------
+    def start(self):
+        try:
+            self.telemetry.start()
+            if self.rcode is not None:
+                self.rcode.start()
+        except OSError:
+            self.stop()
+            raise
+        self._started = time.monotonic()
+        self._clock.start()
+        return self
+
+    @property
+    def parameters(self):
+        """Node parameters that point the driver at this emulator."""
+        parameters = {'host': self.options.host, 'telemetry_port': self.telemetry.port}
+        if self.rcode is not None:
+            parameters['rcode_port'] = self.rcode.port
+        else:
+            parameters['rcode_enabled'] = False
+        return parameters
+
+    @property
+    def description(self):
+        o = self.options
+        rcode = f', RCODE {self.rcode.port}' if self.rcode else ''
+        return (f'AIBO with {o.product} {o.version[0]}.{o.version[1]:02d} on {o.host}: '
+                f'telemetry {self.telemetry.port}{rcode}'
+                f'{", unthrottled" if o.unthrottled else ""}')
+
+    def drop_clients(self):
+        """Fault: the Wi-Fi link breaks (the dog keeps running)."""
+        self.telemetry.drop_clients()
+        if self.rcode is not None:
+            self.rcode.drop_clients()
+
+    def stop(self):
+        self._stop.set()
+        self.telemetry.stop()
+        if self.rcode is not None:
+            self.rcode.stop()
+        if self._clock.is_alive():
+            self._clock.join(2.0)
+
+    # ---- the dog's own clock: audio in real time, voice and semantic events -------------------------
+    def _run_clock(self):
+        chunks = 0
+        next_voice, next_semantic = 1.0, 1.5
+        while not self._stop.is_set():
+            elapsed = time.monotonic() - self._started
+            while chunks < elapsed / p.CHUNK_SECONDS:      # catch up after a late wake-up
+                self.audio.produce()
+                chunks += 1
+            if self.options.product == 'lifeplus':
+                if elapsed >= next_voice:
+                    next_voice += VOICE_PERIOD
+                    self._recognise_word()
+                if elapsed >= next_semantic:
+                    next_semantic += SEMANTIC_PERIOD
+                    self._semantic_event()
+            self._stop.wait(max(0.001, (chunks + 1) * p.CHUNK_SECONDS - elapsed))
+
+    def _recognise_word(self):
+        words = self._random.sample(range(1, 60), p.VOICE_MATCHES)
+        confidence = sorted((self._random.randrange(10, 1000) for _ in words), reverse=True)
+        with self._lock:
+            self._voice = p.encode_voice(list(zip(words, confidence)))
+
+    def _semantic_event(self):
+        raw = [self._random.randrange(-100, 100) for _ in range(p.SEMANTIC_VALUES)]
+        with self._lock:
+            self._semantic_sequence += 1
+            self._semantic.append(p.encode_semantic(self._semantic_sequence, raw))
+
+    # ---- the telemetry pipe ------------------------------------------------------------------------
+    def _serve_telemetry(self, stream, stop):
+        reader = _Reader(stream, stop)
+        session = _Session()
+        while not stop.is_set():
+            byte = reader.exact(1)[0]
+            op = self.options.opcodes.op.get(byte)
+            self.requests[op.value if op else 'unknown'] += 1
+            try:
+                reply = self._answer(op, reader, session)
+            except MalformedFrame:
+                return                    # a garbled upload: the dog drops the connection
+            if self.stalled.is_set():
+                continue
+            if reply is not None:
+                stream.write(reply)
+
+    def _answer(self, op, reader, session):
+        """The reply bytes for one request (None for operations, which answer nothing)."""
+        o = self.options
+        if op is None:
+            self.unknown_requests += 1
+            return p.encode_reply(b'')
+        if op is Op.GET_VERSION:
+            version = p.encode_version(p.Version(*o.version, o.type_values[o.product]))
+            return p.encode_reply(version) if o.version_size_prefix else version
+        if op is Op.SET_PROPERTY:
+            index, value = reader.exact(2)
+            with self._lock:
+                self.properties.append((index, value))
+            return None
+        if op not in self.supported:
+            return p.encode_reply(b'')
+        if op is Op.FLUSH_AUDIO:
+            self.audio.flush()
+            return None
+        if op is Op.RPUT:
+            name, contents = o.rput.decode(reader.exact, reader.until_nul)
+            with self._lock:
+                self.files[name] = contents
+            return p.encode_reply(f'OK {len(contents)}'.encode()) if o.rput_reply == 'standard' \
+                else None
+        return self._standard_reply(self._data(op, session))
+
+    def _standard_reply(self, data):
+        o = self.options
+        self._replies += 1
+        if o.oversize_every and self._replies % o.oversize_every == 0:
+            return (p.MAX_REPLY + 1000).to_bytes(4, 'little')      # fault: the stream is lost
+        return p.encode_reply(data)
+
+    def _data(self, op, session):
+        if op is Op.GET_AUDIO:
+            return self.audio.take()
+        if op is Op.GET_VOICE_DATA:
+            with self._lock:
+                return self._voice or b''
+        if op is Op.GET_SEMANTIC:
+            with self._lock:
+                records, self._semantic = b''.join(self._semantic), collections.deque(
+                    maxlen=SEMANTIC_KEPT)
+            return records
+        if op in p.IMAGE_OPS:
+            return self._image(op, session)
+        return b''                        # GET_ARRAY_RAW: no arrays in this emulator
+
+    def _image(self, op, session):
+        """Auto-snapshot (§3.2): the first request starts it and answers nothing."""
+        if op not in session.snapshot:
+            session.snapshot.add(op)
+            return b''
+        rate = self.options.frame_rates[op]
+        if self.options.unthrottled:
+            number = session.served[op] + 1
+        else:
+            number = int((time.monotonic() - self._started) * rate)
+            if session.given.get(op) == number:
+                return b''                # no new frame yet
+        session.given[op] = number
+        session.served[op] += 1
+        data = self._frame(op, number, rate)
+        every = self.options.bad_size_every
+        if every and session.served[op] % every == 0:
+            return data[:len(data) // 2]  # fault: a reply of the wrong size
+        return data
+
+    def _frame(self, op, number, rate):
+        """Encoded frame number `number`; one lap of the ball is rendered once, then reused."""
+        lap = max(1, round(self.options.ball_period * rate))
+        key = (op, number % lap)
+        with self._lock:
+            data = self._frames.get(key)
+        if data is None:
+            data = self._encode(op, self.scene.render((number % lap) / rate))
+            with self._lock:
+                self._frames[key] = data
+        return data
+
+    def _encode(self, op, rgb):
+        if op is Op.GET_YUV10:
+            return p.encode_yuv10(rgb, self.options.yuv10)
+        if op is Op.GET_COLOR_IMAGE:
+            return color_detection(rgb).tobytes()
+        from PIL import Image
+        buffer = io.BytesIO()
+        Image.fromarray(rgb).save(buffer, 'JPEG', quality=self.options.jpeg_quality)
+        return buffer.getvalue()
+
+    # ---- the RCODE pipe (§2.10) ----------------------------------------------------------------------
+    def _serve_rcode(self, stream, stop):
+        text = p.ConsoleText()
+        stream.write(b'RCodePlus ready\r\n')
+        while not stop.is_set():
+            for line in text.feed(stream.read(4096, 0.2)):
+                if not line.strip():
+                    continue
+                with self._lock:
+                    self.rcode_lines.append(line)
+                reply = self.run_rcode(line)
+                if reply:
+                    stream.write(reply.encode('latin-1', 'replace') + b'\r\n')
+
+    def run_rcode(self, line):
+        """One RCODE statement → what the dog prints ('' for statements that print nothing)."""
+        tokens = re.findall(r'"[^"]*"|[^:\s]+', line)     # ':', space and tab separate
+        verb = tokens[0].upper()
+        if verb == 'PRINT' and len(tokens) >= 2 and tokens[1].startswith('"'):
+            values = [self._value(token) for token in tokens[2:]]
+            try:
+                return tokens[1].strip('"') % tuple(values)
+            except (TypeError, ValueError):
+                return f'ERROR: PRINT format does not match its {len(values)} values'
+        if verb == 'SET' and len(tokens) == 3:
+            try:
+                self.variables[tokens[1]] = self._value(tokens[2])
+            except ValueError:
+                return f'ERROR: bad value {tokens[2]}'
+            return ''
+        if verb in ('PLAY', 'STOP', 'WAIT', 'EDIT', 'END', 'RUN'):
+            return ''                     # actions run silently, as on the dog
+        return f'ERROR: unknown command {tokens[0]}'
+
+    def _value(self, token):
+        if token in self.variables:
+            return self.variables[token]
+        return int(token, 0)
+
+
+# ---- command line ----------------------------------------------------------------------------------
+def build_parser():
+    parser = argparse.ArgumentParser(prog='aibo_emulator', description=__doc__.split('\n\n')[0])
+    parser.add_argument('--host', default='127.0.0.1', help='address to listen on')
+    parser.add_argument('--telemetry-port', type=int, default=21001, help='binary pipe (0 = free)')
+    parser.add_argument('--rcode-port', type=int, default=21002, help='RCODE text pipe (RCodePlus)')
+    parser.add_argument('--product', choices=('rcodeplus', 'lifeplus'), default='rcodeplus')
+    parser.add_argument('--version', default='2.52', help='AiboPet version, e.g. 2.50')
+    parser.add_argument('--opcode', action='append', default=[], metavar='NAME=BYTE',
+                        help='override one request byte, e.g. get_yuv10=0x13 (repeatable)')
+    parser.add_argument('--yuv10-layout', choices=('interleaved', 'planar'), default='interleaved')
+    parser.add_argument('--yuv10-bit-order', choices=('msb', 'lsb'), default='msb')
+    parser.add_argument('--yuv10-chroma-first', choices=('U', 'V'), default='U')
+    parser.add_argument('--left-channel-first', action='store_true',
+                        help='audio samples left, right (the seed says right first)')
+    parser.add_argument('--version-size-prefix', action='store_true',
+                        help='send the version reply with a size prefix')
+    parser.add_argument('--unthrottled', action='store_true',
+                        help='a new frame for every image request (benchmarks)')
+    parser.add_argument('--rput-layout', default='name0,size32,data',
+                        help='RPUT fields after the opcode: ' + ', '.join(p.RPUT_FIELDS))
+    parser.add_argument('--bad-size-every', type=int, default=0,
+                        help='fault: every nth image reply has a wrong size')
+    return parser
+
+
+def options_from_args(args):
+    major, _, minor = args.version.partition('.')
+    opcodes = dict(item.split('=', 1) for item in args.opcode if '=' in item)
+    if len(opcodes) != len(args.opcode):
+        raise ValueError('--opcode takes NAME=BYTE')
+    return EmulatorOptions(
+        host=args.host, telemetry_port=args.telemetry_port, rcode_port=args.rcode_port,
+        product=args.product, version=(int(major), int(minor)),
+        opcodes=p.OpcodeMap({name: int(value, 0) for name, value in opcodes.items()}),
+        yuv10=p.Yuv10Format(layout=args.yuv10_layout, bit_order=args.yuv10_bit_order,
+                            chroma_first=args.yuv10_chroma_first),
+        right_channel_first=not args.left_channel_first,
+        version_size_prefix=args.version_size_prefix, unthrottled=args.unthrottled,
+        rput=p.RputLayout(args.rput_layout.split(',')), bad_size_every=args.bad_size_every)
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        emulator = AiboEmulator(options_from_args(args)).start()
+    except (ValueError, OSError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    print(f'AIBO emulator: {emulator.description}', flush=True)
+    wait_for_signal()
+    emulator.stop()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

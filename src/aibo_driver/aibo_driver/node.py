@@ -1,0 +1,304 @@
+"""ROS 2 node `aibo_driver`: a Sony AIBO ERS-2x0 running AiboPet's RCodePlus or LifePlus.
+
+    ros2 run aibo_driver aibo_driver --ros-args -p host:=192.168.0.20
+
+Topic, service and parameter tables: README.md ("AIBO driver").
+"""
+import os
+import sys
+
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+from std_msgs.msg import String
+
+from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
+from legacy_robot_common.driver_node import DriverNode, run_node
+from legacy_robot_common.messages import audio_info_msg
+from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_interfaces.msg import (AiboSensorWords, AudioData, AudioDataStamped, AudioInfo,
+                                         ColorDetection, SemanticEvent, VoiceMatches)
+from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand, UploadFile
+
+from . import conversions as convert
+from . import protocol as p
+from .client import (AudioReply, CameraFrame, ColorFrame, Connected, RcodeClient, RcodeLine,
+                     SemanticRecords, Settings, TelemetryClient, VoiceRecord)
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class AiboNode(DriverNode):
+    def __init__(self, **kwargs):
+        super().__init__('aibo_driver', hardware_id='Sony AIBO', **kwargs)
+        self._declare_parameters()
+        settings = self._settings()
+        self.telemetry = TelemetryClient(settings, logger=self.get_logger())
+        self.attach_client(self.telemetry, 'telemetry link')
+        self.rcode = None
+        if self.rcode_enabled:
+            self.rcode = RcodeClient(settings, self.rcode_quiet_time, logger=self.get_logger())
+            self.attach_client(self.rcode, 'RCODE link')
+        self.diagnostics.add_task('dog', self._dog_status)
+        self.rates = {name: RateMeter() for name in ('camera', 'color', 'audio')}
+        self.audio_chunks = 0
+        self._create_publishers()
+        self._create_services()
+        self.create_timer(1.0, self._publish_audio_info, callback_group=self.callback_group)
+        self.start_links()
+
+    # ---- parameters ----------------------------------------------------------------------------
+    def _declare_parameters(self):
+        d = lambda *a, **k: declare(self, *a, read_only=True, **k)  # noqa: E731
+        self.host = d('host', 'localhost', 'the AIBO\'s address')
+        self.ports = {name: d(name, default, what, minimum=1, maximum=65535)
+                      for name, default, what in (
+                          ('telemetry_port', 21001, 'binary telemetry pipe'),
+                          ('rcode_port', 21002, 'RCODE text pipe (RCodePlus)'))}
+        self.rcode_enabled = d('rcode_enabled', True, 'connect the RCODE pipe (LifePlus has none)')
+        self.product = d('product', 'auto', 'stick type: auto (from bType), rcodeplus, lifeplus',
+                         choices=('auto', 'rcodeplus', 'lifeplus'))
+        self.btypes = {product: d(f'btype_{product.value}', value, f'TELEMVER bType of '
+                                  f'{product.value} (unknown: an assumption)', minimum=0,
+                                  maximum=255)
+                       for product, value in ((p.Product.RCODEPLUS, 0), (p.Product.LIFEPLUS, 1))}
+        self.version_prefix = d('version_size_prefix', False, 'the version reply has a 4-byte '
+                                'size prefix (the seed says no)')
+        self.opcodes = {op.value: d(f'opcodes.{op.value}', byte, f'request byte of '
+                                    f'{op.value} (not public: an assumption)', minimum=0,
+                                    maximum=255)
+                        for op, byte in p.DEFAULT_OPCODES.items()}
+        self.camera_mode = d('camera_mode', 'yuv10', 'yuv10, jpeg or off',
+                             choices=('yuv10', 'jpeg', 'off'))
+        self.image_rate = d('image_rate', 10.0, 'camera requests per second', minimum=0.1,
+                            maximum=10000.0)
+        self.color_rate = d('color_rate', 10.0, 'colour-detection requests per second (0 = off)',
+                            minimum=0.0, maximum=10000.0)
+        self.audio_enabled = d('audio_enabled', True, 'poll the microphones')
+        self.audio_poll_rate = d('audio_poll_rate', 10.0, 'GETAUDIO requests per second',
+                                 minimum=3.0, maximum=1000.0)
+        self.voice_rate = d('voice_rate', 2.0, 'LifePlus voice polls per second (0 = off)',
+                            minimum=0.0, maximum=100.0)
+        self.semantic_rate = d('semantic_rate', 2.0, 'LifePlus semantic polls per second '
+                               '(0 = off)', minimum=0.0, maximum=100.0)
+        self.yuv10 = {name: d(f'yuv10_{name}', default, what, choices=choices)
+                      for name, default, what, choices in (
+                          ('layout', 'interleaved', 'interleaved or planar', ('interleaved', 'planar')),
+                          ('bit_order', 'msb', 'msb or lsb first', ('msb', 'lsb')),
+                          ('chroma_first', 'U', 'chroma on even pixels: U or V', ('U', 'V')),
+                          ('five_to_eight', 'shift3_or_msb', 'shift3 or shift3_or_msb',
+                           ('shift3', 'shift3_or_msb')),
+                          ('matrix', 'sony', 'colour matrix: sony (OPEN-R) or bt601',
+                           ('sony', 'bt601')))}
+        self.yuv10['chroma_offset'] = d('yuv10_chroma_offset', 128, 'chroma zero level',
+                                        minimum=0, maximum=255)
+        self.channel_order = d('audio_channel_order', 'right_first', 'stereo order on the wire',
+                               choices=('right_first', 'left_first'))
+        self.signed_words = d('sensor_words_signed', False, 'AP_SensorData words are signed')
+        self.decode_jpeg = d('decode_jpeg', True, 'also publish JPEG frames on camera/image_raw')
+        self.color_labels = d('color_labels', list(p.DEFAULT_COLOR_LABELS),
+                              'label of each colour-detection bit 0..7')
+        self.presets = d('property_presets', [''], 'SETPROPERTY presets "name=index:value"')
+        self.rput_enabled = d('rput_enabled', False, 'allow upload_file (experimental)')
+        self.rput_layout = d('rput_layout', ','.join(p.DEFAULT_RPUT_LAYOUT),
+                             'RPUT fields after the opcode (README)')
+        self.rput_reply = d('rput_reply', 'none', 'none, or standard (a sized reply follows)',
+                            choices=('none', 'standard'))
+        self.rput_max_bytes = d('rput_max_bytes', 1_000_000, 'largest upload', minimum=1,
+                                maximum=100_000_000)
+        self.reply_timeout = d('reply_timeout', 2.0, 's to wait for a reply before reconnecting',
+                               minimum=0.1, maximum=60.0)
+        self.unavailable_after = d('unavailable_after', 10.0, 's of empty replies before a '
+                                   'feature is reported unavailable', minimum=1.0)
+        self.rcode_timeout = d('rcode_timeout', 3.0, 's an RCODE command may take', minimum=0.1,
+                               maximum=120.0)
+        self.rcode_quiet_time = d('rcode_quiet_time', 0.3, 's of silence that ends an RCODE '
+                                  'reply', minimum=0.01, maximum=10.0)
+        self.frame_ids = {name: d(f'{name}_frame_id', default, f'{name} frame')
+                          for name, default in (('camera', 'aibo_camera'),
+                                                ('audio', 'aibo_head'), ('base', 'aibo_base'))}
+        self.field_of_view = d('camera_field_of_view', list(convert.FIELD_OF_VIEW),
+                               'horizontal and vertical field of view, rad')
+
+    def _settings(self):
+        try:
+            if len(self.color_labels) != 8 or len(self.field_of_view) != 2:
+                raise ValueError('color_labels needs 8 labels and camera_field_of_view 2 angles')
+            self.preset_table = {name: (index, value) for name, index, value in
+                                 (p.parse_preset(text) for text in self.presets if text.strip())}
+            return Settings(
+                host=self.host, telemetry_port=self.ports['telemetry_port'],
+                rcode_port=self.ports['rcode_port'], product=self.product,
+                type_values=self.btypes, version_size_prefix=self.version_prefix,
+                opcodes=p.OpcodeMap(self.opcodes), camera_mode=self.camera_mode,
+                image_rate=self.image_rate, color_rate=self.color_rate, audio=self.audio_enabled,
+                audio_poll_rate=self.audio_poll_rate, voice_rate=self.voice_rate,
+                semantic_rate=self.semantic_rate, yuv10=p.Yuv10Format(**self.yuv10),
+                right_channel_first=self.channel_order == 'right_first',
+                signed_sensor_words=self.signed_words, decode_jpeg=self.decode_jpeg,
+                reply_timeout=self.reply_timeout, unavailable_after=self.unavailable_after,
+                rput=(p.RputLayout(self.rput_layout.split(','), self.rput_max_bytes)
+                      if self.rput_enabled else None),
+                rput_reply=self.rput_reply)
+        except (ValueError, TypeError) as exc:
+            raise ParameterError(f'aibo_driver: {exc}') from None
+
+    # ---- publishers and services ---------------------------------------------------------------
+    def _create_publishers(self):
+        pub = self.publisher
+        self.image_pub = pub(Image, 'camera/image_raw', 2)
+        self.compressed_pub = pub(CompressedImage, 'camera/image_raw/compressed', 2)
+        self.info_pub = pub(CameraInfo, 'camera/camera_info', 2)
+        self.color_pub = pub(ColorDetection, 'color_detection', 2)
+        self.audio_pub = pub(AudioData, 'audio/audio', 50)
+        self.audio_stamped_pub = pub(AudioDataStamped, 'audio/audio_stamped', 50)
+        self.audio_info_pub = pub(AudioInfo, 'audio/audio_info', LATCHED)
+        self.words_pub = pub(AiboSensorWords, 'sensor_words', 50)
+        self.voice_pub = pub(VoiceMatches, 'voice')
+        self.semantic_pub = pub(SemanticEvent, 'semantic', 20)
+        self.rcode_pub = pub(String, 'rcode/output', 50)
+
+    def _create_services(self):
+        group = self.callback_group
+        for kind, name, handler in ((SetProperty, 'set_property', self._set_property),
+                                    (SetCameraMode, 'set_camera_mode', self._set_camera_mode),
+                                    (UploadFile, 'upload_file', self._upload),
+                                    (TextCommand, 'rcode_command', self._rcode_command)):
+            self.create_service(kind, name, handler, callback_group=group)
+
+    # ---- service handlers ----------------------------------------------------------------------
+    async def _await(self, send, timeout):
+        """send(resolve) starts a request; → (reply, None) or (None, error text)."""
+        future, resolve = self.reply_future(timeout)
+        try:
+            send(resolve)
+        except (ValueError, OSError) as exc:
+            resolve(exc)
+        reply = await future
+        return (None, str(reply)) if isinstance(reply, Exception) else (reply, None)
+
+    async def _set_property(self, request, response):
+        index, value = request.index, request.value
+        if request.preset:
+            if request.preset not in self.preset_table:
+                known = ', '.join(sorted(self.preset_table)) or 'none configured'
+                response.success = False
+                response.message = f'unknown preset {request.preset!r} (known: {known})'
+                return response
+            index, value = self.preset_table[request.preset]
+        reply, error = await self._await(
+            lambda resolve: self.telemetry.set_property(index, value, resolve), self.reply_timeout)
+        response.success, response.message = error is None, error or reply
+        return response
+
+    def _set_camera_mode(self, request, response):
+        color_rate = request.color_rate if request.color_rate > 0 else -1.0
+        try:
+            self.telemetry.set_camera(request.mode, request.image_rate, color_rate)
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success, response.message = True, f'camera: {request.mode}'
+        return response
+
+    async def _upload(self, request, response):
+        try:
+            with open(request.path, 'rb') as source:
+                contents = source.read(self.rput_max_bytes + 1)
+        except OSError as exc:
+            response.success, response.message = False, f'cannot read {request.path}: {exc}'
+            return response
+        name = request.remote_name or os.path.basename(request.path)
+        reply, error = await self._await(
+            lambda resolve: self.telemetry.upload(name, contents, resolve),
+            self.reply_timeout + len(contents) / 50_000)     # Wi-Fi of the time: ~50 kB/s
+        response.success, response.message = error is None, error or reply
+        response.bytes_sent = len(contents) if error is None else 0
+        return response
+
+    async def _rcode_command(self, request, response):
+        if self.rcode is None:
+            response.success, response.message = False, 'the RCODE pipe is off (rcode_enabled)'
+            return response
+        timeout = request.timeout or self.rcode_timeout
+        reply, error = await self._await(
+            lambda resolve: self.rcode.command(request.command, resolve, timeout), timeout + 2.0)
+        response.success = error is None
+        response.message = error or ('printed nothing' if not reply else 'ok')
+        response.reply = reply or ''
+        return response
+
+    # ---- records from the dog ------------------------------------------------------------------
+    def handle_record(self, record):
+        if isinstance(record, AudioReply):
+            self._publish_audio(record)
+        elif isinstance(record, CameraFrame):
+            self._publish_camera(record)
+        elif isinstance(record, ColorFrame):
+            self.rates['color'].tick()
+            self.color_pub.publish(convert.color_detection_msg(record, self.frame_ids['camera'],
+                                                               self.color_labels))
+        elif isinstance(record, VoiceRecord):
+            self.voice_pub.publish(convert.voice_msg(record, self.frame_ids['base']))
+        elif isinstance(record, SemanticRecords):
+            for msg in convert.semantic_msgs(record, self.frame_ids['base']):
+                self.semantic_pub.publish(msg)
+        elif isinstance(record, RcodeLine):
+            self.rcode_pub.publish(String(data=record.text))
+        elif isinstance(record, Connected):
+            self._publish_audio_info()
+
+    def _publish_camera(self, frame):
+        self.rates['camera'].tick()
+        image, compressed, info = convert.camera_msgs(frame, self.frame_ids['camera'],
+                                                      self.field_of_view)
+        if image is not None:
+            self.image_pub.publish(image)
+        if compressed is not None:
+            self.compressed_pub.publish(compressed)
+        self.info_pub.publish(info)
+
+    def _publish_audio(self, reply):
+        for stamped, words in convert.audio_msgs(reply, self.frame_ids['audio']):
+            self.rates['audio'].tick()
+            self.audio_chunks += 1
+            self.audio_pub.publish(stamped.audio)
+            self.audio_stamped_pub.publish(stamped)
+            self.words_pub.publish(words)
+
+    def _publish_audio_info(self):
+        self.audio_info_pub.publish(audio_info_msg(2, p.AUDIO_RATE))
+
+    # ---- diagnostics ---------------------------------------------------------------------------
+    def _dog_status(self):
+        t = self.telemetry
+        if t.version is None:
+            return ERROR, 'no version reply from the dog yet', {'host': self.host}
+        sequence = t.audio_sequence
+        values = {'AiboPet version': str(t.version), 'product': t.product.value,
+                  'bType': t.version.type_byte, 'camera mode': t.camera_mode,
+                  'camera frames per second': self.rates['camera'].rate,
+                  'colour frames per second': self.rates['color'].rate,
+                  'audio chunks per second': self.rates['audio'].rate,
+                  'audio chunks': self.audio_chunks, 'audio chunks lost': sequence.lost,
+                  'audio sequence restarts': sequence.restarts,
+                  'bad replies': t.counters.bad_frames, 'records dropped': self.records_dropped}
+        unavailable = [op.value for op, poller in t.pollers.items() if not poller.available]
+        for op, poller in t.pollers.items():
+            values[f'{op.value}'] = (f'{"available" if poller.available else "unavailable"}: '
+                                     f'{poller.replies_with_data} of {poller.requests} replies '
+                                     'with data')
+        if t.camera_note:
+            values['camera note'] = t.camera_note
+        if unavailable:
+            return WARN, f'unavailable on this stick: {", ".join(unavailable)}', values
+        if sequence.lost:
+            return WARN, f'{sequence.lost} audio chunks lost', values
+        return OK, f'AiboPet {t.version} {t.product.value}', values
+
+
+def main(args=None):
+    return run_node(AiboNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

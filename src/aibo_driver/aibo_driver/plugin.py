@@ -1,0 +1,129 @@
+"""How the AIBO driver appears in bringup, the demo and the launch files.
+
+The demo watches the emulated dog's camera (YUV10, then JPEG after a mode switch),
+colour detection, microphones and RCODE console; it sets a device property and
+asks RCODE for a reading, and writes PNGs of a YUV10 frame, a JPEG frame and the
+colour mask, the JPEG bytes as the dog sent them, and a WAV of the audio.
+"""
+import numpy as np
+from sensor_msgs.msg import CompressedImage, Image
+from std_msgs.msg import String
+
+from legacy_robot_common.artifacts import save_lines, save_png, save_wav
+from legacy_robot_common.messages import image_to_array
+from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
+from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
+from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand
+
+from . import protocol as p
+from .emulator import AiboEmulator, EmulatorOptions
+from .node import AiboNode
+
+JPEG_AT = 8.0              # s into the demo: the camera switches from YUV10 to JPEG
+MASK_COLOURS = {0: (235, 110, 190), 4: (40, 70, 200), 3: (230, 180, 150), 5: (180, 200, 60)}
+
+
+class DemoEmulator:
+    """The emulator as bringup sees it: RCodePlus on free ports."""
+
+    def __init__(self):
+        self.emulator = AiboEmulator(EmulatorOptions(telemetry_port=0, rcode_port=0)).start()
+        self.parameters = self.emulator.parameters
+        self.description = self.emulator.description
+
+    def stop(self):
+        self.emulator.stop()
+
+
+class AudioCounter:
+    """Live-table summary of sensor_words: chunks seen and chunks missing by sequence number."""
+
+    def __init__(self):
+        self.tracker = p.SequenceTracker()
+        self.chunks = 0
+
+    def __call__(self, msg):
+        self.chunks += 1
+        self.tracker.update(msg.sequence)
+        return f'chunks {self.chunks} lost {self.tracker.lost} words {msg.word0},{msg.word1}'
+
+
+def colour_mask_picture(mask):
+    """72×88 CDT bits → 144×176×3 picture: each matched channel in its colour."""
+    picture = np.zeros(mask.shape + (3,), dtype=np.uint8)
+    for bit, colour in MASK_COLOURS.items():
+        picture[(mask >> bit) & 1 == 1] = colour
+    return picture.repeat(2, axis=0).repeat(2, axis=1)
+
+
+class DogWatcher(DemoScript):
+    def __init__(self):
+        super().__init__()
+        self.yuv10_frame = self.jpeg_frame = self.jpeg_bytes = self.mask = None
+        self.audio = []
+        self.rcode_output = []
+        self.switched = False
+
+    def setup(self, node, namespace):
+        client = lambda kind, name: node.create_client(kind, f'{namespace}/{name}')  # noqa: E731
+        self.camera = client(SetCameraMode, 'set_camera_mode')
+        self.property = client(SetProperty, 'set_property')
+        self.console = client(TextCommand, 'rcode_command')
+
+    def act(self, elapsed):
+        if elapsed >= 1.0:
+            self.call_once('property', self.property, SetProperty.Request(preset='gain_high'))
+            self.call_once('rcode', self.console, TextCommand.Request(
+                command='PRINT:"battery %d%% distance %d mm":Battery_Rest:Distance'))
+        if elapsed >= JPEG_AT and self.yuv10_frame is not None:
+            self.call_once('jpeg', self.camera, SetCameraMode.Request(mode='jpeg'))
+            self.switched = 'jpeg' in self.requested
+
+    def on_message(self, topic, msg):
+        if topic == 'camera/image_raw' and not self.switched:
+            self.yuv10_frame = image_to_array(msg).copy()
+        elif topic == 'camera/image_raw/compressed':
+            self.jpeg_bytes = bytes(msg.data)
+        elif topic == 'color_detection':
+            self.mask = image_to_array(msg.mask).copy()
+        elif topic == 'audio/audio_stamped':
+            self.audio.append(bytes(msg.audio.data))
+        elif topic == 'rcode/output':
+            self.rcode_output.append(msg.data)
+
+    def write_artifacts(self, folder):
+        paths = []
+        if self.yuv10_frame is not None:
+            paths.append(save_png(folder / 'yuv10_frame.png', self.yuv10_frame))
+        if self.jpeg_bytes is not None:
+            jpeg = folder / 'jpeg_frame.jpg'
+            jpeg.parent.mkdir(parents=True, exist_ok=True)
+            jpeg.write_bytes(self.jpeg_bytes)
+            from .client import decode_jpeg
+            paths += [jpeg, save_png(folder / 'jpeg_frame.png', decode_jpeg(self.jpeg_bytes))]
+        if self.mask is not None:
+            paths.append(save_png(folder / 'color_mask.png', colour_mask_picture(self.mask)))
+        if self.audio:
+            paths.append(save_wav(folder / 'audio.wav', b''.join(self.audio), p.AUDIO_RATE, 2))
+        paths.append(save_lines(folder / 'rcode_output.txt', self.rcode_output))
+        return paths
+
+
+PLUGIN = RobotPlugin(
+    name='aibo', package='aibo_driver', node_name='aibo_driver', executable='aibo_driver',
+    emulator_executable='aibo_emulator', config_file='aibo.yaml',
+    create_node=AiboNode,
+    start_emulator=DemoEmulator,
+    emulator_arguments=('--telemetry-port', '21001', '--rcode-port', '21002'),
+    sim_parameters={'host': '127.0.0.1', 'telemetry_port': 21001, 'rcode_port': 21002},
+    demo_topics=(
+        DemoTopic('camera/image_raw', Image, lambda m: f'{m.width}x{m.height} {m.encoding}'),
+        DemoTopic('camera/image_raw/compressed', CompressedImage,
+                  lambda m: f'{len(m.data)} bytes {m.format}'),
+        DemoTopic('color_detection', ColorDetection,
+                  lambda m: f'{sum(1 for b in m.mask.data if b & 1)} pink-ball cells'),
+        DemoTopic('audio/audio_stamped', AudioDataStamped, lambda m: f'{len(m.audio.data)} bytes'),
+        DemoTopic('sensor_words', AiboSensorWords, AudioCounter()),
+        DemoTopic('rcode/output', String, lambda m: m.data),
+    ),
+    make_demo_script=DogWatcher)
