@@ -1,0 +1,278 @@
+"""The telemetry and RCODE clients against the AIBO emulator over real loopback TCP."""
+import collections
+import socket
+import threading
+
+import numpy as np
+import pytest
+
+from aibo_driver import protocol as p
+from aibo_driver.client import (AudioReply, CameraFrame, ColorFrame, Connected, RcodeClient,
+                                RcodeLine, SemanticRecords, Settings, TelemetryClient,
+                                VoiceRecord)
+from aibo_driver.emulator import AiboEmulator, EmulatorOptions
+from aibo_driver.scene import audio_chunk
+from helpers import wait_for
+from legacy_robot_common.emulator import TcpEmulatorServer
+
+Op = p.Op
+
+
+class Session:
+    """An emulator and a started client whose records are collected by type."""
+
+    def __init__(self, options=None, **settings):
+        options = options or EmulatorOptions()
+        options.telemetry_port = options.telemetry_port if options.telemetry_port != 21001 else 0
+        options.rcode_port = 0
+        self.emulator = AiboEmulator(options).start()
+        self.records = collections.defaultdict(list)
+        self.client = self.start_client(TelemetryClient, **settings)
+
+    def start_client(self, kind, **settings):
+        settings = Settings(host='127.0.0.1', telemetry_port=self.emulator.telemetry.port,
+                            rcode_port=self.emulator.rcode.port if self.emulator.rcode else 9,
+                            **settings)
+        client = kind(settings)
+        client.on_record = lambda record: self.records[type(record)].append(record)
+        client.start()
+        return client
+
+    def wait(self, kind, count=1, timeout=10.0):
+        assert wait_for(lambda: len(self.records[kind]) >= count, timeout), \
+            f'{count} {kind.__name__} wanted, got {len(self.records[kind])} ' \
+            f'(last error: {self.client.counters.last_error!r})'
+        return self.records[kind]
+
+    def close(self):
+        self.client.stop()
+        self.emulator.stop()
+
+
+@pytest.fixture
+def session():
+    sessions = []
+
+    def make(options=None, **settings):
+        sessions.append(Session(options, **settings))
+        return sessions[-1]
+    yield make
+    for s in sessions:
+        s.close()
+
+
+def _scene_frame(emulator, frame):
+    """How far a decoded frame is from every picture of the ball's lap (the best match)."""
+    best = min(np.abs(frame.astype(int) - emulator.scene.render(n / 10.0)).mean()
+               for n in range(80))
+    return best
+
+
+def test_rcodeplus_streams_camera_colour_and_audio_but_no_lifeplus_data(session):
+    s = session()
+    connected = s.wait(Connected)[0]
+    assert connected.product is p.Product.RCODEPLUS and str(connected.version) == '2.52'
+    assert Op.GET_VOICE_DATA not in connected.polled and Op.GET_SEMANTIC not in connected.polled
+    frames = s.wait(CameraFrame, 5)
+    assert frames[-1].rgb.shape == (144, 176, 3) and frames[-1].jpeg is None
+    assert _scene_frame(s.emulator, frames[-1].rgb) < 6          # the picture the dog saw
+    mask = s.wait(ColorFrame, 3)[-1].mask
+    assert mask.shape == (72, 88) and (mask & 3 == 3).any() and (mask & 16).any()
+    replies = s.wait(AudioReply, 5)
+    chunks = [c for r in replies for c in r.chunks]
+    assert [c.sequence for c in chunks] == list(range(chunks[0].sequence,
+                                                      chunks[0].sequence + len(chunks)))
+    assert np.array_equal(chunks[0].pcm, audio_chunk(chunks[0].sequence))   # left, right
+    assert s.client.audio_sequence.lost == 0
+    assert s.emulator.requests['get_voice_data'] == 0 and s.emulator.requests['flush_audio'] == 1
+    # auto-snapshot: the first request of each image kind answered nothing
+    yuv10 = s.client.pollers[Op.GET_YUV10]
+    assert yuv10.requests > yuv10.replies_with_data
+
+
+def test_lifeplus_voice_and_semantic_records(session):
+    s = session(EmulatorOptions(product='lifeplus'), semantic_rate=5.0)
+    assert s.wait(Connected)[0].product is p.Product.LIFEPLUS
+    voice = s.wait(VoiceRecord, 1, timeout=8)[0]
+    assert len(voice.matches) == 10
+    confidences = [c for _, c in voice.matches]
+    assert confidences == sorted(confidences, reverse=True)
+    semantic = s.wait(SemanticRecords, 2, timeout=10)
+    sequences = [r[0] for batch in semantic for r in batch.records]
+    assert sequences == sorted(set(sequences))              # each event once
+    assert s.emulator.rcode is None and s.emulator.requests['rput'] == 0
+    with pytest.raises(ValueError, match='LifePlus'):
+        s.client.settings.rput = p.RputLayout()
+        s.client.upload('x', b'1', lambda r: None)
+
+
+def test_unknown_btype_polls_everything_and_reports_what_never_answers(session):
+    s = session(EmulatorOptions(type_values={'rcodeplus': 9, 'lifeplus': 1}),
+                unavailable_after=1.0)
+    connected = s.wait(Connected)[0]
+    assert connected.product is p.Product.UNKNOWN and Op.GET_VOICE_DATA in connected.polled
+    assert wait_for(lambda: not s.client.pollers[Op.GET_VOICE_DATA].available, 5)
+    assert s.client.pollers[Op.GET_YUV10].available
+    requests = s.emulator.requests['get_voice_data']
+    s.wait(CameraFrame, len(s.records[CameraFrame]) + 10)
+    assert s.emulator.requests['get_voice_data'] <= requests + 1     # polled rarely now
+
+
+@pytest.mark.parametrize('fmt', [p.Yuv10Format(layout='planar', bit_order='lsb'),
+                                 p.Yuv10Format(bit_order='lsb', chroma_first='V', matrix='bt601')],
+                         ids=['planar-lsb', 'lsb-V-bt601'])
+def test_yuv10_variants_work_when_both_sides_agree(session, fmt):
+    s = session(EmulatorOptions(yuv10=fmt), yuv10=fmt)
+    assert _scene_frame(s.emulator, s.wait(CameraFrame, 3)[-1].rgb) < 6
+    wrong = session(EmulatorOptions(yuv10=fmt))                   # the client keeps the default
+    assert _scene_frame(wrong.emulator, wrong.wait(CameraFrame, 3)[-1].rgb) > 20
+
+
+def test_custom_opcodes_version_prefix_and_left_first_audio(session):
+    opcodes = p.OpcodeMap({'get_version': 0x56, 'get_yuv10': 0x59, 'get_audio': 0x41})
+    s = session(EmulatorOptions(opcodes=opcodes, version_size_prefix=True,
+                                right_channel_first=False),
+                opcodes=opcodes, version_size_prefix=True, right_channel_first=False)
+    s.wait(CameraFrame, 2)
+    chunk = s.wait(AudioReply)[0].chunks[0]
+    assert np.array_equal(chunk.pcm, audio_chunk(chunk.sequence))
+
+
+def test_jpeg_mode_and_switching_at_run_time(session):
+    s = session(camera_mode='jpeg')
+    frame = s.wait(CameraFrame, 2)[-1]
+    assert frame.jpeg[:2] == b'\xff\xd8' and frame.rgb.shape == (144, 176, 3)
+    assert _scene_frame(s.emulator, frame.rgb) < 8
+    s.client.set_camera('yuv10', 20.0)
+    count = len(s.records[CameraFrame])
+    frames = s.wait(CameraFrame, count + 3)
+    assert frames[-1].jpeg is None and s.client.camera_mode == 'yuv10'
+    s.client.set_camera('off')
+    assert wait_for(lambda: Op.GET_YUV10 not in s.client.pollers, 3)
+    with pytest.raises(ValueError, match='camera mode'):
+        s.client.set_camera('mpeg')
+
+
+def test_old_stick_falls_back_from_yuv10_to_jpeg(session):
+    s = session(EmulatorOptions(version=(2, 50)))
+    assert s.wait(Connected)[0].camera_mode == 'jpeg'
+    assert 'YUV10 needs AiboPet 2.51' in s.client.camera_note
+    assert s.wait(CameraFrame, 2)[-1].jpeg is not None
+
+
+def test_wrong_sizes_are_counted_and_the_stream_goes_on(session):
+    s = session(EmulatorOptions(bad_size_every=3))
+    s.wait(CameraFrame, 6)
+    assert s.client.counters.bad_frames >= 2 and s.client.counters.reconnects == 0
+    assert 'bytes, expected' in s.client.counters.last_error
+
+
+def test_oversized_reply_restarts_the_connection(session):
+    s = session(EmulatorOptions(oversize_every=40))
+    assert wait_for(lambda: s.client.counters.reconnects >= 1, 15)
+    assert 'over 32000' in s.client.counters.last_error
+    count = len(s.records[CameraFrame])
+    s.wait(CameraFrame, count + 3)
+
+
+def test_reconnects_after_the_dog_goes_away_and_after_a_stall(session):
+    s = session(reply_timeout=0.5)
+    s.wait(CameraFrame, 2)
+    port = s.emulator.telemetry.port
+    s.emulator.stop()
+    assert wait_for(lambda: not s.client.connected, 5)
+    s.emulator = AiboEmulator(EmulatorOptions(telemetry_port=port, rcode_port=0)).start()
+    assert wait_for(lambda: s.client.counters.reconnects >= 1, 15)
+    count = len(s.records[CameraFrame])
+    s.wait(CameraFrame, count + 2)
+    s.emulator.stalled.set()
+    assert wait_for(lambda: 'no data' in s.client.counters.last_error, 5)
+    s.emulator.stalled.clear()
+    assert wait_for(lambda: s.client.counters.reconnects >= 2, 15)
+
+
+def test_not_an_aibo_is_refused_clearly(session):
+    def http_server(stream, stop):
+        stream.read(16, 2.0)
+        stream.write(b'HTTP/1.0 400 Bad\r\n\r\n')
+    server = TcpEmulatorServer(http_server, port=0)
+    server.start()
+    try:
+        client = TelemetryClient(Settings(host='127.0.0.1', telemetry_port=server.port))
+        client.start()
+        assert wait_for(lambda: client.counters.bad_frames >= 1, 5)
+        assert 'AiboPet' in client.counters.last_error and client.counters.connects == 0
+        client.stop()
+    finally:
+        server.stop()
+
+
+def test_set_property_and_rput_layouts(session):
+    s = session(EmulatorOptions(rput=p.RputLayout(['size32', 'name8', 'data']),
+                                rput_reply='standard'),
+                rput=p.RputLayout(['size32', 'name8', 'data']), rput_reply='standard')
+    s.wait(Connected)
+    results = []
+    s.client.set_property(2, 3, results.append)
+    s.client.upload('dance.mtn', bytes(range(256)) * 10, results.append)
+    assert wait_for(lambda: len(results) == 2, 5)
+    assert results[0] == 'property 2 set to 3' and s.emulator.properties == [(2, 3)]
+    assert results[1].startswith('2560 bytes sent as dance.mtn')
+    assert s.emulator.files == {'dance.mtn': bytes(range(256)) * 10}
+    count = len(s.records[CameraFrame])
+    s.wait(CameraFrame, count + 2)                    # still in step after the upload
+
+
+def test_operations_fail_cleanly_when_not_connected():
+    client = TelemetryClient(Settings(host='127.0.0.1', telemetry_port=9))
+    results = []
+    client.set_property(1, 1, results.append)
+    assert isinstance(results[0], ConnectionError)
+    with pytest.raises(ValueError, match='disabled'):
+        client.upload('x', b'', results.append)
+
+
+def test_rcode_console(session):
+    s = session()
+    rcode = s.start_client(RcodeClient)
+    assert wait_for(lambda: rcode.connected, 5)
+    replies = []
+    done = threading.Event()
+
+    def ask(line):
+        replies.clear()
+        done.clear()
+        rcode.command(line, lambda reply: (replies.append(reply), done.set()), timeout=2.0)
+        assert done.wait(5)
+        return replies[0]
+    assert ask('SET:Distance:250') == ''
+    assert ask('PRINT:"head %d mm":Distance') == 'head 250 mm'
+    assert ask('PLAY ACTION WALK 0 500') == ''
+    assert ask('JUMP:HIGH').startswith('ERROR: unknown command')
+    assert s.emulator.rcode_lines[-2] == 'PLAY ACTION WALK 0 500'
+    assert any(r.text == 'head 250 mm' for r in s.records[RcodeLine])
+    with pytest.raises(ValueError):
+        rcode.command('PRINT:"a"\nPRINT:"b"', print)
+    rcode.stop()
+
+
+def test_audio_ring_keeps_the_older_chunks_when_full():
+    emulator = AiboEmulator(EmulatorOptions(telemetry_port=0, rcode_port=0))
+    for _ in range(20):
+        emulator.audio.produce()
+    assert emulator.audio.overruns == 5
+    first = p.decode_audio(emulator.audio.take())
+    assert [c.sequence for c in first] == list(range(10))
+    assert [c.sequence for c in p.decode_audio(emulator.audio.take())] == list(range(10, 15))
+    assert emulator.audio.take() == b''                      # fewer than 2 waiting
+
+
+def test_emulator_answers_unknown_bytes_with_size_zero():
+    emulator = AiboEmulator(EmulatorOptions(telemetry_port=0, rcode_port=0)).start()
+    try:
+        with socket.create_connection(('127.0.0.1', emulator.telemetry.port), 2) as sock:
+            sock.sendall(b'\xee')
+            assert sock.recv(4) == b'\0\0\0\0'
+        assert emulator.unknown_requests == 1
+    finally:
+        emulator.stop()
