@@ -166,6 +166,7 @@ class TelemetryClient(ReconnectingClient):
         self._camera_request = None
         self._last_voice = None
         self._last_semantic = None
+        self._held = []
 
     def _open(self):
         return SocketStream.connect(self.settings.host, self.settings.telemetry_port)
@@ -191,10 +192,12 @@ class TelemetryClient(ReconnectingClient):
                 now = time.monotonic()
                 poller = self._due_poller(now)
                 if poller is None:
+                    self._release()
                     self.idle(self._next_due() - now)
                 else:
                     self._poll(link, poller)
         finally:
+            self._release()
             self._fail_operations(ConnectionError('link lost'))
 
     def _read_version(self, link):
@@ -270,6 +273,16 @@ class TelemetryClient(ReconnectingClient):
                 self.reject(exc, f'{poller.op.value} reply')
         poller.schedule(time.monotonic(), bool(data), full, self.settings.unavailable_after)
 
+    def _hold(self, record):
+        self._held.append(record)
+
+    def _release(self):
+        """Deliver the records of one round of requests together: the node then wakes once
+        for audio, camera and colour instead of three times (each wake-up costs about 1 ms)."""
+        held, self._held = self._held, []
+        for record in held:
+            self.deliver(record)
+
     def _read_reply(self, link):
         try:
             size = p.reply_size(link.read_exact(4))
@@ -286,27 +299,27 @@ class TelemetryClient(ReconnectingClient):
             chunks = p.decode_audio(data, self.settings.right_channel_first,
                                     self.settings.signed_sensor_words)
             missing = [self.audio_sequence.update(chunk.sequence) for chunk in chunks]
-            self.deliver(AudioReply(chunks, missing, received))
+            self._hold(AudioReply(chunks, missing, received))
             return len(chunks) == p.AUDIO_MAX_RECORDS
         if op is Op.GET_YUV10:
-            self.deliver(CameraFrame(self.decoder.decode(data), None, received))
+            self._hold(CameraFrame(self.decoder.decode(data), None, received))
         elif op is Op.GET_JPEG:
             p.check_jpeg(data)
-            self.deliver(CameraFrame(decode_jpeg(data) if self.settings.decode_jpeg else None,
+            self._hold(CameraFrame(decode_jpeg(data) if self.settings.decode_jpeg else None,
                                      data, received))
         elif op is Op.GET_COLOR_IMAGE:
-            self.deliver(ColorFrame(p.decode_color_image(data), received))
+            self._hold(ColorFrame(p.decode_color_image(data), received))
         elif op is Op.GET_VOICE_DATA:
             matches = p.decode_voice(data)
             if matches != self._last_voice:     # the dog repeats its latest record
                 self._last_voice = matches
-                self.deliver(VoiceRecord(matches, received))
+                self._hold(VoiceRecord(matches, received))
         elif op is Op.GET_SEMANTIC:
             records = [r for r in p.decode_semantic(data)
                        if self._last_semantic is None or r[0] != self._last_semantic]
             if records:
                 self._last_semantic = records[-1][0]
-                self.deliver(SemanticRecords(records, received))
+                self._hold(SemanticRecords(records, received))
         return False
 
     # ---- camera mode (any thread) ---------------------------------------------------------------

@@ -258,12 +258,20 @@ class AiboNode(DriverNode):
         self.info_pub.publish(info)
 
     def _publish_audio(self, reply):
-        for stamped, words in convert.audio_msgs(reply, self.frame_ids['audio']):
+        """Each chunk on the topics someone listens to: 31 chunks a second, three messages
+        each, are not built for nobody."""
+        self.audio_chunks += len(reply.chunks)
+        for _ in reply.chunks:
             self.rates['audio'].tick()
-            self.audio_chunks += 1
-            self.audio_pub.publish(stamped.audio)
-            self.audio_stamped_pub.publish(stamped)
-            self.words_pub.publish(words)
+        wanted = [pub for pub in (self.audio_pub, self.audio_stamped_pub, self.words_pub)
+                  if pub.get_subscription_count()]
+        if not wanted:
+            return
+        for stamped, words in convert.audio_msgs(reply, self.frame_ids['audio']):
+            for pub, msg in ((self.audio_pub, stamped.audio), (self.audio_stamped_pub, stamped),
+                             (self.words_pub, words)):
+                if pub in wanted:
+                    pub.publish(msg)
 
     def _publish_audio_info(self):
         self.audio_info_pub.publish(audio_info_msg(2, p.AUDIO_RATE))

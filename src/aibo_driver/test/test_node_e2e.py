@@ -1,0 +1,160 @@
+"""aibo_driver as a real process against the emulator, observed over DDS from this process."""
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+from std_msgs.msg import String
+
+from aibo_driver import protocol as p
+from aibo_driver.emulator import AiboEmulator, EmulatorOptions
+from helpers import run_module, wait_for
+from legacy_robot_common.messages import image_to_array
+from legacy_robot_interfaces.msg import (AiboSensorWords, AudioData, AudioDataStamped, AudioInfo,
+                                         ColorDetection, SemanticEvent, VoiceMatches)
+from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand, UploadFile
+from ros_observer import DriverProcesses
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+@pytest.fixture
+def setup():
+    drivers = DriverProcesses()
+
+    def start(options=None, **parameters):
+        options = options or EmulatorOptions()
+        options.telemetry_port = options.rcode_port = 0
+        emulator = AiboEmulator(options).start()
+        emulator, process, ros = drivers.start('aibo_driver.node', '/dog', emulator,
+                                               {**emulator.parameters, **parameters})
+        assert wait_for(lambda: emulator.requests['get_audio'] > 0, 20), 'no connection'
+        return emulator, process, ros
+    yield start
+    drivers.stop_all()
+
+
+def _status(diagnostics, suffix):
+    for array in reversed(diagnostics):
+        for status in array.status:
+            if status.name.endswith(suffix):
+                return status
+    return None
+
+
+def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
+    emulator, process, ros = setup(property_presets=['gain_high=2:3'], rput_enabled=True)
+    topics = {name: ros.listen(kind, name) for name, kind in (
+        ('camera/image_raw', Image), ('camera/image_raw/compressed', CompressedImage),
+        ('camera/camera_info', CameraInfo), ('color_detection', ColorDetection),
+        ('audio/audio', AudioData), ('audio/audio_stamped', AudioDataStamped),
+        ('sensor_words', AiboSensorWords), ('rcode/output', String))}
+    info = ros.listen(AudioInfo, 'audio/audio_info', LATCHED)
+    diagnostics = []
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+    assert ros.spin_until(lambda: all(topics[t] for t in ('camera/image_raw', 'color_detection',
+                                                          'sensor_words', 'audio/audio')), 20)
+    image = topics['camera/image_raw'][-1]
+    assert (image.width, image.height, image.encoding) == (176, 144, 'rgb8')
+    assert image.header.frame_id == 'aibo_camera'
+    assert ros.spin_until(lambda: topics['camera/camera_info'], 5)
+    assert topics['camera/camera_info'][-1].k[0] == pytest.approx(88 / np.tan(np.radians(28.8)))
+    color = topics['color_detection'][-1]
+    assert color.channel_labels[0] == 'pink ball' and len(color.channel_labels) == 8
+    assert image_to_array(color.mask).shape == (72, 88)
+    stamped = topics['audio/audio_stamped'][-1] if topics['audio/audio_stamped'] else None
+    assert stamped is None or len(stamped.audio.data) == 2048
+    assert ros.spin_until(lambda: info, 5)
+    assert (info[0].channels, info[0].sample_rate, info[0].sample_format) == (2, 16000, 'S16LE')
+    sequences = [m.sequence for m in topics['sensor_words']]
+    assert sequences == list(range(sequences[0], sequences[0] + len(sequences)))
+
+    reply = ros.call(SetProperty, 'set_property', SetProperty.Request(preset='gain_high'))
+    assert reply.success, reply.message
+    assert ros.call(SetProperty, 'set_property', SetProperty.Request(index=5, value=1)).success
+    assert emulator.properties == [(2, 3), (5, 1)]
+    reply = ros.call(SetProperty, 'set_property', SetProperty.Request(preset='turbo'))
+    assert not reply.success and 'gain_high' in reply.message
+
+    reply = ros.call(TextCommand, 'rcode_command',
+                     TextCommand.Request(command='PRINT:"v%d":AP_Version'))
+    assert reply.success and reply.reply == 'v252'
+    assert ros.spin_until(lambda: any(m.data == 'v252' for m in topics['rcode/output']), 5)
+
+    motion = tmp_path / 'wave.mtn'
+    motion.write_bytes(b'MTN' + bytes(500))
+    reply = ros.call(UploadFile, 'upload_file', UploadFile.Request(path=str(motion)))
+    assert reply.success and reply.bytes_sent == 503, reply.message
+    assert emulator.files == {'wave.mtn': b'MTN' + bytes(500)}
+    reply = ros.call(UploadFile, 'upload_file', UploadFile.Request(path=str(tmp_path / 'nope')))
+    assert not reply.success and 'cannot read' in reply.message
+
+    reply = ros.call(SetCameraMode, 'set_camera_mode', SetCameraMode.Request(mode='jpeg'))
+    assert reply.success, reply.message
+    assert ros.spin_until(lambda: topics['camera/image_raw/compressed'], 10)
+    jpeg = topics['camera/image_raw/compressed'][-1]
+    assert jpeg.format == 'rgb8; jpeg compressed bgr8' and bytes(jpeg.data[:2]) == b'\xff\xd8'
+    reply = ros.call(SetCameraMode, 'set_camera_mode', SetCameraMode.Request(mode='mpeg'))
+    assert not reply.success and 'camera mode' in reply.message
+
+    assert ros.spin_until(lambda: _status(diagnostics, ': dog') is not None, 5)
+    dog = _status(diagnostics, ': dog')
+    assert dog.level == DiagnosticStatus.OK, dog.message
+    values = {v.key: v.value for v in dog.values}
+    assert values['product'] == 'rcodeplus' and values['audio chunks lost'] == '0'
+
+
+def test_lifeplus_voice_and_semantic_topics(setup):
+    emulator, process, ros = setup(EmulatorOptions(product='lifeplus'))
+    voice = ros.listen(VoiceMatches, 'voice')
+    semantic = ros.listen(SemanticEvent, 'semantic')
+    assert ros.spin_until(lambda: voice and len(semantic) >= 2, 15)
+    assert len(voice[0].ids) == 10 and len(semantic[0].raw) == 10
+    assert semantic[1].sequence == semantic[0].sequence + 1
+    reply = ros.call(TextCommand, 'rcode_command', TextCommand.Request(command='PRINT:"x"'))
+    assert not reply.success and 'rcode_enabled' in reply.message
+    reply = ros.call(UploadFile, 'upload_file', UploadFile.Request(path='/etc/hostname'))
+    assert not reply.success
+
+
+def test_reconnects_when_the_dog_comes_back(setup):
+    emulator, process, ros = setup()
+    images = ros.listen(Image, 'camera/image_raw')
+    assert ros.spin_until(lambda: images, 20)
+    port = emulator.telemetry.port
+    emulator.stop()
+    emulator.options.telemetry_port = port
+    revived = AiboEmulator(emulator.options).start()
+    try:
+        count = len(images)
+        assert ros.spin_until(lambda: len(images) > count + 3, 20)
+    finally:
+        revived.stop()
+    assert process.poll() is None
+
+
+@pytest.mark.parametrize('parameters, complaint', [
+    (['-p', 'yuv10_layout:=zigzag'], 'yuv10_layout'),
+    (['-p', 'opcodes.get_jpeg:=3'], 'share the byte 3'),
+    (['-p', 'property_presets:=[gain]'], 'name=index:value'),
+    (['-p', 'audio_poll_rate:=1.0'], 'audio_poll_rate'),
+])
+def test_bad_parameters_exit_2_with_a_clear_message(parameters, complaint):
+    result = run_module('aibo_driver.node', '--ros-args', *parameters, timeout=30)
+    assert result.returncode == 2
+    assert complaint in result.stderr
+
+
+def test_no_audio_chunk_lost_in_two_minutes(setup):
+    """Real-dog pacing with every stream on: the sequence numbers reaching ROS have no gap."""
+    emulator, process, ros = setup()
+    words = ros.listen(AiboSensorWords, 'sensor_words', 100)
+    ros.listen(Image, 'camera/image_raw')
+    ros.listen(ColorDetection, 'color_detection')
+    assert ros.spin_until(lambda: words, 20)
+    overruns = emulator.audio.overruns        # the ring overflowed before the driver connected
+    ros.spin_until(lambda: False, 120.0)
+    sequences = [m.sequence for m in words]
+    assert len(sequences) >= 0.95 * 120 / p.CHUNK_SECONDS
+    assert sequences == list(range(sequences[0], sequences[0] + len(sequences)))
+    assert emulator.audio.overruns == overruns
