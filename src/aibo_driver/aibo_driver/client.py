@@ -19,6 +19,7 @@ from . import protocol as p
 
 Op = p.Op
 RETRY_DELAY = 0.02          # s before asking again after "no new data yet" (size 0)
+MAX_HOLD = 0.01             # s a record may wait for the rest of its round of requests
 UNAVAILABLE_PERIOD = 5.0    # s between polls of a feature that never answered with data
 CAMERA_MODES = ('yuv10', 'jpeg', 'off')
 
@@ -167,6 +168,7 @@ class TelemetryClient(ReconnectingClient):
         self._last_voice = None
         self._last_semantic = None
         self._held = []
+        self._held_since = float('inf')
 
     def _open(self):
         return SocketStream.connect(self.settings.host, self.settings.telemetry_port)
@@ -191,8 +193,9 @@ class TelemetryClient(ReconnectingClient):
                     continue
                 now = time.monotonic()
                 poller = self._due_poller(now)
-                if poller is None:
+                if poller is None or now - self._held_since >= MAX_HOLD:
                     self._release()
+                if poller is None:
                     self.idle(self._next_due() - now)
                 else:
                     self._poll(link, poller)
@@ -274,12 +277,15 @@ class TelemetryClient(ReconnectingClient):
         poller.schedule(time.monotonic(), bool(data), full, self.settings.unavailable_after)
 
     def _hold(self, record):
+        if not self._held:
+            self._held_since = time.monotonic()
         self._held.append(record)
 
     def _release(self):
         """Deliver the records of one round of requests together: the node then wakes once
         for audio, camera and colour instead of three times (each wake-up costs about 1 ms)."""
         held, self._held = self._held, []
+        self._held_since = float('inf')
         for record in held:
             self.deliver(record)
 
@@ -435,7 +441,7 @@ class RcodeClient(ReconnectingClient):
         self.mark_connected(f'{self.settings.host}:{self.settings.rcode_port}')
         try:
             while True:
-                self._start_next(link)
+                self._start_next()
                 try:
                     data = link.read(self._wait())
                 except LinkTimeout:
@@ -456,20 +462,26 @@ class RcodeClient(ReconnectingClient):
             return
         with self._lock:
             self._queue.append(_Command(line, resolve, timeout, self.quiet_time))
+        self._start_next()     # from this thread: the link thread may be waiting for input
 
-    def _start_next(self, link):
+    def _start_next(self):
         with self._lock:
             if self._command is not None or not self._queue:
                 return
             command = self._command = self._queue.popleft()
-        command.deadline = time.monotonic() + command.timeout
-        link.write(command.line.encode('ascii', 'replace') + b'\r\n')
+            command.deadline = time.monotonic() + command.timeout
+        try:
+            self.send(command.line.encode('ascii', 'replace') + b'\r\n')
+        except ConnectionError as exc:
+            with self._lock:
+                self._command = None
+            command.resolve(exc)
 
     def _wait(self):
         with self._lock:
             command = self._command
             if command is None:
-                return 0.05 if self._queue else self.SILENCE / 10
+                return self.SILENCE
         ends = [command.deadline] + ([command.quiet_deadline] if command.quiet_deadline else [])
         return max(0.005, min(ends) - time.monotonic())
 

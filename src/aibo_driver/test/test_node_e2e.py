@@ -29,6 +29,8 @@ def setup():
         emulator, process, ros = drivers.start('aibo_driver.node', '/dog', emulator,
                                                {**emulator.parameters, **parameters})
         assert wait_for(lambda: emulator.requests['get_audio'] > 0, 20), 'no connection'
+        # services answer "not connected" until their link is up
+        assert emulator.rcode is None or wait_for(lambda: emulator.rcode.client_count, 10)
         return emulator, process, ros
     yield start
     drivers.stop_all()
