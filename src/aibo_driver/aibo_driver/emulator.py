@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import TcpEmulatorServer, wait_for_signal
+from legacy_robot_common.emulator import TcpEmulatorServer, run_emulator
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
@@ -433,15 +433,7 @@ def options_from_args(args):
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    try:
-        emulator = AiboEmulator(options_from_args(args)).start()
-    except (ValueError, OSError) as exc:
-        print(f'error: {exc}', file=sys.stderr)
-        return 2
-    print(f'AIBO emulator: {emulator.description}', flush=True)
-    wait_for_signal()
-    emulator.stop()
-    return 0
+    return run_emulator('AIBO emulator', lambda: AiboEmulator(options_from_args(args)))
 
 
 if __name__ == '__main__':

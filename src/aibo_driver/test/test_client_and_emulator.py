@@ -276,3 +276,17 @@ def test_emulator_answers_unknown_bytes_with_size_zero():
         assert emulator.unknown_requests == 1
     finally:
         emulator.stop()
+
+
+def test_emulator_command_line():
+    from helpers import run_module, start_module
+    import signal
+    bad = run_module('aibo_driver.emulator', '--opcode', 'get_jpeg=3', '--telemetry-port', '0')
+    assert bad.returncode == 2 and 'share the byte 3' in bad.stderr
+    process = start_module('aibo_driver.emulator', '--product', 'lifeplus', '--telemetry-port', '0')
+    try:
+        line = process.stdout.readline()
+        assert line.startswith('AIBO emulator: AIBO with lifeplus 2.52')
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(10) == 0

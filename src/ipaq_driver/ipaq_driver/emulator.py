@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import FaultInjector, TcpEmulatorServer, wait_for_signal
+from legacy_robot_common.emulator import FaultInjector, TcpEmulatorServer, run_emulator
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
@@ -455,15 +455,8 @@ def options_from_args(args):
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    try:
-        emulator = IpaqEmulator(options_from_args(args)).start()
-    except (ValueError, OSError) as exc:
-        print(f'error: {exc}', file=sys.stderr)
-        return 2
-    print(f'iPaq emulator: {emulator.description}', flush=True)
-    wait_for_signal(emulator.terminated)    # 255,54 ends it too
-    emulator.stop()
-    return 0
+    return run_emulator('iPaq emulator', lambda: IpaqEmulator(options_from_args(args)),
+                        lambda emulator: emulator.terminated)    # 255,54 ends it too
 
 
 if __name__ == '__main__':

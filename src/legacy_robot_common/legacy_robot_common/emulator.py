@@ -8,6 +8,7 @@ import os
 import random
 import signal
 import socket
+import sys
 import threading
 import tty
 
@@ -180,3 +181,20 @@ def wait_for_signal(done=None):
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: done.set())
     done.wait()
+
+
+def run_emulator(label, make_emulator, done=lambda emulator: None):
+    """An emulator command line's main: make_emulator() (not yet started) is started, says
+    where it listens, and runs until SIGINT / SIGTERM or the event done(emulator) is set.
+
+    A bad option or a busy port (ValueError, OSError) prints one line and returns 2.
+    """
+    try:
+        emulator = make_emulator().start()
+    except (ValueError, OSError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    print(f'{label}: {emulator.description}', flush=True)
+    wait_for_signal(done(emulator))
+    emulator.stop()
+    return 0
