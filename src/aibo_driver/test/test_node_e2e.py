@@ -74,7 +74,8 @@ def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
     reply = ros.call(SetProperty, 'set_property', SetProperty.Request(preset='gain_high'))
     assert reply.success, reply.message
     assert ros.call(SetProperty, 'set_property', SetProperty.Request(index=5, value=1)).success
-    assert emulator.properties == [(2, 3), (5, 1)]
+    # the reply comes when the bytes are sent (the dog answers nothing): wait for the dog
+    assert wait_for(lambda: emulator.properties == [(2, 3), (5, 1)], 5), emulator.properties
     reply = ros.call(SetProperty, 'set_property', SetProperty.Request(preset='turbo'))
     assert not reply.success and 'gain_high' in reply.message
 
@@ -87,7 +88,7 @@ def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
     motion.write_bytes(b'MTN' + bytes(500))
     reply = ros.call(UploadFile, 'upload_file', UploadFile.Request(path=str(motion)))
     assert reply.success and reply.bytes_sent == 503, reply.message
-    assert emulator.files == {'wave.mtn': b'MTN' + bytes(500)}
+    assert wait_for(lambda: emulator.files == {'wave.mtn': b'MTN' + bytes(500)}, 5)
     reply = ros.call(UploadFile, 'upload_file', UploadFile.Request(path=str(tmp_path / 'nope')))
     assert not reply.success and 'cannot read' in reply.message
 
