@@ -438,6 +438,7 @@ class RcodeClient(ReconnectingClient):
 
     def run_session(self, link):
         text = p.ConsoleText()
+        self._read_greeting(link, text)
         self.mark_connected(f'{self.settings.host}:{self.settings.rcode_port}')
         try:
             while True:
@@ -451,6 +452,17 @@ class RcodeClient(ReconnectingClient):
                 self._finish_if_quiet()
         finally:
             self._fail_all(ConnectionError('link lost'))
+
+    def _read_greeting(self, link, text, longest=2.0):
+        """Whatever the dog prints on connecting, until it is quiet: not a command's reply."""
+        give_up = time.monotonic() + longest
+        while time.monotonic() < give_up:
+            try:
+                data = link.read(self.quiet_time)
+            except LinkTimeout:
+                return
+            for line in text.feed(data):
+                self.deliver(RcodeLine(line))
 
     def command(self, line, resolve, timeout=3.0):
         """Queue one RCODE line; resolve(printed text or exception) runs in the link thread."""

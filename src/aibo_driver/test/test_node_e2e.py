@@ -29,8 +29,11 @@ def setup():
         emulator, process, ros = drivers.start('aibo_driver.node', '/dog', emulator,
                                                {**emulator.parameters, **parameters})
         assert wait_for(lambda: emulator.requests['get_audio'] > 0, 20), 'no connection'
-        # services answer "not connected" until their link is up
-        assert emulator.rcode is None or wait_for(lambda: emulator.rcode.client_count, 10)
+        if emulator.rcode is not None:      # rcode_command answers "not connected" until then
+            arrays = []
+            ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
+            assert ros.spin_until(lambda: getattr(_status(arrays, 'RCODE link'), 'level', None)
+                                  == DiagnosticStatus.OK, 10), 'RCODE link not up'
         return emulator, process, ros
     yield start
     drivers.stop_all()
