@@ -7,7 +7,6 @@ colour image, voice and semantic data. Section numbers refer to ../shared/specs/
 """
 import collections
 import dataclasses
-import io
 import threading
 import time
 
@@ -311,7 +310,7 @@ class TelemetryClient(ReconnectingClient):
             self._hold(CameraFrame(self.decoder.decode(data), None, received))
         elif op is Op.GET_JPEG:
             p.check_jpeg(data)
-            self._hold(CameraFrame(decode_jpeg(data) if self.settings.decode_jpeg else None,
+            self._hold(CameraFrame(p.decode_jpeg(data) if self.settings.decode_jpeg else None,
                                      data, received))
         elif op is Op.GET_COLOR_IMAGE:
             self._hold(ColorFrame(p.decode_color_image(data), received))
@@ -387,17 +386,6 @@ class TelemetryClient(ReconnectingClient):
             self._operations.clear()
         for operation in pending:
             operation.resolve(error)
-
-
-def decode_jpeg(data):
-    """JFIF bytes → H×W×3 uint8 (Pillow); MalformedFrame when the data is not a JPEG."""
-    import numpy as np
-    from PIL import Image, UnidentifiedImageError
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            return np.asarray(image.convert('RGB'))
-    except (OSError, UnidentifiedImageError, ValueError) as exc:
-        raise MalformedFrame(f'JPEG frame does not decode: {exc}') from None
 
 
 # ---- the RCODE text pipe (§2.10) ---------------------------------------------------------------

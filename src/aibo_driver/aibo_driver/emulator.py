@@ -14,7 +14,6 @@ No rclpy here.
 import argparse
 import collections
 import dataclasses
-import io
 import random
 import re
 import sys
@@ -344,10 +343,7 @@ class AiboEmulator:
             return p.encode_yuv10(rgb, self.options.yuv10)
         if op is Op.GET_COLOR_IMAGE:
             return color_detection(rgb).tobytes()
-        from PIL import Image
-        buffer = io.BytesIO()
-        Image.fromarray(rgb).save(buffer, 'JPEG', quality=self.options.jpeg_quality)
-        return buffer.getvalue()
+        return p.encode_jpeg(rgb, self.options.jpeg_quality)
 
     # ---- the RCODE pipe (§2.10) ----------------------------------------------------------------------
     def _serve_rcode(self, stream, stop):

@@ -99,8 +99,7 @@ class DogWatcher(DemoScript):
             jpeg = folder / 'jpeg_frame.jpg'
             jpeg.parent.mkdir(parents=True, exist_ok=True)
             jpeg.write_bytes(self.jpeg_bytes)
-            from .client import decode_jpeg
-            paths += [jpeg, save_png(folder / 'jpeg_frame.png', decode_jpeg(self.jpeg_bytes))]
+            paths += [jpeg, save_png(folder / 'jpeg_frame.png', p.decode_jpeg(self.jpeg_bytes))]
         if self.mask is not None:
             paths.append(save_png(folder / 'color_mask.png', colour_mask_picture(self.mask)))
         if self.audio:

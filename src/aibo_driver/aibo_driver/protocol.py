@@ -6,9 +6,11 @@ the TELEMVER type values, the YUV10 packing, the audio channel order, the RPUT l
 """
 import dataclasses
 import enum
+import io
 import struct
 
 import numpy as np
+from PIL import Image, UnidentifiedImageError
 
 from legacy_robot_common.errors import MalformedFrame
 
@@ -163,7 +165,7 @@ def check_size(op, size):
     if op is Op.GET_SEMANTIC and size % SEMANTIC_RECORD_SIZE:
         raise MalformedFrame(f'semantic reply of {size} bytes: not a multiple of '
                              f'{SEMANTIC_RECORD_SIZE}')
-    if op is Op.GET_JPEG and not (size >= 4 and size <= MAX_REPLY):
+    if op is Op.GET_JPEG and size < 4:
         raise MalformedFrame(f'JPEG reply of {size} bytes is too short')
 
 
@@ -171,6 +173,22 @@ def check_jpeg(data):
     """JFIF data starts with SOI (FF D8) and ends with EOI (FF D9)."""
     if data[:2] != b'\xff\xd8' or data[-2:] != b'\xff\xd9':
         raise MalformedFrame('JPEG reply is not a complete JFIF file (no SOI/EOI marker)')
+
+
+def decode_jpeg(data):
+    """JFIF bytes → H×W×3 uint8 (Pillow); MalformedFrame when the data is not a JPEG."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return np.asarray(image.convert('RGB'))
+    except (OSError, UnidentifiedImageError, ValueError) as exc:
+        raise MalformedFrame(f'JPEG frame does not decode: {exc}') from None
+
+
+def encode_jpeg(rgb, quality=80):
+    """H×W×3 uint8 → JFIF bytes (the emulator's camera)."""
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, 'JPEG', quality=quality)
+    return buffer.getvalue()
 
 
 # ---- device control (§2.7) -------------------------------------------------------------------

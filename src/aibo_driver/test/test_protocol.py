@@ -70,6 +70,16 @@ def test_jpeg_needs_its_markers():
         p.check_jpeg(b'\xff\xd8 truncated')
 
 
+def test_jpeg_round_trip_and_garbage():
+    image = np.zeros((144, 176, 3), dtype=np.uint8)
+    image[:, 88:] = (200, 60, 150)
+    data = p.encode_jpeg(image, quality=95)
+    p.check_jpeg(data)
+    assert np.abs(p.decode_jpeg(data).astype(int) - image).mean() < 3
+    with pytest.raises(MalformedFrame, match='does not decode'):
+        p.decode_jpeg(b'\xff\xd8 not really a jpeg \xff\xd9')
+
+
 # ---- YUV10 ----------------------------------------------------------------------------------------
 # four pixels' 10-bit values 0x3FF, 0x000, 0x155, 0x2AA in one 5-byte group
 GROUP_VALUES = [0x3FF, 0x000, 0x155, 0x2AA]
@@ -275,7 +285,7 @@ def test_console_text_lines_telnet_and_split_input():
 @given(st.binary(max_size=3000))
 def test_decoders_raise_only_malformed_frame(data):
     for decode in (p.decode_version, p.decode_color_image, p.decode_audio, p.decode_voice,
-                   p.decode_semantic, p.Yuv10Decoder().decode, p.check_jpeg):
+                   p.decode_semantic, p.Yuv10Decoder().decode, p.check_jpeg, p.decode_jpeg):
         try:
             decode(data)
         except MalformedFrame:
