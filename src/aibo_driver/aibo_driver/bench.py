@@ -20,8 +20,7 @@ import time
 
 from sensor_msgs.msg import Image
 
-from legacy_robot_common.bench import (Listener, cpu_percent, report, start_driver, stop_process,
-                                       wait_until)
+from legacy_robot_common.bench import cpu_percent, driver_against, report, wait_ready
 from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
 
 from . import protocol as p
@@ -43,22 +42,16 @@ def yuv10_decode_ms(count=2000):
 
 
 def _run_driver(options, parameters, topics, measure):
-    """Emulator + driver process + a listener in this process; measure(driver, listener)."""
+    """Emulator + driver process + a listener in this process; measure(emulator, driver, listener)."""
     options.telemetry_port = options.rcode_port = 0
     emulator = AiboEmulator(options).start()
-    driver = start_driver('aibo_driver.node', NAMESPACE, {**emulator.parameters, **parameters})
-    listener = Listener('aibo_bench_listener', {f'{NAMESPACE}/{t}': k for t, k in topics.items()})
-    try:
-        if not wait_until(lambda: all(listener.counts.values()), 30):
-            raise RuntimeError('no data reached this process: ' +
-                               (driver.stderr.read() if driver.poll() is not None else
-                                f'counts {listener.counts}'))
-        time.sleep(2.0)     # let DDS discovery and start-up settle
+    with driver_against(emulator, 'aibo_driver.node', NAMESPACE,
+                        {**emulator.parameters, **parameters},
+                        {f'{NAMESPACE}/{t}': k for t, k in topics.items()},
+                        'aibo_bench_listener') as (driver, listener):
+        wait_ready(driver, lambda: all(listener.counts.values()),
+                   f'no data reached this process (counts {listener.counts})')
         return measure(emulator, driver, listener)
-    finally:
-        listener.close()
-        stop_process(driver)
-        emulator.stop()
 
 
 def unthrottled_fps(seconds):

@@ -16,8 +16,7 @@ import time
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Range
 
-from legacy_robot_common.bench import (Listener, cpu_percent, report, start_driver, stop_process,
-                                       wait_until)
+from legacy_robot_common.bench import cpu_percent, driver_against, report, wait_ready
 from legacy_robot_interfaces.msg import TrackingResult
 from legacy_robot_interfaces.srv import ColorTracking
 
@@ -44,18 +43,15 @@ def driver_cpu(seconds):
     """CPU of the driver process at 17 Hz tracking, measured from outside."""
     emulator = IpaqEmulator(EmulatorOptions(control_port=0, frame_dump_port=0, tracking_port=0,
                                             tracking_rate=17.0)).start()
-    driver = start_driver('ipaq_driver.node', NAMESPACE, emulator.parameters)
     topics = {f'{NAMESPACE}/tracking': TrackingResult, f'{NAMESPACE}/odom': Odometry,
               f'{NAMESPACE}/range': Range}
-    listener = Listener('ipaq_bench_listener', topics)
-    try:
+    with driver_against(emulator, 'ipaq_driver.node', NAMESPACE, emulator.parameters, topics,
+                        'ipaq_bench_listener') as (driver, listener):
         service = listener.node.create_client(ColorTracking, f'{NAMESPACE}/start_color_tracking')
-        if not service.wait_for_service(timeout_sec=30):
-            raise RuntimeError('driver did not start: ' + (driver.stderr.read() if driver.poll() else ''))
+        wait_ready(driver, service.service_is_ready, 'driver did not start', settle=0.0)
         reply = service.call_async(ColorTracking.Request(**RED_BALL))
-        if not wait_until(lambda: reply.done() and all(listener.counts.values()), 30):
-            raise RuntimeError('no tracking results reached this process')
-        time.sleep(2.0)   # let DDS discovery and start-up settle
+        wait_ready(driver, lambda: reply.done() and all(listener.counts.values()),
+                   'no tracking results reached this process')
         start = dict(listener.counts)
         started = time.monotonic()
         cpu = cpu_percent(driver.pid, seconds)
@@ -63,10 +59,6 @@ def driver_cpu(seconds):
         rates = {topic.rsplit('/', 1)[1]: (listener.counts[topic] - start[topic]) / elapsed
                  for topic in topics}
         return cpu, rates
-    finally:
-        listener.close()
-        stop_process(driver)
-        emulator.stop()
 
 
 def main(argv=None):

@@ -2,6 +2,7 @@
 
 Benchmarks print tables; they are not tests (conventions: no timed unit tests).
 """
+import contextlib
 import json
 import os
 import pathlib
@@ -63,6 +64,33 @@ def wait_until(predicate, timeout, poll=0.05):
     while not predicate() and time.monotonic() < deadline:
         time.sleep(poll)
     return predicate()
+
+
+@contextlib.contextmanager
+def driver_against(emulator, module, namespace, parameters, topics=None, name='bench_listener'):
+    """The driver process (`python -m module`) pointed at a started emulator, and a Listener
+    in this process counting topics {full name: class}; yields (driver, listener) and stops
+    all three on leaving."""
+    driver = listener = None
+    try:
+        driver = start_driver(module, namespace, parameters)
+        listener = Listener(name, topics or {})
+        yield driver, listener
+    finally:
+        if listener is not None:
+            listener.close()
+        if driver is not None:
+            stop_process(driver)
+        emulator.stop()
+
+
+def wait_ready(driver, ready, what, timeout=30.0, settle=2.0):
+    """Wait for ready(); else RuntimeError(what + the driver's error output). Then wait settle
+    seconds more, so that DDS discovery and start-up do not count in the measurement."""
+    if not wait_until(ready, timeout):
+        error = driver.stderr.read() if driver.poll() is not None else ''
+        raise RuntimeError(what + (f': {error}' if error else ''))
+    time.sleep(settle)
 
 
 class Listener:

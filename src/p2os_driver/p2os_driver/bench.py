@@ -17,8 +17,7 @@ import time
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 
-from legacy_robot_common.bench import (Listener, cpu_percent, report, start_driver, stop_process,
-                                       wait_until)
+from legacy_robot_common.bench import cpu_percent, driver_against, report, wait_ready
 from legacy_robot_interfaces.msg import EncoderCounts, SonarArray
 
 from . import protocol as p
@@ -45,40 +44,31 @@ def sip_decode_rate(count=200_000):
     return decoded / (time.perf_counter() - started)
 
 
-def _start_driver(port, **parameters):
-    return start_driver('p2os_driver.node', NAMESPACE, {
-        'port': f'tcp://127.0.0.1:{port}', 'enable_motors_on_start': True, **parameters})
+def _driver(emulator, topics=None, **parameters):
+    """The driver against the emulator on TCP, motors on, with a listener in this process."""
+    port = emulator.start_tcp()
+    return driver_against(emulator, 'p2os_driver.node', NAMESPACE, {
+        'port': f'tcp://127.0.0.1:{port}', 'enable_motors_on_start': True, **parameters},
+        topics, 'p2os_bench_listener')
 
 
 def driver_cpu(seconds):
     """CPU of the driver process while this process subscribes to its main topics."""
     emulator = P2osEmulator()
-    port = emulator.start_tcp()
-    driver = _start_driver(port, encoder_stream=True)
-    listener = Listener('p2os_bench_listener', {f'{NAMESPACE}/odom': Odometry,
-                                                f'{NAMESPACE}/sonar': SonarArray,
-                                                f'{NAMESPACE}/encoders': EncoderCounts})
-    try:
-        if not wait_until(lambda: emulator.robot.enabled and all(listener.counts.values()), 30):
-            raise RuntimeError('driver did not connect: ' + (driver.stderr.read() if driver.poll() else ''))
-        time.sleep(2.0)   # let DDS discovery and start-up settle
+    topics = {f'{NAMESPACE}/odom': Odometry, f'{NAMESPACE}/sonar': SonarArray,
+              f'{NAMESPACE}/encoders': EncoderCounts}
+    with _driver(emulator, topics, encoder_stream=True) as (driver, listener):
+        wait_ready(driver, lambda: emulator.robot.enabled and all(listener.counts.values()),
+                   'driver did not connect')
         return cpu_percent(driver.pid, seconds)
-    finally:
-        listener.close()
-        stop_process(driver)
-        emulator.stop()
 
 
 def cmd_vel_latency(samples):
     emulator = P2osEmulator()
-    port = emulator.start_tcp()
-    driver = _start_driver(port, max_linear_speed=2.2, cmd_vel_timeout=0.0)
-    listener = Listener('p2os_bench', {})
-    publisher = listener.node.create_publisher(Twist, f'{NAMESPACE}/cmd_vel', 10)
-    try:
-        if not wait_until(lambda: emulator.robot.enabled and publisher.get_subscription_count(), 30):
-            raise RuntimeError('driver did not connect')
-        time.sleep(1.0)
+    with _driver(emulator, max_linear_speed=2.2, cmd_vel_timeout=0.0) as (driver, listener):
+        publisher = listener.node.create_publisher(Twist, f'{NAMESPACE}/cmd_vel', 10)
+        wait_ready(driver, lambda: emulator.robot.enabled and publisher.get_subscription_count(),
+                   'driver did not connect', settle=1.0)
         sent = {}
         for i in range(samples):
             speed = 100 + i          # a unique VEL argument per sample (mm/s)
@@ -91,10 +81,6 @@ def cmd_vel_latency(samples):
         latencies = sorted(received - sent[argument] for received, number, argument
                            in emulator.received_commands()
                            if number == p.Command.VEL and argument in sent)
-    finally:
-        listener.close()
-        stop_process(driver)
-        emulator.stop()
     if not latencies:
         raise RuntimeError('no cmd_vel reached the robot')
     pick = lambda q: 1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
