@@ -204,11 +204,8 @@ class TelemetryClient(ReconnectingClient):
 
     def _read_version(self, link):
         link.write(self.settings.opcodes.request(Op.GET_VERSION))
-        if self.settings.version_size_prefix:
-            size = p.reply_size(link.read_exact(4))
-            data = link.read_exact(size)
-        else:
-            data = link.read_exact(p.VERSION_SIZE)
+        data = (self._read_reply(link) if self.settings.version_size_prefix
+                else link.read_exact(p.VERSION_SIZE))
         try:
             version = p.decode_version(data)
         except MalformedFrame as exc:
