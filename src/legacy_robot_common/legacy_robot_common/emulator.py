@@ -175,12 +175,13 @@ class FaultInjector:
         return bytes(out)
 
 
-def wait_for_signal(done=None):
-    """The emulator command lines' main loop: block until SIGINT / SIGTERM (or done is set)."""
+def stop_on_signal(done=None):
+    """The event SIGINT / SIGTERM set (done, or a new one). Install it before the emulator
+    announces itself: a test that signals right after the announcement must find it in place."""
     done = done or threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: done.set())
-    done.wait()
+    return done
 
 
 def run_emulator(label, make_emulator, done=lambda emulator: None):
@@ -190,11 +191,13 @@ def run_emulator(label, make_emulator, done=lambda emulator: None):
     A bad option or a busy port (ValueError, OSError) prints one line and returns 2.
     """
     try:
-        emulator = make_emulator().start()
+        emulator = make_emulator()
+        stop = stop_on_signal(done(emulator))
+        emulator.start()
     except (ValueError, OSError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
     print(f'{label}: {emulator.description}', flush=True)
-    wait_for_signal(done(emulator))
+    stop.wait()
     emulator.stop()
     return 0

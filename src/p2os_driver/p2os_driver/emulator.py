@@ -15,7 +15,7 @@ import threading
 import time
 
 from legacy_robot_common.emulator import (FaultInjector, PtyEmulatorPort, TcpEmulatorServer,
-                                           wait_for_signal)
+                                           stop_on_signal)
 from legacy_robot_common.errors import MalformedFrame
 
 from . import protocol as p
@@ -424,6 +424,7 @@ def main(argv=None):
     if args.no_tcp and not args.pty:
         print('error: nothing to serve: --no-tcp needs --pty', file=sys.stderr)
         return 2
+    stop = stop_on_signal()
     try:
         emulator = P2osEmulator(options_from_args(args))
         if not args.no_tcp:
@@ -434,7 +435,7 @@ def main(argv=None):
     except (ValueError, OSError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
-    wait_for_signal()
+    stop.wait()
     emulator.stop()
     return 0
 
