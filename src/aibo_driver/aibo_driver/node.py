@@ -7,12 +7,11 @@ Topic, service and parameter tables: README.md ("AIBO driver").
 import os
 import sys
 
-from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
-from legacy_robot_common.driver_node import DriverNode, run_node
+from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.messages import audio_info_msg
 from legacy_robot_common.params import ParameterError, declare
 from legacy_robot_interfaces.msg import (AiboSensorWords, AudioData, AudioDataStamped, AudioInfo,
@@ -24,7 +23,6 @@ from . import protocol as p
 from .client import (AudioReply, CameraFrame, ColorFrame, Connected, RcodeClient, RcodeLine,
                      SemanticRecords, Settings, TelemetryClient, VoiceRecord)
 
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class AiboNode(DriverNode):

@@ -14,12 +14,19 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.task import Future
 
 from .diagnostics import DiagnosticsPublisher, LinkStatusTask
 from .params import ParameterError
 from .ratelimit import RateLimitedLogger
+
+RCLError = rclpy_implementation.RCLError
+
+# The last message stays available to late subscribers (robot info, audio info, rabbit lists).
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def make_executor():
@@ -57,11 +64,12 @@ class DriverNode(Node):
                                      event_callbacks=PublisherEventCallbacks(
                                          use_default_callbacks=False))
 
-    def attach_client(self, client, diagnostic_name='link'):
-        """Route client records into handle_record() and report its link in diagnostics."""
+    def attach_client(self, client, diagnostic_name='link', status_task=None):
+        """Route client records into handle_record() and report its link in diagnostics
+        (a ReconnectingClient's by default; status_task for other transports)."""
         client.on_record = self._enqueue
         self.links.append(client)
-        self.diagnostics.add_task(diagnostic_name, LinkStatusTask(client))
+        self.diagnostics.add_task(diagnostic_name, status_task or LinkStatusTask(client))
 
     def start_links(self):
         for link_client in self.links:
@@ -159,6 +167,12 @@ def run_node(create_node, args=None):
         return 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RCLError:
+        # SIGINT/SIGTERM shut the context down; an executor building its wait set at that
+        # moment sees the dead context before it can raise ExternalShutdownException
+        # (seen once in CI). That is a normal shutdown; any other RCLError is not.
+        if rclpy.ok():
+            raise
     finally:
         if node is not None:
             node.destroy_node()

@@ -10,6 +10,7 @@ from rclpy.parameter import Parameter
 
 from legacy_robot_common.backoff import Backoff
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
+from legacy_robot_common import driver_node
 from legacy_robot_common.driver_node import DriverNode
 from legacy_robot_common.params import ParameterError, declare
 from helpers import spin_until, wait_for
@@ -171,3 +172,32 @@ def test_a_record_after_the_node_is_destroyed_is_dropped_quietly(context):
     node.destroy_node()
     node._enqueue('late')  # what a link thread does when a reply arrives during shutdown
     assert node._records.qsize() == 1 and node.handled == []
+
+
+class _ExecutorOfADyingContext:
+    """Builds its wait set just after a signal shut the context down (a CI race)."""
+
+    def __init__(self, shut_down_first):
+        self.shut_down_first = shut_down_first
+
+    def add_node(self, node):
+        pass
+
+    def spin(self):
+        if self.shut_down_first:
+            rclpy.shutdown()
+        raise driver_node.RCLError('failed to initialize wait set: the given context is '
+                                   'not valid')
+
+
+@pytest.mark.parametrize('shut_down_first, exits_cleanly', [(True, True), (False, False)])
+def test_run_node_after_a_signal_is_a_clean_exit_but_other_rcl_errors_are_not(
+        monkeypatch, shut_down_first, exits_cleanly):
+    monkeypatch.setattr(driver_node, 'make_executor',
+                        lambda: _ExecutorOfADyingContext(shut_down_first))
+    if exits_cleanly:
+        assert driver_node.run_node(lambda: Node('dying_context_test')) == 0
+    else:
+        with pytest.raises(driver_node.RCLError):
+            driver_node.run_node(lambda: Node('dying_context_test'))
+    assert not rclpy.ok()

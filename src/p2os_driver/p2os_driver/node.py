@@ -12,13 +12,12 @@ import time
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry as OdometryMsg
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import BatteryState, PointCloud2, Range
 from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
-from legacy_robot_common.driver_node import DriverNode, run_node
+from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.errors import ConnectionLost
 from legacy_robot_common.messages import odometry_msg, point_cloud_msg, uint8_array
 from legacy_robot_common.params import ParameterError, declare
@@ -179,8 +178,7 @@ class P2osNode(DriverNode):
         self.gripper_pub = pub(GripperState, 'gripper_state')
         self.io_pub = pub(DigitalAnalogIO, 'io')
         self.aux_pub = pub(SerialBytes, 'aux_serial')
-        self.info_pub = pub(RobotInfo, 'robot_info',
-                            QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.info_pub = pub(RobotInfo, 'robot_info', LATCHED)
         self.tf, self.static_tf = make_broadcasters(self, self.publish_tf)
 
     def _create_services(self):
