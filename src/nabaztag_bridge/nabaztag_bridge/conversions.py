@@ -1,0 +1,73 @@
+"""Bridge records ↔ ROS messages (plain functions, testable without a graph)."""
+from builtin_interfaces.msg import Time
+
+from legacy_robot_common.messages import int16_array, uint8_array
+from legacy_robot_interfaces.msg import RabbitEvent, RabbitList, RabbitRecording, RabbitState
+
+from . import choreography as chor
+from . import protocol as p
+
+EVENT_KINDS = {'boot': RabbitEvent.BOOT, 'ping': RabbitEvent.PING, 'click': RabbitEvent.CLICK,
+               'double_click': RabbitEvent.DOUBLE_CLICK,
+               'click_while_playing': RabbitEvent.CLICK_WHILE_PLAYING,
+               'end_of_message': RabbitEvent.END_OF_MESSAGE,
+               'ears_moved': RabbitEvent.EARS_MOVED, 'rfid': RabbitEvent.RFID,
+               'recording': RabbitEvent.RECORDING, 'locate': RabbitEvent.LOCATE}
+
+
+def wall_time(seconds):
+    whole = int(seconds)
+    return Time(sec=whole, nanosec=int((seconds - whole) * 1e9))
+
+
+def event_msg(event, frame_id=''):
+    """server.RabbitEvent → RabbitEvent, or None for kinds the message has no constant for."""
+    kind = EVENT_KINDS.get(event.kind)
+    if kind is None:
+        return None
+    msg = RabbitEvent(serial=event.serial, kind=kind, rfid=event.rfid)
+    msg.header.stamp = wall_time(event.time)
+    msg.header.frame_id = frame_id
+    msg.ear0, msg.ear1 = event.ears if event.ears else (-1, -1)
+    if event.program_id is not None:
+        msg.program_id = format(event.program_id, 'x')
+    return msg
+
+
+def recording_msg(record, frame_id=''):
+    msg = RabbitRecording(serial=record.serial, sample_rate=record.sample_rate)
+    msg.header.stamp = wall_time(record.time)
+    msg.header.frame_id = frame_id
+    msg.wav = uint8_array(record.wav)
+    msg.pcm = int16_array(record.pcm)
+    return msg
+
+
+def rabbit_state_msg(rabbit):
+    return RabbitState(serial=rabbit.serial, bytecode_version=rabbit.bytecode_version,
+                       last_seen=wall_time(rabbit.last_seen), state=rabbit.state,
+                       program_id=format(rabbit.tc, 'x'), ping_interval=rabbit.ping_interval,
+                       plugin=rabbit.plugin, ear0=rabbit.ambient.ears[0],
+                       ear1=rabbit.ambient.ears[1], queued_packets=len(rabbit.queue))
+
+
+def rabbit_list_msg(rabbits, stamp):
+    msg = RabbitList(rabbits=[rabbit_state_msg(r) for r in rabbits])
+    msg.header.stamp = stamp
+    return msg
+
+
+def steps_from_msgs(tempo, steps):
+    """RabbitChoreography request → choreography steps, tempo first (the rabbit's timescale
+    is 0 until a tempo command)."""
+    return [chor.Step(0, chor.TEMPO, (tempo,))] + [
+        chor.Step(s.wait, s.opcode, tuple(s.args)) for s in steps]
+
+
+def ambient_from_request(request):
+    """RabbitAmbient request → protocol.Ambient (ValueError when lengths differ)."""
+    if len(request.service_types) != len(request.service_values):
+        raise ValueError(f'{len(request.service_types)} service types but '
+                         f'{len(request.service_values)} values')
+    return p.Ambient(tuple(zip(request.service_types, request.service_values)),
+                     (request.ear0, request.ear1), request.nose_blinks)

@@ -1,0 +1,130 @@
+"""How the Nabaztag bridge appears in bringup, the demo and the launch files.
+
+In the demo an emulated rabbit boots from the bridge (a stand-in bytecode the
+emulator accepts; Violet's is not shipped), is clicked, has an ear turned, is
+shown a tag and records. The demo answers a click with a choreography and a tag
+with a sound from the media root; the echo plugin plays the recording back. The
+event log and the recording (WAV) go to demo-output/nabaztag/.
+"""
+import socket
+import tempfile
+import pathlib
+
+from legacy_robot_common.artifacts import save_lines, save_wav
+from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
+from legacy_robot_interfaces.msg import ChoreographyStep, RabbitEvent, RabbitList, RabbitRecording
+from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSound
+
+from . import protocol as p
+from . import recording
+from .emulator import RabbitEmulator, RabbitOptions
+from .node import NabaztagBridge
+
+KIND_NAMES = {getattr(RabbitEvent, name): name.lower() for name in (
+    'BOOT', 'PING', 'CLICK', 'DOUBLE_CLICK', 'CLICK_WHILE_PLAYING', 'END_OF_MESSAGE',
+    'EARS_MOVED', 'RFID', 'RECORDING', 'LOCATE')}
+SIM_PORT = 8080
+DEMO_SOUND = 'hello.wav'
+# Emulator-only: a real rabbit's boot code would accept this wrapper and then fail to run it.
+STAND_IN_BYTECODE = p.wrap_bytecode(b'legacy_robots emulator stand-in, not a Nabaztag program; '
+                                    b'for emulated rabbits only /vl/p4.jsp?sn=')
+
+
+def describe(msg):
+    text = f'{msg.serial} {KIND_NAMES.get(msg.kind, msg.kind)}'
+    if msg.kind == RabbitEvent.EARS_MOVED:
+        text += f' ears {msg.ear0},{msg.ear1}'
+    if msg.rfid:
+        text += f' tag {msg.rfid}'
+    return text
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+class DemoEmulator:
+    """One rabbit with a scenario, calling a bridge on a free loopback port; the bridge gets
+    the stand-in bytecode and a media root with one sound."""
+
+    def __init__(self):
+        self.folder = tempfile.TemporaryDirectory(prefix='nabaztag-demo-')
+        folder = pathlib.Path(self.folder.name)
+        (folder / 'bytecode.bin').write_bytes(STAND_IN_BYTECODE)
+        (folder / 'media').mkdir()
+        (folder / 'media' / DEMO_SOUND).write_bytes(recording.encode_wav(recording.tone(1.0)))
+        port = _free_port()
+        self.parameters = {'host': '127.0.0.1', 'port': port, 'ping_interval': 1,
+                           'plugin': 'echo', 'bytecode_file': str(folder / 'bytecode.bin'),
+                           'media_root': str(folder / 'media')}
+        self.emulator = RabbitEmulator(RabbitOptions(server=f'127.0.0.1:{port}/vl'),
+                                       scenario=True).start()
+        self.description = self.emulator.description
+
+    def stop(self):
+        self.emulator.stop()
+        self.folder.cleanup()
+
+
+class RabbitKeeper(DemoScript):
+    """Answers clicks with a choreography and tags with a sound; keeps the event log."""
+    STEPS = [ChoreographyStep(wait=0, opcode=ChoreographyStep.ALL_LEDS, args=[0, 80, 255]),
+             ChoreographyStep(wait=20, opcode=ChoreographyStep.EAR, args=[0, 4, 0]),
+             ChoreographyStep(wait=0, opcode=ChoreographyStep.EAR, args=[1, 4, 1]),
+             ChoreographyStep(wait=20, opcode=ChoreographyStep.LED, args=[4, 255, 0, 80, 0, 0]),
+             ChoreographyStep(wait=20, opcode=ChoreographyStep.LED_OFF, args=[4])]
+
+    def __init__(self):
+        super().__init__()
+        self.log = []
+        self.recording = None
+        self.pending = []
+
+    def setup(self, node, namespace):
+        self.choreography = node.create_client(RabbitChoreography,
+                                               f'{namespace}/play_choreography')
+        self.sound = node.create_client(RabbitSound, f'{namespace}/play_sound')
+
+    def on_message(self, topic, msg):
+        if topic == 'events':
+            self.log.append(describe(msg))
+            if msg.kind == RabbitEvent.CLICK:
+                self.pending.append((self.choreography, RabbitChoreography.Request(
+                    serial=msg.serial, tempo=5, steps=self.STEPS)))
+            elif msg.kind == RabbitEvent.RFID:
+                self.pending.append((self.sound, RabbitSound.Request(
+                    serial=msg.serial, media_file=DEMO_SOUND)))
+        elif topic == 'recordings':
+            self.recording = msg
+
+    def act(self, elapsed):
+        while self.pending and self.pending[0][0].service_is_ready():
+            client, request = self.pending.pop(0)
+            client.call_async(request)
+
+    def write_artifacts(self, folder):
+        paths = [save_lines(folder / 'events.txt', self.log)]
+        if self.recording is not None:
+            paths.append(save_wav(folder / 'recording.wav', bytes(self.recording.pcm),
+                                  self.recording.sample_rate, 1))
+        return paths
+
+
+PLUGIN = RobotPlugin(
+    name='nabaztag', package='nabaztag_bridge', node_name='nabaztag_bridge',
+    executable='nabaztag_bridge', emulator_executable='nabaztag_emulator',
+    config_file='nabaztag.yaml',
+    create_node=NabaztagBridge,
+    start_emulator=DemoEmulator,
+    emulator_arguments=('--server', f'127.0.0.1:{SIM_PORT}/vl', '--no-boot', '--scenario'),
+    sim_parameters={'host': '127.0.0.1', 'port': SIM_PORT, 'ping_interval': 2},
+    demo_topics=(
+        DemoTopic('events', RabbitEvent, describe),
+        DemoTopic('recordings', RabbitRecording,
+                  lambda m: f'{len(m.pcm) / max(m.sample_rate, 1):.1f} s from {m.serial}'),
+        DemoTopic('rabbits', RabbitList,
+                  lambda m: ', '.join(f'{r.serial} {r.state}' for r in m.rabbits)),
+    ),
+    make_demo_script=RabbitKeeper)

@@ -1,0 +1,240 @@
+"""What the bridge knows about each rabbit, and what it will tell it next (no I/O).
+
+A Rabbit holds the state the spec's server keeps per serial (§3.3): bytecode
+version, last ping, tc, ping interval, ambient (services, ears, nose), a queue
+of forced packets and the per-rabbit plugin. RabbitRegistry is the thread-safe
+collection the HTTP handlers and the ROS services share; reply_packet() is the
+rule for what a ping or RFID request gets back.
+"""
+import collections
+import dataclasses
+import hashlib
+import threading
+import time
+
+from legacy_robot_common.errors import MalformedFrame
+
+from . import protocol as p
+
+PLUGINS = ('none', 'echo')
+FORCED_PACKET_INTERVAL = 1     # s: ping interval while forced packets wait (as jNab does)
+RECENT_UPLOADS = 4             # digests kept per rabbit: a rabbit retries an upload up to 3 times
+PROGRAM_ENDS = ('end_of_message', 'click_while_playing', 'double_click')
+KEPT_RECORDINGS = 8            # recordings served back per rabbit (echo plugin, MU URLs)
+
+
+class UnknownRabbit(KeyError):
+    def __str__(self):
+        return self.args[0]
+
+
+@dataclasses.dataclass
+class Rabbit:
+    serial: str
+    ping_interval: int
+    plugin: str
+    bytecode_version: int = 0
+    last_seen: float = 0.0               # time.time() of the last request
+    tc: int = p.BOOTED_TC
+    ambient: p.Ambient = p.Ambient()
+    queue: collections.deque = dataclasses.field(default_factory=collections.deque)
+    upload_digests: collections.deque = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=RECENT_UPLOADS))
+    recordings: collections.OrderedDict = dataclasses.field(
+        default_factory=collections.OrderedDict)   # name → WAV bytes
+    echo_pending: str = ''               # recording name the echo plugin plays next
+    finished_program: int = -1           # tc stays the last program's ID after it ends
+
+    @property
+    def state(self):
+        state = p.state_from_tc(self.tc)
+        return 'idle' if state == 'playing' and self.tc == self.finished_program else state
+
+    def online(self, now):
+        return now - self.last_seen <= 2 * self.ping_interval + 10
+
+
+class RabbitRegistry:
+    def __init__(self, ping_interval=20, plugin='none', allowed=(), message_first_byte=0,
+                 trailing_newline=False, wake_after_boot=True, clock=time.time):
+        check_plugin(plugin)
+        self.ping_interval = ping_interval
+        self.plugin = plugin
+        self.allowed = frozenset(allowed)
+        self.message_first_byte = message_first_byte
+        self.trailing_newline = trailing_newline
+        self.wake_after_boot = wake_after_boot
+        self._clock = clock
+        self.recordings_url = ''       # where the HTTP server serves recordings (set by it)
+        self._rabbits = {}
+        self._lock = threading.Lock()
+        self._next_program = 1
+
+    # ---- lookup -------------------------------------------------------------------------
+    def seen(self, serial):
+        """(rabbit, first contact?) for the rabbit that just made a request, or
+        UnknownRabbit when the bridge is restricted to a list that lacks it."""
+        with self._lock:
+            rabbit = self._rabbits.get(serial)
+            new = rabbit is None
+            if new:
+                if self.allowed and serial not in self.allowed:
+                    raise UnknownRabbit(f'rabbit {serial} is not in allowed_serials')
+                rabbit = self._rabbits[serial] = Rabbit(serial, self.ping_interval, self.plugin)
+            rabbit.last_seen = self._clock()
+            return rabbit, new
+
+    def select(self, serial):
+        """The rabbits a command addresses: one by serial, or all known for ''."""
+        with self._lock:
+            if not serial:
+                return list(self._rabbits.values())
+            key = serial.replace(':', '').lower()
+            if key not in self._rabbits:
+                raise UnknownRabbit(f'no rabbit {serial!r} has called the bridge yet')
+            return [self._rabbits[key]]
+
+    def snapshot(self):
+        with self._lock:
+            return [dataclasses.replace(r, queue=collections.deque(r.queue))
+                    for r in self._rabbits.values()]
+
+    def counts(self):
+        now = self._clock()
+        with self._lock:
+            return len(self._rabbits), sum(r.online(now) for r in self._rabbits.values())
+
+    # ---- what the rabbit gets back ------------------------------------------------------
+    def reply_packet(self, rabbit):
+        """A forced packet if one waits, else the plugin's or the default reply. Always a
+        valid packet with a block, so that the rabbit acknowledges its event."""
+        with self._lock:
+            if rabbit.queue:
+                entry = rabbit.queue.popleft()
+                if isinstance(entry, bytes):
+                    return entry                      # a raw packet goes out as given
+                interval = FORCED_PACKET_INTERVAL if rabbit.queue else rabbit.ping_interval
+                blocks = list(entry)
+                if not any(b.type == p.BLOCK_PING_INTERVAL for b in blocks):
+                    blocks.append(p.ping_interval_block(interval))
+                return self._encode(blocks)
+            blocks = [p.ping_interval_block(rabbit.ping_interval),
+                      p.ambient_block(rabbit.ambient)]
+            if rabbit.tc == p.BOOTED_TC and self.wake_after_boot:
+                blocks.insert(0, self._message(p.Program(p.IDLE_ID)))
+            elif rabbit.echo_pending:
+                name, rabbit.echo_pending = rabbit.echo_pending, ''
+                blocks.insert(0, self._message(self._new_program(
+                    (('MU', self.recordings_url + name), ('MW', '')))))
+            return self._encode(blocks)
+
+    def _encode(self, blocks):
+        return p.encode_packet(blocks, self.trailing_newline)
+
+    def _message(self, program):
+        return p.message_block(p.program_text(program), self.message_first_byte)
+
+    def _new_program(self, commands):
+        program_id = self._next_program
+        self._next_program = self._next_program % (p.SLEEP_ID - 1) + 1
+        return p.Program(program_id, tuple(commands))
+
+    # ---- commands (ROS services, XML API) -----------------------------------------------
+    def queue_blocks(self, rabbits, blocks):
+        with self._lock:
+            for rabbit in rabbits:
+                rabbit.queue.append(tuple(blocks))
+
+    def queue_program(self, rabbits, commands):
+        """A new program (fresh ID) for each rabbit; returns the ID."""
+        with self._lock:
+            program = self._new_program(commands)
+        self.queue_blocks(rabbits, [self._message(program)])
+        return program.id
+
+    def queue_program_text(self, rabbits, text):
+        """User program text, checked; an ID line is added when missing. Returns the ID."""
+        if not any(line.strip().startswith('ID') for line in text.splitlines()):
+            with self._lock:
+                text = f'ID {self._new_program(()).id}\n{text}'
+        program = p.parse_program(text)
+        self.queue_blocks(rabbits, [self._message(program)])
+        return program.id
+
+    def queue_special(self, rabbits, program_id):
+        """Sleep (SLEEP_ID) or wake (IDLE_ID)."""
+        self.queue_blocks(rabbits, [self._message(p.Program(program_id))])
+
+    def queue_raw(self, rabbits, packet):
+        p.decode_packet(packet)      # what the rabbit would refuse is refused here
+        with self._lock:
+            for rabbit in rabbits:
+                rabbit.queue.append(bytes(packet))
+
+    def update(self, rabbits, **changes):
+        """Set fields (ambient, ping_interval, plugin) of each rabbit."""
+        if 'plugin' in changes:
+            check_plugin(changes['plugin'])
+        with self._lock:
+            for rabbit in rabbits:
+                for name, value in changes.items():
+                    setattr(rabbit, name, value)
+
+    def set_ears(self, rabbits, ears):
+        with self._lock:
+            for rabbit in rabbits:
+                rabbit.ambient = dataclasses.replace(rabbit.ambient, ears=tuple(ears))
+
+    # ---- what the rabbit reported -------------------------------------------------------
+    def note_ping(self, rabbit, version, tc, event):
+        with self._lock:
+            rabbit.bytecode_version = version
+            rabbit.tc = tc
+            if event.kind in PROGRAM_ENDS:
+                rabbit.finished_program = tc
+            if event.kind == 'ears_moved':       # keep them where the hand put them
+                rabbit.ambient = dataclasses.replace(rabbit.ambient, ears=event.ears)
+
+    def note_boot(self, rabbit):
+        with self._lock:
+            rabbit.tc = p.BOOTED_TC
+
+    def add_recording(self, rabbit, wav):
+        """Store an upload; None for a retry of one already stored, else its name."""
+        digest = hashlib.sha256(wav).digest()
+        with self._lock:
+            if digest in rabbit.upload_digests:
+                return None
+            rabbit.upload_digests.append(digest)
+            name = f'{rabbit.serial}-{digest.hex()[:12]}.wav'
+            rabbit.recordings[name] = wav
+            while len(rabbit.recordings) > KEPT_RECORDINGS:
+                rabbit.recordings.popitem(last=False)
+            if rabbit.plugin == 'echo':
+                rabbit.echo_pending = name
+            return name
+
+    def recording(self, name):
+        serial = name.split('-', 1)[0]
+        with self._lock:
+            rabbit = self._rabbits.get(serial)
+            return rabbit.recordings.get(name) if rabbit else None
+
+    def call_plugin_method(self, rabbits, method):
+        """The XML API's <method>: echo knows replay (the last recording again) and forget."""
+        with self._lock:
+            for rabbit in rabbits:
+                if rabbit.plugin != 'echo' or method not in ('replay', 'forget'):
+                    raise MalformedFrame(f'plugin {rabbit.plugin!r} of {rabbit.serial} has no '
+                                         f'method {method!r} (echo: replay, forget)')
+            for rabbit in rabbits:
+                if method == 'forget':
+                    rabbit.recordings.clear()
+                    rabbit.echo_pending = ''
+                elif rabbit.recordings:
+                    rabbit.echo_pending = next(reversed(rabbit.recordings))
+
+
+def check_plugin(name):
+    if name not in PLUGINS:
+        raise ValueError(f'plugin {name!r} is not one of {", ".join(PLUGINS)}')

@@ -1,0 +1,146 @@
+"""The rabbit's voice recordings (spec §2.5): RIFF/WAVE, IMA ADPCM, mono, 8 kHz.
+
+Blocks of 256 bytes: a 4-byte header (first sample, little-endian int16; step
+index; a zero byte) and 252 bytes of 4-bit codes, low nibble first, which with
+the header sample make 505 samples. The header is 60 bytes: fmt (20 bytes,
+cbSize 2, 505 samples per block), fact (sample count) and data.
+"""
+import struct
+
+import numpy as np
+
+from legacy_robot_common.errors import MalformedFrame
+
+SAMPLE_RATE = 8000
+BLOCK_ALIGN = 256
+SAMPLES_PER_BLOCK = 505
+BYTE_RATE = 4055
+IMA_ADPCM = 0x0011
+PCM = 0x0001
+MAX_SECONDS = 8.0             # the rabbit stops recording after 8000 ms
+HEADER_SIZE = 60
+
+STEPS = (7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 19, 21, 23, 25, 28, 31, 34, 37, 41, 45, 50, 55,
+         60, 66, 73, 80, 88, 97, 107, 118, 130, 143, 157, 173, 190, 209, 230, 253, 279, 307,
+         337, 371, 408, 449, 494, 544, 598, 658, 724, 796, 876, 963, 1060, 1166, 1282, 1411,
+         1552, 1707, 1878, 2066, 2272, 2499, 2749, 3024, 3327, 3660, 4026, 4428, 4871, 5358,
+         5894, 6484, 7132, 7845, 8630, 9493, 10442, 11487, 12635, 13899, 15289, 16818, 18500,
+         20350, 22385, 24623, 27086, 29794, 32767)
+INDEX_CHANGE = (-1, -1, -1, -1, 2, 4, 6, 8)
+
+
+def _decode_nibble(code, predictor, index):
+    step = STEPS[index]
+    difference = step >> 3
+    if code & 4:
+        difference += step
+    if code & 2:
+        difference += step >> 1
+    if code & 1:
+        difference += step >> 2
+    predictor += -difference if code & 8 else difference
+    predictor = max(-32768, min(32767, predictor))
+    index = max(0, min(len(STEPS) - 1, index + INDEX_CHANGE[code & 7]))
+    return predictor, index
+
+
+def _encode_sample(sample, predictor, index):
+    step = STEPS[index]
+    delta = sample - predictor
+    code = 8 if delta < 0 else 0
+    delta = abs(delta)
+    for bit in (4, 2, 1):
+        if delta >= step:
+            code |= bit
+            delta -= step
+        step >>= 1
+    predictor, index = _decode_nibble(code, predictor, index)
+    return code, predictor, index
+
+
+def decode_blocks(data):
+    """IMA ADPCM mono blocks (256 bytes, the last may be short) → int16 samples."""
+    samples = []
+    for start in range(0, len(data), BLOCK_ALIGN):
+        block = data[start:start + BLOCK_ALIGN]
+        if len(block) < 4:
+            raise MalformedFrame(f'ADPCM block of {len(block)} bytes has no header')
+        predictor, index = struct.unpack_from('<hB', block)
+        if index >= len(STEPS):
+            raise MalformedFrame(f'ADPCM step index {index} is not 0..{len(STEPS) - 1}')
+        samples.append(predictor)
+        for byte in block[4:]:
+            for code in (byte & 0x0F, byte >> 4):
+                predictor, index = _decode_nibble(code, predictor, index)
+                samples.append(predictor)
+    return np.array(samples, dtype=np.int16)
+
+
+def encode_blocks(pcm):
+    """int16 samples → IMA ADPCM blocks of 505 samples (the last block padded with silence)."""
+    pcm = [int(s) for s in pcm]
+    out, index = bytearray(), 0
+    for start in range(0, len(pcm), SAMPLES_PER_BLOCK):
+        chunk = pcm[start:start + SAMPLES_PER_BLOCK]
+        chunk += [chunk[-1]] * (SAMPLES_PER_BLOCK - len(chunk))
+        predictor = chunk[0]
+        out += struct.pack('<hBB', predictor, index, 0)
+        codes = []
+        for sample in chunk[1:]:
+            code, predictor, index = _encode_sample(sample, predictor, index)
+            codes.append(code)
+        out += bytes(low | (high << 4) for low, high in zip(codes[0::2], codes[1::2]))
+    return bytes(out)
+
+
+def wav_header(data_size):
+    """The 60-byte header the rabbit writes before data_size bytes of ADPCM blocks."""
+    samples = (data_size >> 8) * SAMPLES_PER_BLOCK
+    return (b'RIFF' + struct.pack('<I', data_size + 52) + b'WAVE'
+            + b'fmt ' + struct.pack('<IHHIIHHHH', 20, IMA_ADPCM, 1, SAMPLE_RATE, BYTE_RATE,
+                                    BLOCK_ALIGN, 4, 2, SAMPLES_PER_BLOCK)
+            + b'fact' + struct.pack('<II', 4, samples)
+            + b'data' + struct.pack('<I', data_size))
+
+
+def encode_wav(pcm):
+    blocks = encode_blocks(pcm)
+    return wav_header(len(blocks)) + blocks
+
+
+def decode_wav(data):
+    """A recording → (int16 samples, sample rate). IMA ADPCM mono, or 16-bit PCM mono."""
+    if len(data) < 12 or data[:4] != b'RIFF' or data[8:12] != b'WAVE':
+        raise MalformedFrame('a recording is a RIFF/WAVE file')
+    chunks = _chunks(data)
+    if b'fmt ' not in chunks or b'data' not in chunks:
+        raise MalformedFrame('WAV file without its fmt or data chunk')
+    fmt = chunks[b'fmt ']
+    if len(fmt) < 16:
+        raise MalformedFrame('WAV fmt chunk shorter than 16 bytes')
+    tag, channels, rate, _, align, bits = struct.unpack_from('<HHIIHH', fmt)
+    if channels != 1:
+        raise MalformedFrame(f'a {channels}-channel recording; the rabbit records mono')
+    if tag == IMA_ADPCM and align == BLOCK_ALIGN and bits == 4:
+        return decode_blocks(chunks[b'data']), rate
+    if tag == PCM and bits == 16:
+        body = chunks[b'data']
+        return np.frombuffer(body[:len(body) // 2 * 2], dtype='<i2').astype(np.int16), rate
+    raise MalformedFrame(f'WAV format 0x{tag:04x} with {bits}-bit samples, block {align}: '
+                         'expected IMA ADPCM (0x0011, 4 bit, 256) or 16-bit PCM')
+
+
+def _chunks(data):
+    chunks, pos = {}, 12
+    while pos + 8 <= len(data):
+        name, size = data[pos:pos + 4], struct.unpack_from('<I', data, pos + 4)[0]
+        chunks.setdefault(name, data[pos + 8:pos + 8 + size])
+        pos += 8 + size + (size & 1)
+    return chunks
+
+
+def tone(seconds, frequency=440.0, rate=SAMPLE_RATE, amplitude=8000):
+    """A test sound: a sine tone that glides up an octave (int16)."""
+    t = np.arange(int(seconds * rate)) / rate
+    glide = frequency * (1 + t / max(seconds, 1e-9))
+    return (amplitude * np.sin(2 * np.pi * np.cumsum(glide) / rate)).astype(np.int16)

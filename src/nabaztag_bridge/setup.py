@@ -1,0 +1,28 @@
+from setuptools import setup
+
+package_name = 'nabaztag_bridge'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=[package_name],
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='Legacy robot drivers maintainers',
+    maintainer_email='maintainers@legacy-robots.dev',
+    description='Nabaztag/tag bridge: the ping-era rabbit HTTP server (bc/locate/p4/record/rfid) exposed to ROS 2, with a rabbit emulator.',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest']},
+    entry_points={
+        'console_scripts': [
+            'nabaztag_bridge = nabaztag_bridge.node:main',
+            'nabaztag_emulator = nabaztag_bridge.emulator:main',
+            'nabaztag_bench = nabaztag_bridge.bench:main',
+        ],
+        'legacy_robots.robots': ['nabaztag = nabaztag_bridge.plugin:PLUGIN'],
+    },
+)
