@@ -155,7 +155,11 @@ def run_node(create_node, args=None):
 
     A ParameterError (a user mistake) prints its message and exits with 2.
     """
-    rclpy.init(args=args)
+    try:
+        rclpy.init(args=args)
+    except RCLError as exc:          # e.g. a -p value that is not valid YAML
+        print(f'error: bad ROS arguments: {exc}', file=sys.stderr)
+        return 2
     node = None
     try:
         node = create_node()

@@ -216,7 +216,7 @@ class NabaztagBridge(DriverNode):
             msg = convert.event_msg(record, self.frame_id)
             if msg is None:
                 self.unknown_events += 1
-            elif self.event_pub.get_subscription_count():
+            else:
                 self.event_pub.publish(msg)
         elif isinstance(record, Recording):
             self.recording_pub.publish(convert.recording_msg(record, self.frame_id))

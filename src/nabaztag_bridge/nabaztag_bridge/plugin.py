@@ -39,7 +39,8 @@ def describe(msg):
     return text
 
 
-def _free_port():
+def free_port():
+    """A loopback port nothing listens on now (the bridge listens; the rabbit must know where)."""
     with socket.socket() as probe:
         probe.bind(('127.0.0.1', 0))
         return probe.getsockname()[1]
@@ -55,7 +56,7 @@ class DemoEmulator:
         (folder / 'bytecode.bin').write_bytes(STAND_IN_BYTECODE)
         (folder / 'media').mkdir()
         (folder / 'media' / DEMO_SOUND).write_bytes(recording.encode_wav(recording.tone(1.0)))
-        port = _free_port()
+        port = free_port()
         self.parameters = {'host': '127.0.0.1', 'port': port, 'ping_interval': 1,
                            'plugin': 'echo', 'bytecode_file': str(folder / 'bytecode.bin'),
                            'media_root': str(folder / 'media')}
