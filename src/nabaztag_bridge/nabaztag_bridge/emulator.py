@@ -10,6 +10,7 @@ double-click, move its ears, show an RFID tag or record (an IMA ADPCM WAV,
 uploaded with up to 3 attempts). Many rabbits run in one process for load tests.
 """
 import argparse
+import collections
 import dataclasses
 import queue
 import socket
@@ -43,6 +44,7 @@ class RabbitOptions:
     upload_attempts: int = 3
     stream_seconds: float = 5.0
     net_timeout: float = NET_TIMEOUT    # s of server silence before a request is given up
+    start_delay: float = 0.0            # s before the rabbit is switched on
 
 
 def split_url(url):
@@ -99,6 +101,7 @@ class VirtualRabbit:
         self.audio_until = 0.0
         self._streaming = False
         self.played = []                     # (command, url, bytes) of every resource used
+        self.ping_seconds = collections.deque(maxlen=1000)   # request → reply, per ping
         self.counters = dict(boots=0, pings=0, bad_packets=0, programs=0, uploads=0,
                              upload_attempts=0, rfid=0, errors=0)
 
@@ -161,6 +164,7 @@ class VirtualRabbit:
 
     def _run(self):
         steps = {'boot': self._boot, 'locate': self._locate, 'ping': self._ping_cycle}
+        self._stop.wait(self.options.start_delay)
         while not self._stop.is_set():
             try:
                 steps[self.phase]()
@@ -195,7 +199,9 @@ class VirtualRabbit:
             url = (f'{self.ping_base}/vl/p4.jsp?sn={self.serial}&v={self.options.bytecode_version}'
                    f'&st=1&sd={sent:x}&tc={self.tc:x}&h=4')
         self._wake.clear()
+        started = time.perf_counter()
         reply = self._request(url)
+        self.ping_seconds.append(time.perf_counter() - started)
         with self._lock:
             self.counters['pings'] += 1
         self._apply(reply, sent)
@@ -401,11 +407,14 @@ class VirtualRabbit:
 class RabbitEmulator:
     """Several rabbits with consecutive serials; what the command line and the demo run."""
 
-    def __init__(self, options, count=1, scenario=False):
+    def __init__(self, options, count=1, scenario=False, spread=0.0):
+        """spread: the rabbits are switched on one after another over this many seconds, so
+        that their pings do not all arrive in the same instant (real rabbits boot at
+        different times)."""
         first = int(p.normalize_serial(options.serial), 16)
-        self.rabbits = [VirtualRabbit(dataclasses.replace(options, serial=format(first + i,
-                                                                                  '012x')))
-                        for i in range(count)]
+        self.rabbits = [VirtualRabbit(dataclasses.replace(
+            options, serial=format(first + i, '012x'), start_delay=spread * i / count))
+            for i in range(count)]
         self.scenario = Scenario(self.rabbits[0]) if scenario else None
         self.description = (f'{count} rabbit(s) from {self.rabbits[0].serial} calling '
                             f'{options.server}')
@@ -504,6 +513,9 @@ def build_parser():
     parser.add_argument('--rabbits', type=int, default=1, help='how many rabbits (default 1)')
     parser.add_argument('--serial', default='0019db000001',
                         help='serial (MAC) of the first rabbit; the others count up')
+    parser.add_argument('--spread', type=float, default=1.0,
+                        help='switch the rabbits on one after another over this many seconds '
+                        '(default 1)')
     parser.add_argument('--no-boot', action='store_true',
                         help='skip bc.jsp (for a bridge without a bytecode file)')
     parser.add_argument('--time-scale', type=float, default=1.0,
@@ -518,15 +530,15 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if args.rabbits < 1 or args.time_scale < 0:
-        print('error: --rabbits must be ≥ 1 and --time-scale ≥ 0', file=sys.stderr)
+    if args.rabbits < 1 or args.time_scale < 0 or args.spread < 0:
+        print('error: --rabbits must be ≥ 1, --time-scale and --spread ≥ 0', file=sys.stderr)
         return 2
 
     def make():
         emulator = RabbitEmulator(RabbitOptions(server=args.server, serial=args.serial,
                                                 boot=not args.no_boot,
                                                 time_scale=args.time_scale),
-                                  args.rabbits, args.scenario)
+                                  args.rabbits, args.scenario, args.spread)
         if args.console:
             threading.Thread(target=console, args=(emulator,), daemon=True).start()
         return emulator
