@@ -10,6 +10,7 @@ reply until the server closes). Requests become records for the node
 import dataclasses
 import hmac
 import http.server
+import itertools
 import pathlib
 import re
 import shutil
@@ -103,6 +104,7 @@ class BridgeServer:
         self.counters = Counters()
         self._counter_lock = threading.Lock()
         self._choreographies = {}
+        self._choreography_count = itertools.count(1)   # names stay unique after evictions
         self._httpd = None
         self._thread = None
         self.port = settings.port
@@ -161,7 +163,7 @@ class BridgeServer:
     # ---- resources the programs point at ------------------------------------------------
     def add_choreography(self, data):
         """Serve .chor bytes under /chorlibrary/<name>; returns the URL the rabbit fetches."""
-        name = f'ros-{len(self._choreographies) + 1}.chor'
+        name = f'ros-{next(self._choreography_count)}.chor'
         self._choreographies[name] = bytes(data)
         while len(self._choreographies) > CHOREOGRAPHIES_KEPT:
             self._choreographies.pop(next(iter(self._choreographies)))

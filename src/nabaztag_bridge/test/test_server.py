@@ -191,6 +191,14 @@ def test_recording_is_decoded_and_retries_are_stored_once(bridge):
     assert status == 200 and body == wav
 
 
+def test_choreography_names_stay_unique_when_old_ones_are_dropped(bridge):
+    server = bridge()
+    urls = [server.add_choreography(bytes([n % 256]) * 8) for n in range(300)]
+    assert len(set(urls)) == 300
+    assert rabbit_get(server.port, urls[0][len(server.base_url):])[0] == 404    # dropped
+    assert rabbit_get(server.port, urls[-1][len(server.base_url):])[2] == bytes([299 % 256]) * 8
+
+
 def test_media_and_choreographies_are_served(bridge):
     server = bridge()
     for prefix in ('/local/', '/broadcast/'):
