@@ -6,9 +6,9 @@ shown a tag and records. The demo answers a click with a choreography and a tag
 with a sound from the media root; the echo plugin plays the recording back. The
 event log and the recording (WAV) go to demo-output/nabaztag/.
 """
+import pathlib
 import socket
 import tempfile
-import pathlib
 
 from legacy_robot_common.artifacts import save_lines, save_wav
 from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
