@@ -35,7 +35,6 @@ class NabaztagBridge(DriverNode):
         self.event_pub = self.publisher(RabbitEvent, 'events', 50)
         self.recording_pub = self.publisher(RabbitRecording, 'recordings', 5)
         self.rabbits_pub = self.publisher(RabbitList, 'rabbits', LATCHED)
-        self.unknown_events = 0
         self._bad_before = 0               # bad requests at the last diagnostics report
         self._create_services()
         self.create_timer(self.rabbits_period, self._publish_rabbits,
@@ -164,8 +163,7 @@ class NabaztagBridge(DriverNode):
 
     def _set_ears(self, request):
         ears = (request.ear0, request.ear1)
-        if max(ears) >= p.EAR_POSITIONS:
-            raise ValueError(f'ear positions {ears} must be 0..{p.EAR_POSITIONS - 1}')
+        p.check_ears(ears)
         rabbits = self.registry.select(request.serial)
         self.registry.set_ears(rabbits, ears)
         return f'ears {ears} on the next ping of {len(rabbits)} rabbit(s)'
@@ -181,8 +179,7 @@ class NabaztagBridge(DriverNode):
 
     def _set_ambient(self, request):
         ambient = convert.ambient_from_request(request)
-        if max(ambient.ears) >= p.EAR_POSITIONS:
-            raise ValueError(f'ear positions {ambient.ears} must be 0..{p.EAR_POSITIONS - 1}')
+        p.check_ears(ambient.ears)
         p.ambient_block(ambient)                  # checks slots and blinks
         rabbits = self.registry.select(request.serial)
         self.registry.update(rabbits, ambient=ambient)
@@ -214,9 +211,7 @@ class NabaztagBridge(DriverNode):
     def handle_record(self, record):
         if isinstance(record, EventRecord):
             msg = convert.event_msg(record, self.frame_id)
-            if msg is None:
-                self.unknown_events += 1
-            else:
+            if msg is not None:        # unknown sd values: counted and logged by the server
                 self.event_pub.publish(msg)
         elif isinstance(record, Recording):
             self.recording_pub.publish(convert.recording_msg(record, self.frame_id))
@@ -231,8 +226,7 @@ class NabaztagBridge(DriverNode):
         counters = dataclasses.asdict(self.bridge.counters)
         known, online = self.registry.counts()
         values = dict(counters, **{'url': f'{self.bridge.base_url}', 'rabbits known': known,
-                                   'rabbits online': online,
-                                   'unknown events': self.unknown_events})
+                                   'rabbits online': online})
         if not self.bridge.connected:
             return ERROR, 'not listening', values
         bad_before, self._bad_before = self._bad_before, counters['bad_requests']

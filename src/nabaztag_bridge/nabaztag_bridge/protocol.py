@@ -231,6 +231,12 @@ def _decimal(key, value, low, high):
     return int(value)
 
 
+def check_ears(ears):
+    """ValueError unless both ear positions are 0..16 (what the services accept)."""
+    if not all(0 <= ear < EAR_POSITIONS for ear in ears):
+        raise ValueError(f'ear positions {tuple(ears)} must be 0..{EAR_POSITIONS - 1}')
+
+
 def palette_colour(slot, red, green, blue):
     """The CL value: palette slot in the top byte, RGB in the low 24 bits (decimal on the wire)."""
     if not 0 <= slot <= 7:

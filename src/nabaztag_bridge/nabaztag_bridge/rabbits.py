@@ -86,10 +86,10 @@ class RabbitRegistry:
 
     def select(self, serial):
         """The rabbits a command addresses: one by serial, or all known for ''."""
+        key = p.normalize_serial(serial) if serial else ''
         with self._lock:
-            if not serial:
+            if not key:
                 return list(self._rabbits.values())
-            key = serial.replace(':', '').lower()
             if key not in self._rabbits:
                 raise UnknownRabbit(f'no rabbit {serial!r} has called the bridge yet')
             return [self._rabbits[key]]

@@ -88,6 +88,7 @@ class Counters:
     events: int = 0
     recordings: int = 0
     duplicate_uploads: int = 0
+    unknown_events: int = 0      # sd values the spec does not define
     last_error: str = ''
 
 
@@ -245,9 +246,11 @@ class BridgeServer:
         self.registry.note_ping(rabbit, version, tc, event)
         self._count('pings')
         if event.kind != 'ping' or self.settings.publish_pings:
-            if event.kind == 'unknown' and self.log:
-                self.log.warning('unknown-sd', f'rabbit {rabbit.serial}: unknown event '
-                                               f'sd={event.value:x}')
+            if event.kind == 'unknown':
+                self._count('unknown_events')
+                if self.log:
+                    self.log.warning('unknown-sd', f'rabbit {rabbit.serial}: unknown event '
+                                                   f'sd={event.value:x}')
             self._event(rabbit.serial, event.kind, ears=event.ears, program_id=tc)
         return 200, self.registry.reply_packet(rabbit), 'application/octet-stream'
 

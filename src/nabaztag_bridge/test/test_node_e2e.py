@@ -117,6 +117,7 @@ def test_services_drive_the_rabbit(setup):
 @pytest.mark.parametrize('kind, name, fields, problem', [
     (RabbitEars, 'set_ears', dict(serial='0019db0000ff', ear0=1), 'has called'),
     (RabbitEars, 'set_ears', dict(serial=SERIAL, ear0=17), '0..16'),
+    (RabbitEars, 'set_ears', dict(serial='rabbit-1'), 'not 12 hex digits'),
     (RabbitProgram, 'send_program', dict(serial=SERIAL, program='ID 1\nCL 0xff'), 'decimal'),
     (RabbitSound, 'play_sound', dict(serial=SERIAL), 'either url or media_file'),
     (RabbitSound, 'play_sound', dict(serial=SERIAL, media_file='../etc/passwd'), 'media root'),

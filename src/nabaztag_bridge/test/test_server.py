@@ -129,6 +129,12 @@ def test_ping_events(bridge, sd, kind, ears):
                                                                         934170)
 
 
+def test_unknown_sd_values_are_counted_and_still_acknowledged(bridge):
+    server = bridge()
+    assert p.decode_packet(ping(server.port, sd='6')[2])
+    assert [e.kind for e in events(server)] == ['unknown'] and server.counters.unknown_events == 1
+
+
 def test_ears_moved_by_hand_stay_where_they_are(bridge):
     server = bridge()
     ping(server.port, sd='8a05')
