@@ -2,21 +2,18 @@
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
 from aibo_driver import protocol as p
 from aibo_driver.emulator import AiboEmulator, EmulatorOptions
 from helpers import run_module, wait_for
+from legacy_robot_common.driver_node import LATCHED
 from legacy_robot_common.messages import image_to_array
 from legacy_robot_interfaces.msg import (AiboSensorWords, AudioData, AudioDataStamped, AudioInfo,
                                          ColorDetection, SemanticEvent, VoiceMatches)
 from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand, UploadFile
 from ros_observer import DriverProcesses
-
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
 
 @pytest.fixture
 def setup():

@@ -18,8 +18,7 @@ from legacy_robot_common.bench import (cpu_percent, report, start_driver, stop_p
                                        wait_until)
 
 from . import protocol as p
-from .emulator import RabbitEmulator, RabbitOptions
-from .plugin import free_port
+from .emulator import RabbitEmulator, RabbitOptions, free_port
 from .rabbits import RabbitRegistry
 
 NAMESPACE = '/bench'

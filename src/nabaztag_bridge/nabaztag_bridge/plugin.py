@@ -7,7 +7,6 @@ with a sound from the media root; the echo plugin plays the recording back. The
 event log and the recording (WAV) go to demo-output/nabaztag/.
 """
 import pathlib
-import socket
 import tempfile
 
 from legacy_robot_common.artifacts import save_lines, save_wav
@@ -17,7 +16,7 @@ from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSound
 
 from . import protocol as p
 from . import recording
-from .emulator import RabbitEmulator, RabbitOptions
+from .emulator import RabbitEmulator, RabbitOptions, free_port
 from .node import NabaztagBridge
 
 KIND_NAMES = {getattr(RabbitEvent, name): name.lower() for name in (
@@ -37,13 +36,6 @@ def describe(msg):
     if msg.rfid:
         text += f' tag {msg.rfid}'
     return text
-
-
-def free_port():
-    """A loopback port nothing listens on now (the bridge listens; the rabbit must know where)."""
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return probe.getsockname()[1]
 
 
 class DemoEmulator:

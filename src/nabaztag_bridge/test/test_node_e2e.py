@@ -11,8 +11,7 @@ from legacy_robot_interfaces.srv import (RabbitAmbient, RabbitChoreography, Rabb
                                          RabbitSound)
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge import recording
-from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions
-from nabaztag_bridge.plugin import free_port
+from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions, free_port
 from ros_observer import DriverProcesses
 
 SERIAL = '0019db000001'

@@ -7,12 +7,12 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
-from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import BatteryState, Range
 from std_srvs.srv import SetBool, Trigger
 
 from helpers import start_module, wait_for
 from ros_observer import DriverProcesses
+from legacy_robot_common.driver_node import LATCHED
 from legacy_robot_interfaces.msg import (DigitalAnalogIO, EncoderCounts, GripperState, MotorState,
                                          RobotInfo, SonarArray)
 from legacy_robot_interfaces.srv import BytesCommand, DigitalOutput, GripperCommand, Playlist
@@ -91,9 +91,8 @@ def test_cmd_vel_timeout_stops_the_robot(setup):
 def test_topics_services_and_diagnostics(setup):
     emulator, process, ros = setup(EmulatorOptions(model='p2pb', name='pb'),
                                    encoder_stream=True, gripper_stream=True)
-    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     topics = {name: ros.listen(kind, name, *qos) for name, kind, *qos in (
-        ('robot_info', RobotInfo, latched), ('battery', BatteryState), ('sonar', SonarArray),
+        ('robot_info', RobotInfo, LATCHED), ('battery', BatteryState), ('sonar', SonarArray),
         ('sonar/ranges', Range), ('encoders', EncoderCounts), ('gripper_state', GripperState),
         ('io', DigitalAnalogIO), ('odom', Odometry), ('motor_state', MotorState))}
     diagnostics = []
