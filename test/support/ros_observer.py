@@ -9,6 +9,15 @@ from helpers import spin_until, start_module
 from legacy_robot_common.bench import ros_args
 
 
+def latest_status(diagnostic_arrays, suffix):
+    """The newest DiagnosticStatus whose name ends with suffix, or None."""
+    for array in reversed(diagnostic_arrays):
+        for status in array.status:
+            if status.name.endswith(suffix):
+                return status
+    return None
+
+
 class Observer:
     """A ROS node in the test process: subscriptions record, services are called and awaited."""
 

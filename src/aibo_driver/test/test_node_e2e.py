@@ -13,7 +13,7 @@ from legacy_robot_common.messages import image_to_array
 from legacy_robot_interfaces.msg import (AiboSensorWords, AudioData, AudioDataStamped, AudioInfo,
                                          ColorDetection, SemanticEvent, VoiceMatches)
 from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand, UploadFile
-from ros_observer import DriverProcesses
+from ros_observer import DriverProcesses, latest_status
 
 @pytest.fixture
 def setup():
@@ -29,19 +29,14 @@ def setup():
         if emulator.rcode is not None:      # rcode_command answers "not connected" until then
             arrays = []
             ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
-            assert ros.spin_until(lambda: getattr(_status(arrays, 'RCODE link'), 'level', None)
-                                  == DiagnosticStatus.OK, 10), 'RCODE link not up'
+
+            def rcode_up():
+                status = latest_status(arrays, 'RCODE link')
+                return status is not None and status.level == DiagnosticStatus.OK
+            assert ros.spin_until(rcode_up, 10), 'RCODE link not up'
         return emulator, process, ros
     yield start
     drivers.stop_all()
-
-
-def _status(diagnostics, suffix):
-    for array in reversed(diagnostics):
-        for status in array.status:
-            if status.name.endswith(suffix):
-                return status
-    return None
 
 
 def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
@@ -100,8 +95,8 @@ def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
     reply = ros.call(SetCameraMode, 'set_camera_mode', SetCameraMode.Request(mode='mpeg'))
     assert not reply.success and 'camera mode' in reply.message
 
-    assert ros.spin_until(lambda: _status(diagnostics, ': dog') is not None, 5)
-    dog = _status(diagnostics, ': dog')
+    assert ros.spin_until(lambda: latest_status(diagnostics, ': dog') is not None, 5)
+    dog = latest_status(diagnostics, ': dog')
     assert dog.level == DiagnosticStatus.OK, dog.message
     values = {v.key: v.value for v in dog.values}
     assert values['product'] == 'rcodeplus' and values['audio chunks lost'] == '0'

@@ -12,7 +12,7 @@ from legacy_robot_interfaces.srv import (RabbitAmbient, RabbitChoreography, Rabb
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge import recording
 from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions, free_port
-from ros_observer import DriverProcesses
+from ros_observer import DriverProcesses, latest_status
 
 SERIAL = '0019db000001'
 
@@ -68,8 +68,7 @@ def test_events_recordings_rabbits_and_diagnostics(setup):
     upload = recordings[0]
     assert upload.sample_rate == 8000 and bytes(upload.wav[:4]) == b'RIFF'
     assert abs(len(upload.pcm) / 8000 - 1.0) < 0.07
-    status = lambda: next((s for a in reversed(diagnostics) for s in a.status  # noqa: E731
-                           if s.name.endswith('http server')), None)
+    status = lambda: latest_status(diagnostics, 'http server')  # noqa: E731
     assert ros.spin_until(lambda: status() is not None and status().level == DiagnosticStatus.OK
                           and '1 of 1 rabbits online' in status().message, 5)
     values = {v.key: v.value for v in status().values}
