@@ -10,6 +10,7 @@ import struct
 import numpy as np
 
 from legacy_robot_common.errors import MalformedFrame
+from legacy_robot_common.ima_adpcm import MAX_INDEX, decode_nibble, encode_sample
 
 SAMPLE_RATE = 8000
 BLOCK_ALIGN = 256
@@ -20,43 +21,6 @@ PCM = 0x0001
 MAX_SECONDS = 8.0             # the rabbit stops recording after 8000 ms
 HEADER_SIZE = 60
 
-STEPS = (7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 19, 21, 23, 25, 28, 31, 34, 37, 41, 45, 50, 55,
-         60, 66, 73, 80, 88, 97, 107, 118, 130, 143, 157, 173, 190, 209, 230, 253, 279, 307,
-         337, 371, 408, 449, 494, 544, 598, 658, 724, 796, 876, 963, 1060, 1166, 1282, 1411,
-         1552, 1707, 1878, 2066, 2272, 2499, 2749, 3024, 3327, 3660, 4026, 4428, 4871, 5358,
-         5894, 6484, 7132, 7845, 8630, 9493, 10442, 11487, 12635, 13899, 15289, 16818, 18500,
-         20350, 22385, 24623, 27086, 29794, 32767)
-INDEX_CHANGE = (-1, -1, -1, -1, 2, 4, 6, 8)
-
-
-def _decode_nibble(code, predictor, index):
-    step = STEPS[index]
-    difference = step >> 3
-    if code & 4:
-        difference += step
-    if code & 2:
-        difference += step >> 1
-    if code & 1:
-        difference += step >> 2
-    predictor += -difference if code & 8 else difference
-    predictor = max(-32768, min(32767, predictor))
-    index = max(0, min(len(STEPS) - 1, index + INDEX_CHANGE[code & 7]))
-    return predictor, index
-
-
-def _encode_sample(sample, predictor, index):
-    step = STEPS[index]
-    delta = sample - predictor
-    code = 8 if delta < 0 else 0
-    delta = abs(delta)
-    for bit in (4, 2, 1):
-        if delta >= step:
-            code |= bit
-            delta -= step
-        step >>= 1
-    predictor, index = _decode_nibble(code, predictor, index)
-    return code, predictor, index
-
 
 def decode_blocks(data):
     """IMA ADPCM mono blocks (256 bytes, the last may be short) → int16 samples."""
@@ -66,12 +30,12 @@ def decode_blocks(data):
         if len(block) < 4:
             raise MalformedFrame(f'ADPCM block of {len(block)} bytes has no header')
         predictor, index = struct.unpack_from('<hB', block)
-        if index >= len(STEPS):
-            raise MalformedFrame(f'ADPCM step index {index} is not 0..{len(STEPS) - 1}')
+        if index > MAX_INDEX:
+            raise MalformedFrame(f'ADPCM step index {index} is not 0..{MAX_INDEX}')
         samples.append(predictor)
         for byte in block[4:]:
             for code in (byte & 0x0F, byte >> 4):
-                predictor, index = _decode_nibble(code, predictor, index)
+                predictor, index = decode_nibble(code, predictor, index)
                 samples.append(predictor)
     return np.array(samples, dtype=np.int16)
 
@@ -87,7 +51,7 @@ def encode_blocks(pcm):
         out += struct.pack('<hBB', predictor, index, 0)
         codes = []
         for sample in chunk[1:]:
-            code, predictor, index = _encode_sample(sample, predictor, index)
+            code, predictor, index = encode_sample(sample, predictor, index)
             codes.append(code)
         out += bytes(low | (high << 4) for low, high in zip(codes[0::2], codes[1::2]))
     return bytes(out)
