@@ -109,6 +109,20 @@ class DriverNode(Node):
             f'no reply within {timeout:.1f} s')), callback_group=self.callback_group)
         return future, lambda value: self._enqueue(_Resolve(complete, value))
 
+    async def await_reply(self, send, timeout):
+        """send(resolve) starts a request → (reply, None) or (None, error text).
+
+        A request that cannot even be sent (ValueError, OSError, ConnectionError)
+        resolves at once with its error; so does the timeout.
+        """
+        future, resolve = self.reply_future(timeout)
+        try:
+            send(resolve)
+        except (ValueError, OSError) as exc:
+            resolve(exc)
+        reply = await future
+        return (None, str(reply)) if isinstance(reply, Exception) else (reply, None)
+
     def _drain_records(self):
         self._wake_pending.clear()   # before draining: a record put from now on wakes us again
         while True:

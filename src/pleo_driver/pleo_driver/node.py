@@ -1,0 +1,238 @@
+"""ROS 2 node `pleo_driver`: a Ugobe Pleo on its USB serial monitor.
+
+    ros2 run pleo_driver pleo_driver --ros-args -p port:=/dev/ttyACM0
+
+Topic, service and parameter tables: README.md ("Pleo driver").
+"""
+import math
+
+from sensor_msgs.msg import BatteryState, JointState
+from std_msgs.msg import Header
+from std_srvs.srv import Trigger
+
+from legacy_robot_common.diagnostics import ERROR, OK, WARN
+from legacy_robot_common.driver_node import DriverNode, run_node
+from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_interfaces.msg import MonitorLog, NamedValues, NxpPacket, SensorEvent
+from legacy_robot_interfaces.srv import JointCommand, PlayNamed, SetPercent, TextCommand
+
+from . import conversions as convert
+from . import protocol as p
+from .client import Battery, Connected, PleoClient, Settings
+
+
+class PleoNode(DriverNode):
+    def __init__(self, **kwargs):
+        super().__init__('pleo_driver', hardware_id='Ugobe Pleo', **kwargs)
+        self._declare_parameters()
+        try:
+            settings = Settings(
+                port=self.port, baud=self.baud, open_timeout=self.open_timeout,
+                answer_timeout=self.answer_timeout, battery_interval=self.battery_interval,
+                startup_commands=self._startup_commands())
+        except ValueError as exc:
+            raise ParameterError(f'pleo_driver: {exc}') from None
+        self.client = PleoClient(settings, logger=self.get_logger())
+        self.attach_client(self.client, 'monitor link')
+        self.diagnostics.add_task('pleo', self._pleo_status)
+        self._create_publishers()
+        self._create_services()
+        self.last_joints = self.last_sensors = None
+        self.log_lines = 0
+        self.start_links()
+
+    # ---- parameters ----------------------------------------------------------------------
+    def _declare_parameters(self):
+        d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
+        self.port = d('port', '/dev/ttyACM0', 'serial device (or pyserial URL); "auto" finds '
+                      'the Pleo by its USB ID 6962:0100', read_only=True)
+        self.baud = d('baud', 115200, 'baud rate (nominal over USB CDC-ACM)', minimum=110,
+                      maximum=4000000, read_only=True)
+        self.open_timeout = d('open_timeout', 5.0, 's to wait for the first prompt',
+                              minimum=0.1, maximum=120.0, read_only=True)
+        self.answer_timeout = d('answer_timeout', 60.0, 's to wait for a command\'s prompt '
+                                '(default for services)', minimum=0.1, maximum=600.0,
+                                read_only=True)
+        self.battery_interval = d('battery_interval', 5.0, 's between STATS POWER polls '
+                                  '(0 = never)', minimum=0.0, maximum=3600.0, read_only=True)
+        self.unload_on_start = d('unload_app_on_start', True, 'APP UNLOAD after connecting '
+                                 '(stops the built-in behaviour)', read_only=True)
+        self.neutral_on_start = d('neutral_on_start', True, 'JOINT NEUTRAL after connecting',
+                                  read_only=True)
+        self.log_types = d('log_enable', [''], 'log types to enable after connecting (log '
+                           'enable <type>, e.g. nxp); [""] = none', read_only=True)
+        self.extra_startup = d('startup_commands', [''], 'further monitor commands after '
+                               'connecting (e.g. the one that starts the sensor/joint dumps)',
+                               read_only=True)
+        self.frame_id = d('frame_id', 'base_link', 'frame of sensors, battery and log '
+                          'messages', read_only=True)
+        self.joint_prefix = d('joint_name_prefix', '', 'prefix for joint_states names (several '
+                              'Pleos in one tf tree)', read_only=True)
+
+    def _startup_commands(self):
+        commands = (['APP UNLOAD'] if self.unload_on_start else []) + (
+            ['JOINT NEUTRAL'] if self.neutral_on_start else [])
+        commands += [f'LOG ENABLE {t}' for t in self.log_types if t.strip()]
+        return tuple(commands + [c for c in self.extra_startup if c.strip()])
+
+    # ---- publishers and services -----------------------------------------------------------
+    def _create_publishers(self):
+        pub = self.publisher
+        self.joint_pub = pub(JointState, 'joint_states', 20)
+        self.sensors_pub = pub(NamedValues, 'sensors', 20)
+        self.events_pub = pub(SensorEvent, 'sensor_events', 50)
+        self.battery_pub = pub(BatteryState, 'battery')
+        self.log_pub = pub(MonitorLog, 'monitor_log', 50)
+        self.nxp_pub = pub(NxpPacket, 'nxp_packets', 20)
+
+    def _create_services(self):
+        service = lambda kind, name, handler: self.create_service(  # noqa: E731
+            kind, name, handler, callback_group=self.callback_group)
+        service(JointCommand, 'joint_command', self._joint)
+        service(Trigger, 'joint_neutral', self._fixed('JOINT NEUTRAL'))
+        service(Trigger, 'app_unload', self._fixed('APP UNLOAD'))
+        service(PlayNamed, 'motion_play', self._named('MOTION PLAY', 'motion'))
+        service(PlayNamed, 'sound_play', self._named('SOUND PLAY', 'sound'))
+        service(PlayNamed, 'app_load', self._app_load)
+        service(SetPercent, 'motion_speed', self._percent('MOTION SPEED'))
+        service(SetPercent, 'sound_speed', self._percent('SOUND SPEED'))
+        service(SetPercent, 'sound_volume', self._percent('SOUND VOLUME'))
+        service(TextCommand, 'pkt_send', self._pkt_send)
+        service(TextCommand, 'log_enable', self._log_enable)
+        service(TextCommand, 'monitor_command', self._raw)
+
+    # ---- service handlers ----------------------------------------------------------------
+    async def _monitor(self, command, timeout=0.0):
+        """Run one monitor command → (Answer, None) or (None, error text)."""
+        timeout = timeout or self.answer_timeout
+        answer, error = await self.await_reply(
+            lambda resolve: self.client.command(command, resolve, timeout), timeout + 1.0)
+        if error is None and answer.failed:
+            return answer, f'{command!r}: {answer.text}'
+        return answer, error
+
+    async def _reply(self, command, response, timeout=0.0):
+        answer, error = await self._monitor(command, timeout)
+        response.success = error is None
+        response.message = error or (answer.text or 'ok')
+        return response
+
+    def _fixed(self, command):
+        async def handler(_request, response):
+            return await self._reply(command, response)
+        return handler
+
+    def _named(self, verb, what):
+        async def handler(request, response):
+            try:
+                command = f'{verb} {p.name_argument(request.name, what)}'
+            except ValueError as exc:
+                response.success, response.message = False, str(exc)
+                return response
+            return await self._reply(command, response)
+        return handler
+
+    async def _app_load(self, request, response):
+        try:
+            name = p.name_argument(request.name, 'application')
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        # only from the SD card: writing to internal memory has bricked Pleos (spec §3.2)
+        if not name.lower().startswith('a:'):
+            name = f'a:{name}'
+        return await self._reply(f'APP LOAD {name}', response)
+
+    def _percent(self, verb):
+        async def handler(request, response):
+            try:
+                command = p.percent_command(verb, request.percent)
+            except ValueError as exc:
+                response.success, response.message = False, str(exc)
+                return response
+            return await self._reply(command, response)
+        return handler
+
+    async def _joint(self, request, response):
+        try:
+            joint = p.find_joint(request.joint)
+            command = p.joint_command(joint, math.degrees(request.position), request.wait,
+                                      request.max_wait * 1000.0, request.target_time * 1000.0)
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        timeout = max(self.answer_timeout, request.max_wait + 1.0) if request.wait else 0.0
+        return await self._reply(command, response, timeout)
+
+    async def _text(self, command, request, response):
+        answer, error = await self._monitor(command, request.timeout)
+        response.success = error is None
+        response.message = error or 'ok'
+        response.reply = answer.text if answer is not None else ''
+        return response
+
+    async def _pkt_send(self, request, response):
+        packet = request.command.strip()
+        if not packet:
+            response.success, response.message = False, 'an empty packet'
+            return response
+        self.nxp_pub.publish(convert.nxp_msg(packet, self._header(), NxpPacket.TO_ROBOT))
+        return await self._text(f'PKT SEND {packet}', request, response)
+
+    async def _log_enable(self, request, response):
+        try:
+            kind = p.name_argument(request.command, 'log type')
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        return await self._text(f'LOG ENABLE {kind}', request, response)
+
+    async def _raw(self, request, response):
+        try:
+            p.encode_command(request.command)
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        return await self._text(request.command, request, response)
+
+    # ---- records from the monitor -----------------------------------------------------------
+    def _header(self):
+        return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frame_id)
+
+    def handle_record(self, record):
+        header = self._header()
+        if isinstance(record, p.JointDump):
+            self.last_joints = record
+            self.joint_pub.publish(convert.joint_state_msg(record, header, self.joint_prefix))
+        elif isinstance(record, p.SensorDump):
+            for event in convert.sensor_events(self.last_sensors, record, header):
+                self.events_pub.publish(event)
+            self.last_sensors = record
+            self.sensors_pub.publish(convert.sensors_msg(record, header))
+        elif isinstance(record, p.LogLine):
+            self.log_lines += 1
+            self.log_pub.publish(convert.log_msg(record, header))
+            if record.type.lower() == convert.NXP_LOG_TYPE:
+                self.nxp_pub.publish(convert.nxp_msg(record.text, header, NxpPacket.FROM_ROBOT))
+        elif isinstance(record, Battery):
+            self.battery_pub.publish(convert.battery_msg(record.value, header))
+        elif isinstance(record, Connected):
+            self.last_joints = self.last_sensors = None
+
+    def _pleo_status(self):
+        c = self.client
+        values = {'port': c.port_in_use or self.port, 'battery': c.battery,
+                  'commands': c.commands_done, 'commands refused': c.command_failures,
+                  'log lines': self.log_lines, 'bad lines': c.counters.bad_frames,
+                  'joint dumps': 'yes' if self.last_joints else 'none yet'}
+        if not c.connected:
+            return ERROR, 'no prompt from the Pleo monitor', values
+        if c.battery is not None and c.battery < 23:
+            return WARN, f'battery low ({c.battery})', values
+        if c.counters.bad_frames:
+            return WARN, f'{c.counters.bad_frames} malformed lines (see the log)', values
+        return OK, 'connected', values
+
+
+def main(args=None):
+    return run_node(PleoNode, args)

@@ -1,0 +1,51 @@
+"""AMX, the Pawn compiler's output (spec §2.8): only checked, never changed.
+
+Header: int32 size, uint16 magic 0xF1E0 (32-bit cells), uint8 file_version,
+uint8 amx_version, int16 flags, int16 defsize, then int32 cod, dat, hea, stp, ...
+The file holds header + code + data, so ``hea`` equals the file size.
+"""
+import dataclasses
+import struct
+
+from .errors import MalformedResource
+
+HEADER = struct.Struct('<iHBBhhiiiii')
+MAGIC = 0xF1E0
+PLEO_FILE_VERSIONS = (8, 9, 10)     # Pawn 3.x; PrbDK's pawncc33 writes 10
+PAWN4_FILE_VERSION = 11
+
+
+@dataclasses.dataclass(frozen=True)
+class AmxInfo:
+    size: int
+    file_version: int
+    amx_version: int
+    flags: int
+    header_size: int
+    code_size: int
+    data_size: int
+    stack_top: int
+
+
+def check(data):
+    """→ (AmxInfo, warnings). Raises MalformedResource when it is not an AMX file at all."""
+    if len(data) < HEADER.size:
+        raise MalformedResource(f'AMX file of {len(data)} bytes is shorter than its header')
+    size, magic, file_version, amx_version, flags, _, cod, dat, hea, stp, _ = \
+        HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise MalformedResource(f'not a 32-bit Pawn AMX file (magic 0x{magic:04X}, '
+                                f'expected 0x{MAGIC:04X})')
+    if size != len(data) or not HEADER.size <= cod <= dat <= hea:
+        raise MalformedResource(f'AMX header says {size} bytes (code at {cod}, data at {dat}, '
+                                f'heap at {hea}) but the file has {len(data)}')
+    warnings = []
+    if hea != len(data):
+        warnings.append(f'AMX heap start {hea} is not the file size {len(data)}')
+    if file_version == PAWN4_FILE_VERSION:
+        warnings.append('AMX file version 11 is Pawn 4 output; the Pleo runs Pawn 3.x '
+                        '(file version 10 or lower)')
+    elif file_version not in PLEO_FILE_VERSIONS:
+        warnings.append(f'AMX file version {file_version} is not one the Pleo is known to run')
+    return AmxInfo(size, file_version, amx_version, flags, cod, dat - cod, hea - dat,
+                   stp), warnings
