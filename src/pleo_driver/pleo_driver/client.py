@@ -140,7 +140,7 @@ class PleoClient(ReconnectingClient):
         while True:
             command = self._next_command()
             if command is not None:
-                self._run(link, command)
+                self._run_command(link, command)
                 continue
             if self.settings.battery_interval and time.monotonic() >= next_poll:
                 self._poll_battery(link)
@@ -149,7 +149,7 @@ class PleoClient(ReconnectingClient):
             self._pump(link, IDLE_SLICE)
             self.idle(0)
 
-    def _run(self, link, command):
+    def _run_command(self, link, command):
         try:
             answer = self.exchange(link, command.text, command.timeout)
         except LinkTimeout as exc:

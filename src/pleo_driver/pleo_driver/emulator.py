@@ -8,8 +8,11 @@ It prints the device path a driver should open (port:=<path>).
 """
 import argparse
 import dataclasses
+import os
 import random
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from typing import Optional
@@ -20,6 +23,7 @@ from legacy_robot_common.errors import ConnectionLost
 from . import protocol as p
 from .pdk import umf, urf, usf
 
+SAMPLE_PROJECT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sample_project')
 FIRMWARE = 'INFO: nxp: 7361 - Nov 15 2007 21:34:25'
 NEUTRAL = (0, 45, 0, 45, 0, -30, 0, -30, 0, 0, 0, 0, 0, 40)
 TICK = 0.02
@@ -28,6 +32,7 @@ TICK = 0.02
 @dataclasses.dataclass
 class EmulatorOptions:
     urf_path: Optional[str] = None
+    link: Optional[str] = None       # also reachable through this symlink (fixed path for launch)
     dump_rate: float = 10.0          # sensor + joint dump lines per second; 0 = none
     echo: bool = True                # echo each command line before the answer
     unknown_speed: float = 60.0      # deg/s for joints whose speed the table leaves open
@@ -55,8 +60,8 @@ class PleoState:
         self.battery = float(options.battery)
         self.app_loaded = True
         self.motion_speed = self.sound_speed = self.sound_volume = 100
-        self.motions, self.sounds = {}, {}
-        self.playing = []                 # (start time, motion) of running motions
+        self.motions, self.sounds, self.sound_names = {}, {}, {}
+        self.playing = []                 # (start time, motion, cued sound vectors)
         self.log_types = set()
         self.events = []                  # log lines waiting to be printed
         self.lock = threading.Lock()
@@ -66,6 +71,7 @@ class PleoState:
             parsed = urf.parse(handle.read())
         self.motions = {e.name: umf.parse(e.data) for e in parsed.of(urf.MOTIONS)}
         self.sounds = {e.name: usf.parse(e.data) for e in parsed.of(urf.SOUNDS)}
+        self.sound_names = {e.id: e.name for e in parsed.of(urf.SOUNDS)}
 
     def step(self, dt, now):
         with self.lock:
@@ -80,14 +86,20 @@ class PleoState:
 
     def _run_motions(self, now):
         still = []
-        for started, motion in self.playing:
+        for started, motion, cued in self.playing:
             frame = (now - started) * 1000.0 * self.motion_speed / 100.0 / max(
                 motion.timebase_ms, 1)
-            for joint, start, goal, velocity, position in motion.vectors:
-                if start <= frame and joint in UMF_TO_MONITOR:
+            for index, (joint, start, _, _, position) in enumerate(motion.vectors):
+                if start > frame:
+                    continue
+                if joint in UMF_TO_MONITOR:
                     self._aim(UMF_TO_MONITOR[joint], position)
+                elif joint == 'SD' and index not in cued:       # a sound cue: once
+                    cued.add(index)
+                    name = self.sound_names.get(position, f'#{position}')
+                    self.events.append(f'INFO: sound: {name} playing (cue)')
             if frame <= motion.end_time:
-                still.append((started, motion))
+                still.append((started, motion, cued))
             else:
                 self.events.append(f'INFO: motion: {motion.name} done')
         self.playing = still
@@ -183,6 +195,8 @@ class PleoEmulator:
         self.port = PtyEmulatorPort(lambda stream, stop: MonitorSession(self, stream, stop).run(),
                                     'pleo-emulator')
         self.port.start()
+        if self.options.link:
+            _replace_symlink(self.options.link, self.device_path)
         self._physics = threading.Thread(target=self._run_physics, daemon=True,
                                          name='pleo-physics')
         self._physics.start()
@@ -206,6 +220,8 @@ class PleoEmulator:
         self._stop.set()
         if self.port is not None:
             self.port.stop()
+        if self.options.link and os.path.islink(self.options.link):
+            os.remove(self.options.link)
         if self._physics is not None:
             self._physics.join(2.0)
 
@@ -292,7 +308,7 @@ class PleoEmulator:
         if motion is None:
             return [f'error: no motion named {name}']
         with self.state.lock:
-            self.state.playing.append((time.monotonic(), motion))
+            self.state.playing.append((time.monotonic(), motion, set()))
             self.state.events.append(f'INFO: motion: {motion.name} playing')
         return [f'playing motion {motion.name}']
 
@@ -355,10 +371,29 @@ COMMANDS = {
 }
 
 
+def _replace_symlink(link, target):
+    temporary = f'{link}.{os.getpid()}'
+    os.symlink(target, temporary)
+    os.replace(temporary, link)
+
+
+def sample_urf(folder):
+    """Build the bundled sample project into folder → the URF's path."""
+    from .pdk.project import BuildSettings, build_project
+    project = os.path.join(folder, 'sample')
+    shutil.copytree(SAMPLE_PROJECT, project, dirs_exist_ok=True)
+    return build_project(os.path.join(project, 'sample.upf'), BuildSettings(
+        action='rebuild', amx_dir=os.path.join(project, 'prebuilt'),
+        log=lambda line: None)).urf_path
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog='pleo_emulator', description='A Pleo USB serial '
                                      'monitor on a pseudo-terminal (prints its device path).')
     parser.add_argument('--urf', help='a URF whose motions and sounds the Pleo can play')
+    parser.add_argument('--sample', action='store_true',
+                        help='build the bundled sample project and load its URF')
+    parser.add_argument('--link', help='also make the pty reachable at this path (a symlink)')
     parser.add_argument('--dump-rate', type=float, default=10.0,
                         help='sensor and joint dump lines per second (0: none)')
     parser.add_argument('--no-echo', action='store_true', help='do not echo command lines')
@@ -375,7 +410,13 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    options = EmulatorOptions(urf_path=args.urf, dump_rate=args.dump_rate,
+    with tempfile.TemporaryDirectory(prefix='pleo-emulator-') as folder:
+        urf_path = sample_urf(folder) if args.sample else args.urf
+        return _run(args, urf_path)
+
+
+def _run(args, urf_path):
+    options = EmulatorOptions(urf_path=urf_path, link=args.link, dump_rate=args.dump_rate,
                               echo=not args.no_echo, unknown_speed=args.unknown_speed,
                               battery=args.battery, touch_every=args.touch_every,
                               drop_rate=args.drop_rate, corrupt_rate=args.corrupt_rate,

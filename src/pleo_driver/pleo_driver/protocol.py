@@ -206,18 +206,24 @@ class MonitorParser:
                 break
             raw = bytes(self._buffer[:end]).rstrip(b'\r')
             del self._buffer[:end + 1]
+            while raw.startswith(PROMPT):         # the prompt, then a line printed after it
+                self._prompt(records)
+                raw = raw[len(PROMPT):]
             self._line(raw.decode(ENCODING), records, errors)
         if self._buffer.endswith(PROMPT):
             before = bytes(self._buffer[:-len(PROMPT)]).strip(b'\r')
             self._buffer.clear()
             if before.strip():
                 self._line(before.decode(ENCODING), records, errors)
-            records.append(Prompt(tuple(self._answer)))
-            self._answer = []
+            self._prompt(records)
         elif len(self._buffer) > self.max_line:
             errors.append(MalformedFrame(f'line longer than {self.max_line} bytes dropped'))
             self._buffer.clear()
         return records, errors
+
+    def _prompt(self, records):
+        records.append(Prompt(tuple(self._answer)))
+        self._answer = []
 
     def _line(self, line, records, errors):
         try:
