@@ -122,12 +122,12 @@ class PleoClient(ReconnectingClient):
         self.parser.reset()
         try:
             self.exchange(link, '', self.settings.open_timeout)     # a bare "\n": the prompt
-            self.mark_connected(self.port_in_use)
-            self.deliver(Connected(self.port_in_use))
             for text in self.settings.startup_commands:
                 answer = self.exchange(link, text, self.settings.answer_timeout)
                 if answer.failed:
                     self.log.warning('startup', f'pleo: {text!r} answered: {answer.text}')
+            self.mark_connected(self.port_in_use)      # ready: services may send commands now
+            self.deliver(Connected(self.port_in_use))
             self._serve(link)
         except ConnectionLost as exc:
             self._fail_queued(exc)
@@ -169,7 +169,8 @@ class PleoClient(ReconnectingClient):
 
     def exchange(self, link, text, timeout):
         """Send one command and read until the prompt; log and dump lines go out on the way."""
-        self._pump(link, 0.0)             # the PDK's "clear the input": deliver what waits
+        self._pump(link, 0.0)             # the PDK's "clear the input": deliver what waits,
+        self.parser.forget_answer()       # and drop stray text from before this command
         link.write(p.encode_command(text))
         deadline = time.monotonic() + timeout
         while True:

@@ -197,6 +197,10 @@ class MonitorParser:
         self._buffer.clear()
         self._answer = []
 
+    def forget_answer(self):
+        """Drop answer lines collected so far (text that came while no command ran)."""
+        self._answer = []
+
     def feed(self, data):
         self._buffer += data
         records, errors = [], []
