@@ -7,6 +7,7 @@
 Builds run one at a time in a worker thread; the service answers with the URF's
 path, size and the build log.
 """
+import sys
 import threading
 
 from legacy_robot_common.diagnostics import OK, WARN
@@ -77,3 +78,7 @@ class UrfBuilderNode(DriverNode):
 
 def main(args=None):
     return run_node(UrfBuilderNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -5,6 +5,7 @@
 Topic, service and parameter tables: README.md ("Pleo driver").
 """
 import math
+import sys
 
 from sensor_msgs.msg import BatteryState, JointState
 from std_msgs.msg import Header
@@ -236,3 +237,7 @@ class PleoNode(DriverNode):
 
 def main(args=None):
     return run_node(PleoNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
