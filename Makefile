@@ -15,7 +15,7 @@ test: bootstrap
 # Speed and CPU numbers (not part of the tests); tables on stdout, JSON in bench-output/.
 bench: bootstrap
 	. tools/env.sh && status=0; \
-	for package in p2os_driver ipaq_driver aibo_driver nabaztag_bridge; do python -m $${package}.bench --output bench-output || status=1; done; \
+	for package in p2os_driver ipaq_driver aibo_driver nabaztag_bridge pleo_driver; do python -m $${package}.bench --output bench-output || status=1; done; \
 	exit $$status
 
 bootstrap:
