@@ -164,16 +164,6 @@ class AiboNode(DriverNode):
             self.create_service(kind, name, handler, callback_group=group)
 
     # ---- service handlers ----------------------------------------------------------------------
-    async def _await(self, send, timeout):
-        """send(resolve) starts a request; → (reply, None) or (None, error text)."""
-        future, resolve = self.reply_future(timeout)
-        try:
-            send(resolve)
-        except (ValueError, OSError) as exc:
-            resolve(exc)
-        reply = await future
-        return (None, str(reply)) if isinstance(reply, Exception) else (reply, None)
-
     async def _set_property(self, request, response):
         index, value = request.index, request.value
         if request.preset:
@@ -183,7 +173,7 @@ class AiboNode(DriverNode):
                 response.message = f'unknown preset {request.preset!r} (known: {known})'
                 return response
             index, value = self.preset_table[request.preset]
-        reply, error = await self._await(
+        reply, error = await self.await_reply(
             lambda resolve: self.telemetry.set_property(index, value, resolve), self.reply_timeout)
         response.success, response.message = error is None, error or reply
         return response
@@ -206,7 +196,7 @@ class AiboNode(DriverNode):
             response.success, response.message = False, f'cannot read {request.path}: {exc}'
             return response
         name = request.remote_name or os.path.basename(request.path)
-        reply, error = await self._await(
+        reply, error = await self.await_reply(
             lambda resolve: self.telemetry.upload(name, contents, resolve),
             self.reply_timeout + len(contents) / 50_000)     # Wi-Fi of the time: ~50 kB/s
         response.success, response.message = error is None, error or reply
@@ -218,7 +208,7 @@ class AiboNode(DriverNode):
             response.success, response.message = False, 'the RCODE pipe is off (rcode_enabled)'
             return response
         timeout = request.timeout or self.rcode_timeout
-        reply, error = await self._await(
+        reply, error = await self.await_reply(
             lambda resolve: self.rcode.command(request.command, resolve, timeout), timeout + 2.0)
         response.success = error is None
         response.message = error or ('printed nothing' if not reply else 'ok')

@@ -184,15 +184,7 @@ class IpaqNode(DriverNode):
 
     async def _await(self, send, timeout=0.0):
         """send(resolve) starts a request; the response or an error text, awaited."""
-        future, resolve = self.reply_future(timeout or self.request_timeout)
-        try:
-            send(resolve)
-        except (ValueError, TypeError) as exc:      # a request that cannot be encoded
-            resolve(exc)
-        reply = await future
-        if isinstance(reply, Exception):
-            return None, str(reply)
-        return reply, None
+        return await self.await_reply(send, timeout or self.request_timeout)
 
     async def _answer(self, make_packet, response, done):
         reply, error = await self._ask(make_packet)

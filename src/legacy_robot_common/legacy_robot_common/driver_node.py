@@ -112,13 +112,13 @@ class DriverNode(Node):
     async def await_reply(self, send, timeout):
         """send(resolve) starts a request → (reply, None) or (None, error text).
 
-        A request that cannot even be sent (ValueError, OSError, ConnectionError)
-        resolves at once with its error; so does the timeout.
+        A request that cannot even be encoded or sent (ValueError, TypeError, OSError
+        including ConnectionError) resolves at once with its error; so does the timeout.
         """
         future, resolve = self.reply_future(timeout)
         try:
             send(resolve)
-        except (ValueError, OSError) as exc:
+        except (ValueError, TypeError, OSError) as exc:
             resolve(exc)
         reply = await future
         return (None, str(reply)) if isinstance(reply, Exception) else (reply, None)

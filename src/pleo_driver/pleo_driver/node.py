@@ -89,18 +89,25 @@ class PleoNode(DriverNode):
     def _create_services(self):
         service = lambda kind, name, handler: self.create_service(  # noqa: E731
             kind, name, handler, callback_group=self.callback_group)
-        service(JointCommand, 'joint_command', self._joint)
-        service(Trigger, 'joint_neutral', self._fixed('JOINT NEUTRAL'))
-        service(Trigger, 'app_unload', self._fixed('APP UNLOAD'))
-        service(PlayNamed, 'motion_play', self._named('MOTION PLAY', 'motion'))
-        service(PlayNamed, 'sound_play', self._named('SOUND PLAY', 'sound'))
-        service(PlayNamed, 'app_load', self._app_load)
-        service(SetPercent, 'motion_speed', self._percent('MOTION SPEED'))
-        service(SetPercent, 'sound_speed', self._percent('SOUND SPEED'))
-        service(SetPercent, 'sound_volume', self._percent('SOUND VOLUME'))
-        service(TextCommand, 'pkt_send', self._pkt_send)
-        service(TextCommand, 'log_enable', self._log_enable)
-        service(TextCommand, 'monitor_command', self._raw)
+        handler = self._handler
+        named = lambda verb, what: handler(  # noqa: E731
+            lambda r: f'{verb} {p.name_argument(r.name, what)}')
+        percent = lambda verb: handler(lambda r: p.percent_command(verb, r.percent))  # noqa: E731
+        service(JointCommand, 'joint_command', handler(self._joint,
+                                                       timeout_of=self._joint_timeout))
+        service(Trigger, 'joint_neutral', handler(lambda r: 'JOINT NEUTRAL'))
+        service(Trigger, 'app_unload', handler(lambda r: 'APP UNLOAD'))
+        service(PlayNamed, 'motion_play', named('MOTION PLAY', 'motion'))
+        service(PlayNamed, 'sound_play', named('SOUND PLAY', 'sound'))
+        service(PlayNamed, 'app_load', handler(self._app_load))
+        service(SetPercent, 'motion_speed', percent('MOTION SPEED'))
+        service(SetPercent, 'sound_speed', percent('SOUND SPEED'))
+        service(SetPercent, 'sound_volume', percent('SOUND VOLUME'))
+        service(TextCommand, 'pkt_send', handler(self._pkt_send, True, lambda r: r.timeout))
+        service(TextCommand, 'log_enable', handler(
+            lambda r: f'LOG ENABLE {p.name_argument(r.command, "log type")}', True,
+            lambda r: r.timeout))
+        service(TextCommand, 'monitor_command', handler(self._raw, True, lambda r: r.timeout))
 
     # ---- service handlers ----------------------------------------------------------------
     async def _monitor(self, command, timeout=0.0):
@@ -112,89 +119,53 @@ class PleoNode(DriverNode):
             return answer, f'{command!r}: {answer.text}'
         return answer, error
 
-    async def _reply(self, command, response, timeout=0.0):
-        answer, error = await self._monitor(command, timeout)
-        response.success = error is None
-        response.message = error or (answer.text or 'ok')
-        return response
-
-    def _fixed(self, command):
-        async def handler(_request, response):
-            return await self._reply(command, response)
-        return handler
-
-    def _named(self, verb, what):
+    def _handler(self, make_command, text_reply=False, timeout_of=lambda request: 0.0):
+        """A service handler: make_command(request) → one monitor command (ValueError: the
+        request is refused with its message), run, answered in the response."""
         async def handler(request, response):
             try:
-                command = f'{verb} {p.name_argument(request.name, what)}'
+                command = make_command(request)
             except ValueError as exc:
                 response.success, response.message = False, str(exc)
                 return response
-            return await self._reply(command, response)
+            answer, error = await self._monitor(command, timeout_of(request))
+            response.success = error is None
+            if text_reply:
+                response.message = error or 'ok'
+                response.reply = answer.text if answer is not None else ''
+            else:
+                response.message = error or (answer.text or 'ok')
+            return response
         return handler
 
-    async def _app_load(self, request, response):
-        try:
-            name = p.name_argument(request.name, 'application')
-        except ValueError as exc:
-            response.success, response.message = False, str(exc)
-            return response
+    @staticmethod
+    def _app_load(request):
+        name = p.name_argument(request.name, 'application')
         # only from the SD card: writing to internal memory has bricked Pleos (spec §3.2)
-        if not name.lower().startswith('a:'):
-            name = f'a:{name}'
-        return await self._reply(f'APP LOAD {name}', response)
+        return f'APP LOAD {name if name.lower().startswith("a:") else "a:" + name}'
 
-    def _percent(self, verb):
-        async def handler(request, response):
-            try:
-                command = p.percent_command(verb, request.percent)
-            except ValueError as exc:
-                response.success, response.message = False, str(exc)
-                return response
-            return await self._reply(command, response)
-        return handler
+    @staticmethod
+    def _joint(request):
+        joint = p.find_joint(request.joint)
+        return p.joint_command(joint, math.degrees(request.position), request.wait,
+                               request.max_wait * 1000.0, request.target_time * 1000.0)
 
-    async def _joint(self, request, response):
-        try:
-            joint = p.find_joint(request.joint)
-            command = p.joint_command(joint, math.degrees(request.position), request.wait,
-                                      request.max_wait * 1000.0, request.target_time * 1000.0)
-        except ValueError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        timeout = max(self.answer_timeout, request.max_wait + 1.0) if request.wait else 0.0
-        return await self._reply(command, response, timeout)
+    def _joint_timeout(self, request):
+        return max(self.answer_timeout, request.max_wait + 1.0) if request.wait else 0.0
 
-    async def _text(self, command, request, response):
-        answer, error = await self._monitor(command, request.timeout)
-        response.success = error is None
-        response.message = error or 'ok'
-        response.reply = answer.text if answer is not None else ''
-        return response
-
-    async def _pkt_send(self, request, response):
+    def _pkt_send(self, request):
         packet = request.command.strip()
         if not packet:
-            response.success, response.message = False, 'an empty packet'
-            return response
+            raise ValueError('an empty packet')
+        command = f'PKT SEND {packet}'
+        p.encode_command(command)
         self.nxp_pub.publish(convert.nxp_msg(packet, self._header(), NxpPacket.TO_ROBOT))
-        return await self._text(f'PKT SEND {packet}', request, response)
+        return command
 
-    async def _log_enable(self, request, response):
-        try:
-            kind = p.name_argument(request.command, 'log type')
-        except ValueError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        return await self._text(f'LOG ENABLE {kind}', request, response)
-
-    async def _raw(self, request, response):
-        try:
-            p.encode_command(request.command)
-        except ValueError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        return await self._text(request.command, request, response)
+    @staticmethod
+    def _raw(request):
+        p.encode_command(request.command)
+        return request.command
 
     # ---- records from the monitor -----------------------------------------------------------
     def _header(self):

@@ -12,8 +12,6 @@ import wave
 
 import numpy as np
 
-from .pdk.joints import UMF_JOINTS
-
 EXPORT_ORDER = ('RE', 'RS', 'LE', 'LS', 'NV', 'NH', 'HD', 'RK', 'RH', 'LK', 'LH', 'TV',
                 'TH', 'TO', 'SD', 'TR')     # the 3ds Max exporter's column order
 
