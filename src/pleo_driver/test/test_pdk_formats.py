@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pleo_driver import sample
-from pleo_driver.pdk import enums, joints, py2, ucf, umf, upf, urf
+from pleo_driver.pdk import amx, enums, joints, py2, ucf, umf, upf, urf, usf
 from pleo_driver.pdk.errors import BuildError, MalformedResource
 
 
@@ -309,7 +309,7 @@ def test_parse_rejects_damage():
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=600))
 def test_readers_never_crash_on_garbage(blob):
-    for parse in (urf.parse, umf.parse, ucf.parse):
+    for parse in (urf.parse, umf.parse, ucf.parse, usf.parse, amx.check):
         try:
             parse(blob)
         except MalformedResource:
