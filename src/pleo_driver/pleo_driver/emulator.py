@@ -24,7 +24,7 @@ from . import protocol as p
 from .pdk import umf, urf, usf
 
 SAMPLE_PROJECT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sample_project')
-FIRMWARE = 'INFO: nxp: 7361 - Nov 15 2007 21:34:25'
+FIRMWARE = p.log_line('INFO', 'nxp', '7361 - Nov 15 2007 21:34:25')
 NEUTRAL = (0, 45, 0, 45, 0, -30, 0, -30, 0, 0, 0, 0, 0, 40)
 TICK = 0.02
 
@@ -97,11 +97,11 @@ class PleoState:
                 elif joint == 'SD' and index not in cued:       # a sound cue: once
                     cued.add(index)
                     name = self.sound_names.get(position, f'#{position}')
-                    self.events.append(f'INFO: sound: {name} playing (cue)')
+                    self.events.append(p.log_line('INFO', 'sound', f'{name} playing (cue)'))
             if frame <= motion.end_time:
                 still.append((started, motion, cued))
             else:
-                self.events.append(f'INFO: motion: {motion.name} done')
+                self.events.append(p.log_line('INFO', 'motion', f'{motion.name} done'))
         self.playing = still
 
     def _aim(self, index, degrees):
@@ -120,9 +120,9 @@ class PleoState:
 
     def dumps(self):
         with self.lock:
-            joints = ' '.join(str(int(round(a))) for a in self.angles)
-            sensors = ' '.join(str(v) for v in self.sensors)
-        return f'mu: sensor: {sensors}\r\n', f'mu: joint: {joints}\r\n'
+            joints = p.JointDump(tuple(int(round(a)) for a in self.angles))
+            sensors = p.SensorDump(tuple(self.sensors))
+        return f'{p.dump_line(sensors)}\r\n', f'{p.dump_line(joints)}\r\n'
 
 
 # csv2umf joint keys → monitor joint IDs (the head's eyes/mouth key is EY; JW the jaw)
@@ -156,7 +156,8 @@ class MonitorSession:
             self.emulator.received.append(line)
             answer = self.emulator.answer(line)
             echo = f'{line}\r\n' if self.emulator.options.echo and line else ''
-            self._write(echo + ''.join(f'{text}\r\n' for text in answer) + '> ')
+            self._write(echo + ''.join(f'{text}\r\n' for text in answer)
+                        + p.PROMPT.decode(p.ENCODING))
 
     def _periodic(self):
         now = time.monotonic()
@@ -241,7 +242,7 @@ class PleoEmulator:
         index = p.SENSOR_LABELS.index(sensor)
         with self.state.lock:
             self.state.sensors[index] = 1
-            self.state.events.append(f'INFO: sensor: {sensor} touched')
+            self.state.events.append(p.log_line('INFO', 'sensor', f'{sensor} touched'))
         threading.Timer(seconds, self._release, (index,)).start()
 
     def _release(self, index):
@@ -282,12 +283,17 @@ class PleoEmulator:
         self.state.neutral()
         return ['joints to neutral']
 
-    def _joint_angle(self, args):
+    def _aim_joint(self, args):
+        """(joint, degrees) of a JOINT ANGLE / MOVE, aimed; ValueError when out of range."""
         joint = p.find_joint(args[0])
         degrees = int(args[1])
         if not joint.allows(degrees):
-            return [f'error: joint {joint.id} angle {degrees} out of range']
+            raise ValueError(f'joint {joint.id} angle {degrees} out of range')
         self.state.set_joint(joint.id, degrees)
+        return joint, degrees
+
+    def _joint_angle(self, args):
+        joint, degrees = self._aim_joint(args)
         wait_ms = int(args[2]) if len(args) > 2 else 5000
         deadline = time.monotonic() + wait_ms / 1000.0
         while time.monotonic() < deadline and abs(self.state.angles[joint.id] - degrees) > 1:
@@ -295,11 +301,7 @@ class PleoEmulator:
         return [f'joint {joint.id} at {int(round(self.state.angles[joint.id]))}']
 
     def _joint_move(self, args):
-        joint = p.find_joint(args[0])
-        degrees = int(args[1])
-        if not joint.allows(degrees):
-            return [f'error: joint {joint.id} angle {degrees} out of range']
-        self.state.set_joint(joint.id, degrees)
+        joint, degrees = self._aim_joint(args)
         return [f'joint {joint.id} moving to {degrees}']
 
     def _motion_play(self, args):
@@ -309,16 +311,16 @@ class PleoEmulator:
             return [f'error: no motion named {name}']
         with self.state.lock:
             self.state.playing.append((time.monotonic(), motion, set()))
-            self.state.events.append(f'INFO: motion: {motion.name} playing')
+            self.state.events.append(p.log_line('INFO', 'motion', f'{motion.name} playing'))
         return [f'playing motion {motion.name}']
 
     def _sound_play(self, args):
         sound = self.state.sounds.get(args[0].split(':')[-1].rsplit('.', 1)[0])
         if sound is None:
             return [f'error: no sound named {args[0]}']
-        seconds = len(sound.body) * (2 if sound.compression else 1) / max(sound.rate, 1)
         with self.state.lock:
-            self.state.events.append(f'INFO: sound: {sound.name} playing ({seconds:.2f} s)')
+            self.state.events.append(p.log_line('INFO', 'sound',
+                                                f'{sound.name} playing ({sound.seconds:.2f} s)'))
             self.state.sensors[28] = 1
         return [f'playing sound {sound.name}']
 

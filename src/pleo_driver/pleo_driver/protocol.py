@@ -147,6 +147,18 @@ def name_argument(name, what):
     return text
 
 
+def log_line(level, kind, text):
+    """The monitor's asynchronous log line (as the emulator prints it)."""
+    return f'{level}: {kind}: {text}'
+
+
+def dump_line(record):
+    """A SensorDump or JointDump as the monitor's "mu: …" line."""
+    kind, values = (('sensor', record.values) if isinstance(record, SensorDump)
+                    else ('joint', record.degrees))
+    return f'mu: {kind}: ' + ' '.join(str(int(v)) for v in values)
+
+
 def battery_value(lines):
     for line in lines:
         match = BATTERY.search(line)

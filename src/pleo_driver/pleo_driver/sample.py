@@ -7,10 +7,11 @@ Everything is synthesised here (sines, sweeps, joint curves); nothing comes from
 import io
 import math
 import os
-import struct
 import wave
 
 import numpy as np
+
+from .pdk import amx
 
 EXPORT_ORDER = ('RE', 'RS', 'LE', 'LS', 'NV', 'NH', 'HD', 'RK', 'RH', 'LK', 'LH', 'TV',
                 'TH', 'TO', 'SD', 'TR')     # the 3ds Max exporter's column order
@@ -91,18 +92,6 @@ def walk_curves():
             'TH': swing(30, 0, 0.5), 'NH': swing(10, 0, 0.2)}
 
 
-def amx_bytes(code_size, data_size, header_size=56, file_version=10, stack=256):
-    """A stand-in Pawn AMX: a valid header (magic, versions, sizes) around zeroed code/data.
-
-    Only for building and inspecting URFs; the Pleo could not run it.
-    """
-    size = header_size + code_size + data_size
-    header = struct.pack('<iHBBhhiiiiiiiiiii', size, 0xF1E0, file_version, file_version, 1, 8,
-                         header_size, header_size + code_size, size, size + stack, -1,
-                         56, 56, 56, 56, 56, 56)
-    return header + bytes(header_size - len(header)) + bytes(code_size + data_size)
-
-
 def write(path, data):
     os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
     with open(path, 'wb') as handle:
@@ -121,8 +110,8 @@ def template_project(folder):
     sensors.amx (564 bytes) and main.amx (472 bytes) — our own contents."""
     write(os.path.join(folder, 'media', 'growl.wav'), wav_bytes(15941, shape='noise'))
     write(os.path.join(folder, 'media', 'bow.csv'), motion_csv(bow_curves(), 102))
-    write(os.path.join(folder, 'prebuilt', 'sensors.amx'), amx_bytes(244, 128, 192))
-    write(os.path.join(folder, 'prebuilt', 'main.amx'), amx_bytes(204, 120, 148))
+    write(os.path.join(folder, 'prebuilt', 'sensors.amx'), amx.stand_in(244, 128, 192))
+    write(os.path.join(folder, 'prebuilt', 'main.amx'), amx.stand_in(204, 120, 148))
     options = ('    <tools>\n      <pawn value="pawncc %i -V2048 -O2 -S64 -v2 -C- %I '
                'TARGET=100 -o%o" />\n    </tools>\n    <include value="./include" />\n')
     return write(os.path.join(folder, 'template.upf'), upf_text('template', [
@@ -168,7 +157,7 @@ def sample_project(folder):
     write(os.path.join(folder, 'commands', 'greet_cmd.csv'),
           'motion,sound\nwag,chirp\nwalk,purr\n')
     write(os.path.join(folder, 'main.p'), SAMPLE_SCRIPT)
-    write(os.path.join(folder, 'prebuilt', 'main.amx'), amx_bytes(240, 96, 132))
+    write(os.path.join(folder, 'prebuilt', 'main.amx'), amx.stand_in(240, 96, 132))
     options = ('    <tools>\n      <pawn value="pawncc %i -V2048 -O2 -S64 -v2 -C- %I '
                'TARGET=100 -o%o" />\n    </tools>\n    <include value="./include" />\n'
                '    <directories>\n      <build value="build" />\n'

@@ -2,7 +2,6 @@
 ``urf_builder inspect|verify|extract`` (none of the PDK tools could read a URF)."""
 import datetime
 import os
-import struct
 
 from .pdk import amx, ucf, umf, urf, usf
 from .pdk.errors import MalformedResource
@@ -16,12 +15,11 @@ GROUP_NAMES = {urf.SOUNDS: 'sound', urf.MOTIONS: 'motion', urf.COMMANDS: 'comman
 def describe(group, entry):
     """One line about a resource's content."""
     if group is urf.PROPERTIES:
-        return f'value {struct.unpack("<i", entry.data)[0]}'
+        return f'value {urf.property_value(entry.data)}'
     parsed = PARSERS[group](entry.data)
     if group is urf.SOUNDS:
         kind = 'ADPCM' if parsed.compression == usf.ADPCM else 'PCM 8-bit'
-        samples = len(parsed.body) * (2 if parsed.compression == usf.ADPCM else 1)
-        return f'{kind} {parsed.rate} Hz, {samples / max(parsed.rate, 1):.2f} s' + (
+        return f'{kind} {parsed.rate} Hz, {parsed.seconds:.2f} s' + (
             '' if parsed.pitch else ', no pitch shift')
     if group is urf.MOTIONS:
         return (f'UMF3 {len(parsed.joints)} joints, {len(parsed.vectors)} vectors, '
@@ -69,7 +67,7 @@ def extract(parsed, folder, as_wav=False):
     paths, properties = [], []
     for entry in parsed.entries:
         if entry.group is urf.PROPERTIES:
-            properties.append(f'{entry.name},{entry.id},{struct.unpack("<i", entry.data)[0]}')
+            properties.append(f'{entry.name},{entry.id},{urf.property_value(entry.data)}')
             continue
         name = entry.name or f'{entry.id:04x}'
         paths.append(_write(folder, f'{name}.{entry.group.extension}', entry.data))

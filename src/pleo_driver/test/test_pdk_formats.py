@@ -250,8 +250,8 @@ def test_bad_upf(tmp_path, text, message):
 def template_groups(usf_size=15989, umf_size=1252):
     return {urf.SOUNDS: [urf.Item(0x1000, 'growl', b's' * usf_size)],
             urf.MOTIONS: [urf.Item(0x2000, 'bow', b'm' * umf_size)],
-            urf.SCRIPTS: [urf.Item(0x4000, 'sensors', sample.amx_bytes(244, 128, 192)),
-                          urf.Item(0x4001, 'main', sample.amx_bytes(204, 120, 148))]}
+            urf.SCRIPTS: [urf.Item(0x4000, 'sensors', amx.stand_in(244, 128, 192)),
+                          urf.Item(0x4001, 'main', amx.stand_in(204, 120, 148))]}
 
 
 def test_urf_layout_of_the_ppg_build_log():

@@ -13,6 +13,7 @@ HEADER = struct.Struct('<iHBBhhiiiii')
 MAGIC = 0xF1E0
 PLEO_FILE_VERSIONS = (8, 9, 10)     # Pawn 3.x; PrbDK's pawncc33 writes 10
 PAWN4_FILE_VERSION = 11
+HEADER_TABLES = 56          # where the (empty) tables of a stand-in start: right after the header
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,3 +50,14 @@ def check(data):
         warnings.append(f'AMX file version {file_version} is not one the Pleo is known to run')
     return AmxInfo(size, file_version, amx_version, flags, cod, dat - cod, hea - dat,
                    stp), warnings
+
+
+def stand_in(code_size, data_size, header_size=56, file_version=10, stack=256):
+    """A stand-in AMX for building and inspecting URFs without a Pawn compiler: a valid
+    header (magic, versions, overlay flag, sizes, empty tables) around zeroed code and data.
+    The Pleo could not run it."""
+    size = header_size + code_size + data_size
+    head = HEADER.pack(size, MAGIC, file_version, file_version, 1, 8, header_size,
+                       header_size + code_size, size, size + stack, -1)
+    head += struct.pack('<6i', *([HEADER_TABLES] * 6))    # all six tables empty
+    return head + bytes(header_size - len(head)) + bytes(code_size + data_size)

@@ -71,6 +71,11 @@ def property_item(property_id, name, value):
     return Item(property_id, name, struct.pack('<i', value))
 
 
+def property_value(data):
+    """A user property's stored 4 bytes → its signed value."""
+    return struct.unpack('<i', data)[0]
+
+
 def write(groups, build_time, version):
     """groups: {Group: [Item]} → (URF bytes, Layout). IDs must be unique per group."""
     buffer = bytearray(HEADER_SIZE)

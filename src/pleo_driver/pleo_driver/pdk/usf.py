@@ -47,6 +47,12 @@ class Usf:
     sample_count: int
     body: bytes
 
+    @property
+    def seconds(self):
+        """Playing time: one sample per byte of PCM, two per byte of ADPCM."""
+        samples = len(self.body) * (2 if self.compression == ADPCM else 1)
+        return samples / max(self.rate, 1)
+
 
 def sound_name(path):
     """wav2usf's name: the file's base name up to its first '.'."""
