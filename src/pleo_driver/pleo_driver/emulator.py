@@ -10,7 +10,6 @@ import argparse
 import dataclasses
 import os
 import random
-import shutil
 import sys
 import tempfile
 import threading
@@ -22,8 +21,8 @@ from legacy_robot_common.errors import ConnectionLost
 
 from . import protocol as p
 from .pdk import umf, urf, usf
+from .sample import build_sample_project
 
-SAMPLE_PROJECT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sample_project')
 FIRMWARE = p.log_line('INFO', 'nxp', '7361 - Nov 15 2007 21:34:25')
 NEUTRAL = (0, 45, 0, 45, 0, -30, 0, -30, 0, 0, 0, 0, 0, 40)
 TICK = 0.02
@@ -379,16 +378,6 @@ def _replace_symlink(link, target):
     os.replace(temporary, link)
 
 
-def sample_urf(folder):
-    """Build the bundled sample project into folder → the URF's path."""
-    from .pdk.project import BuildSettings, build_project
-    project = os.path.join(folder, 'sample')
-    shutil.copytree(SAMPLE_PROJECT, project, dirs_exist_ok=True)
-    return build_project(os.path.join(project, 'sample.upf'), BuildSettings(
-        action='rebuild', amx_dir=os.path.join(project, 'prebuilt'),
-        log=lambda line: None)).urf_path
-
-
 def build_parser():
     parser = argparse.ArgumentParser(prog='pleo_emulator', description='A Pleo USB serial '
                                      'monitor on a pseudo-terminal (prints its device path).')
@@ -413,7 +402,7 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     with tempfile.TemporaryDirectory(prefix='pleo-emulator-') as folder:
-        urf_path = sample_urf(folder) if args.sample else args.urf
+        urf_path = build_sample_project(folder).urf_path if args.sample else args.urf
         return _run(args, urf_path)
 
 

@@ -18,10 +18,10 @@ from legacy_robot_interfaces.msg import MonitorLog, NamedValues
 from legacy_robot_interfaces.srv import PlayNamed
 
 from . import urf_inspect
-from .emulator import SAMPLE_PROJECT, EmulatorOptions, PleoEmulator, sample_urf
+from .emulator import EmulatorOptions, PleoEmulator
 from .node import PleoNode
 from .pdk import urf
-from .pdk.project import BuildSettings, build_project
+from .sample import build_sample_project
 
 SCRIPT = ((1.0, 'motion_play', 'walk'), (5.0, 'sound_play', 'chirp'),
           (6.0, 'motion_play', 'wag'))
@@ -34,7 +34,7 @@ class DemoEmulator:
 
     def __init__(self):
         self._folder = tempfile.mkdtemp(prefix='pleo-demo-')
-        self.emulator = PleoEmulator(EmulatorOptions(urf_path=sample_urf(self._folder),
+        self.emulator = PleoEmulator(EmulatorOptions(urf_path=build_sample_project(self._folder).urf_path,
                                                      dump_rate=20.0)).start()
         self.parameters = self.emulator.parameters
         self.description = self.emulator.description
@@ -92,11 +92,8 @@ class MotionShow(DemoScript):
     @staticmethod
     def _build_sample(folder):
         """Build the sample project with urf_builder; keep its log and the inspect listing."""
-        project = folder / 'sample_project'
-        shutil.copytree(SAMPLE_PROJECT, project, dirs_exist_ok=True)
         log = []
-        result = build_project(os.path.join(project, 'sample.upf'), BuildSettings(
-            action='rebuild', amx_dir=os.path.join(project, 'prebuilt'), log=log.append))
+        result = build_sample_project(str(folder), log.append)
         with open(result.urf_path, 'rb') as handle:
             listing = urf_inspect.listing(os.path.relpath(result.urf_path, folder),
                                           urf.parse(handle.read()))

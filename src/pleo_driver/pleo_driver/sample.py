@@ -7,12 +7,15 @@ Everything is synthesised here (sines, sweeps, joint curves); nothing comes from
 import io
 import math
 import os
+import shutil
 import wave
 
 import numpy as np
 
 from .pdk import amx
+from .pdk.project import BuildSettings, build_project
 
+SAMPLE_PROJECT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sample_project')
 EXPORT_ORDER = ('RE', 'RS', 'LE', 'LS', 'NV', 'NH', 'HD', 'RK', 'RH', 'LK', 'LH', 'TV',
                 'TH', 'TO', 'SD', 'TR')     # the 3ds Max exporter's column order
 
@@ -172,3 +175,12 @@ def sample_project(folder):
         '<script path="main.p" />'], options,
         ['<set-default name="MEDIA" value="." />', '<set name="SOUNDS" value="${MEDIA}/sounds" />',
          '<set name="MOTIONS" value="${MEDIA}/motions" />']))
+
+
+def build_sample_project(folder, log=lambda line: None):
+    """Copy the bundled sample project into folder/sample_project and rebuild it there with
+    its prebuilt AMX → the BuildResult (its urf_path is the URF)."""
+    project = os.path.join(folder, 'sample_project')
+    shutil.copytree(SAMPLE_PROJECT, project, dirs_exist_ok=True)
+    return build_project(os.path.join(project, 'sample.upf'), BuildSettings(
+        action='rebuild', amx_dir=os.path.join(project, 'prebuilt'), log=log))

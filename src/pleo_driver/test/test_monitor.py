@@ -7,7 +7,8 @@ from hypothesis import given, settings, strategies as st
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 from pleo_driver import protocol as p
 from pleo_driver.client import Answer, Battery, Connected, PleoClient, Settings
-from pleo_driver.emulator import EmulatorOptions, PleoEmulator, sample_urf
+from pleo_driver.emulator import EmulatorOptions, PleoEmulator
+from pleo_driver.sample import build_sample_project
 
 from helpers import wait_for
 
@@ -121,7 +122,7 @@ def test_joint_angle_waits_and_dumps_show_the_move(pleo):
 
 
 def test_motion_from_a_urf_moves_joints_and_cues_sounds(pleo, tmp_path):
-    emulator, client, records = pleo(urf_path=sample_urf(str(tmp_path)), dump_rate=20)
+    emulator, client, records = pleo(urf_path=build_sample_project(str(tmp_path)).urf_path, dump_rate=20)
     assert not ask(client, 'motion play walk').failed
     assert wait_for(lambda: any(isinstance(r, p.LogLine) and 'purr playing (cue)' in r.text
                                 for r in records), 8)

@@ -14,7 +14,8 @@ from legacy_robot_interfaces.msg import MonitorLog, NamedValues, NxpPacket, Sens
 from legacy_robot_interfaces.srv import (BuildProject, JointCommand, PlayNamed, SetPercent,
                                          TextCommand)
 from pleo_driver import sample
-from pleo_driver.emulator import EmulatorOptions, PleoEmulator, sample_urf
+from pleo_driver.emulator import EmulatorOptions, PleoEmulator
+from pleo_driver.sample import build_sample_project
 from ros_observer import DriverProcesses, Observer, latest_status
 
 
@@ -23,7 +24,7 @@ def setup(tmp_path):
     drivers = DriverProcesses()
 
     def start(**parameters):
-        emulator = PleoEmulator(EmulatorOptions(urf_path=sample_urf(str(tmp_path)),
+        emulator = PleoEmulator(EmulatorOptions(urf_path=build_sample_project(str(tmp_path)).urf_path,
                                                 dump_rate=20)).start()
         emulator, process, ros = drivers.start('pleo_driver.node', '/pleo', emulator, {
             **emulator.parameters, 'battery_interval': 0.5, **parameters})
