@@ -18,13 +18,14 @@ from . import protocol as p
 
 PLEO_USB_ID = (0x6962, 0x0100)      # CDC-ACM "Pleo"; 0x8100 is its firmware upgrade mode
 IDLE_SLICE = 0.05                    # s; how long an idle read waits before looking at work
+RESYNC_SETTLE = 0.3                  # s; after a resync, prompts this soon are late duplicates
 
 
 @dataclasses.dataclass
 class Settings:
     port: str = '/dev/ttyACM0'       # device path, pyserial URL, or "auto" (find by USB ID)
     baud: int = 115200               # nominal over CDC-ACM
-    open_timeout: float = 5.0        # wait for the first prompt
+    open_timeout: float = 5.0        # wait for a prompt that comes at once (sync, STATS POWER)
     answer_timeout: float = 60.0     # default wait for a command's prompt
     battery_interval: float = 5.0    # STATS POWER every this many seconds; 0 = never
     startup_commands: Tuple[str, ...] = ('APP UNLOAD', 'JOINT NEUTRAL')
@@ -88,6 +89,7 @@ class PleoClient(ReconnectingClient):
         self.battery = None
         self.commands_done = 0
         self.command_failures = 0
+        self.resyncs = 0                 # prompts that went missing (line noise, slow commands)
         self._queue = collections.deque()
         self._queue_lock = threading.Lock()
 
@@ -152,20 +154,44 @@ class PleoClient(ReconnectingClient):
     def _run_command(self, link, command):
         try:
             answer = self.exchange(link, command.text, command.timeout)
-        except LinkTimeout as exc:
+        except LinkTimeout:
             command.resolve(TimeoutError(f'no prompt after {command.text!r} within '
                                          f'{command.timeout:.1f} s'))
-            raise ConnectionLost(f'monitor stopped answering: {exc}') from None
+            self._resync(link, f'no prompt after {command.text!r}')
+            return
         self.commands_done += 1
         self.command_failures += answer.failed
         command.resolve(answer)
 
     def _poll_battery(self, link):
-        value = p.battery_value(self.exchange(link, 'STATS POWER',
-                                              self.settings.answer_timeout).lines)
+        try:
+            answer = self.exchange(link, 'STATS POWER', self.settings.open_timeout)
+        except LinkTimeout:
+            self._resync(link, 'no prompt after the battery poll')
+            return
+        value = p.battery_value(answer.lines)
         if value is not None:
             self.battery = value
             self.deliver(Battery(value))
+
+    def _resync(self, link, reason):
+        """A prompt went missing: one flipped bit in "> " loses it. Ask for a fresh prompt
+        instead of reconnecting, which would unload the application and move the joints."""
+        self.resyncs += 1
+        self.log.warning('resync', f'pleo: {reason}; asking for a fresh prompt '
+                         f'({self.resyncs} so far)')
+        try:
+            self.exchange(link, '', self.settings.open_timeout)
+        except LinkTimeout:
+            raise ConnectionLost(f'monitor stopped answering ({reason})') from None
+        self._drain(link, RESYNC_SETTLE)      # a slow command's own prompt may come next
+
+    def _drain(self, link, seconds):
+        """Deliver log and dump lines for a while; prompts in that time answer nothing."""
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            self._pump(link, remaining)
+        self.parser.forget_answer()
 
     def exchange(self, link, text, timeout):
         """Send one command and read until the prompt; log and dump lines go out on the way."""

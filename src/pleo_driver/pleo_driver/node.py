@@ -49,7 +49,8 @@ class PleoNode(DriverNode):
                       'the Pleo by its USB ID 6962:0100', read_only=True)
         self.baud = d('baud', 115200, 'baud rate (nominal over USB CDC-ACM)', minimum=110,
                       maximum=4000000, read_only=True)
-        self.open_timeout = d('open_timeout', 5.0, 's to wait for the first prompt',
+        self.open_timeout = d('open_timeout', 5.0, 's to wait for a prompt that comes at '
+                              'once (the first one, STATS POWER, a resync)',
                               minimum=0.1, maximum=120.0, read_only=True)
         self.answer_timeout = d('answer_timeout', 60.0, 's to wait for a command\'s prompt '
                                 '(default for services)', minimum=0.1, maximum=600.0,
@@ -196,13 +197,15 @@ class PleoNode(DriverNode):
         values = {'port': c.port_in_use or self.port, 'battery': c.battery,
                   'commands': c.commands_done, 'commands refused': c.command_failures,
                   'log lines': self.log_lines, 'bad lines': c.counters.bad_frames,
+                  'resyncs': c.resyncs,
                   'joint dumps': 'yes' if self.last_joints else 'none yet'}
         if not c.connected:
             return ERROR, 'no prompt from the Pleo monitor', values
         if c.battery is not None and c.battery < 23:
             return WARN, f'battery low ({c.battery})', values
-        if c.counters.bad_frames:
-            return WARN, f'{c.counters.bad_frames} malformed lines (see the log)', values
+        if c.counters.bad_frames or c.resyncs:
+            return WARN, (f'{c.counters.bad_frames} malformed lines, {c.resyncs} lost prompts '
+                          '(see the log)'), values
         return OK, 'connected', values
 
 

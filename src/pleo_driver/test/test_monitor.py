@@ -140,19 +140,46 @@ def test_nxp_version_packet_when_logging_is_on(pleo):
 
 
 def test_noisy_line_is_counted_and_the_link_recovers(pleo):
-    emulator, client, records = pleo(dump_rate=50)
-    emulator.faults.corrupt_rate = 0.02
-    time.sleep(1.5)
+    # battery polls during the noise: some of their prompts are damaged and go missing
+    emulator, client, records = pleo({'battery_interval': 0.1}, dump_rate=50)
+    emulator.faults.corrupt_rate = 0.05
+    time.sleep(2.0)
     emulator.faults.corrupt_rate = 0.0
     assert ask(client, 'help').lines[0].startswith('Commands:')
     assert client.counters.bad_frames > 0
 
 
+def test_a_lost_prompt_costs_a_resync_not_the_link(pleo):
+    # regression: a poll whose prompt was lost held every command for answer_timeout (60 s),
+    # then reconnected, which ran APP UNLOAD and JOINT NEUTRAL on the robot again
+    emulator, client, records = pleo({'battery_interval': 0.1, 'open_timeout': 1.0})
+    polls = emulator.received.count('STATS POWER')
+    emulator.faults.silent = True                  # the next poll's answer and prompt vanish
+    assert wait_for(lambda: emulator.received.count('STATS POWER') > polls, 5)
+    time.sleep(0.2)
+    emulator.faults.silent = False
+    assert wait_for(lambda: client.resyncs >= 1, 5)
+    assert ask(client, 'help', timeout=5).lines[0].startswith('Commands:')
+    assert client.counters.reconnects == 0 and emulator.received.count('APP UNLOAD') == 1
+
+
+def test_a_command_that_outlives_its_timeout_does_not_shift_later_answers(pleo):
+    emulator, client, records = pleo({'battery_interval': 0})
+    slow = []
+    client.command('JOINT ANGLE 9 90', slow.append, timeout=0.1)   # 200 deg/s: ~0.45 s
+    assert wait_for(lambda: slow, 5) and isinstance(slow[0], TimeoutError)
+    assert wait_for(lambda: client.resyncs == 1, 5)
+    assert ask(client, 'STATS POWER').lines[0].startswith('Battery sensor value')
+    assert ask(client, 'JOINT ANGLE 9 -90').lines == ('joint 9 at -90',)
+
+
 def test_a_silent_monitor_times_out_and_reconnects(pleo):
-    emulator, client, records = pleo({'answer_timeout': 0.5, 'battery_interval': 0})
+    emulator, client, records = pleo({'answer_timeout': 0.5, 'open_timeout': 0.5,
+                                      'battery_interval': 0})
     emulator.faults.silent = True
     result = ask(client, 'help', timeout=5)
     assert isinstance(result, TimeoutError)
+    assert wait_for(lambda: not client.connected, 5)     # the resync got no prompt either
     emulator.faults.silent = False
     assert wait_for(lambda: client.counters.reconnects >= 1 and client.connected, 15)
     assert not ask(client, 'help').failed

@@ -62,6 +62,7 @@ def test_topics_and_diagnostics(setup):
                           == DiagnosticStatus.OK, 5), latest_status(diagnostics, 'pleo')
     values = {v.key: v.value for v in latest_status(diagnostics, 'pleo').values}
     assert values['joint dumps'] == 'yes' and values['bad lines'] == '0'
+    assert values['resyncs'] == '0'
 
 
 def test_joint_motion_and_sound_services(setup):
