@@ -170,7 +170,8 @@ def test_a_command_that_outlives_its_timeout_does_not_shift_later_answers(pleo):
     assert wait_for(lambda: slow, 5) and isinstance(slow[0], TimeoutError)
     assert wait_for(lambda: client.resyncs == 1, 5)
     assert ask(client, 'STATS POWER').lines[0].startswith('Battery sensor value')
-    assert ask(client, 'JOINT ANGLE 9 -90').lines == ('joint 9 at -90',)
+    (line,) = ask(client, 'JOINT ANGLE 9 -90').lines      # the emulator stops within 1°
+    assert line.startswith('joint 9 at ') and abs(int(line.split()[-1]) + 90) <= 1
 
 
 def test_a_silent_monitor_times_out_and_reconnects(pleo):
