@@ -12,10 +12,9 @@ import sys
 import time
 
 import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.parameter import Parameter
 
-from legacy_robot_common.driver_node import make_executor
+from legacy_robot_common.driver_node import make_executor, spin_until_shutdown
 from legacy_robot_common.params import ParameterError
 
 from .paths import config_file
@@ -57,13 +56,11 @@ class Composition:
     def spin(self, duration=None, on_tick=None, tick=0.1):
         """Spin until duration passes (None: until shutdown), calling on_tick() between waits."""
         end = None if duration is None else time.monotonic() + duration
-        try:
+        with spin_until_shutdown():
             while rclpy.ok() and (end is None or time.monotonic() < end):
                 self.executor.spin_once(timeout_sec=tick)
                 if on_tick is not None:
                     on_tick()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
 
     def stop(self):
         """Nodes first (each link says goodbye to its robot), then the emulators."""

@@ -5,6 +5,7 @@ and implements handle_record(). The link thread never touches rclpy: it puts
 records on a queue and triggers a guard condition; the executor then calls
 handle_record() for each, where publishing happens.
 """
+import contextlib
 import queue
 import sys
 import threading
@@ -164,6 +165,24 @@ class _Resolve:
         self.complete(self.value)
 
 
+@contextlib.contextmanager
+def spin_until_shutdown():
+    """Around a spin loop: SIGINT / SIGTERM end it quietly.
+
+    Shutdown shuts the context down; an executor building its wait set at that moment sees
+    the dead context before it can raise ExternalShutdownException and raises RCLError
+    instead (seen in CI, once in run_node and once in the bringup composition). That is a
+    normal shutdown; any other RCLError is not.
+    """
+    try:
+        yield
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except RCLError:
+        if rclpy.ok():
+            raise
+
+
 def run_node(create_node, args=None):
     """Console-script main for one driver node: init, spin, clean shutdown, exit code.
 
@@ -179,18 +198,11 @@ def run_node(create_node, args=None):
         node = create_node()
         executor = make_executor()
         executor.add_node(node)
-        executor.spin()
+        with spin_until_shutdown():
+            executor.spin()
     except ParameterError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except RCLError:
-        # SIGINT/SIGTERM shut the context down; an executor building its wait set at that
-        # moment sees the dead context before it can raise ExternalShutdownException
-        # (seen once in CI). That is a normal shutdown; any other RCLError is not.
-        if rclpy.ok():
-            raise
     finally:
         if node is not None:
             node.destroy_node()

@@ -201,3 +201,20 @@ def test_run_node_after_a_signal_is_a_clean_exit_but_other_rcl_errors_are_not(
         with pytest.raises(driver_node.RCLError):
             driver_node.run_node(lambda: Node('dying_context_test'))
     assert not rclpy.ok()
+
+
+def test_spin_until_shutdown_swallows_only_the_shutdown_race():
+    # the bringup composition's own spin loop hit this race in CI (SIGTERM during spin_once)
+    rclpy.init()
+    rclpy.shutdown()
+    with driver_node.spin_until_shutdown():
+        raise driver_node.RCLError('failed to initialize wait set: the given context is not valid')
+    rclpy.init()
+    try:
+        with pytest.raises(driver_node.RCLError):
+            with driver_node.spin_until_shutdown():
+                raise driver_node.RCLError('something else went wrong')
+        with driver_node.spin_until_shutdown():
+            raise KeyboardInterrupt
+    finally:
+        rclpy.shutdown()
