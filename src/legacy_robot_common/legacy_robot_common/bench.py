@@ -2,7 +2,9 @@
 
 Benchmarks print tables; they are not tests (conventions: no timed unit tests).
 """
+import bisect
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
@@ -94,26 +96,120 @@ def wait_ready(driver, ready, what, timeout=30.0, settle=2.0):
 
 
 class Listener:
-    """A node in this process that counts messages on topics, spinning in a thread."""
+    """A node in this process that counts messages on topics, spinning in a thread.
+
+    For messages with a header it also keeps (header stamp, arrival), wall clock, in
+    receipts[topic], for wire_latencies().
+    """
 
     def __init__(self, name, topics):
         """topics: {full topic name: message class}."""
         rclpy.init()
         self.node = rclpy.create_node(name)
         self.counts = {topic: 0 for topic in topics}
+        self.receipts = {topic: [] for topic in topics}
         for topic, kind in topics.items():
-            self.node.create_subscription(kind, topic, lambda _m, t=topic: self._count(t), 10)
+            self.node.create_subscription(kind, topic, lambda m, t=topic: self._count(t, m), 10)
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         threading.Thread(target=self.executor.spin, daemon=True).start()
 
-    def _count(self, topic):
+    def _count(self, topic, msg):
         self.counts[topic] += 1
+        header = getattr(msg, 'header', None)
+        if header is not None:
+            self.receipts[topic].append((header.stamp.sec + header.stamp.nanosec * 1e-9,
+                                         time.time()))
+
+    def forget_receipts(self):
+        """Start the latency record now (start-up and discovery do not count)."""
+        for receipts in self.receipts.values():
+            receipts.clear()
+
+    def wire_latency(self, topic, send_log):
+        """latency_summary() of topic's messages since forget_receipts(), against the frames
+        in the emulator's SendLog."""
+        return latency_summary(wire_latencies(send_log.times(), list(self.receipts[topic])))
+
+    def rate(self, topic, seconds):
+        """Messages per second arriving on a counted topic over the next seconds."""
+        before, started = self.counts[topic], time.monotonic()
+        time.sleep(seconds)
+        return (self.counts[topic] - before) / (time.monotonic() - started)
 
     def close(self):
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.shutdown()
+
+
+def wire_latencies(sent_times, receipts):
+    """Seconds from the wire to a subscriber, one per message that a send can explain.
+
+    The driver stamps a message when it receives the frame, so the frame is the latest one
+    the emulator sent at or before the stamp: unambiguous while frames are further apart than
+    the driver's own delay, as at a real robot's rate.
+    """
+    sent = sorted(sent_times)
+    latencies = []
+    for stamp, arrival in receipts:
+        index = bisect.bisect_right(sent, stamp) - 1
+        if index >= 0:
+            latencies.append(arrival - sent[index])
+    return latencies
+
+
+def percentile(values, fraction):
+    """The value below which fraction of the (non-empty) values lie (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def latency_summary(latencies):
+    """{'p50_ms', 'p99_ms', 'max_ms', 'samples'} of latencies in seconds."""
+    if not latencies:
+        raise RuntimeError('no message could be matched to a frame on the wire')
+    return {'p50_ms': 1000 * percentile(latencies, 0.5), 'p99_ms': 1000 * percentile(latencies, 0.99),
+            'max_ms': 1000 * max(latencies), 'samples': len(latencies)}
+
+
+HEADROOM_TARGET = 20.0     # issue 8: every pipeline sustains 20x the real robot's rate
+
+
+@dataclasses.dataclass
+class PipelineSummary:
+    """What every robot's benchmark reports the same way (the `make bench` summary table).
+
+    stream: the main stream's name; real_rate: the real robot's maximum rate of it (per s);
+    decode_rate: frames per s through the codec alone; unthrottled_rate: messages per s a
+    subscriber in another process received with the emulator unthrottled; cpu: driver CPU (%
+    of one core) at the real rate; latency: latency_summary() of wire -> subscriber.
+    """
+    stream: str
+    real_rate: float
+    decode_rate: float
+    unthrottled_rate: float
+    cpu: float
+    latency: dict
+
+    @property
+    def headroom(self):
+        return self.unthrottled_rate / self.real_rate
+
+    def rows(self):
+        """Table rows (label, value, text, target) for report()."""
+        return [
+            (f'{self.stream}: to a subscriber, emulator unthrottled (per s)',
+             self.unthrottled_rate, f'{self.unthrottled_rate:,.0f}', None),
+            (f'{self.stream}: headroom over the real robot\'s {self.real_rate:g}/s',
+             self.headroom, f'{self.headroom:,.1f}x', ('>=', HEADROOM_TARGET)),
+            (f'{self.stream}: wire -> subscriber p50 (ms)', self.latency['p50_ms'],
+             f'{self.latency["p50_ms"]:.2f}', None),
+            (f'{self.stream}: wire -> subscriber p99 (ms)', self.latency['p99_ms'],
+             f'{self.latency["p99_ms"]:.2f}', None)]
+
+    def as_json(self):
+        return {**dataclasses.asdict(self), 'headroom': self.headroom}
 
 
 def verdict(value, target):
@@ -125,12 +221,18 @@ def verdict(value, target):
     return f'{op} {number:g}', 'ok' if ok else 'MISSED'
 
 
-def report(title, rows, output, name, extra=None):
+def report(title, rows, output, name, extra=None, summary=None):
     """Print rows (label, value, text, target) as a table and write output/name.json.
+
+    summary: the robot's PipelineSummary; its rows are printed too, and it goes into the
+    JSON for the `make bench` summary table.
 
     Returns the exit code: 1 when a target was missed.
     """
     machine = machine_description()
+    if summary is not None:
+        rows = list(rows) + summary.rows()
+        extra = {**(extra or {}), 'summary': summary.as_json()}
     print(f'{title} on {machine}')
     print(f'{"measure":<66} {"value":>12} {"target":>10}  result')
     missed = False

@@ -4,12 +4,14 @@ An emulator's robot logic is a ``handler(stream, stop_event)`` function that
 serves one connection through the stream interface of streams.py, so the same
 handler serves TCP and a pty alike. No rclpy here.
 """
+import collections
 import os
 import random
 import signal
 import socket
 import sys
 import threading
+import time
 import tty
 
 from .errors import ConnectionLost
@@ -173,6 +175,25 @@ class FaultInjector:
                 byte ^= 1 << self._random.randrange(8)
             out.append(byte)
         return bytes(out)
+
+
+class SendLog:
+    """When the emulator wrote each frame of its main stream (wall clock, the clock of ROS
+    header stamps), so a benchmark can tell how long a frame took to reach a subscriber.
+    Bounded, and one append per frame (deque appends are thread-safe)."""
+
+    def __init__(self, keep=200_000):
+        self._times = collections.deque(maxlen=keep)
+
+    def mark(self):
+        """Call just before writing a frame: the time it went on the wire."""
+        self._times.append(time.time())
+
+    def times(self):
+        return list(self._times)
+
+    def __len__(self):
+        return len(self._times)
 
 
 def stop_on_signal(done=None):

@@ -1,0 +1,57 @@
+"""The benchmark helpers that turn raw times into the numbers of the `make bench` table."""
+import json
+import threading
+import time
+
+import pytest
+
+from legacy_robot_common.bench import (HEADROOM_TARGET, PipelineSummary, latency_summary,
+                                       percentile, report, wire_latencies)
+from legacy_robot_common.emulator import SendLog
+
+
+def test_each_message_is_matched_to_the_latest_frame_sent_before_its_stamp():
+    sent = [10.0, 10.1, 10.2]
+    receipts = [(10.0004, 10.002),      # stamped by the driver just after the first frame
+                (10.1010, 10.103),
+                (10.2003, 10.2009),
+                (9.5, 9.6)]             # stamped before any frame: cannot be explained, left out
+    latencies = wire_latencies(sent, receipts)
+    assert latencies == pytest.approx([0.002, 0.003, 0.0009])
+
+
+def test_latency_summary_and_percentiles():
+    latencies = [i / 1000 for i in range(1, 101)]           # 1..100 ms
+    summary = latency_summary(latencies)
+    assert summary['p50_ms'] == pytest.approx(51) and summary['p99_ms'] == pytest.approx(100)
+    assert summary['max_ms'] == pytest.approx(100) and summary['samples'] == 100
+    assert percentile([3, 1, 2], 0.0) == 1
+    with pytest.raises(RuntimeError, match='no message'):
+        latency_summary([])
+
+
+def test_send_log_is_bounded_and_safe_from_many_threads():
+    log = SendLog(keep=1000)
+    threads = [threading.Thread(target=lambda: [log.mark() for _ in range(500)]) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    times = log.times()
+    assert len(log) == len(times) == 1000
+    assert all(abs(t - time.time()) < 60 for t in times)
+
+
+def test_pipeline_summary_rows_and_json(tmp_path):
+    wire = latency_summary([0.001, 0.002, 0.004])
+    summary = PipelineSummary('SIP', 20.0, 150_000.0, 300.0, 1.5, wire)
+    assert summary.headroom == 15.0
+    labels = [row[0] for row in summary.rows()]
+    assert any('headroom' in label for label in labels)
+    code = report('test', [('decode rate', 150_000.0, '150,000', ('>=', 100_000))],
+                  tmp_path, 'robot', summary=summary)
+    assert code == 1                                         # 15x < 20x: missed
+    written = json.loads((tmp_path / 'robot.json').read_text())
+    assert written['summary']['headroom'] == 15.0 and written['summary']['stream'] == 'SIP'
+    headroom_label = next(label for label in written['targets'] if 'headroom' in label)
+    assert written['targets'][headroom_label] == ['>=', HEADROOM_TARGET]
