@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import TcpEmulatorServer, run_emulator
+from legacy_robot_common.emulator import SendLog, TcpEmulatorServer, run_emulator
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
@@ -141,6 +141,7 @@ class AiboEmulator:
         self.options = o = options or EmulatorOptions()
         self.scene = Scene(o.ball_period)
         self.audio = AudioRing(o.right_channel_first)
+        self.sent = SendLog()
         self.telemetry = TcpEmulatorServer(self._serve_telemetry, o.host, o.telemetry_port,
                                            name='aibo-telemetry')
         self.rcode = (TcpEmulatorServer(self._serve_rcode, o.host, o.rcode_port, name='aibo-rcode')
@@ -321,6 +322,8 @@ class AiboEmulator:
         session.given[op] = number
         session.served[op] += 1
         data = self._frame(op, number, rate)
+        if op is Op.GET_YUV10:
+            self.sent.mark()              # a new frame: its reply is written next (benchmarks)
         every = self.options.bad_size_every
         if every and session.served[op] % every == 0:
             return data[:len(data) // 2]  # fault: a reply of the wrong size

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import FaultInjector, TcpEmulatorServer, run_emulator
+from legacy_robot_common.emulator import FaultInjector, SendLog, TcpEmulatorServer, run_emulator
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
@@ -46,6 +46,7 @@ class EmulatorOptions:
     checksum_over_stuffed: bool = False
     framed_responses: bool = True
     tracking_rate: float = 17.0          # CMUcam1 results per second
+    unthrottled: bool = False            # benchmarks: tracking results back to back
     ball_centre: tuple = (1.2, 0.0)      # m, centre of the ball's circle (robot starts at 0, 0)
     ball_orbit: float = 0.5              # m; 0 = the ball stands still
     ball_speed: float = 0.15             # m/s
@@ -130,16 +131,20 @@ class IpaqEmulator:
         self.brainstem_inits = 0
         self.bad_packets = 0
         self.last_tracking = None
+        self.sent = SendLog()                 # when each tracking packet went out (benchmarks)
         self.terminated = threading.Event()
         self._commands = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._physics = threading.Thread(target=self._run_physics, daemon=True,
                                          name='ipaq-emulator-physics')
+        self._unthrottled = threading.Thread(target=self._run_unthrottled_tracking, daemon=True,
+                                             name='ipaq-emulator-tracking')
 
     # ---- life cycle ------------------------------------------------------------------
     def start(self):
         """Listen on the three ports (0 = free ports) and start the world."""
+        o = self.options
         try:
             self.control.start()
             self.dump_port.server.start()
@@ -148,6 +153,8 @@ class IpaqEmulator:
             self.stop()
             raise
         self._physics.start()
+        if o.unthrottled:
+            self._unthrottled.start()
         return self
 
     @property
@@ -181,8 +188,9 @@ class IpaqEmulator:
         self._stop.set()
         for server in self._servers:
             server.stop()
-        if self._physics.is_alive():
-            self._physics.join(2.0)
+        for thread in (self._physics, self._unthrottled):
+            if thread.is_alive():
+                thread.join(2.0)
 
     # ---- what tests look at ------------------------------------------------------------
     def received_commands(self):
@@ -198,8 +206,16 @@ class IpaqEmulator:
             now = time.monotonic()
             self.trike.step(min(0.2, now - last), now)
             last = now
-            if self.tracking is not None and now >= next_result:
+            if self.tracking is not None and not self.options.unthrottled and now >= next_result:
                 next_result = max(next_result + period, now - period)
+                self._send_tracking_result()
+
+    def _run_unthrottled_tracking(self):
+        """Benchmarks: tracking results back to back, paced only by the stream socket."""
+        while not self._stop.is_set():
+            if self.tracking is None or not self.tracking_stream.listening:
+                self._stop.wait(PHYSICS_PERIOD)
+            else:
                 self._send_tracking_result()
 
     def _send_tracking_result(self):
@@ -224,6 +240,7 @@ class IpaqEmulator:
         if self.line_mode:
             bitmap = line_bitmap(mask, camera.bitmap_columns, camera.bitmap_rows)
             self.tracking_stream.send(p.encode_bitmap(bitmap, camera))
+        self.sent.mark()
         self.tracking_stream.send(p.encode_tracking(packet, self.options.checksum_over_stuffed))
 
     def _send_frame_dump(self):
@@ -432,6 +449,8 @@ def build_parser():
     parser.add_argument('--checksum-over-stuffed', action='store_true',
                         help='checksums sum the stuffed bytes (each 255 twice)')
     parser.add_argument('--tracking-rate', type=float, default=17.0, help='results per second')
+    parser.add_argument('--unthrottled', action='store_true',
+                        help='tracking results back to back (benchmarks)')
     parser.add_argument('--still-ball', action='store_true', help='the ball does not move')
     parser.add_argument('--camera-timeout', action='store_true', help='fault: camera status 10')
     parser.add_argument('--brainstem-silent', action='store_true', help='fault: BrainStem status 20')
@@ -448,6 +467,7 @@ def options_from_args(args):
         camera=p.CameraFormat(generation=2 if args.cmucam2 else 1),
         framed_responses=not args.unframed_responses,
         checksum_over_stuffed=args.checksum_over_stuffed, tracking_rate=args.tracking_rate,
+        unthrottled=args.unthrottled,
         ball_orbit=0.0 if args.still_ball else 0.5, camera_timeout=args.camera_timeout,
         brainstem_silent=args.brainstem_silent, drop_rate=args.drop_rate,
         corrupt_rate=args.corrupt_rate, seed=args.seed)

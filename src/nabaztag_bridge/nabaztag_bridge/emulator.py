@@ -63,6 +63,11 @@ def split_url(url):
     return host, int(port or 80), slash + path
 
 
+def ping_url(base, serial, version, sd, tc):
+    """The rabbit's ping: p4.jsp with its serial, bytecode version, event (sd) and state (tc)."""
+    return f'{base}/vl/p4.jsp?sn={serial}&v={version}&st=1&sd={sd:x}&tc={tc:x}&h=4'
+
+
 def rabbit_request(url, body=None, timeout=NET_TIMEOUT, limit=1 << 20):
     """One request as the rabbit makes it: HTTP/1.0, its four headers, Content-length
     without Content-Type on a POST; the reply is read until the server closes, and
@@ -203,8 +208,8 @@ class VirtualRabbit:
             return
         with self._lock:
             sent = self.sd
-            url = (f'{self.ping_base}/vl/p4.jsp?sn={self.serial}&v={self.options.bytecode_version}'
-                   f'&st=1&sd={sent:x}&tc={self.tc:x}&h=4')
+            url = ping_url(self.ping_base, self.serial, self.options.bytecode_version, sent,
+                           self.tc)
         self._wake.clear()
         started = time.perf_counter()
         reply = self._request(url)

@@ -14,8 +14,8 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import (FaultInjector, PtyEmulatorPort, TcpEmulatorServer,
-                                           stop_on_signal)
+from legacy_robot_common.emulator import (FaultInjector, PtyEmulatorPort, SendLog,
+                                           TcpEmulatorServer, stop_on_signal)
 from legacy_robot_common.errors import MalformedFrame
 
 from . import protocol as p
@@ -32,6 +32,7 @@ class EmulatorOptions:
     model: str = 'p2dx'
     name: str = 'emulated'
     sip_cycle: float = 0.1              # 100 ms, or 50 ms (§3.5)
+    unthrottled: bool = False           # benchmarks: SIPs back to back, no cycle wait
     later_firmware_tail: bool = False   # P2OS ends the SIP after DIGOUT (§2.6)
     gripper_in_high_byte: bool = True   # P2OS order; False = ARCOS / AMRISim (§5.1 item 1)
     watchdog: float = 2.0               # s; 0 disables
@@ -67,6 +68,7 @@ class P2osEmulator:
         self.pty = None
         self.watchdog_trips = 0
         self.sessions = 0
+        self.sent = SendLog()          # when each SIP cycle went out (benchmarks)
         self._commands = []
         self._commands_lock = threading.Lock()
         self._last_command = time.monotonic()
@@ -104,6 +106,11 @@ class P2osEmulator:
         """For the plugin: a TCP robot on a free port."""
         self.start_tcp()
         return self
+
+    @property
+    def cycle(self):
+        """Seconds between SIP cycles (0 when unthrottled)."""
+        return 0.0 if self.options.unthrottled else self.options.sip_cycle
 
     @property
     def parameters(self):
@@ -196,7 +203,7 @@ class _Session:
             if self.connected and time.monotonic() >= next_cycle:
                 self._cycle()
                 # a late cycle is not made up with a burst: the robot just sends the next one
-                next_cycle = max(next_cycle + self.emulator.options.sip_cycle, time.monotonic())
+                next_cycle = max(next_cycle + self.emulator.cycle, time.monotonic())
 
     def _send(self, body):
         self.stream.write(self.emulator.faults.apply(p.build_packet(body)))
@@ -311,6 +318,7 @@ class _Session:
                 packets.append(p.encode_playlist(AMIGO_PLAYLIST if amigo else []))
                 self.send_playlist = False
         # one write per cycle: the robot sends its packets back to back
+        self.emulator.sent.mark()
         self.stream.write(self.emulator.faults.apply(b''.join(p.build_packet(b) for b in packets)))
 
     def _sip(self):
@@ -391,6 +399,8 @@ def build_parser():
     parser.add_argument('--no-tcp', action='store_true', help='do not listen on TCP')
     parser.add_argument('--pty', action='store_true', help='also serve a pseudo-terminal')
     parser.add_argument('--sip-cycle', type=float, default=0.1, help='SIP period in s (0.1 or 0.05)')
+    parser.add_argument('--unthrottled', action='store_true',
+                        help='send SIP cycles back to back (benchmarks)')
     parser.add_argument('--later-firmware-tail', action='store_true',
                         help='append the ARCOS SIP tail (battery x10, charge state, rot. velocity)')
     parser.add_argument('--arcos-gripper-order', action='store_true',
@@ -412,7 +422,7 @@ def options_from_args(args):
     except ValueError:
         raise ValueError(f'--room must look like 10x8, not {args.room!r}') from None
     return EmulatorOptions(
-        model=args.model, name=args.name, sip_cycle=args.sip_cycle,
+        model=args.model, name=args.name, sip_cycle=args.sip_cycle, unthrottled=args.unthrottled,
         later_firmware_tail=args.later_firmware_tail, config_command=not args.no_config_command,
         gripper_in_high_byte=not args.arcos_gripper_order, watchdog=args.watchdog,
         watchdog_mode=args.watchdog_mode, room_width=width, room_height=height,

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Optional
 
-from legacy_robot_common.emulator import FaultInjector, PtyEmulatorPort, run_emulator
+from legacy_robot_common.emulator import FaultInjector, PtyEmulatorPort, SendLog, run_emulator
 from legacy_robot_common.errors import ConnectionLost
 
 from . import protocol as p
@@ -33,6 +33,7 @@ class EmulatorOptions:
     urf_path: Optional[str] = None
     link: Optional[str] = None       # also reachable through this symlink (fixed path for launch)
     dump_rate: float = 10.0          # sensor + joint dump lines per second; 0 = none
+    unthrottled: bool = False        # benchmarks: dumps back to back (dump_rate ignored)
     echo: bool = True                # echo each command line before the answer
     unknown_speed: float = 60.0      # deg/s for joints whose speed the table leaves open
     battery: int = 87
@@ -140,8 +141,9 @@ class MonitorSession:
 
     def run(self):
         self._write(f'\r\n{FIRMWARE}\r\n')
+        wait = 0.0 if self.emulator.options.unthrottled else TICK
         while not self.stop.is_set():
-            data = self.stream.read(4096, TICK)
+            data = self.stream.read(4096, wait)
             if data:
                 self.buffer += data
                 self._lines()
@@ -164,9 +166,12 @@ class MonitorSession:
             events, self.state.events = self.state.events, []
         for event in events:
             self._write(f'{event}\r\n')
-        rate = self.emulator.options.dump_rate
-        if rate and now >= self.next_dump and self.emulator.dumping:
-            self.next_dump = now + 1.0 / rate
+        options = self.emulator.options
+        if not self.emulator.dumping or not (options.dump_rate or options.unthrottled):
+            return
+        if options.unthrottled or now >= self.next_dump:
+            self.next_dump = now + 1.0 / (options.dump_rate or 1.0)
+            self.emulator.sent.mark()
             self._write(''.join(self.state.dumps()))
 
     def _write(self, text):
@@ -185,7 +190,8 @@ class PleoEmulator:
         self.faults = FaultInjector(self.options.drop_rate, self.options.corrupt_rate,
                                     self.options.seed)
         self.received = []               # every command line, for tests
-        self.dumping = self.options.dump_rate > 0
+        self.sent = SendLog()            # when each pair of dump lines went out (benchmarks)
+        self.dumping = self.options.dump_rate > 0 or self.options.unthrottled
         self.port = None
         self._stop = threading.Event()
         self._physics = None
@@ -387,6 +393,8 @@ def build_parser():
     parser.add_argument('--link', help='also make the pty reachable at this path (a symlink)')
     parser.add_argument('--dump-rate', type=float, default=10.0,
                         help='sensor and joint dump lines per second (0: none)')
+    parser.add_argument('--unthrottled', action='store_true',
+                        help='dump lines back to back (benchmarks)')
     parser.add_argument('--no-echo', action='store_true', help='do not echo command lines')
     parser.add_argument('--unknown-speed', type=float, default=60.0,
                         help='deg/s of the joints whose speed is not known (hips, neck)')
@@ -408,6 +416,7 @@ def main(argv=None):
 
 def _run(args, urf_path):
     options = EmulatorOptions(urf_path=urf_path, link=args.link, dump_rate=args.dump_rate,
+                              unthrottled=args.unthrottled,
                               echo=not args.no_echo, unknown_speed=args.unknown_speed,
                               battery=args.battery, touch_every=args.touch_every,
                               drop_rate=args.drop_rate, corrupt_rate=args.corrupt_rate,
