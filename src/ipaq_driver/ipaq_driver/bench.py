@@ -7,16 +7,21 @@ Measures on this machine:
     emulator tracking packets, bitmaps excluded;
   * driver CPU: the ipaq_driver process (its own OS process, DDS included) while the
     emulator tracks the ball at the CMUcam1's 17 Hz and the driver polls at 10 Hz, as %
-    of one core, with this process subscribed to tracking, odom and range.
+    of one core, with this process subscribed to tracking, odom and range; in the same run,
+    wire -> subscriber latency of the tracking results;
+  * tracking results per second reaching this process with the emulator unthrottled
+    (results back to back), and that rate over the CMUcam1's 17 per second.
 """
 import argparse
+import contextlib
 import sys
 import time
 
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Range
 
-from legacy_robot_common.bench import cpu_percent, driver_against, report, wait_ready
+from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against,
+                                       report, wait_ready)
 from legacy_robot_interfaces.msg import TrackingResult
 from legacy_robot_interfaces.srv import ColorTracking
 
@@ -24,6 +29,8 @@ from . import protocol as p
 from .emulator import EmulatorOptions, IpaqEmulator
 
 NAMESPACE = '/bench'
+TRACKING = f'{NAMESPACE}/tracking'
+REAL_TRACKING_RATE = 17.0      # per s: the CMUcam1's colour tracking
 RED_BALL = dict(r_min=180, r_max=240, g_min=16, g_max=90, b_min=16, b_max=110)
 
 
@@ -39,12 +46,13 @@ def tracking_decode_rate(count=200_000):
     return decoded / (time.perf_counter() - started)
 
 
-def driver_cpu(seconds):
-    """CPU of the driver process at 17 Hz tracking, measured from outside."""
+@contextlib.contextmanager
+def _tracking_driver(topics, unthrottled=False):
+    """Emulator + driver + listener, the driver tracking the red ball; yields (emulator,
+    driver, listener) once tracking results reach this process."""
     emulator = IpaqEmulator(EmulatorOptions(control_port=0, frame_dump_port=0, tracking_port=0,
-                                            tracking_rate=17.0)).start()
-    topics = {f'{NAMESPACE}/tracking': TrackingResult, f'{NAMESPACE}/odom': Odometry,
-              f'{NAMESPACE}/range': Range}
+                                            tracking_rate=REAL_TRACKING_RATE,
+                                            unthrottled=unthrottled)).start()
     with driver_against(emulator, 'ipaq_driver.node', NAMESPACE, emulator.parameters, topics,
                         'ipaq_bench_listener') as (driver, listener):
         service = listener.node.create_client(ColorTracking, f'{NAMESPACE}/start_color_tracking')
@@ -52,13 +60,29 @@ def driver_cpu(seconds):
         reply = service.call_async(ColorTracking.Request(**RED_BALL))
         wait_ready(driver, lambda: reply.done() and all(listener.counts.values()),
                    'no tracking results reached this process')
+        listener.forget_receipts()
+        yield emulator, driver, listener
+
+
+def driver_cpu(seconds):
+    """CPU of the driver process at 17 Hz tracking, measured from outside; topic rates and
+    the tracking latency from the wire over the same run."""
+    topics = {TRACKING: TrackingResult, f'{NAMESPACE}/odom': Odometry,
+              f'{NAMESPACE}/range': Range}
+    with _tracking_driver(topics) as (emulator, driver, listener):
         start = dict(listener.counts)
         started = time.monotonic()
         cpu = cpu_percent(driver.pid, seconds)
         elapsed = time.monotonic() - started
         rates = {topic.rsplit('/', 1)[1]: (listener.counts[topic] - start[topic]) / elapsed
                  for topic in topics}
-        return cpu, rates
+        return cpu, rates, listener.wire_latency(TRACKING, emulator.sent)
+
+
+def unthrottled_rate(seconds):
+    """Tracking results per second here while the emulator sends them back to back."""
+    with _tracking_driver({TRACKING: TrackingResult}, unthrottled=True) as (_, _, listener):
+        return listener.rate(TRACKING, seconds)
 
 
 def main(argv=None):
@@ -67,13 +91,16 @@ def main(argv=None):
     parser.add_argument('--output', default='bench-output', help='folder for ipaq.json')
     args = parser.parse_args(argv)
     decode = tracking_decode_rate()
-    cpu, rates = driver_cpu(args.seconds)
+    cpu, rates, wire = driver_cpu(args.seconds)
+    unthrottled = unthrottled_rate(args.seconds)
     rows = [('tracking packet decode rate (per s)', decode, f'{decode:,.0f}', ('>=', 50_000)),
             ('driver CPU, 17 Hz tracking + 10 Hz poll, 3 subscribers (% of a core)', cpu,
              f'{cpu:.2f}', ('<=', 3.0))]
     rows += [(f'  {topic} received (per s)', rate, f'{rate:.1f}', None)
              for topic, rate in rates.items()]
-    return report('iPaq benchmark', rows, args.output, 'ipaq')
+    summary = PipelineSummary('CMUcam tracking', REAL_TRACKING_RATE, decode, unthrottled, cpu,
+                              wire)
+    return report('iPaq benchmark', rows, args.output, 'ipaq', summary=summary)
 
 
 if __name__ == '__main__':

@@ -7,21 +7,35 @@ Measures on this machine, with the bridge node as its own process and the emulat
   * requests per second the bridge answered;
   * ping latency as a rabbit sees it (request sent → reply read to the close), p50 / p99;
   * bridge CPU, % of one core;
-  * codec: default ping replies built and encoded per second.
+  * codec: default ping replies built and encoded per second;
+  * events (clicks) per second reaching a subscriber in this process while 4 threads here
+    send clicking pings back to back, over one rabbit's fastest rate: 1 request per second
+    (the shortest ping interval the server can set; events ride on those requests);
+  * click latency: a ping carrying a click sent -> its event received here, one click
+    every 100 ms.
 """
 import argparse
+import contextlib
 import statistics
 import sys
+import threading
 import time
 
-from legacy_robot_common.bench import (cpu_percent, report, start_driver, stop_process,
+from legacy_robot_common.bench import (Listener, PipelineSummary, cpu_percent, percentile,
+                                       report, start_driver, stop_process, wait_ready,
                                        wait_until)
+from legacy_robot_common.emulator import SendLog
+from legacy_robot_interfaces.msg import RabbitEvent
 
 from . import protocol as p
-from .emulator import RabbitEmulator, RabbitOptions, free_port
+from .emulator import RabbitEmulator, RabbitOptions, free_port, ping_url, rabbit_request
 from .rabbits import RabbitRegistry
 
 NAMESPACE = '/bench'
+EVENTS = f'{NAMESPACE}/events'
+REAL_REQUEST_RATE = 1.0     # per s: one rabbit at the shortest ping interval
+CLICK = p.SD_VALUES['click']
+SENDERS = 4
 
 
 def reply_rate(count=50_000):
@@ -35,11 +49,6 @@ def reply_rate(count=50_000):
         registry.note_ping(rabbit, 65808, p.decode_tc('7fffffff'), event)
         registry.reply_packet(rabbit)
     return count / (time.perf_counter() - started)
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def measure_load(rabbits, seconds):
@@ -69,6 +78,67 @@ def measure_load(rabbits, seconds):
         stop_process(bridge)
 
 
+@contextlib.contextmanager
+def _bridge_and_listener():
+    """The bridge process and a listener on its events; yields (click URL of rabbit n, listener)."""
+    port = free_port()
+    bridge = start_driver('nabaztag_bridge.node', NAMESPACE,
+                          {'host': '127.0.0.1', 'port': port, 'ping_interval': 1})
+    listener = None
+    try:
+        listener = Listener('nabaztag_bench_listener', {EVENTS: RabbitEvent})
+        click = lambda n: ping_url(f'http://127.0.0.1:{port}', f'0019db{n:06x}', 65808,  # noqa: E731
+                                   CLICK, 0x7fffffff)
+        wait_ready(bridge, lambda: _answers(click(0)) and listener.counts[EVENTS],
+                   'the bridge did not answer or publish')
+        yield click, listener
+    finally:
+        if listener is not None:
+            listener.close()
+        stop_process(bridge)
+
+
+def _answers(url):
+    try:
+        return bool(rabbit_request(url, timeout=1.0))
+    except OSError:
+        return False
+
+
+def unthrottled_event_rate(seconds):
+    """Events per second here while SENDERS threads send clicking pings back to back."""
+    with _bridge_and_listener() as (click, listener):
+        stop = threading.Event()
+
+        def send(n):
+            while not stop.is_set():
+                rabbit_request(click(n))
+        senders = [threading.Thread(target=send, args=(n,), daemon=True) for n in range(SENDERS)]
+        for sender in senders:
+            sender.start()
+        time.sleep(1.0)                 # the senders reach their pace
+        try:
+            return listener.rate(EVENTS, seconds)
+        finally:
+            stop.set()
+            for sender in senders:
+                sender.join(5)
+
+
+def click_latency(seconds, interval=0.1):
+    """A clicking ping every interval s; wire -> subscriber latency of its event."""
+    with _bridge_and_listener() as (click, listener):
+        sent, url = SendLog(), click(0)
+        listener.forget_receipts()
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            sent.mark()
+            rabbit_request(url)
+            time.sleep(interval)
+        time.sleep(0.5)                 # the last events arrive
+        return listener.wire_latency(EVENTS, sent)
+
+
 def _errors(fleet):
     """Failed requests and replies the rabbits refused, over the whole fleet."""
     return sum(r.status()['errors'] + r.status()['bad_packets'] for r in fleet.rabbits)
@@ -86,6 +156,8 @@ def main(argv=None):
     replies = reply_rate()
     try:
         rate, latencies, cpu, errors = measure_load(args.rabbits, args.seconds)
+        events = unthrottled_event_rate(args.seconds)
+        wire = click_latency(args.seconds)
     except RuntimeError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 1
@@ -100,9 +172,11 @@ def main(argv=None):
         ('bridge CPU (% of one core)', cpu, f'{cpu:.1f} %', ('<=', 100)),
         ('failed requests and refused replies', errors, f'{errors}', ('<=', 0)),
     ]
+    # the CPU in the summary is the bridge's under the 500-rabbit load, the issue's load point
+    summary = PipelineSummary('Nabaztag events', REAL_REQUEST_RATE, replies, events, cpu, wire)
     return report('Nabaztag bridge benchmark', rows, args.output, 'nabaztag',
                   {'latency_samples': len(latencies), 'median_ms': statistics.median(latencies)
-                   * 1000 if latencies else None})
+                   * 1000 if latencies else None}, summary)
 
 
 if __name__ == '__main__':

@@ -4,9 +4,12 @@
 
 Measures on this machine:
   * SIP decode rate: framing + checksum + decode of emulator SIPs (4 sonar readings each);
+  * odom messages per second reaching this process with the emulator unthrottled (SIP
+    cycles back to back), and that rate over the real robot's fastest, 20 Hz (50 ms cycle);
   * driver CPU: the p2os_driver process (its own OS process, DDS included) at the real
-    robot's rate, 10 Hz SIP + 10 Hz ENCODERpac, as % of one core, while this process
-    subscribes to odom, sonar and encoders;
+    robot's default rate, 10 Hz SIP + 10 Hz ENCODERpac, as % of one core, while this
+    process subscribes to odom, sonar and encoders; in the same run, wire -> subscriber
+    latency of odom (emulator write to arrival here);
   * cmd_vel → wire: a Twist published in this process until the emulator reads the
     VEL packet from its socket (p50 / p99 / max).
 """
@@ -17,13 +20,16 @@ import time
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 
-from legacy_robot_common.bench import cpu_percent, driver_against, report, wait_ready
+from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against,
+                                       percentile, report, wait_ready)
 from legacy_robot_interfaces.msg import EncoderCounts, SonarArray
 
 from . import protocol as p
-from .emulator import P2osEmulator, sip_body
+from .emulator import EmulatorOptions, P2osEmulator, sip_body
 
 NAMESPACE = '/bench'
+ODOM = f'{NAMESPACE}/odom'
+REAL_SIP_RATE = 20.0       # per s: the 50 ms server cycle, the fastest a Pioneer 2 sends
 
 
 def sip_decode_rate(count=200_000):
@@ -53,14 +59,25 @@ def _driver(emulator, topics=None, **parameters):
 
 
 def driver_cpu(seconds):
-    """CPU of the driver process while this process subscribes to its main topics."""
+    """CPU of the driver process while this process subscribes to its main topics, and the
+    odom latency from the wire over the same run."""
     emulator = P2osEmulator()
-    topics = {f'{NAMESPACE}/odom': Odometry, f'{NAMESPACE}/sonar': SonarArray,
+    topics = {ODOM: Odometry, f'{NAMESPACE}/sonar': SonarArray,
               f'{NAMESPACE}/encoders': EncoderCounts}
     with _driver(emulator, topics, encoder_stream=True) as (driver, listener):
         wait_ready(driver, lambda: emulator.robot.enabled and all(listener.counts.values()),
                    'driver did not connect')
-        return cpu_percent(driver.pid, seconds)
+        listener.forget_receipts()
+        cpu = cpu_percent(driver.pid, seconds)
+        return cpu, listener.wire_latency(ODOM, emulator.sent)
+
+
+def unthrottled_rate(seconds):
+    """odom messages per second here while the emulator sends SIPs back to back."""
+    emulator = P2osEmulator(EmulatorOptions(unthrottled=True))
+    with _driver(emulator, {ODOM: Odometry}) as (driver, listener):
+        wait_ready(driver, lambda: listener.counts[ODOM], 'driver did not connect')
+        return listener.rate(ODOM, seconds)
 
 
 def cmd_vel_latency(samples):
@@ -83,9 +100,8 @@ def cmd_vel_latency(samples):
                            if number == p.Command.VEL and argument in sent)
     if not latencies:
         raise RuntimeError('no cmd_vel reached the robot')
-    pick = lambda q: 1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
-    return {'p50': pick(0.5), 'p99': pick(0.99), 'max': 1000 * latencies[-1],
-            'samples': len(latencies)}
+    return {'p50': 1000 * percentile(latencies, 0.5), 'p99': 1000 * percentile(latencies, 0.99),
+            'max': 1000 * latencies[-1], 'samples': len(latencies)}
 
 
 def main(argv=None):
@@ -96,7 +112,8 @@ def main(argv=None):
     parser.add_argument('--output', default='bench-output', help='folder for p2os.json')
     args = parser.parse_args(argv)
     decode = sip_decode_rate()
-    cpu = driver_cpu(args.seconds)
+    cpu, wire = driver_cpu(args.seconds)
+    unthrottled = unthrottled_rate(args.seconds)
     latency = cmd_vel_latency(args.samples)
     rows = [('SIP decode rate (per s)', decode, f'{decode:,.0f}', ('>=', 100_000)),
             ('driver CPU, 10 Hz SIP + 10 Hz encoders, 3 subscribers (% of a core)', cpu,
@@ -104,8 +121,9 @@ def main(argv=None):
             ('cmd_vel -> wire p50 (ms)', latency['p50'], f'{latency["p50"]:.2f}', None),
             ('cmd_vel -> wire p99 (ms)', latency['p99'], f'{latency["p99"]:.2f}', ('<=', 5.0)),
             ('cmd_vel -> wire max (ms)', latency['max'], f'{latency["max"]:.2f}', None)]
+    summary = PipelineSummary('P2OS SIP', REAL_SIP_RATE, decode, unthrottled, cpu, wire)
     return report('P2OS benchmark', rows, args.output, 'p2os',
-                  {'cmd_vel_samples': latency['samples']})
+                  {'cmd_vel_samples': latency['samples']}, summary)
 
 
 if __name__ == '__main__':

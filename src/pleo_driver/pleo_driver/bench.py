@@ -7,8 +7,12 @@ Measures on this machine:
     process, interpreter start included (median of several runs);
   * urf_builder on a project that fills the 3.6 MB URF limit (sounds and motions), `rebuild`;
   * monitor line decode rate (sensor and joint dump lines);
-  * driver CPU: the pleo_driver process against the emulator printing 20 dump lines/s,
-    while this process subscribes to joint_states and sensors.
+  * driver CPU: the pleo_driver process against the emulator printing 10 sensor + joint dump
+    pairs per second, while this process subscribes to joint_states and sensors; in the same
+    run, wire -> subscriber latency of joint_states;
+  * joint_states per second reaching this process with the emulator unthrottled (dumps back
+    to back), over 10 per second: the real Pleo's dump rate is not documented anywhere we
+    found (spec §2.11), so the emulator's default stands in for it.
 """
 import argparse
 import os
@@ -20,7 +24,8 @@ import time
 
 from sensor_msgs.msg import JointState
 
-from legacy_robot_common.bench import cpu_percent, driver_against, report, wait_ready
+from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against,
+                                       report, wait_ready)
 from legacy_robot_interfaces.msg import NamedValues
 
 from . import protocol as p
@@ -29,6 +34,8 @@ from .emulator import EmulatorOptions, PleoEmulator
 from .pdk import urf
 
 NAMESPACE = '/bench'
+JOINT_STATES = f'{NAMESPACE}/joint_states'
+REAL_DUMP_RATE = 10.0      # per s; assumed (not documented), the emulator's default
 
 
 def cli_build_seconds(upf, amx_dir, runs):
@@ -74,12 +81,24 @@ def decode_rate(lines=100_000):
 
 
 def driver_cpu(seconds):
-    emulator = PleoEmulator(EmulatorOptions(dump_rate=10.0)).start()
-    topics = {f'{NAMESPACE}/joint_states': JointState, f'{NAMESPACE}/sensors': NamedValues}
-    with driver_against(emulator, 'pleo_driver.node', NAMESPACE, {
-            'port': emulator.device_path}, topics, 'pleo_bench_listener') as (driver, listener):
+    """Driver CPU at the real dump rate, and the joint_states latency from the wire."""
+    emulator = PleoEmulator(EmulatorOptions(dump_rate=REAL_DUMP_RATE)).start()
+    topics = {JOINT_STATES: JointState, f'{NAMESPACE}/sensors': NamedValues}
+    with driver_against(emulator, 'pleo_driver.node', NAMESPACE, emulator.parameters, topics,
+                        'pleo_bench_listener') as (driver, listener):
         wait_ready(driver, lambda: all(listener.counts.values()), 'driver did not connect')
-        return cpu_percent(driver.pid, seconds)
+        listener.forget_receipts()
+        cpu = cpu_percent(driver.pid, seconds)
+        return cpu, listener.wire_latency(JOINT_STATES, emulator.sent)
+
+
+def unthrottled_rate(seconds):
+    """joint_states per second here while the emulator prints dumps back to back."""
+    emulator = PleoEmulator(EmulatorOptions(unthrottled=True)).start()
+    with driver_against(emulator, 'pleo_driver.node', NAMESPACE, emulator.parameters,
+                        {JOINT_STATES: JointState}, 'pleo_bench_listener') as (driver, listener):
+        wait_ready(driver, lambda: listener.counts[JOINT_STATES], 'driver did not connect')
+        return listener.rate(JOINT_STATES, seconds)
 
 
 def main(argv=None):
@@ -98,7 +117,8 @@ def main(argv=None):
         full_time = time.perf_counter() - started
         size = os.path.getsize(os.path.join(folder, 'full', 'build', 'full.urf'))
     decode = decode_rate()
-    cpu = driver_cpu(args.seconds)
+    cpu, wire = driver_cpu(args.seconds)
+    unthrottled = unthrottled_rate(args.seconds)
     rows = [('urf_builder template project, new process (s, median)', template_time,
              f'{template_time:.3f}', ('<=', 0.15)),
             (f'urf_builder {size / 1e6:.2f} MB project (s)', full_time, f'{full_time:.2f}',
@@ -106,7 +126,9 @@ def main(argv=None):
             ('monitor dump lines decoded (per s)', decode, f'{decode:,.0f}', None),
             ('driver CPU, 10 Hz joint + sensor dumps, 2 subscribers (% of a core)', cpu,
              f'{cpu:.2f}', None)]
-    return report('Pleo benchmark', rows, args.output, 'pleo', {'full_urf_bytes': size})
+    summary = PipelineSummary('Pleo dumps', REAL_DUMP_RATE, decode, unthrottled,
+                              cpu, wire)
+    return report('Pleo benchmark', rows, args.output, 'pleo', {'full_urf_bytes': size}, summary)
 
 
 if __name__ == '__main__':

@@ -1,0 +1,180 @@
+"""`make bench`: every robot's benchmark, then one table for all of them.
+
+    python -m legacy_robot_bringup.bench [--output bench-output] [--only p2os ...] [--quick]
+
+Each robot's benchmark runs as its own process (`python -m <package>.bench`) and writes
+<output>/<name>.json; this reads them back and prints
+  * the pipeline table: per robot its main stream's decode rate, the rate a subscriber in
+    another process receives with the emulator unthrottled, the real robot's maximum rate,
+    headroom (the two divided; target >= 20x), driver CPU at the real rate, and wire ->
+    subscriber latency p50 / p99;
+  * every robot's own targets (AIBO YUV10 decode time, P2OS cmd_vel -> wire, Nabaztag at 500
+    rabbits, urf_builder build times, ...) with their verdicts;
+and writes <output>/summary.json and <output>/summary.png. Exit code 1 when a benchmark
+failed or a target was missed.
+"""
+import argparse
+import dataclasses
+import json
+import pathlib
+import subprocess
+import sys
+
+from legacy_robot_common.artifacts import new_figure, save_figure
+from legacy_robot_common.bench import HEADROOM_TARGET, machine_description, verdict
+
+
+@dataclasses.dataclass(frozen=True)
+class Robot:
+    label: str
+    package: str
+    name: str                  # its benchmark's JSON file name
+    quick: tuple = ()          # arguments for a short run (--quick)
+
+
+ROBOTS = (
+    Robot('AIBO', 'aibo_driver', 'aibo', ('--seconds', '5', '--audio-minutes', '0.2')),
+    Robot('P2OS', 'p2os_driver', 'p2os', ('--seconds', '5', '--samples', '100')),
+    Robot('Nabaztag', 'nabaztag_bridge', 'nabaztag', ('--seconds', '5', '--rabbits', '100')),
+    Robot('Pleo', 'pleo_driver', 'pleo', ('--seconds', '5', '--runs', '3')),
+    Robot('iPaq', 'ipaq_driver', 'ipaq', ('--seconds', '5')),
+)
+PIPELINE_COLUMNS = ('robot', 'main stream', 'decode /s', 'unthrottled /s', 'real max /s',
+                    'headroom', 'CPU %', 'p50 ms', 'p99 ms')
+
+
+def run_benchmark(robot, output, quick):
+    """Run one robot's benchmark as its own process; its table goes to our stdout."""
+    command = [sys.executable, '-m', f'{robot.package}.bench', '--output', str(output),
+               *(robot.quick if quick else ())]
+    print(f'--- {robot.label}: {" ".join(command[1:])}', flush=True)
+    return subprocess.run(command).returncode
+
+
+def load_result(output, robot):
+    path = pathlib.Path(output) / f'{robot.name}.json'
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def number(value):
+    return f'{value:,.0f}' if abs(value) >= 1000 else f'{value:.3g}'
+
+
+def pipeline_rows(results):
+    """One row of PIPELINE_COLUMNS (as text) per robot (its headroom target is among the
+    robot's own targets, so target_rows reports a miss)."""
+    rows = []
+    for robot, result in results.items():
+        summary = (result or {}).get('summary')
+        if summary is None:
+            rows.append((robot.label, 'no result') + ('',) * (len(PIPELINE_COLUMNS) - 2))
+            continue
+        _, outcome = verdict(summary['headroom'], ('>=', HEADROOM_TARGET))
+        latency = summary['latency']
+        rows.append((robot.label, summary['stream'], f'{summary["decode_rate"]:,.0f}',
+                     f'{summary["unthrottled_rate"]:,.0f}', f'{summary["real_rate"]:g}',
+                     f'{summary["headroom"]:,.1f}x {outcome}', f'{summary["cpu"]:.2f}',
+                     f'{latency["p50_ms"]:.2f}', f'{latency["p99_ms"]:.2f}'))
+    return rows
+
+
+def target_rows(results):
+    """(robot, measure, value, target, result) for every target a robot's benchmark set."""
+    rows = []
+    for robot, result in results.items():
+        for label, target in (result or {}).get('targets', {}).items():
+            value = result['results'][label]
+            target_text, outcome = verdict(value, tuple(target))
+            rows.append((robot.label, label, number(value), target_text, outcome))
+    return rows
+
+
+def format_table(columns, rows):
+    widths = [max(len(str(row[i])) for row in (columns, *rows)) for i in range(len(columns))]
+    return [' | '.join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
+            for row in (columns, *rows)]
+
+
+def write_chart(results, path):
+    """Headroom (log scale, with the target) and latency p50 / p99 per robot."""
+    summaries = [(robot.label, result['summary']) for robot, result in results.items()
+                 if result and 'summary' in result]
+    figure = new_figure(10.0, 4.0)
+    headroom, latency = figure.subplots(1, 2)
+    labels = [label for label, _ in summaries]
+    positions = range(len(summaries))
+    headroom.bar(labels, [s['headroom'] for _, s in summaries], color='tab:blue')
+    headroom.axhline(HEADROOM_TARGET, color='tab:red', linestyle='--',
+                     label=f'target {HEADROOM_TARGET:g}x')
+    headroom.set_yscale('log')
+    headroom.set_ylim(bottom=1)
+    headroom.set_title('headroom: unthrottled rate / real robot rate')
+    headroom.legend()
+    width = 0.4
+    latency.bar([x - width / 2 for x in positions], [s['latency']['p50_ms'] for _, s in summaries],
+                width, label='p50')
+    latency.bar([x + width / 2 for x in positions], [s['latency']['p99_ms'] for _, s in summaries],
+                width, label='p99')
+    latency.set_xticks(list(positions), labels)
+    latency.set_ylabel('ms')
+    latency.set_title('wire -> subscriber latency')
+    latency.legend()
+    figure.suptitle(machine_description())
+    return save_figure(figure, path)
+
+
+def summarize(results, output):
+    """Print both tables, write summary.json and summary.png; → the list of misses."""
+    pipeline = pipeline_rows(results)
+    targets = target_rows(results)
+    missed = [f'{robot}: {measure}' for robot, measure, _, _, outcome in targets
+               if outcome == 'MISSED']
+    missed += [f'{robot.label}: no result' for robot, result in results.items() if result is None]
+    print(f'\nAll robots on {machine_description()}')
+    print('\n'.join(format_table(PIPELINE_COLUMNS, pipeline)))
+    print()
+    print('\n'.join(format_table(('robot', 'measure', 'value', 'target', 'result'), targets)))
+    folder = pathlib.Path(output)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / 'summary.json').write_text(json.dumps({
+        'machine': machine_description(), 'headroom_target': HEADROOM_TARGET,
+        'robots': {robot.name: result for robot, result in results.items()},
+        'missed': missed}, indent=2))
+    written = [folder / 'summary.json']
+    if any(result and 'summary' in result for result in results.values()):
+        written.append(write_chart(results, folder / 'summary.png'))
+    print('\nwritten: ' + ', '.join(str(path) for path in written))
+    print('missed: ' + ('; '.join(missed) if missed else 'nothing'))
+    return missed
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='bench', description=__doc__.split('\n\n')[0])
+    parser.add_argument('--output', default='bench-output', help='folder for the JSON and PNG')
+    parser.add_argument('--only', nargs='+', choices=[r.name for r in ROBOTS], metavar='NAME',
+                        help='these robots only (aibo, p2os, nabaztag, pleo, ipaq)')
+    parser.add_argument('--quick', action='store_true',
+                        help='short runs (a smoke test; the numbers are rough)')
+    parser.add_argument('--no-run', action='store_true',
+                        help='only summarize the JSON files already in --output')
+    args = parser.parse_args(argv)
+    robots = [r for r in ROBOTS if not args.only or r.name in args.only]
+    failed = []
+    if not args.no_run:
+        pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)
+        for robot in robots:
+            (pathlib.Path(args.output) / f'{robot.name}.json').unlink(missing_ok=True)
+            if run_benchmark(robot, args.output, args.quick) not in (0, 1):   # 1: a target missed
+                failed.append(robot.label)
+    results = {robot: load_result(args.output, robot) for robot in robots}
+    missed = summarize(results, args.output)
+    if failed:
+        print(f'benchmarks that failed to run: {", ".join(failed)}', file=sys.stderr)
+    return 1 if missed or failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
