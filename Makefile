@@ -12,11 +12,11 @@ demo: bootstrap
 test: bootstrap
 	. tools/env.sh && python -m pytest -rs $(PYTEST_ARGS)
 
-# Speed and CPU numbers (not part of the tests); tables on stdout, JSON in bench-output/.
+# Speed and CPU numbers (not part of the tests): every robot's benchmark, then one table;
+# JSON and a PNG chart in bench-output/. BENCH_ARGS=--quick for a short smoke run.
+BENCH_ARGS ?=
 bench: bootstrap
-	. tools/env.sh && status=0; \
-	for package in p2os_driver ipaq_driver aibo_driver nabaztag_bridge pleo_driver; do python -m $${package}.bench --output bench-output || status=1; done; \
-	exit $$status
+	. tools/env.sh && python -m legacy_robot_bringup.bench --output bench-output $(BENCH_ARGS)
 
 bootstrap:
 	bash tools/bootstrap.sh

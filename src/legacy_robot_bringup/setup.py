@@ -28,6 +28,7 @@ setup(
         'console_scripts': [
             'bringup = legacy_robot_bringup.compose:main',
             'demo = legacy_robot_bringup.demo:main',
+            'bench = legacy_robot_bringup.bench:main',
         ],
     },
 )
