@@ -1,8 +1,8 @@
 """wav2usf: the audioop operations with Python 2 semantics, and USF files byte for byte."""
+import math
 import struct
 import warnings
 
-import numpy as np
 import pytest
 
 from pleo_driver import sample
@@ -11,46 +11,46 @@ from pleo_driver.pdk.errors import BuildError, MalformedResource
 
 
 def arr(*values):
-    return np.array(values, dtype=np.int64)
+    return list(values)
 
 
 def test_mul_truncates_toward_zero_and_clips_symmetrically():
-    assert audio.mul(arr(-128, -1, 1, 127, 100), 1, 0.98).tolist() == [-125, 0, 0, 124, 98]
-    assert audio.mul(arr(-32768, 32767), 2, 2.0).tolist() == [-32767, 32767]
-    assert audio.mul(arr(-255, 255), 2, 1 / 256).tolist() == [0, 0]
+    assert audio.mul(arr(-128, -1, 1, 127, 100), 1, 0.98) == [-125, 0, 0, 124, 98]
+    assert audio.mul(arr(-32768, 32767), 2, 2.0) == [-32767, 32767]
+    assert audio.mul(arr(-255, 255), 2, 1 / 256) == [0, 0]
 
 
 def test_tomono_sums_and_clips_to_plus_minus_max():
-    assert audio.tomono(arr(30000, 10000, -30000, -10000, 5, -7), 2).tolist() == [
+    assert audio.tomono(arr(30000, 10000, -30000, -10000, 5, -7), 2) == [
         32767, -32767, -2]
 
 
 def test_lin2lin_and_bias_wrap_like_c():
-    assert audio.lin2lin(arr(-32768, -1, 255, 256), 2, 1).tolist() == [-128, -1, 0, 1]
-    assert audio.lin2lin(arr(-128, 1), 1, 2).tolist() == [-32768, 256]
-    assert audio.bias(arr(-128, 0, 127), 1, -128).tolist() == [0, -128, -1]
+    assert audio.lin2lin(arr(-32768, -1, 255, 256), 2, 1) == [-128, -1, 0, 1]
+    assert audio.lin2lin(arr(-128, 1), 1, 2) == [-32768, 256]
+    assert audio.bias(arr(-128, 0, 127), 1, -128) == [0, -128, -1]
 
 
 def test_ratecv_sixteen_bit_scale_with_c_division():
     # each input is smoothed with the previous smoothed one, (x + previous) / 2 in C
     # arithmetic (−3 / 2 = −1, not −2); halving keeps every other one
-    assert audio.ratecv(arr(-3, -4), 2, 1, 1, 4, 4).tolist() == [-1, -2]
-    assert audio.ratecv(arr(100, 200, 301, -401), 2, 2, 1, 4, 4).tolist() == [50, 213]
+    assert audio.ratecv(arr(-3, -4), 2, 1, 1, 4, 4) == [-1, -2]
+    assert audio.ratecv(arr(100, 200, 301, -401), 2, 2, 1, 4, 4) == [50, 213]
     # doubling: the interpolation halves toward zero, as C does for negative values
-    assert audio.ratecv(arr(-3, 0), 2, 1, 2, 1, 0).tolist() == [-3, -1, 0]
+    assert audio.ratecv(arr(-3, 0), 2, 1, 2, 1, 0) == [-3, -1, 0]
     # 8-bit samples work as the top byte of 16 bits: (−768 + 1280) / 2 = 256 → 1
-    assert audio.ratecv(arr(-3, 5), 1, 1, 2, 1, 0).tolist() == [-3, 1, 5]
+    assert audio.ratecv(arr(-3, 5), 1, 1, 2, 1, 0) == [-3, 1, 5]
 
 
 def test_lin2adpcm_matches_the_ima_reference_and_drops_an_odd_sample():
-    pcm = (np.sin(np.arange(501) / 7.0) * 120).astype(np.int64)
+    pcm = [int(math.sin(i / 7.0) * 120) for i in range(501)]
     ours = audio.lin2adpcm(pcm)
     assert len(ours) == 250
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', DeprecationWarning)
         audioop = pytest.importorskip('audioop', reason='the standard library has no audioop '
                                       '(Python ≥ 3.13): the IMA cross-check needs it')
-    reference, _ = audioop.lin2adpcm(pcm.astype('<i2').tobytes(), 2, None)
+    reference, _ = audioop.lin2adpcm(audio.to_bytes(pcm, 2), 2, None)
     assert ours == reference
 
 
@@ -67,7 +67,7 @@ def test_eight_bit_input_is_attenuated_as_if_signed():
     """The quirk of spec §2.4: 0x80 (silence) → −128·0.98 → −125 → 0x83."""
     data = sample.wav_bytes(4, width=1)
     samples, width, channels, rate = usf.read_wav(data)
-    body = usf.convert(np.array([-128, 0, 127, 1], dtype=np.int64), 1, 1, 11025,
+    body = usf.convert([-128, 0, 127, 1], 1, 1, 11025,
                        usf.SoundOptions())
     assert body == bytes([0x83, 0x00, 0x7C, 0x00])
     assert (width, channels, rate) == (1, 1, 11025) and len(samples) == 4
@@ -93,7 +93,7 @@ def test_wav_to_usf_lengths_and_round_trip(rate, width, channels):
     frames = 3001
     data = usf.wav_to_usf(sample.wav_bytes(frames, rate, width, channels), 'tone')
     parsed = usf.parse(data)
-    expected = len(audio.ratecv(np.zeros(frames, dtype=np.int64), 1, rate, 11025, 4, 4)) \
+    expected = len(audio.ratecv([0] * frames, 1, rate, 11025, 4, 4)) \
         if rate != 11025 else frames
     assert (parsed.name, parsed.rate, parsed.bits, parsed.channels) == ('tone', 11025, 8, 1)
     assert len(parsed.body) == expected

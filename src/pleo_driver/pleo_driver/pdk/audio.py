@@ -1,15 +1,20 @@
 """The audioop operations wav2usf uses, with Python 2's integer semantics (spec §2.1, §2.4).
 
 Python 3's audioop floors where Python 2 truncated and resamples at a different
-scale (and is gone from 3.13), so these are written out here. Samples are NumPy
-int arrays (one value per sample, interleaved channels); ``width`` is the sample
-size in bytes (1 or 2).
+scale (and is gone from 3.13), so these are written out here. Samples are lists of
+ints (one value per sample, interleaved channels); ``width`` is the sample size in
+bytes (1 or 2). Plain Python, sample by sample as audioop worked: importing NumPy
+would cost urf_builder more start-up time than a whole template-sized build takes.
 """
-import numpy as np
+import array
+import math
+import sys
 
 from legacy_robot_common.ima_adpcm import encode_sample
 
 from .py2 import c_div
+
+TYPECODES = {1: 'b', 2: 'h'}          # signed char, signed short (both exact in array)
 
 
 def max_value(width):
@@ -17,44 +22,59 @@ def max_value(width):
 
 
 def from_bytes(data, width):
-    """Raw sample bytes → signed values, the way audioop reads them (8-bit as *signed* char)."""
-    kind = {1: '<i1', 2: '<i2'}[width]
-    return np.frombuffer(data[:len(data) // width * width], dtype=kind).astype(np.int64)
+    """Raw little-endian sample bytes → signed values, the way audioop reads them (8-bit as
+    *signed* char); a trailing partial sample is ignored."""
+    samples = array.array(TYPECODES[width], data[:len(data) // width * width])
+    if width > 1 and sys.byteorder == 'big':
+        samples.byteswap()
+    return samples.tolist()
 
 
 def to_bytes(samples, width):
-    """Values → sample bytes; wraps like a C cast to the sample type."""
-    kind = {1: '<i1', 2: '<i2'}[width]
-    wrapped = (samples.astype(np.int64) + (1 << (8 * width - 1))) % (1 << 8 * width)
-    return (wrapped - (1 << (8 * width - 1))).astype(kind).tobytes()
+    """Values → little-endian sample bytes; wraps like a C cast to the sample type."""
+    half, size = 1 << (8 * width - 1), 1 << (8 * width)
+    out = array.array(TYPECODES[width], [(v + half) % size - half for v in samples])
+    if width > 1 and sys.byteorder == 'big':
+        out.byteswap()
+    return out.tobytes()
+
+
+def _scaled(value, factor, limit):
+    """value · factor, clipped to ±limit (symmetric) and truncated toward zero (a C cast)."""
+    return int(max(-limit, min(limit, value * factor)))
 
 
 def mul(samples, width, factor):
-    """Scale, clip to ±max (symmetric) and truncate toward zero."""
-    limit = max_value(width)
-    scaled = np.clip(samples.astype(np.float64) * factor, -limit, limit)
-    return np.trunc(scaled).astype(np.int64)
+    """Scale, clip to ±max (symmetric) and truncate toward zero.
+
+    Every sample value of the width is looked up in a table made once per call, so a long
+    sound costs one list index per sample."""
+    limit, low = max_value(width), -(1 << (8 * width - 1))
+    if len(samples) < 4096:
+        return [_scaled(v, factor, limit) for v in samples]
+    table = [_scaled(v, factor, limit) for v in range(low, limit + 1)]
+    return [table[v - low] for v in samples]
 
 
 def tomono(samples, width, left_factor=1.0, right_factor=1.0):
     """Interleaved stereo → mono: a weighted sum, clipped to ±max and truncated."""
     limit = max_value(width)
-    frames = samples[:len(samples) // 2 * 2].reshape(-1, 2).astype(np.float64)
-    mixed = np.clip(frames[:, 0] * left_factor + frames[:, 1] * right_factor, -limit, limit)
-    return np.trunc(mixed).astype(np.int64)
+    frames = len(samples) // 2
+    return [int(max(-limit, min(limit, left * left_factor + right * right_factor)))
+            for left, right in zip(samples[0:2 * frames:2], samples[1:2 * frames:2])]
 
 
 def lin2lin(samples, width, new_width):
     """Change the sample width by arithmetic shifts (8 bits per byte of width)."""
     shift = 8 * (new_width - width)
-    return samples << shift if shift >= 0 else samples >> -shift
+    return [v << shift for v in samples] if shift >= 0 else [v >> -shift for v in samples]
 
 
 def bias(samples, width, offset):
     """Add an offset; the result wraps around like the C cast back to the sample type."""
     size = 1 << (8 * width)
     half = size >> 1
-    return (samples + offset + half) % size - half
+    return [(v + offset + half) % size - half for v in samples]
 
 
 def ratecv(samples, width, in_rate, out_rate, weight_a=1, weight_b=0):
@@ -64,9 +84,9 @@ def ratecv(samples, width, in_rate, out_rate, weight_a=1, weight_b=0):
     (weight_a·new + weight_b·previous) / (weight_a + weight_b); output samples
     interpolate linearly between the last two smoothed inputs.
     """
-    divisor = np.gcd(in_rate, out_rate)
+    divisor = math.gcd(in_rate, out_rate)
     in_rate, out_rate = in_rate // divisor, out_rate // divisor
-    divisor = np.gcd(weight_a, weight_b)
+    divisor = math.gcd(weight_a, weight_b)
     weight_a, weight_b = weight_a // divisor, weight_b // divisor
     scale = 8 if width == 1 else 0          # 8-bit samples work as the top byte of 16 bits
     inputs = [int(value) << scale for value in samples]
@@ -77,8 +97,7 @@ def ratecv(samples, width, in_rate, out_rate, weight_a=1, weight_b=0):
     while True:
         while d < 0:
             if position == len(inputs):
-                result = np.array(output, dtype=np.int64)
-                return result >> scale if scale else result
+                return [v >> scale for v in output] if scale else output
             previous = current
             current = c_div(weight_a * inputs[position] + weight_b * previous,
                             weight_a + weight_b)
@@ -97,7 +116,7 @@ def lin2adpcm(samples):
     out = bytearray()
     predictor = index = 0
     high = None
-    for value in samples.tolist():
+    for value in samples:
         code, predictor, index = encode_sample(value, predictor, index)
         if high is None:
             high = code << 4

@@ -10,8 +10,6 @@ import os
 import struct
 import wave
 
-import numpy as np
-
 from legacy_robot_common.ima_adpcm import decode_nibble
 
 from . import audio
@@ -119,13 +117,13 @@ def decode_adpcm(body):
         for code in (byte >> 4, byte & 0x0F):
             predictor, index = decode_nibble(code, predictor, index)
             out.append(max(-32768, min(32767, predictor * 256)))
-    return np.array(out, dtype=np.int16)
+    return out
 
 
 def to_wav(usf):
     """A parsed USF → WAV bytes (8-bit PCM as it is; ADPCM decoded to 16-bit)."""
     if usf.compression == ADPCM:
-        pcm, width = decode_adpcm(usf.body).astype('<i2').tobytes(), 2
+        pcm, width = audio.to_bytes(decode_adpcm(usf.body), 2), 2
     elif usf.compression == PCM:
         pcm, width = usf.body, 1
     else:
