@@ -291,7 +291,14 @@ class TelemetryClient(ReconnectingClient):
         except p.StreamLost as exc:
             self.reject(exc, 'reply')
             raise
-        return link.read_exact(size) if size else b''
+        if not size:
+            return b''
+        try:
+            return link.read_exact(size)
+        except LinkTimeout:
+            # a reply cut short (bytes lost on the way) is a bad reply, not only a stall
+            self.reject(MalformedFrame(f'reply of {size} bytes cut short'), 'reply')
+            raise
 
     def _deliver_reply(self, op, data):
         """Decode one non-empty reply and deliver it; True when the reply was full."""

@@ -20,7 +20,8 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import SendLog, TcpEmulatorServer, run_emulator
+from legacy_robot_common.emulator import (FaultInjector, SendLog, TcpEmulatorServer,
+                                           run_emulator)
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
@@ -53,6 +54,9 @@ class EmulatorOptions:
     bad_size_every: int = 0              # fault: every nth image reply has a wrong size
     oversize_every: int = 0              # fault: every nth reply has a size prefix over 32000
     jpeg_quality: int = 80
+    drop_rate: float = 0.0               # fault: bytes of telemetry replies dropped
+    corrupt_rate: float = 0.0            # fault: bytes of telemetry replies corrupted
+    seed: int = None
 
     def __post_init__(self):
         if self.product not in ('rcodeplus', 'lifeplus'):
@@ -142,6 +146,7 @@ class AiboEmulator:
         self.scene = Scene(o.ball_period)
         self.audio = AudioRing(o.right_channel_first)
         self.sent = SendLog()
+        self.faults = FaultInjector(o.drop_rate, o.corrupt_rate, o.seed)
         self.telemetry = TcpEmulatorServer(self._serve_telemetry, o.host, o.telemetry_port,
                                            name='aibo-telemetry')
         self.rcode = (TcpEmulatorServer(self._serve_rcode, o.host, o.rcode_port, name='aibo-rcode')
@@ -256,7 +261,7 @@ class AiboEmulator:
             if self.stalled.is_set():
                 continue
             if reply is not None:
-                stream.write(reply)
+                stream.write(self.faults.apply(reply))
 
     def _answer(self, op, reader, session):
         """The reply bytes for one request (None for operations, which answer nothing)."""
@@ -411,6 +416,11 @@ def build_parser():
                         help='RPUT fields after the opcode: ' + ', '.join(p.RPUT_FIELDS))
     parser.add_argument('--bad-size-every', type=int, default=0,
                         help='fault: every nth image reply has a wrong size')
+    parser.add_argument('--drop-rate', type=float, default=0.0,
+                        help='fault: fraction of telemetry reply bytes dropped')
+    parser.add_argument('--corrupt-rate', type=float, default=0.0,
+                        help='fault: fraction of telemetry reply bytes corrupted')
+    parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
     return parser
 
 
@@ -427,7 +437,8 @@ def options_from_args(args):
                             chroma_first=args.yuv10_chroma_first),
         right_channel_first=not args.left_channel_first,
         version_size_prefix=args.version_size_prefix, unthrottled=args.unthrottled,
-        rput=p.RputLayout(args.rput_layout.split(',')), bad_size_every=args.bad_size_every)
+        rput=p.RputLayout(args.rput_layout.split(',')), bad_size_every=args.bad_size_every,
+        drop_rate=args.drop_rate, corrupt_rate=args.corrupt_rate, seed=args.seed)
 
 
 def main(argv=None):

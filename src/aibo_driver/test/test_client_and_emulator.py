@@ -175,6 +175,18 @@ def test_oversized_reply_restarts_the_connection(session):
     s.wait(CameraFrame, count + 3)
 
 
+def test_a_reply_cut_short_by_lost_bytes_is_counted_and_the_link_recovers(session, caplog):
+    # regression (fault suite): lost bytes leave a frame short; the driver reconnected after
+    # reply_timeout without counting a bad reply
+    s = session(EmulatorOptions(drop_rate=0.002, seed=3), reply_timeout=0.5)
+    assert wait_for(lambda: s.client.counters.bad_frames >= 2, 15)
+    assert 'reply of 31680 bytes cut short' in caplog.text
+    assert s.client.counters.reconnects >= 1
+    s.emulator.faults.drop_rate = 0.0
+    count = len(s.records[CameraFrame])
+    s.wait(CameraFrame, count + 2, timeout=15)
+
+
 def test_reconnects_after_the_dog_goes_away_and_after_a_stall(session):
     s = session(reply_timeout=0.5)
     s.wait(CameraFrame, 2)
