@@ -177,6 +177,14 @@ class FaultInjector:
         return bytes(out)
 
 
+def free_port():
+    """A loopback port nothing listens on now: for a server that must be found again at the
+    same address (the Nabaztag bridge, an emulator restarted by the fault suite)."""
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
 class SendLog:
     """When the emulator wrote each frame of its main stream (wall clock, the clock of ROS
     header stamps), so a benchmark can tell how long a frame took to reach a subscriber.

@@ -24,11 +24,11 @@ import time
 from legacy_robot_common.bench import (Listener, PipelineSummary, cpu_percent, percentile,
                                        report, start_driver, stop_process, wait_ready,
                                        wait_until)
-from legacy_robot_common.emulator import SendLog
+from legacy_robot_common.emulator import SendLog, free_port
 from legacy_robot_interfaces.msg import RabbitEvent
 
 from . import protocol as p
-from .emulator import RabbitEmulator, RabbitOptions, free_port, ping_url, rabbit_request
+from .emulator import RabbitEmulator, RabbitOptions, ping_url, rabbit_request
 from .rabbits import RabbitRegistry
 
 NAMESPACE = '/bench'
@@ -65,13 +65,13 @@ def measure_load(rabbits, seconds):
         for rabbit in fleet.rabbits:
             rabbit.ping_seconds.clear()
         pings_before = sum(r.status()['pings'] for r in fleet.rabbits)
-        errors_before = _errors(fleet)
+        errors_before = fleet.errors()
         started = time.monotonic()
         cpu = cpu_percent(bridge.pid, seconds)
         elapsed = time.monotonic() - started
         pings = sum(r.status()['pings'] for r in fleet.rabbits) - pings_before
         latencies = [s for r in fleet.rabbits for s in r.ping_seconds]
-        return pings / elapsed, latencies, cpu, _errors(fleet) - errors_before
+        return pings / elapsed, latencies, cpu, fleet.errors() - errors_before
     finally:
         if fleet is not None:
             fleet.stop()
@@ -137,11 +137,6 @@ def click_latency(seconds, interval=0.1):
             time.sleep(interval)
         time.sleep(0.5)                 # the last events arrive
         return listener.wire_latency(EVENTS, sent)
-
-
-def _errors(fleet):
-    """Failed requests and replies the rabbits refused, over the whole fleet."""
-    return sum(r.status()['errors'] + r.status()['bad_packets'] for r in fleet.rabbits)
 
 
 def main(argv=None):

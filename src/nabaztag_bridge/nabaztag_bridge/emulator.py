@@ -47,13 +47,6 @@ class RabbitOptions:
     start_delay: float = 0.0            # s before the rabbit is switched on
 
 
-def free_port():
-    """A loopback port nothing listens on now (the bridge listens; the rabbit must know where)."""
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return probe.getsockname()[1]
-
-
 def split_url(url):
     """'http://host:port/path' or 'host/path' → (host, port, '/path'); port 80 by default."""
     if url.startswith('http://'):
@@ -437,6 +430,10 @@ class RabbitEmulator:
         if self.scenario:
             self.scenario.start()
         return self
+
+    def errors(self):
+        """Failed requests and refused replies, over all the rabbits."""
+        return sum(r.status()['errors'] + r.status()['bad_packets'] for r in self.rabbits)
 
     def stop(self):
         if self.scenario:

@@ -10,13 +10,14 @@ import pathlib
 import tempfile
 
 from legacy_robot_common.artifacts import save_lines, save_wav
+from legacy_robot_common.emulator import free_port
 from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
 from legacy_robot_interfaces.msg import ChoreographyStep, RabbitEvent, RabbitList, RabbitRecording
 from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSound
 
 from . import protocol as p
 from . import recording
-from .emulator import RabbitEmulator, RabbitOptions, free_port
+from .emulator import RabbitEmulator, RabbitOptions
 from .node import NabaztagBridge
 
 KIND_NAMES = {getattr(RabbitEvent, name): name.lower() for name in (

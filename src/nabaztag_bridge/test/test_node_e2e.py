@@ -5,13 +5,14 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
 from helpers import run_module, wait_for
 from legacy_robot_common.driver_node import LATCHED
+from legacy_robot_common.emulator import free_port
 from legacy_robot_interfaces.msg import ChoreographyStep, RabbitEvent, RabbitList, RabbitRecording
 from legacy_robot_interfaces.srv import (RabbitAmbient, RabbitChoreography, RabbitEars,
                                          RabbitProgram, RabbitRawPacket, RabbitSetting,
                                          RabbitSound)
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge import recording
-from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions, free_port
+from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions
 from ros_observer import DriverProcesses, latest_status
 
 SERIAL = '0019db000001'
