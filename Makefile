@@ -4,7 +4,7 @@ SHELL := /bin/bash
 DEMO_SECONDS ?= 20
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench bootstrap clean
+.PHONY: demo test bench soak bootstrap clean
 
 demo: bootstrap
 	. tools/env.sh && python -m legacy_robot_bringup.demo --duration $(DEMO_SECONDS) --output demo-output
@@ -18,8 +18,15 @@ BENCH_ARGS ?=
 bench: bootstrap
 	. tools/env.sh && python -m legacy_robot_bringup.bench --output bench-output $(BENCH_ARGS)
 
+# The fault suite (not part of CI; about 45 minutes): fuzzing, emulator kill/restart, link
+# noise, AIBO audio, P2OS safety, malformed Nabaztag requests; one table, soak-output/.
+# SOAK_ARGS='--parts fuzz --cases 10000' for a part or a shorter run.
+SOAK_ARGS ?=
+soak: bootstrap
+	. tools/env.sh && python -m legacy_robot_bringup.soak --output soak-output $(SOAK_ARGS)
+
 bootstrap:
 	bash tools/bootstrap.sh
 
 clean:
-	rm -rf build install log demo-output bench-output
+	rm -rf build install log demo-output bench-output soak-output

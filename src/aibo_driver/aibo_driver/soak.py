@@ -1,0 +1,91 @@
+"""AIBO parts of the fault suite (`make soak`, legacy_robot_bringup.soak)."""
+import numpy as np
+
+from sensor_msgs.msg import Image
+
+from legacy_robot_common.emulator import free_port
+from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec, Row
+
+from . import protocol as p
+from .emulator import AiboEmulator, EmulatorOptions
+from .scene import Scene, audio_chunk, color_detection
+
+SMALL_JPEG = (30, 40)        # rows, columns: the same markers as a camera frame, decoded faster
+
+
+def audio_reply(first, count):
+    return b''.join(p.encode_audio_record(p.AudioChunk(sequence, sequence, 0, audio_chunk(sequence)))
+                    for sequence in range(first, first + count))
+
+
+def console_text(data):
+    """RCODE port bytes → lines (telnet negotiation removed); never rejects."""
+    p.ConsoleText().feed(data)
+
+
+def fuzz_targets():
+    scene = Scene()
+    frame = scene.render(1.0)
+    yuv10 = p.Yuv10Decoder()
+    small = np.ascontiguousarray(frame[:SMALL_JPEG[0], :SMALL_JPEG[1]])
+    return [
+        FuzzTarget('AIBO YUV10 frame', yuv10.decode,
+                   [p.encode_yuv10(frame), p.encode_yuv10(scene.render(3.0))], max_random=2000),
+        FuzzTarget('AIBO JPEG frame', p.decode_jpeg, [p.encode_jpeg(small, 80)]),
+        FuzzTarget('AIBO colour detection image', p.decode_color_image,
+                   [color_detection(frame).tobytes()]),
+        FuzzTarget('AIBO audio reply', p.decode_audio, [audio_reply(0, 1), audio_reply(7, 3)],
+                   max_random=5000),
+        FuzzTarget('AIBO voice matches', p.decode_voice,
+                   [p.encode_voice([(i, 100 - i) for i in range(p.VOICE_MATCHES)])]),
+        FuzzTarget('AIBO semantic records', p.decode_semantic,
+                   [b''.join(p.encode_semantic(n, tuple(range(n, n + p.SEMANTIC_VALUES)))
+                             for n in range(3))]),
+        FuzzTarget('AIBO version reply', p.decode_version,
+                   [p.encode_version(p.Version(2, 1, 3))]),
+        FuzzTarget('AIBO RCODE console text', console_text,
+                   [b'\xff\xfb\x01\xff\xfd\x03RCodePlus ready\r\n> ', b'PLAY:ACTION:1\r\n']),
+    ]
+
+
+def restart_spec(folder):
+    telemetry, rcode = free_port(), free_port()
+    return RestartSpec(['aibo_driver.emulator', '--telemetry-port', str(telemetry),
+                        '--rcode-port', str(rcode)], 'aibo_driver.node',
+                       {'host': '127.0.0.1', 'telemetry_port': telemetry, 'rcode_port': rcode},
+                       'camera/image_raw', Image)
+
+
+def noise_spec(rate):
+    """Audio in real time while rate of the reply bytes are dropped and as many corrupted:
+    the chunks the driver says it lost must be the gaps a subscriber sees.
+
+    The stream that keeps flowing is the audio: a 31,680-byte YUV10 reply loses a byte at any
+    such rate, and the telemetry has no checksum or marker to resynchronise on, so each
+    frame costs a reconnect (counted as a bad reply)."""
+    from legacy_robot_interfaces.msg import AiboSensorWords
+    emulator = AiboEmulator(EmulatorOptions(telemetry_port=0, rcode_port=0, drop_rate=rate,
+                                            corrupt_rate=rate)).start()
+
+    def check(emulator, received, diagnostics):
+        tracker = p.SequenceTracker()
+        for words in received['sensor_words']:
+            tracker.update(words.sequence)
+        reported = next((int(values['audio chunks lost']) for values in diagnostics.values()
+                         if 'audio chunks lost' in values), None)
+        return [Row('noise', 'AIBO audio sequence', f'driver reports {reported} chunks lost, '
+                    f'a subscriber saw {tracker.lost} missing', 'the same',
+                    reported == tracker.lost)]
+
+    return NoiseSpec(emulator, 'aibo_driver.node', emulator.parameters, 'sensor_words',
+                     AiboSensorWords, {'sensor_words': AiboSensorWords}, check=check)
+
+
+def audio_rows(minutes):
+    """Audio at the dog's real-time rate for minutes while another process keeps a core busy
+    (the benchmark's run): no chunk may be lost."""
+    from .bench import real_dog_run
+    _, _, received, lost, dropped = real_dog_run(5.0, 60 * minutes)
+    return [Row('AIBO audio', f'{minutes:g} min real time, one core kept busy',
+                f'{lost} lost of {received:,} received; {dropped} dropped by the dog',
+                '0 lost', lost == 0 and dropped == 0)]

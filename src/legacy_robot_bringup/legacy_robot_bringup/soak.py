@@ -1,0 +1,369 @@
+"""`make soak`: the fault suite for every robot (not part of CI).
+
+    python -m legacy_robot_bringup.soak [--parts fuzz restart] [--only p2os ...]
+                                        [--cases 1000000] [--cycles 50] [--output soak-output]
+
+Parts:
+  fuzz     every decoder of every robot (and the URF/UMF/USF/UCF/AMX readers) gets --cases
+           random and mutated inputs; target: 0 uncaught exceptions (rejects are counted).
+  restart  each driver runs as its own process while its emulator is killed (SIGKILL) and
+           started again at the same address --cycles times; targets: every reconnect (the
+           emulator ready -> the driver's topic flows again, seen from this process) under
+           2 s, no growth in the driver's open file descriptors or threads, and the driver
+           never exits.
+  noise    every driver at once for --noise-minutes against its emulator dropping 0.5 % and
+           corrupting 0.5 % of its bytes: no crash, bad frames counted in diagnostics, the
+           main topic keeps flowing; then P2OS odometry still agrees with the robot's (after
+           driving 1 m/s through many wraps of the 15-bit counters) and the AIBO driver's lost
+           audio chunks are the gaps a subscriber saw. The Nabaztag talks HTTP over TCP,
+           where the stack drops damaged bytes: its garbage input is the nabaztag part.
+  audio    AIBO audio in real time for --audio-minutes while another process keeps one
+           core busy: 0 chunks lost.
+  safety   P2OS: cmd_vel stops -> the robot is told to stop within cmd_vel_timeout (plus
+           50 ms to deliver it); the driver killed with SIGINT and with SIGTERM (--repeats
+           times each) -> STOP, ENABLE 0 and CLOSE reach the robot every time.
+  nabaztag 10,000 malformed requests (--requests) while 20 emulated rabbits ping and 5 of
+           them upload recordings: every malformed request answered 4xx, the bridge stays
+           up, the normal rabbits see no errors, each recording published exactly once.
+Prints one table, writes <output>/soak.json (and the drivers' logs); exit 1 on a miss.
+"""
+import argparse
+import dataclasses
+import importlib
+import json
+import multiprocessing
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from legacy_robot_common.bench import machine_description, percentile, ros_args, wait_until
+from legacy_robot_common.soak import Row, fuzz
+
+from .bench import ROBOTS, format_table
+
+RECONNECT_LIMIT = 2.0       # s: the suite's target for every reconnect
+DOWN_TIME = 0.5             # s the emulator stays dead in each cycle
+WARM_UP_CYCLES = 3          # resources are compared from here on (DDS settles in first)
+NOISE_SETTLE = 5.0          # s after the noise stops before the checks read the state
+NAMESPACE = '/soak'
+
+
+# ---- fuzz -----------------------------------------------------------------------------------
+def _fuzz_job(job):
+    package, index, cases = job
+    target = importlib.import_module(f'{package}.soak').fuzz_targets()[index]
+    return fuzz(target, cases, seed=index)
+
+
+def fuzz_part(robots, cases):
+    jobs = [(robot.package, index, cases) for robot in robots
+            for index in range(len(importlib.import_module(f'{robot.package}.soak').fuzz_targets()))]
+    rows = []
+    # spawn: the workers import only the codecs, never a forked copy of this process's state
+    with multiprocessing.get_context('spawn').Pool(os.cpu_count()) as pool:
+        for result in pool.imap(_fuzz_job, jobs):
+            print(f'fuzz: {result.name}: {result.cases:,} inputs, {result.rejected:,} rejects, '
+                  f'{result.crashes} uncaught ({result.seconds:.0f} s)'
+                  + (f'\n  first: {result.first_crash}' if result.crashes else ''), flush=True)
+            rows.append(Row('fuzz', result.name, f'{result.crashes} uncaught in {result.cases:,}; '
+                            f'{result.rejected:,} rejects', '0 uncaught', result.crashes == 0))
+    return rows
+
+
+# ---- kill / restart -------------------------------------------------------------------------
+class Emulator:
+    """An emulator process started from a RestartSpec; ready once it printed its address."""
+
+    def __init__(self, arguments, log):
+        self.process = subprocess.Popen([sys.executable, '-m', *arguments], stdout=subprocess.PIPE,
+                                        stderr=log, text=True)
+        line = self.process.stdout.readline()          # run_emulator's "… on <address>" line
+        if not line:
+            raise RuntimeError(f'emulator {arguments[0]} did not start (see {log.name})')
+        self.ready = time.monotonic()
+
+    def kill(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+        self.process.stdout.close()
+
+
+def resources(pid):
+    """(open file descriptors, threads) of a process, from /proc."""
+    fds = len(os.listdir(f'/proc/{pid}/fd'))
+    status = pathlib.Path(f'/proc/{pid}/status').read_text()
+    threads = int(next(line.split()[1] for line in status.splitlines()
+                       if line.startswith('Threads:')))
+    return fds, threads
+
+
+def restart_cycles(robot, cycles, output):
+    """Kill and restart robot's emulator cycles times under its running driver."""
+    from legacy_robot_common.bench import Listener, stop_process   # rclpy only for this part
+    spec_module = importlib.import_module(f'{robot.package}.soak')
+    with tempfile.TemporaryDirectory(prefix='soak-') as folder, \
+            open(pathlib.Path(output) / f'{robot.name}-emulator.log', 'w') as emulator_log, \
+            open(pathlib.Path(output) / f'{robot.name}-driver.log', 'w') as driver_log:
+        spec = spec_module.restart_spec(folder)
+        topic = f'{NAMESPACE}/{spec.topic}'
+        emulator = Emulator(spec.emulator, emulator_log)
+        driver = subprocess.Popen([sys.executable, '-m', spec.driver,
+                                   *ros_args(NAMESPACE, spec.parameters)],
+                                  stdout=driver_log, stderr=subprocess.STDOUT)
+        listener = Listener(f'soak_{robot.name}', {topic: spec.message})
+        try:
+            if not wait_until(lambda: listener.counts[topic], 60, poll=0.01):
+                raise RuntimeError(f'{robot.label}: no {spec.topic} before the first kill '
+                                   f'(see {driver_log.name})')
+            reconnects, failures, baseline = [], 0, None
+            for cycle in range(cycles):
+                emulator.kill()
+                time.sleep(DOWN_TIME)
+                emulator = Emulator(spec.emulator, emulator_log)
+                seen = listener.counts[topic]
+                if wait_until(lambda: listener.counts[topic] > seen, 30, poll=0.005):
+                    reconnects.append(time.monotonic() - emulator.ready)
+                else:
+                    failures += 1
+                if driver.poll() is not None:
+                    break
+                if cycle + 1 == WARM_UP_CYCLES:
+                    baseline = resources(driver.pid)
+            alive = driver.poll() is None
+            final = resources(driver.pid) if alive else None
+        finally:
+            listener.close()
+            stop_process(driver)
+            emulator.kill()
+    return restart_rows(robot, cycles, reconnects, failures, alive, baseline, final)
+
+
+def restart_rows(robot, cycles, reconnects, failures, alive, baseline, final):
+    subject = f'{robot.label} ({cycles} emulator kills)'
+    rows = [Row('restart', subject, 'driver still running' if alive else 'DRIVER EXITED',
+                'never exits', alive)]
+    if reconnects:
+        p50, p99, worst = (1000 * percentile(reconnects, 0.5), 1000 * percentile(reconnects, 0.99),
+                           1000 * max(reconnects))
+        rows.append(Row('restart', subject, f'reconnect p50 {p50:.0f} / p99 {p99:.0f} / max '
+                        f'{worst:.0f} ms; {failures} never', f'every < {RECONNECT_LIMIT:g} s',
+                        failures == 0 and worst < 1000 * RECONNECT_LIMIT))
+    if baseline and final:
+        growth = (final[0] - baseline[0], final[1] - baseline[1])
+        rows.append(Row('restart', subject, f'fds {baseline[0]} -> {final[0]}, threads '
+                        f'{baseline[1]} -> {final[1]} (after cycle {WARM_UP_CYCLES})',
+                        'no growth', growth[0] <= 0 and growth[1] <= 0))
+    return rows
+
+
+def restart_part(robots, cycles, output):
+    rows = []
+    for robot in robots:
+        print(f'restart: {robot.label}, {cycles} cycles', flush=True)
+        try:
+            robot_rows = restart_cycles(robot, cycles, output)
+        except RuntimeError as exc:
+            robot_rows = [Row('restart', robot.label, str(exc), 'runs', False)]
+        for row in robot_rows:
+            print(f'  {row.measured}: {row.cells()[-1]}', flush=True)
+        rows += robot_rows
+    return rows
+
+
+# ---- the table ------------------------------------------------------------------------------
+def report(rows, output):
+    print(f'\nFault suite on {machine_description()}')
+    print('\n'.join(format_table(('part', 'subject', 'measured', 'target', 'result'),
+                                 [row.cells() for row in rows])))
+    missed = [f'{row.part}: {row.subject}: {row.measured}' for row in rows if not row.ok]
+    path = pathlib.Path(output) / 'soak.json'
+    path.write_text(json.dumps({'machine': machine_description(),
+                                'rows': [dataclasses.asdict(row) for row in rows],
+                                'missed': missed}, indent=2))
+    print(f'\nwritten: {path}')
+    print('missed: ' + ('; '.join(missed) if missed else 'nothing'))
+    return missed
+
+
+# ---- link noise ------------------------------------------------------------------------------
+class NoiseWatch:
+    """This process's view of the drivers under noise: messages per robot and minute, the
+    topics the checks read, the newest diagnostics values per status name."""
+
+    def __init__(self, specs):
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.executors import SingleThreadedExecutor
+        rclpy.init()
+        self.node = rclpy.create_node('soak_noise')
+        self.counts = {robot: 0 for robot in specs}
+        self.kept = {robot: {topic: [] for topic in spec.kept} for robot, spec in specs.items()}
+        self.diagnostics = {}
+        for robot, spec in specs.items():
+            namespace = noise_namespace(robot)
+            self.node.create_subscription(spec.message, f'{namespace}/{spec.topic}',
+                                          lambda _m, r=robot: self._count(r), 10)
+            for topic, kind in spec.kept.items():
+                self.node.create_subscription(kind, f'{namespace}/{topic}',
+                                              self.kept[robot][topic].append, 100)
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 50)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        threading.Thread(target=self.executor.spin, daemon=True).start()
+
+    def _count(self, robot):
+        self.counts[robot] += 1
+
+    def _diagnostics(self, array):
+        for status in array.status:
+            self.diagnostics[status.name] = {v.key: v.value for v in status.values}
+
+    def of(self, robot):
+        """{status name: values} of robot's driver (names start with its node name)."""
+        node = robot.package
+        return {name: values for name, values in self.diagnostics.items()
+                if name.startswith(f'{node}: ')}
+
+    def close(self):
+        import rclpy
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown()
+
+
+def noise_namespace(robot):
+    return f'{NAMESPACE}/noise_{robot.name}'
+
+
+def noise_part(robots, minutes, rate, output):
+    """Every driver at once, each against its emulator dropping rate and corrupting rate of
+    its bytes, for minutes; then the noise stops and the robots' checks run."""
+    from legacy_robot_common.bench import stop_process
+    specs = {}
+    for robot in robots:
+        module = importlib.import_module(f'{robot.package}.soak')
+        if hasattr(module, 'noise_spec'):
+            specs[robot] = module.noise_spec(rate)
+    drivers, logs = {}, []
+    for robot, spec in specs.items():
+        log = open(pathlib.Path(output) / f'{robot.name}-noise-driver.log', 'w')
+        logs.append(log)
+        drivers[robot] = subprocess.Popen([sys.executable, '-m', spec.driver,
+                                           *ros_args(noise_namespace(robot), spec.parameters)],
+                                          stdout=log, stderr=subprocess.STDOUT)
+    watch = NoiseWatch(specs)
+    per_minute = {robot: [] for robot in specs}
+    try:
+        end = time.monotonic() + 60 * minutes
+        next_minute, counted = time.monotonic() + 60, dict(watch.counts)
+        while time.monotonic() < end:
+            for robot, spec in specs.items():
+                if spec.drive is not None:
+                    spec.drive(watch.node, noise_namespace(robot))
+            time.sleep(0.1)
+            if time.monotonic() >= next_minute:
+                for robot in specs:
+                    per_minute[robot].append(watch.counts[robot] - counted[robot])
+                next_minute, counted = next_minute + 60, dict(watch.counts)
+                print(f'noise: minute {len(per_minute[robot])}: ' + ', '.join(
+                    f'{r.label} {m[-1]}' for r, m in per_minute.items()), flush=True)
+        for spec in specs.values():
+            spec.emulator.faults.drop_rate = spec.emulator.faults.corrupt_rate = 0.0
+        time.sleep(NOISE_SETTLE)
+        rows = []
+        for robot, spec in specs.items():
+            rows += noise_rows(robot, spec, drivers[robot], watch, per_minute[robot], rate)
+    finally:
+        watch.close()
+        for robot, spec in specs.items():
+            stop_process(drivers[robot])
+            spec.emulator.stop()
+        for log in logs:
+            log.close()
+    return rows
+
+
+def noise_rows(robot, spec, driver, watch, per_minute, rate):
+    subject = f'{robot.label}, {100 * rate:g} % dropped + {100 * rate:g} % corrupted'
+    alive = driver.poll() is None
+    diagnostics = watch.of(robot)
+    bad = max((int(values['bad frames']) for values in diagnostics.values()
+               if 'bad frames' in values), default=0)
+    rows = [Row('noise', subject, 'driver still running' if alive else 'DRIVER EXITED',
+                'no crash', alive),
+            Row('noise', subject, f'{bad:,} bad frames counted in diagnostics', 'counted',
+                bad > 0),
+            Row('noise', subject, f'{spec.topic} per minute: {min(per_minute, default=0):,}'
+                f'..{max(per_minute, default=0):,}', 'keeps flowing',
+                bool(per_minute) and min(per_minute) > 0)]
+    if spec.check is not None:
+        rows += spec.check(spec.emulator, watch.kept[robot], diagnostics)
+    return rows
+
+
+def robot_part(robots, name, rows_of):
+    """A part that belongs to one robot: run it if that robot is selected."""
+    if not any(robot.name == name for robot in robots):
+        return []
+    try:
+        return rows_of()
+    except RuntimeError as exc:
+        return [Row(name, 'run', str(exc), 'runs', False)]
+
+
+PARTS = ('fuzz', 'restart', 'noise', 'audio', 'safety', 'nabaztag')
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='soak', description=__doc__.split('\n\n')[0])
+    parser.add_argument('--parts', nargs='+', choices=PARTS, default=list(PARTS))
+    parser.add_argument('--only', nargs='+', choices=[r.name for r in ROBOTS], metavar='NAME',
+                        help='these robots only (aibo, p2os, nabaztag, pleo, ipaq)')
+    parser.add_argument('--cases', type=int, default=1_000_000, help='fuzz inputs per decoder')
+    parser.add_argument('--cycles', type=int, default=50, help='kill/restart cycles per driver')
+    parser.add_argument('--noise-minutes', type=float, default=10.0,
+                        help='length of the link-noise run (all drivers at once)')
+    parser.add_argument('--noise-rate', type=float, default=0.005,
+                        help='fraction of bytes dropped, and as many corrupted (0.005: 1 %% in all)')
+    parser.add_argument('--audio-minutes', type=float, default=10.0,
+                        help='AIBO real-time audio run with a core kept busy')
+    parser.add_argument('--repeats', type=int, default=10,
+                        help='P2OS safety: cmd_vel stops and kills per signal')
+    parser.add_argument('--requests', type=int, default=10_000,
+                        help='Nabaztag: malformed requests')
+    parser.add_argument('--output', default='soak-output', help='folder for soak.json and logs')
+    args = parser.parse_args(argv)
+    if min(args.cases, args.repeats, args.requests) < 1 or args.cycles < WARM_UP_CYCLES + 1:
+        parser.error(f'--cases, --repeats and --requests must be >= 1, --cycles > {WARM_UP_CYCLES}')
+    robots = [r for r in ROBOTS if not args.only or r.name in args.only]
+    pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)
+    rows = []
+    if 'fuzz' in args.parts:
+        rows += fuzz_part(robots, args.cases)
+    if 'restart' in args.parts:
+        rows += restart_part(robots, args.cycles, args.output)
+    if 'noise' in args.parts:
+        print(f'noise: {args.noise_minutes:g} minutes', flush=True)
+        rows += noise_part(robots, args.noise_minutes, args.noise_rate, args.output)
+    if 'audio' in args.parts:
+        print(f'audio: AIBO, {args.audio_minutes:g} minutes', flush=True)
+        rows += robot_part(robots, 'aibo', lambda: importlib.import_module(
+            'aibo_driver.soak').audio_rows(args.audio_minutes))
+    if 'safety' in args.parts:
+        print('safety: P2OS', flush=True)
+        rows += robot_part(robots, 'p2os', lambda: importlib.import_module(
+            'p2os_driver.soak').safety_rows(args.repeats))
+    if 'nabaztag' in args.parts:
+        print(f'nabaztag: {args.requests:,} malformed requests', flush=True)
+        rows += robot_part(robots, 'nabaztag', lambda: importlib.import_module(
+            'nabaztag_bridge.soak').malformed_rows(args.requests))
+    return 1 if report(rows, args.output) else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

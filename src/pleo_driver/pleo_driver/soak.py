@@ -1,0 +1,52 @@
+"""Pleo parts of the fault suite (`make soak`, legacy_robot_bringup.soak)."""
+import os
+import tempfile
+
+from sensor_msgs.msg import JointState
+
+from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec
+
+from . import protocol as p
+from .pdk import amx, ucf, umf, urf, usf
+from .sample import build_sample_project
+
+MONITOR_TEXT = (b'STATS POWER\r\nINFO: nxp: 7361 - Nov 15 2007\r\nBattery sensor value = 80 (x)'
+                b'\r\nmu: joint: ' + b' '.join(b'%d' % -i for i in range(p.JOINT_COUNT)) +
+                b'\r\nmu: sensor: ' + b' '.join(b'%d' % i for i in range(p.SENSOR_COUNT)) +
+                b'\r\n> ')
+
+
+def monitor_stream(data):
+    """The client's parser on monitor output; → malformed lines (counted by the client)."""
+    _, errors = p.MonitorParser().feed(data)
+    return len(errors)
+
+
+def fuzz_targets():
+    with tempfile.TemporaryDirectory(prefix='pleo-soak-') as folder:
+        with open(build_sample_project(folder).urf_path, 'rb') as handle:
+            built = handle.read()
+    parsed = urf.parse(built)
+    of = lambda group: [entry.data for entry in parsed.of(group)]     # noqa: E731
+    return [
+        FuzzTarget('Pleo monitor output', monitor_stream, [MONITOR_TEXT], stream=True),
+        FuzzTarget('Pleo URF reader', urf.parse, [built], max_random=2000),
+        FuzzTarget('Pleo UMF (motion) reader', umf.parse, of(urf.MOTIONS)),
+        FuzzTarget('Pleo USF (sound) reader', usf.parse, of(urf.SOUNDS)),
+        FuzzTarget('Pleo UCF (command) reader', ucf.parse, of(urf.COMMANDS) or [b'UGCF']),
+        FuzzTarget('Pleo AMX header check', amx.check, of(urf.SCRIPTS) + [amx.stand_in(64, 32)]),
+    ]
+
+
+def restart_spec(folder):
+    """The emulator's pty gets a new name each start; the driver follows a fixed symlink."""
+    link = os.path.join(folder, 'pleo-tty')
+    return RestartSpec(['pleo_driver.emulator', '--link', link], 'pleo_driver.node',
+                       {'port': link}, 'joint_states', JointState)
+
+
+def noise_spec(rate):
+    from .emulator import EmulatorOptions, PleoEmulator
+    emulator = PleoEmulator(EmulatorOptions(drop_rate=rate, corrupt_rate=rate)).start()
+    return NoiseSpec(emulator, 'pleo_driver.node', emulator.parameters, 'joint_states',
+                     JointState)
