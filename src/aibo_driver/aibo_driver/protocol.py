@@ -175,12 +175,22 @@ def check_jpeg(data):
         raise MalformedFrame('JPEG reply is not a complete JFIF file (no SOI/EOI marker)')
 
 
+MAX_JPEG_SIDE = 1024        # pixels; the dog's camera gives 176×144, so more is damage
+
+
 def decode_jpeg(data):
-    """JFIF bytes → H×W×3 uint8 (Pillow); MalformedFrame when the data is not a JPEG."""
+    """JFIF bytes → H×W×3 uint8 (Pillow); MalformedFrame when the data is not a JPEG of a
+    camera's size (Pillow would open other formats, and decode a damaged header's claim of
+    billions of pixels or refuse it with an exception of its own)."""
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with Image.open(io.BytesIO(data), formats=['JPEG']) as image:
+            if max(image.size) > MAX_JPEG_SIDE:
+                raise MalformedFrame(f'JPEG frame claims {image.size[0]}×{image.size[1]} '
+                                     f'pixels (at most {MAX_JPEG_SIDE} a side)')
             return np.asarray(image.convert('RGB'))
-    except (OSError, UnidentifiedImageError, ValueError) as exc:
+    except MalformedFrame:
+        raise
+    except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError) as exc:
         raise MalformedFrame(f'JPEG frame does not decode: {exc}') from None
 
 

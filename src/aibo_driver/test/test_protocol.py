@@ -1,9 +1,11 @@
 """The AIBO telemetry codec against hand-built byte vectors, for every variant the spec leaves open."""
+import io
 import struct
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from PIL import Image
 
 from aibo_driver import protocol as p
 from legacy_robot_common.errors import MalformedFrame
@@ -68,6 +70,28 @@ def test_jpeg_needs_its_markers():
     p.check_jpeg(b'\xff\xd8 payload \xff\xd9')
     with pytest.raises(MalformedFrame):
         p.check_jpeg(b'\xff\xd8 truncated')
+
+
+def with_jpeg_size(data, height, width):
+    """A JPEG whose SOF0 header claims another size (the picture data stays as it was)."""
+    sof = data.index(b'\xff\xc0')
+    return data[:sof + 5] + height.to_bytes(2, 'big') + width.to_bytes(2, 'big') + data[sof + 9:]
+
+
+def test_jpeg_decoder_refuses_other_formats_and_absurd_sizes():
+    # regression (fault suite, 1,000,000 inputs): a header claiming 3.5 billion pixels raised
+    # Pillow's DecompressionBombError, which no caller expects; other formats opened too
+    image = np.zeros((144, 176, 3), dtype=np.uint8)
+    jpeg = p.encode_jpeg(image)
+    with pytest.raises(MalformedFrame, match='decompression bomb'):   # Pillow's own check
+        p.decode_jpeg(with_jpeg_size(jpeg, 60000, 60000))
+    with pytest.raises(MalformedFrame, match='claims 144×1100'):
+        p.decode_jpeg(with_jpeg_size(jpeg, 1100, 144))
+    png = io.BytesIO()
+    Image.fromarray(image).save(png, 'PNG')
+    with pytest.raises(MalformedFrame, match='does not decode'):
+        p.decode_jpeg(png.getvalue())
+    assert p.decode_jpeg(jpeg).shape == (144, 176, 3)
 
 
 def test_jpeg_round_trip_and_garbage():
