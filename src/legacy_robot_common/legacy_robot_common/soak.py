@@ -84,6 +84,7 @@ class NoiseSpec:
     kept: Dict[str, type] = dataclasses.field(default_factory=dict)   # topics check() reads
     drive: Callable = None
     check: Callable = None
+    no_flow_reason: str = ''       # why nothing can get through such a line, if so
 
 
 def mutate(data, rng, seeds=()):
