@@ -1,13 +1,8 @@
-"""The fault suite's fuzz runner, and every robot's fuzz targets on a short run."""
-import importlib
+"""The fault suite's fuzz runner."""
 import random
-
-import pytest
 
 from legacy_robot_common.errors import MalformedFrame
 from legacy_robot_common.soak import FuzzTarget, fuzz, fuzz_cases, mutate, stream_rejects
-
-ROBOT_PACKAGES = ('aibo_driver', 'ipaq_driver', 'nabaztag_bridge', 'p2os_driver', 'pleo_driver')
 
 
 def length_prefixed(data):
@@ -52,14 +47,3 @@ def test_mutate_edits_but_stays_bytes():
     seed = bytes(range(64))
     outputs = {mutate(seed, rng, [seed]) for _ in range(200)}
     assert all(isinstance(out, bytes) for out in outputs) and len(outputs) > 150
-
-
-@pytest.mark.parametrize('package', ROBOT_PACKAGES)
-def test_every_robot_decoder_survives_a_short_fuzz_run(package):
-    # `make soak` runs 1,000,000 inputs per target; this keeps the targets working in CI
-    targets = importlib.import_module(f'{package}.soak').fuzz_targets()
-    assert targets
-    for target in targets:
-        result = fuzz(target, 300, seed=7)
-        assert result.crashes == 0, result.first_crash
-        assert result.accepted > 0 or target.seeds == [], target.name

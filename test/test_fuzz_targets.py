@@ -1,0 +1,18 @@
+"""Every robot's fuzz targets on a short run: `make soak` gives each 1,000,000 inputs; this
+keeps the targets (and the decoders' reject paths) working in CI."""
+import importlib
+
+import pytest
+
+from legacy_robot_bringup.bench import ROBOTS
+from legacy_robot_common.soak import fuzz
+
+
+@pytest.mark.parametrize('robot', ROBOTS, ids=[robot.name for robot in ROBOTS])
+def test_every_robot_decoder_survives_a_short_fuzz_run(robot):
+    targets = importlib.import_module(f'{robot.package}.soak').fuzz_targets()
+    assert targets
+    for target in targets:
+        result = fuzz(target, 300, seed=7)
+        assert result.crashes == 0, result.first_crash
+        assert result.accepted > 0 or target.seeds == [], target.name
