@@ -38,7 +38,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 from legacy_robot_common.bench import machine_description, percentile, ros_args, wait_until
@@ -50,6 +49,7 @@ RECONNECT_LIMIT = 2.0       # s: the suite's target for every reconnect
 DOWN_TIME = 0.5             # s the emulator stays dead in each cycle
 WARM_UP_CYCLES = 3          # resources are compared from here on (DDS settles in first)
 NOISE_SETTLE = 5.0          # s after the noise stops before the checks read the state
+DRIVE_PERIOD = 0.1          # s between the noise run's calls of a robot's drive()
 NAMESPACE = '/soak'
 
 
@@ -203,32 +203,27 @@ def report(rows, output):
 
 # ---- link noise ------------------------------------------------------------------------------
 class NoiseWatch:
-    """This process's view of the drivers under noise: messages per robot and minute, the
-    topics the checks read, the newest diagnostics values per status name."""
+    """This process's view of the drivers under noise: a Listener counting each robot's main
+    topic, plus the topics the checks read and the newest diagnostics values per status."""
 
     def __init__(self, specs):
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.executors import SingleThreadedExecutor
-        rclpy.init()
-        self.node = rclpy.create_node('soak_noise')
-        self.counts = {robot: 0 for robot in specs}
+        from legacy_robot_common.bench import Listener
+        self.topics = {robot: f'{noise_namespace(robot)}/{spec.topic}'
+                       for robot, spec in specs.items()}
+        self.listener = Listener('soak_noise', {self.topics[robot]: spec.message
+                                                for robot, spec in specs.items()})
+        self.node = self.listener.node
         self.kept = {robot: {topic: [] for topic in spec.kept} for robot, spec in specs.items()}
         self.diagnostics = {}
         for robot, spec in specs.items():
-            namespace = noise_namespace(robot)
-            self.node.create_subscription(spec.message, f'{namespace}/{spec.topic}',
-                                          lambda _m, r=robot: self._count(r), 10)
             for topic, kind in spec.kept.items():
-                self.node.create_subscription(kind, f'{namespace}/{topic}',
+                self.node.create_subscription(kind, f'{noise_namespace(robot)}/{topic}',
                                               self.kept[robot][topic].append, 100)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 50)
-        self.executor = SingleThreadedExecutor()
-        self.executor.add_node(self.node)
-        threading.Thread(target=self.executor.spin, daemon=True).start()
 
-    def _count(self, robot):
-        self.counts[robot] += 1
+    def count(self, robot):
+        return self.listener.counts[self.topics[robot]]
 
     def _diagnostics(self, array):
         for status in array.status:
@@ -236,15 +231,11 @@ class NoiseWatch:
 
     def of(self, robot):
         """{status name: values} of robot's driver (names start with its node name)."""
-        node = robot.package
         return {name: values for name, values in self.diagnostics.items()
-                if name.startswith(f'{node}: ')}
+                if name.startswith(f'{robot.package}: ')}
 
     def close(self):
-        import rclpy
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown()
+        self.listener.close()
 
 
 def noise_namespace(robot):
@@ -271,18 +262,21 @@ def noise_part(robots, minutes, rate, output):
     per_minute = {robot: [] for robot in specs}
     try:
         end = time.monotonic() + 60 * minutes
-        next_minute, counted = time.monotonic() + 60, dict(watch.counts)
+        minute, next_minute = 1, time.monotonic() + 60
+        counted = {robot: watch.count(robot) for robot in specs}
         while time.monotonic() < end:
             for robot, spec in specs.items():
                 if spec.drive is not None:
                     spec.drive(watch.node, noise_namespace(robot))
-            time.sleep(0.1)
+            time.sleep(DRIVE_PERIOD)
             if time.monotonic() >= next_minute:
                 for robot in specs:
-                    per_minute[robot].append(watch.counts[robot] - counted[robot])
-                next_minute, counted = next_minute + 60, dict(watch.counts)
-                print(f'noise: minute {len(per_minute[robot])}: ' + ', '.join(
+                    now = watch.count(robot)
+                    per_minute[robot].append(now - counted[robot])
+                    counted[robot] = now
+                print(f'noise: minute {minute}: ' + ', '.join(
                     f'{r.label} {m[-1]}' for r, m in per_minute.items()), flush=True)
+                minute, next_minute = minute + 1, next_minute + 60
         for spec in specs.values():
             spec.emulator.faults.drop_rate = spec.emulator.faults.corrupt_rate = 0.0
         time.sleep(NOISE_SETTLE)
