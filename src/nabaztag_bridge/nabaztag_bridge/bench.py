@@ -79,23 +79,33 @@ def measure_load(rabbits, seconds):
 
 
 @contextlib.contextmanager
-def _bridge_and_listener():
-    """The bridge process and a listener on its events; yields (click URL of rabbit n, listener)."""
+def bridge_and_listener(namespace, topics, name):
+    """The bridge as its own process on a free port (rabbits ping every second) and a Listener
+    on topics {full name: class} in this process; yields (port, bridge, listener), and stops
+    both on leaving."""
     port = free_port()
-    bridge = start_driver('nabaztag_bridge.node', NAMESPACE,
+    bridge = start_driver('nabaztag_bridge.node', namespace,
                           {'host': '127.0.0.1', 'port': port, 'ping_interval': 1})
     listener = None
     try:
-        listener = Listener('nabaztag_bench_listener', {EVENTS: RabbitEvent})
-        click = lambda n: ping_url(f'http://127.0.0.1:{port}', f'0019db{n:06x}', 65808,  # noqa: E731
-                                   CLICK, 0x7fffffff)
-        wait_ready(bridge, lambda: _answers(click(0)) and listener.counts[EVENTS],
-                   'the bridge did not answer or publish')
-        yield click, listener
+        listener = Listener(name, topics)
+        yield port, bridge, listener
     finally:
         if listener is not None:
             listener.close()
         stop_process(bridge)
+
+
+@contextlib.contextmanager
+def _clicking():
+    """The bridge publishing events; yields (click URL of rabbit n, listener)."""
+    with bridge_and_listener(NAMESPACE, {EVENTS: RabbitEvent}, 'nabaztag_bench_listener') as (
+            port, bridge, listener):
+        click = lambda n: ping_url(f'http://127.0.0.1:{port}', f'0019db{n:06x}',  # noqa: E731
+                                   RabbitOptions().bytecode_version, CLICK, p.IDLE_ID)
+        wait_ready(bridge, lambda: _answers(click(0)) and listener.counts[EVENTS],
+                   'the bridge did not answer or publish')
+        yield click, listener
 
 
 def _answers(url):
@@ -107,7 +117,7 @@ def _answers(url):
 
 def unthrottled_event_rate(seconds):
     """Events per second here while SENDERS threads send clicking pings back to back."""
-    with _bridge_and_listener() as (click, listener):
+    with _clicking() as (click, listener):
         stop = threading.Event()
 
         def send(n):
@@ -127,7 +137,7 @@ def unthrottled_event_rate(seconds):
 
 def click_latency(seconds, interval=0.1):
     """A clicking ping every interval s; wire -> subscriber latency of its event."""
-    with _bridge_and_listener() as (click, listener):
+    with _clicking() as (click, listener):
         sent, url = SendLog(), click(0)
         listener.forget_receipts()
         deadline = time.monotonic() + seconds

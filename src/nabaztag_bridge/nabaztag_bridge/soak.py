@@ -4,8 +4,8 @@ import socket
 import threading
 import time
 
-from legacy_robot_common.emulator import free_port
 from legacy_robot_common.bench import wait_until
+from legacy_robot_common.emulator import free_port
 from legacy_robot_common.soak import FuzzTarget, RestartSpec, Row
 from legacy_robot_interfaces.msg import RabbitEvent
 
@@ -86,6 +86,7 @@ MALFORMED = (             # complete requests, each of them wrong in its own way
     b'POST /xml/rawrequest.xml HTTP/1.0\r\nContent-length: 11\r\n\r\n<not closed',
 )
 NORMAL_RABBITS = 20
+RECORDINGS = '/soak/recordings'
 RECORDING_RABBITS = 5
 
 
@@ -125,33 +126,27 @@ def send_malformed(port, count, senders=4):
 
 
 def malformed_rows(count):
-    from legacy_robot_common.bench import Listener, start_driver, stop_process, wait_ready
+    from legacy_robot_common.bench import wait_ready
     from legacy_robot_interfaces.msg import RabbitRecording
-    port = free_port()
-    bridge = start_driver('nabaztag_bridge.node', '/soak', {'host': '127.0.0.1', 'port': port,
-                                                            'ping_interval': 1})
-    listener = fleet = None
-    try:
-        listener = Listener('soak_nabaztag', {'/soak/recordings': RabbitRecording})
+    from .bench import bridge_and_listener
+    with bridge_and_listener('/soak', {RECORDINGS: RabbitRecording}, 'soak_nabaztag') as (
+            port, bridge, listener):
         fleet = RabbitEmulator(RabbitOptions(server=f'127.0.0.1:{port}/vl', boot=False),
                                count=NORMAL_RABBITS, spread=1.0).start()
-        wait_ready(bridge, lambda: all(r.status()['pings'] >= 2 for r in fleet.rabbits),
-                   'the rabbits did not reach the bridge', timeout=60.0, settle=0.0)
-        errors_before = fleet.errors()      # refused while the bridge was starting
-        for rabbit in fleet.rabbits[:RECORDING_RABBITS]:
-            rabbit.record(0.5)
-        statuses = send_malformed(port, count)
-        wait_until(lambda: listener.counts['/soak/recordings'] >= RECORDING_RABBITS, 30)
-        time.sleep(2.0)                          # a second copy of a recording would show now
-        alive = bridge.poll() is None
-        rabbit_errors = fleet.errors() - errors_before
-        recordings = listener.counts['/soak/recordings']
-    finally:
-        if fleet is not None:
+        try:
+            wait_ready(bridge, lambda: all(r.status()['pings'] >= 2 for r in fleet.rabbits),
+                       'the rabbits did not reach the bridge', timeout=60.0, settle=0.0)
+            errors_before = fleet.errors()      # refused while the bridge was starting
+            for rabbit in fleet.rabbits[:RECORDING_RABBITS]:
+                rabbit.record(0.5)
+            statuses = send_malformed(port, count)
+            wait_until(lambda: listener.counts[RECORDINGS] >= RECORDING_RABBITS, 30)
+            time.sleep(2.0)                      # a second copy of a recording would show now
+            alive = bridge.poll() is None
+            rabbit_errors = fleet.errors() - errors_before
+            recordings = listener.counts[RECORDINGS]
+        finally:
             fleet.stop()
-        if listener is not None:
-            listener.close()
-        stop_process(bridge)
     answered_4xx = sum(n for status, n in statuses.items() if 400 <= status < 500)
     others = {status: n for status, n in statuses.items() if not 400 <= status < 500}
     subject = f'Nabaztag: {count:,} malformed requests, {NORMAL_RABBITS} rabbits pinging'
