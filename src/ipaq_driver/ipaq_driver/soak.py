@@ -7,6 +7,7 @@ from legacy_robot_common.errors import MalformedFrame
 from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec, stream_rejects
 
 from . import protocol as p
+from .emulator import EmulatorOptions, IpaqEmulator
 
 SMALL_CMUCAM2 = p.CameraFormat(generation=2, columns=8, rows=6)   # frame dumps that mutate fast
 
@@ -79,7 +80,6 @@ def restart_spec(folder):
 
 
 def noise_spec(rate):
-    from .emulator import EmulatorOptions, IpaqEmulator
     emulator = IpaqEmulator(EmulatorOptions(control_port=0, frame_dump_port=0, tracking_port=0,
                                             drop_rate=rate, corrupt_rate=rate)).start()
     return NoiseSpec(emulator, 'ipaq_driver.node', emulator.parameters, 'range', Range)

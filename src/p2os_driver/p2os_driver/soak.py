@@ -97,9 +97,8 @@ def cmd_vel_stop_delays(repeats, timeout=0.5):
     stop, per repeat."""
     from geometry_msgs.msg import Twist
     from legacy_robot_common.bench import driver_against, wait_ready, wait_until
-    emulator = P2osEmulator()
-    port = emulator.start_tcp()
-    parameters = {'port': f'tcp://127.0.0.1:{port}', 'enable_motors_on_start': True,
+    emulator = P2osEmulator().start()
+    parameters = {**emulator.parameters, 'enable_motors_on_start': True,
                   'cmd_vel_timeout': timeout}
     with driver_against(emulator, 'p2os_driver.node', SAFETY_NAMESPACE, parameters) as (
             driver, listener):
@@ -127,10 +126,9 @@ def goodbye_after_signal(stop_signal):
     """Start the driver, let it enable the motors, send stop_signal: (exit code, the last
     commands the robot received)."""
     from legacy_robot_common.bench import start_driver, wait_ready
-    emulator = P2osEmulator()
-    port = emulator.start_tcp()
+    emulator = P2osEmulator().start()
     driver = start_driver('p2os_driver.node', SAFETY_NAMESPACE,
-                          {'port': f'tcp://127.0.0.1:{port}', 'enable_motors_on_start': True})
+                          {**emulator.parameters, 'enable_motors_on_start': True})
     try:
         wait_ready(driver, lambda: emulator.robot.enabled, 'driver did not connect', settle=0.0)
         driver.send_signal(stop_signal)
@@ -169,8 +167,7 @@ def noise_spec(rate):
     must still agree with the robot's own."""
     from geometry_msgs.msg import Twist
     emulator = P2osEmulator(EmulatorOptions(room_width=2000, room_height=2000, drop_rate=rate,
-                                            corrupt_rate=rate))
-    port = emulator.start_tcp()
+                                            corrupt_rate=rate)).start()
     publishers = {}
 
     def drive(node, namespace):
@@ -181,15 +178,16 @@ def noise_spec(rate):
         publishers[namespace].publish(twist)
 
     def check(emulator, received, diagnostics):
-        odom = received['odom']
+        if not received['odom']:
+            return [Row('noise', 'P2OS odometry', 'no odom received', '< 5 cm', False)]
         true_x, true_y, _ = emulator.robot.odometry
-        last = odom[-1].pose.pose.position
+        last = received['odom'][-1].pose.pose.position
         error = math.hypot(last.x - true_x / 1000, last.y - true_y / 1000)
         travelled = math.hypot(true_x, true_y) / 1000
         return [Row('noise', 'P2OS odometry', f'driver vs robot {100 * error:.1f} cm after the '
                     f'noise ({travelled:.0f} m from the start)', '< 5 cm', error < 0.05)]
 
     return NoiseSpec(emulator, 'p2os_driver.node',
-                     {'port': f'tcp://127.0.0.1:{port}', 'enable_motors_on_start': True,
+                     {**emulator.parameters, 'enable_motors_on_start': True,
                       'max_linear_speed': 1.5}, 'odom', Odometry, {'odom': Odometry},
                      drive, check)

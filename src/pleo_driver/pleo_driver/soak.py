@@ -7,6 +7,7 @@ from sensor_msgs.msg import JointState
 from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec
 
 from . import protocol as p
+from .emulator import EmulatorOptions, PleoEmulator
 from .pdk import amx, ucf, umf, urf, usf
 from .sample import build_sample_project
 
@@ -46,7 +47,6 @@ def restart_spec(folder):
 
 
 def noise_spec(rate):
-    from .emulator import EmulatorOptions, PleoEmulator
     emulator = PleoEmulator(EmulatorOptions(drop_rate=rate, corrupt_rate=rate)).start()
     return NoiseSpec(emulator, 'pleo_driver.node', emulator.parameters, 'joint_states',
                      JointState)
