@@ -166,11 +166,9 @@ class MonitorSession:
             events, self.state.events = self.state.events, []
         for event in events:
             self._write(f'{event}\r\n')
-        options = self.emulator.options
-        if not self.emulator.dumping or not (options.dump_rate or options.unthrottled):
-            return
-        if options.unthrottled or now >= self.next_dump:
-            self.next_dump = now + 1.0 / (options.dump_rate or 1.0)
+        period = self.emulator.dump_period
+        if self.emulator.dumping and period is not None and now >= self.next_dump:
+            self.next_dump = now + period
             self.emulator.sent.mark()
             self._write(''.join(self.state.dumps()))
 
@@ -211,6 +209,13 @@ class PleoEmulator:
     @property
     def device_path(self):
         return self.port.device_path
+
+    @property
+    def dump_period(self):
+        """Seconds between dump pairs: 0 when unthrottled, None without a dump rate."""
+        if self.options.unthrottled:
+            return 0.0
+        return 1.0 / self.options.dump_rate if self.options.dump_rate else None
 
     @property
     def parameters(self):
