@@ -15,7 +15,7 @@ from legacy_robot_common.errors import ConnectionLost, LinkTimeout, MalformedFra
 from legacy_robot_common.streams import SerialStream, SocketStream
 
 from . import protocol as p
-from .models import MODELS, RobotModel, find_model
+from .models import MODELS, RobotModel, closest_models, find_model, model_key
 
 # The Player / ROS order of bauds to try on a serial port (§3.2).
 DEFAULT_BAUD_CYCLE = (9600, 38400, 19200, 115200, 57600)
@@ -43,10 +43,18 @@ class Settings:
     factor_overrides: Optional[dict] = None   # models.FACTOR_NAMES → value; <= 0 keeps the model's
 
     def __post_init__(self):
-        if self.model and self.model.lower() not in MODELS:
-            raise ValueError(f'unknown robot model {self.model!r}; known: {", ".join(MODELS)}')
+        if self.model and model_key(self.model) not in MODELS:
+            raise ValueError(f'unknown robot model {self.model!r}; known: '
+                             f'{", ".join(m.subclass for m in MODELS.values())}')
         if self.port.startswith('tcp://'):
             host_port(self.port)  # fail early on a bad address
+
+
+def unknown_model_text(subclass, fallback):
+    """What an unknown SYNC2 subclass costs and how to fix it (log and diagnostics say this)."""
+    return (f'unknown robot subclass {subclass!r}: odometry and sonar use the {fallback.subclass} '
+            f'factors and are wrong unless the robot has them; set the model parameter '
+            f'(closest known: {", ".join(closest_models(subclass))})')
 
 
 def host_port(url):
@@ -104,11 +112,10 @@ class P2osClient(ReconnectingClient):
         self._waiters = {}
         self._waiter_lock = threading.Lock()
         self.motion_timeout = 0.5      # s without set_motion() before the stop packet; 0 = never
-        self.repeat_period = 0.5       # s between resends of the motion command
+        self.repeat_period = 0.5       # s between resends of the motion command (not of the stop)
         self.motion_timeouts = 0
         self._motion = self._stop_packet = None
         self._motion_given = self._motion_sent = 0.0
-        self._motion_timed_out = False
         self._motion_lock = threading.Lock()
 
     # ---- connecting --------------------------------------------------------
@@ -201,8 +208,7 @@ class P2osClient(ReconnectingClient):
     def _identify(self, name, robot_class, subclass):
         model, known = find_model(self.settings.model or subclass)
         if not known:
-            self.logger.warning(f'p2os: unknown robot subclass {subclass!r}; using the '
-                                f'{model.subclass} factors (set the model parameter to choose)')
+            self.logger.error(f'p2os: {unknown_model_text(subclass, model)}')
         model = model.with_overrides(**(self.settings.factor_overrides or {}))
         transport = self.settings.port if self.is_tcp else f'{self.settings.port}@{self.baud}'
         return Identity(name, robot_class, subclass, model, known, transport)
@@ -245,7 +251,6 @@ class P2osClient(ReconnectingClient):
             self._motion = packet
             self._stop_packet = stop_packet
             self._motion_given = time.monotonic()
-            self._motion_timed_out = False
         self.send(packet)
         self._motion_sent = time.monotonic()
 
@@ -257,7 +262,7 @@ class P2osClient(ReconnectingClient):
         with self._motion_lock:
             if self._motion is not None:
                 deadlines.append(self._motion_sent + self.repeat_period)
-                if self.motion_timeout > 0 and not self._motion_timed_out:
+                if self.motion_timeout > 0:
                     deadlines.append(self._motion_given + self.motion_timeout)
         return min(max(MIN_WAIT, min(deadlines) - now), self.settings.read_timeout)
 
@@ -267,15 +272,15 @@ class P2osClient(ReconnectingClient):
             self._motion = None
 
     def _keep_motion(self, link, now):
+        """Resend the motion command; when it expires send the stop once and forget it
+        (from then on PULSE keeps the link alive, §3.5)."""
         with self._motion_lock:
             packet = self._motion
             if packet is None:
                 return
-            expired = self.motion_timeout > 0 and not self._motion_timed_out and \
-                now - self._motion_given > self.motion_timeout
+            expired = self.motion_timeout > 0 and now - self._motion_given > self.motion_timeout
             if expired:
-                packet = self._motion = self._stop_packet
-                self._motion_timed_out = True
+                packet, self._motion = self._stop_packet, None
             elif now - self._motion_sent < self.repeat_period:
                 return
         self._write(link, packet)

@@ -94,9 +94,17 @@ def robot_info_msg(identity, config, header):
     values.update({f'{name} factor': getattr(model, name) for name in FACTOR_NAMES})
     if config is not None:
         values.update({f'config {k}': v for k, v in config.values.items()})
+    firmware = config.values['firmware_version'] if config is not None else ''
     return RobotInfo(header=header, name=identity.name, robot_class=identity.robot_class,
-                     model=identity.subclass, firmware_version='',
+                     model=identity.subclass, firmware_version=firmware,
                      values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+
+
+def config_has_gripper(config):
+    """True / False from CONFIGpac's GRIPPER field; None when the robot sent no such field."""
+    if config is None or not config.sent('gripper'):
+        return None
+    return config.values['gripper'] != 0
 
 
 def wheel_units(model, mm_s, rad_s):

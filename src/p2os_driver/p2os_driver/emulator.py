@@ -19,12 +19,14 @@ from legacy_robot_common.emulator import (FaultInjector, PtyEmulatorPort, SendLo
 from legacy_robot_common.errors import MalformedFrame
 
 from . import protocol as p
-from .models import MODELS
+from .models import MODELS, model_key
 from .simulation import Room, SimulatedPioneer
 
 C = p.Command
 PHYSICS_PERIOD = 0.02   # s
 AMIGO_PLAYLIST = [('hello', 0, 9600), ('beep', 9600, 1600), ('goodbye', 11200, 8000)]
+# AMRISim logs and ignores these (spec §5.2)
+AMRISIM_IGNORED = (C.ENCODER, C.IOREQUEST, C.PLAYLIST, C.GRIPPER, C.SOUND)
 
 
 @dataclasses.dataclass
@@ -45,14 +47,33 @@ class EmulatorOptions:
     drop_rate: float = 0.0
     corrupt_rate: float = 0.0
     seed: int = None
+    subclass: str = ''                  # SYNC2 subclass text; '' = the model's own (any case works)
+    firmware_version: str = ''          # '' = a P2OS CONFIGpac (ends at TRANSKI); else ARCOS fields
+    gripper: bool = None                # has a gripper; None = every model but the AmigoBots
+    ignored_commands: tuple = ()        # command numbers the robot ignores (AMRISIM_IGNORED)
+    laser_compat: bool = False          # #35-#37 are laser commands (AMRISim's default)
 
     def __post_init__(self):
+        self.model = model_key(self.model)
         if self.model not in MODELS:
             raise ValueError(f'unknown model {self.model!r}; known: {", ".join(MODELS)}')
+        if self.gripper is None:
+            self.gripper = not self.model.startswith('amigo')
+        self.ignored_commands = tuple(int(n) for n in self.ignored_commands)
         if self.watchdog_mode not in ('resume', 'stop', 'warn'):
             raise ValueError(f'watchdog_mode must be resume, stop or warn, not {self.watchdog_mode!r}')
         if not 0.01 <= self.sip_cycle <= 1.0:
             raise ValueError('sip_cycle must be within 0.01..1 s')
+
+    @classmethod
+    def amrisim(cls, **overrides):
+        """The simulator as spec §5.2 describes it: name AMRISim, a watchdog that only warns,
+        ARCOS gripper byte order, unsupported commands ignored, #35-#37 read as laser commands."""
+        values = dict(model='p3dx', name='AMRISim', watchdog_mode='warn', gripper_in_high_byte=False,
+                      later_firmware_tail=True, firmware_version='S.0', gripper=False,
+                      ignored_commands=AMRISIM_IGNORED, laser_compat=True)
+        values.update(overrides)
+        return cls(**values)
 
 
 class P2osEmulator:
@@ -68,6 +89,7 @@ class P2osEmulator:
         self.pty = None
         self.watchdog_trips = 0
         self.sessions = 0
+        self.laser_commands = 0        # #35-#37 taken as laser commands (laser_compat)
         self.sent = SendLog()          # when each SIP cycle went out (benchmarks)
         self._commands = []
         self._commands_lock = threading.Lock()
@@ -219,6 +241,12 @@ class _Session:
             self._handle_sync(number)
             return True
         self.emulator.command_arrived(number, argument)
+        options = self.emulator.options
+        if number in options.ignored_commands:
+            return True
+        if options.laser_compat and number in p.SIMULATOR_LASER_COMMANDS:
+            self.emulator.laser_commands += 1
+            return True
         if number == C.CLOSE:
             with self.robot.lock:
                 self.robot.disconnect()
@@ -240,8 +268,9 @@ class _Session:
             return
         self.sync_step = self.sync_step + 1 if number == self.sync_step else int(number == 0)
         if number == 2 and self.sync_step == 3:
-            self._send(p.encode_sync2_reply(self.emulator.options.name, 'Pioneer',
-                                            self.robot.model.subclass))
+            options = self.emulator.options
+            self._send(p.encode_sync2_reply(options.name, 'Pioneer',
+                                            options.subclass or self.robot.model.subclass))
         else:
             self._send(bytes([number]))
 
@@ -311,7 +340,8 @@ class _Session:
                     packets.append(p.encode_seraux(data))
                     self.getaux_wanted = 0
             if self.send_config:
-                packets.append(p.encode_config(self._config_values()))
+                last = 'firmware_version' if self.emulator.options.firmware_version else 'trans_ki'
+                packets.append(p.encode_config(self._config_values(), last))
                 self.send_config = False
             if self.send_playlist:
                 amigo = self.robot.model.subclass.startswith('amigo')
@@ -329,7 +359,7 @@ class _Session:
         if kind == p.PacketType.ENCODER:
             return p.encode_encoders(*(_int32(int(t)) for t in r.encoders))
         if kind == p.PacketType.GRIPPER:
-            gripper_type = 0 if r.model.subclass.startswith('amigo') else 2
+            gripper_type = 2 if self.emulator.options.gripper else 0   # 2 = General I/O
             return p.encode_gripper(p.GripperPacket(gripper_type, r.gripper.packet_byte(),
                                                     r.gripper.grasp_time))
         return p.encode_io(p.IoPacket(bytes([r.digital_inputs()]), bytes([r.digital_outputs]),
@@ -342,12 +372,13 @@ class _Session:
                 'rot_vel_top': 360, 'trans_vel_top': int(m.max_velocity), 'rot_acc_top': 300,
                 'trans_acc_top': 1000, 'pwm_max': 500, 'name': o.name,
                 'sip_cycle': min(255, int(o.sip_cycle * 1000)), 'host_baud': 0, 'aux1_baud': 0,
-                'gripper': 2, 'front_sonar': int(bool(m.sonar)), 'rear_sonar': int(len(m.sonar) > 8),
+                'gripper': 2 if o.gripper else 0, 'front_sonar': int(bool(m.sonar)), 'rear_sonar': int(len(m.sonar) > 8),
                 'low_battery': 110, 'rev_count': 16570, 'watchdog': int(o.watchdog * 1000),
                 'stall_value': 300, 'stall_count': 200, 'rot_vel_max': 100,
                 'trans_vel_max': int(m.max_velocity), 'rot_acc': 100, 'rot_decel': 100,
                 'trans_acc': 300, 'trans_decel': 300, 'rot_kp': 40, 'rot_kv': 20, 'rot_ki': 0,
-                'trans_kp': 40, 'trans_kv': 20, 'trans_ki': 0}
+                'trans_kp': 40, 'trans_kv': 20, 'trans_ki': 0, 'has_gyro': 0,
+                'firmware_version': o.firmware_version}
 
 
 def sip_body(robot, options):
@@ -374,7 +405,7 @@ def sip_body(robot, options):
         flags=int(r.enabled) | int(r.sonar_enabled) << 1,
         compass=int(math.degrees(r.pose[2]) % 360 // 2),
         sonar=[(i, min(0xFFFF, round(mm / m.range_conv))) for i, mm in r.next_sonar_readings()],
-        analog_port=r.analog_port, gripper_state=r.gripper.sip_byte(),
+        analog_port=r.analog_port, gripper_state=r.gripper.sip_byte() if options.gripper else 0,
         analog=int(r.analog_value(r.analog_port) * 255), digital_inputs=r.digital_inputs(),
         digital_outputs=r.digital_outputs, extra=tail)
     return p.encode_sip(sip, options.gripper_in_high_byte)
@@ -391,8 +422,9 @@ def _int32(value):
 # ---- command line ----------------------------------------------------------------
 def build_parser():
     parser = argparse.ArgumentParser(prog='p2os_emulator', description=__doc__.split('\n\n')[0])
-    parser.add_argument('--model', default='p2dx', choices=sorted(MODELS),
-                        help='robot model (SYNC2 subclass, factors, sonar); default p2dx')
+    parser.add_argument('--model', default=None, type=model_key, choices=sorted(MODELS),
+                        help='robot model (SYNC2 subclass, factors, sonar); default p2dx '
+                             '(p3dx with --amrisim)')
     parser.add_argument('--name', default='emulated', help='robot name in the SYNC2 reply')
     parser.add_argument('--host', default='127.0.0.1', help='TCP address to listen on')
     parser.add_argument('--port', type=int, default=8101, help='TCP port (0 = any free port)')
@@ -413,6 +445,19 @@ def build_parser():
     parser.add_argument('--drop-rate', type=float, default=0.0, help='fraction of bytes dropped')
     parser.add_argument('--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted')
     parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
+    parser.add_argument('--subclass', default='',
+                        help="SYNC2 subclass to announce instead of the model's (e.g. P3DX-SH, "
+                             "p3dx-sh-lms1xx, or an unknown one such as box)")
+    parser.add_argument('--firmware-version', default='',
+                        help='send an ARCOS CONFIGpac with this firmware version')
+    parser.add_argument('--no-gripper', action='store_true', help='a robot without a gripper')
+    parser.add_argument('--ignore-commands', default='',
+                        help='comma-separated command numbers the robot ignores, e.g. 19,37,40,91')
+    parser.add_argument('--laser-compat', action='store_true',
+                        help='take #35-#37 as laser commands, as AMRISim does by default')
+    parser.add_argument('--amrisim', action='store_true',
+                        help='play AMRISim: name AMRISim, watchdog only warns, ARCOS gripper order, '
+                             'unsupported commands ignored, #35-#37 as laser commands (spec §5.2)')
     return parser
 
 
@@ -421,12 +466,31 @@ def options_from_args(args):
         width, height = (float(v) for v in args.room.lower().split('x'))
     except ValueError:
         raise ValueError(f'--room must look like 10x8, not {args.room!r}') from None
-    return EmulatorOptions(
-        model=args.model, name=args.name, sip_cycle=args.sip_cycle, unthrottled=args.unthrottled,
-        later_firmware_tail=args.later_firmware_tail, config_command=not args.no_config_command,
-        gripper_in_high_byte=not args.arcos_gripper_order, watchdog=args.watchdog,
-        watchdog_mode=args.watchdog_mode, room_width=width, room_height=height,
-        drop_rate=args.drop_rate, corrupt_rate=args.corrupt_rate, seed=args.seed)
+    try:
+        ignored = tuple(int(n) for n in args.ignore_commands.split(',') if n.strip())
+    except ValueError:
+        raise ValueError(f'--ignore-commands takes numbers like 19,37,40, not '
+                         f'{args.ignore_commands!r}') from None
+    values = dict(
+        model=args.model, sip_cycle=args.sip_cycle, unthrottled=args.unthrottled,
+        config_command=not args.no_config_command, watchdog=args.watchdog,
+        room_width=width, room_height=height, drop_rate=args.drop_rate,
+        corrupt_rate=args.corrupt_rate, seed=args.seed, subclass=args.subclass)
+    if args.model is None:
+        del values['model']     # the default of the plain robot or of the preset
+    # each variant option given on the command line overrides the preset
+    chosen = {'name': (args.name, 'emulated'),
+              'later_firmware_tail': (args.later_firmware_tail, False),
+              'gripper_in_high_byte': (not args.arcos_gripper_order, True),
+              'watchdog_mode': (args.watchdog_mode, 'resume'),
+              'firmware_version': (args.firmware_version, ''),
+              'gripper': (False if args.no_gripper else None, None),
+              'ignored_commands': (ignored, ()), 'laser_compat': (args.laser_compat, False)}
+    if args.amrisim:
+        values.update({k: v for k, (v, default) in chosen.items() if v != default})
+        return EmulatorOptions.amrisim(**values)
+    values.update({k: v for k, (v, _) in chosen.items()})
+    return EmulatorOptions(**values)
 
 
 def main(argv=None):
@@ -439,9 +503,9 @@ def main(argv=None):
         emulator = P2osEmulator(options_from_args(args))
         if not args.no_tcp:
             port = emulator.start_tcp(args.host, args.port)
-            print(f'P2OS emulator ({args.model}) listening on tcp://{args.host}:{port}', flush=True)
+            print(f'P2OS emulator ({emulator.options.model}) listening on tcp://{args.host}:{port}', flush=True)
         if args.pty:
-            print(f'P2OS emulator ({args.model}) serial device: {emulator.start_pty()}', flush=True)
+            print(f'P2OS emulator ({emulator.options.model}) serial device: {emulator.start_pty()}', flush=True)
     except (ValueError, OSError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2

@@ -3,7 +3,9 @@
     ros2 run p2os_driver p2os_driver --ros-args -p port:=tcp://localhost:8101
 
 Motors start disabled (as on the robot): call the `enable_motors` service, or set
-`enable_motors_on_start`. Topic, service and parameter tables: README.md.
+`enable_motors_on_start`. After a reconnect the driver restores what was last asked for
+(motors, sonar, packet streams) unless `restore_state_on_reconnect` is false.
+Topic, service and parameter tables: README.md.
 """
 import math
 import sys
@@ -29,11 +31,17 @@ from legacy_robot_interfaces.srv import (BytesCommand, DigitalOutput, GripperCom
 
 from . import protocol as p
 from . import conversions as convert
-from .client import DEFAULT_BAUD_CYCLE, AuxBytes, Connected, Encoders, P2osClient, Settings
-from .models import FACTOR_NAMES, MODELS
+from .client import (DEFAULT_BAUD_CYCLE, AuxBytes, Connected, Encoders, P2osClient, Settings,
+                     unknown_model_text)
+from .models import FACTOR_NAMES, MODELS, model_key
 from .odometry import Odometry
 
 C = p.Command
+# the packet streams: their parameter / wanted-state name, command and reply packet type
+STREAMS = {'encoder': (C.ENCODER, p.PacketType.ENCODER),
+           'gripper': (C.GRIPREQUEST, p.PacketType.GRIPPER),
+           'io': (C.IOREQUEST, p.PacketType.IO)}
+CMD_VEL_DISABLED_WINDOW = 2.0   # s: a cmd_vel this recent to a motors-off SIP makes diagnostics WARN
 RUNTIME_PARAMETERS = ('use_sonar', 'cmd_vel_timeout', 'max_linear_speed', 'max_angular_speed')
 
 
@@ -53,6 +61,9 @@ class P2osNode(DriverNode):
                                  callback_group=self.callback_group)
         self.add_on_set_parameters_callback(self._on_parameters)
         self.identity = None
+        self.has_gripper = None                 # None until CONFIGpac or GRIPPERpac says
+        self.sessions = 0
+        self.cmd_vel_while_disabled = None      # monotonic time of the last one
         self.odometry = None
         self.sonar_ranges = []
         self.last_sip = None
@@ -76,8 +87,11 @@ class P2osNode(DriverNode):
                                 read_only=True)
         self.sync_attempts = d('sync_attempts', 4, 'SYNC sequences per connection attempt',
                                minimum=1, maximum=20, read_only=True)
-        self.model_name = d('model', '', 'force a robot model instead of the SYNC2 subclass',
-                            choices=('', *MODELS), read_only=True)
+        self.model_name = d('model', '', 'force a robot model instead of the SYNC2 subclass '
+                            '(any case; laser suffixes such as -lms1xx are ignored)', read_only=True)
+        if self.model_name and model_key(self.model_name) not in MODELS:
+            raise ParameterError(f'p2os_driver: parameter \'model\' is {self.model_name!r}; '
+                                 f'expected one of {", ".join(m.subclass for m in MODELS.values())}')
         self.factors = {name: d(f'{name}_factor', 0.0, f'override the model\'s {name} factor '
                                 '(0 = use the model table)', minimum=0.0, read_only=True)
                         for name in FACTOR_NAMES}
@@ -100,7 +114,17 @@ class P2osNode(DriverNode):
                                'often, s', minimum=0.05, maximum=1.9, read_only=True)
         self.enable_on_start = d('enable_motors_on_start', False, 'enable the motors after '
                                  'connecting (the robot starts with them off)', read_only=True)
-        self.use_sonar = d('use_sonar', True, 'sonar on or off (can be changed at run time)')
+        self.restore_state = d('restore_state_on_reconnect', True, 'after a reconnect, restore the '
+                               'motors, sonar and packet streams last asked for (false: the start '
+                               'values of enable_motors_on_start, use_sonar, *_stream)', read_only=True)
+        self.simulator = d('simulator', 'auto', 'auto: a robot named AMRISim or MobileSim is a '
+                           'simulator; true; false', choices=('auto', 'true', 'false'),
+                           read_only=True)
+        self.simulator_laser_compat = d('simulator_laser_compat', True, 'the simulator reads '
+                                        '#35-#37 as laser commands (AMRISim without '
+                                        '--no-srisim-laser-compat): never send them', read_only=True)
+        self.use_sonar = self.sonar_at_start = d('use_sonar', True, 'sonar on or off (can be '
+                                                 'changed at run time)')
         self.sonar_min = d('sonar_min_range', 0.1, 'm', minimum=0.0, read_only=True)
         self.sonar_max = d('sonar_max_range', 5.0, 'm', minimum=0.1, read_only=True)
         self.sonar_fov = d('sonar_field_of_view', 0.5236, 'full cone angle, rad', minimum=0.01,
@@ -108,7 +132,9 @@ class P2osNode(DriverNode):
         self.bump_stall = d('bump_stall', -1, 'BUMP_STALL at start: -1 keep the robot\'s, 0 off, '
                             '1 front, 2 rear, 3 either', minimum=-1, maximum=3, read_only=True)
         self.streams = {kind: d(f'{kind}_stream', False, f'request the {kind} packet stream at start',
-                                read_only=True) for kind in ('encoder', 'gripper', 'io')}
+                                read_only=True) for kind in STREAMS}
+        # what the user asked for last (services, parameters); restored after a reconnect
+        self.wanted = {'motors': self.enable_on_start, **self.streams}
         self.accelerations = {name: d(name, 0.0, f'{unit}; 0 keeps the robot\'s setting',
                                       minimum=0.0, read_only=True)
                               for name, unit in (('linear_acceleration', 'm/s²'),
@@ -148,8 +174,13 @@ class P2osNode(DriverNode):
         return SetParametersResult(successful=True)
 
     def _startup_commands(self):
-        """Packets sent after OPEN + PULSE + CONFIG (the ROS p2os order, §3.3)."""
-        packets = [p.encode_command(C.SONAR, int(self.use_sonar))]
+        """Packets sent after OPEN + PULSE + CONFIG (the ROS p2os order, §3.3); runs in the link
+        thread once per session. A new session restores the wanted state (or the start values)."""
+        self.sessions += 1
+        state = self.wanted if self.sessions == 1 or self.restore_state else \
+            {'motors': self.enable_on_start, **self.streams}
+        sonar = self.use_sonar if self.sessions == 1 or self.restore_state else self.sonar_at_start
+        packets = [p.encode_command(C.SONAR, int(sonar))]
         scale = {'linear': 1000.0, 'angular': 180.0 / math.pi}
         for name, value in self.accelerations.items():
             if value > 0:  # deceleration is a negative argument (§2.5, checklist 17)
@@ -158,11 +189,26 @@ class P2osNode(DriverNode):
                 packets.append(p.encode_command(number, sign * int(round(value * scale[name.split('_')[0]]))))
         if self.bump_stall >= 0:
             packets.append(p.encode_command(C.BUMP_STALL, self.bump_stall))
-        for kind, number in (('encoder', C.ENCODER), ('gripper', C.GRIPREQUEST), ('io', C.IOREQUEST)):
-            if self.streams[kind]:
+        for kind, (number, _) in STREAMS.items():
+            if state[kind] and not self._refusal(number, self.client.identity):
                 packets.append(p.encode_command(number, 2))
-        packets.append(p.encode_command(C.ENABLE, int(self.enable_on_start)))
+        packets.append(p.encode_command(C.ENABLE, int(state['motors'])))
         return packets
+
+    # ---- simulators (spec §5.2) ----------------------------------------------------
+    def _is_simulator(self, identity):
+        if self.simulator == 'auto':
+            return identity is not None and identity.name in p.SIMULATOR_NAMES
+        return self.simulator == 'true'
+
+    def _refusal(self, number, identity):
+        """Why a command must not be sent to this robot, or None."""
+        if number in p.SIMULATOR_LASER_COMMANDS and self.simulator_laser_compat and \
+                self._is_simulator(identity):
+            return (f'{C(number).name} (#{int(number)}) not sent: the simulator reads #35-#37 as laser '
+                    'commands; start AMRISim with --no-srisim-laser-compat and set '
+                    'simulator_laser_compat:=false')
+        return None
 
     # ---- publishers and services --------------------------------------------------
     def _create_publishers(self):
@@ -183,15 +229,16 @@ class P2osNode(DriverNode):
 
     def _create_services(self):
         group = self.callback_group
-        for name, handler in (('enable_motors', self._trigger_handler(C.ENABLE, 1)),
-                              ('disable_motors', self._trigger_handler(C.ENABLE, 0)),
+        for name, handler in (('enable_motors', self._motors_handler(True)),
+                              ('disable_motors', self._motors_handler(False)),
                               ('stop', self._stop_handler(C.STOP)),
                               ('e_stop', self._stop_handler(C.E_STOP)),
                               ('reset_odometry', self._reset_odometry)):
             self.create_service(Trigger, name, handler, callback_group=group)
-        for name, number in (('set_encoder_stream', C.ENCODER), ('set_gripper_stream', C.GRIPREQUEST),
-                             ('set_io_stream', C.IOREQUEST), ('set_sonar', C.SONAR)):
-            self.create_service(SetBool, name, self._switch_handler(number), callback_group=group)
+        for kind in STREAMS:
+            self.create_service(SetBool, f'set_{kind}_stream', self._stream_handler(kind),
+                                callback_group=group)
+        self.create_service(SetBool, 'set_sonar', self._sonar_handler, callback_group=group)
         for name, number in (('play_sound', C.SOUND), ('bump_stall', C.BUMP_STALL),
                              ('select_analog_port', C.ADSEL)):
             self.create_service(SetValue, name, self._value_handler(number), callback_group=group)
@@ -216,11 +263,17 @@ class P2osNode(DriverNode):
         return True
 
     def _try_command(self, number, argument=None, response=None):
+        refusal = self._refusal(number, self.identity)
+        if refusal:
+            if response is not None:
+                response.success, response.message = False, refusal
+            return False
         return self._send(lambda: p.encode_command(number, argument), C(number).name, response)
 
-    def _trigger_handler(self, number, argument):
+    def _motors_handler(self, enable):
         def handle(_request, response):
-            self._try_command(number, argument, response)
+            if self._try_command(C.ENABLE, int(enable), response):
+                self.wanted['motors'] = enable
             return response
         return handle
 
@@ -236,12 +289,27 @@ class P2osNode(DriverNode):
             self.odometry.zero()
         return response
 
-    def _switch_handler(self, number):
-        on = 1 if number == C.SONAR else 2   # the packet streams: 2 = continuous
-        def handle(request, response):
-            sent = self._try_command(number, on if request.data else 0, response)
-            if sent and number == C.SONAR:
-                self.use_sonar = request.data
+    def _sonar_handler(self, request, response):
+        if self._try_command(C.SONAR, int(request.data), response):
+            self.use_sonar = request.data
+        return response
+
+    def _stream_handler(self, kind):
+        """On: success only once the first packet arrives (a robot or simulator may ignore the
+        request); off: the stop request sent."""
+        number, reply_type = STREAMS[kind]
+
+        async def handle(request, response):
+            if not request.data:
+                if self._try_command(number, 0, response):
+                    self.wanted[kind] = False
+                return response
+            refusal = self._refusal(number, self.identity)
+            reply, error = (None, refusal) if refusal else \
+                await self._ask(p.encode_command(number, 2), reply_type)
+            response.success = error is None
+            response.message = error or f'{kind} stream running'
+            self.wanted[kind] = response.success
             return response
         return handle
 
@@ -274,13 +342,19 @@ class P2osNode(DriverNode):
         return response
 
     async def _ask(self, packet, reply_type):
-        """Send packet, await the reply record; (record, None) or (None, error message)."""
+        """Send packet, await the reply record; (record, None) or (None, error message).
+
+        No reply within request_timeout means the robot ignored the command: firmware without
+        it, or a simulator that does not support it."""
         future, resolve = self.reply_future(self.request_timeout)
         try:
             self.client.request(packet, reply_type, resolve)
         except ConnectionLost as exc:
             return None, str(exc)
         reply = await future
+        if isinstance(reply, TimeoutError):
+            return None, (f'not supported by this robot / firmware: no {reply_type.name} packet '
+                          f'within {self.request_timeout:.1f} s')
         if isinstance(reply, Exception):
             return None, str(reply)
         return reply, None
@@ -325,6 +399,10 @@ class P2osNode(DriverNode):
         """Twist → VEL + RVEL (or VEL2); the client resends it and stops after cmd_vel_timeout."""
         linear = max(-self.max_linear, min(self.max_linear, msg.linear.x))
         angular = max(-self.max_angular, min(self.max_angular, msg.angular.z))
+        if self.last_sip is not None and not self.last_sip.motors_enabled and (linear or angular):
+            self.cmd_vel_while_disabled = time.monotonic()
+            self.log.warning('cmd-vel-disabled', 'cmd_vel has no effect: the motors are disabled '
+                             '(call the enable_motors service)')
         try:
             self.client.set_motion(self._motion_packet(linear * 1000.0, angular),
                                    self._motion_packet(0.0, 0.0))
@@ -349,6 +427,9 @@ class P2osNode(DriverNode):
             self.encoder_pub.publish(EncoderCounts(header=self._header(), left=record.left,
                                                    right=record.right))
         elif isinstance(record, p.GripperPacket):
+            self.has_gripper = record.gripper_type != 0
+            if not self.has_gripper:
+                return
             self.gripper_pub.publish(convert.gripper_msg(
                 p.read_gripper_packet_byte(record.state), record.state, self._header(),
                 GripperState.SOURCE_GRIPPER_PACKET, record.gripper_type, record.grasp_time))
@@ -367,6 +448,10 @@ class P2osNode(DriverNode):
 
     def _on_connected(self, record):
         self.identity = record.identity
+        self.has_gripper = convert.config_has_gripper(record.config)
+        if self._is_simulator(self.identity) and self.cmd_vel_timeout == 0:
+            self.get_logger().warning('p2os: a simulator\'s watchdog does not stop the robot: '
+                                      'with cmd_vel_timeout 0 it drives on forever')
         model = record.identity.model
         if self.odometry is None or self.odometry.model != model:
             self.odometry = Odometry(model)
@@ -395,7 +480,7 @@ class P2osNode(DriverNode):
             self.motor_pub.publish(convert.motor_state_msg(sip, header))
         if self._due('bumpers', sip.bumpers(), now):
             self.bumper_pub.publish(convert.bumper_msg(sip, self.identity.model, header))
-        if self._due('gripper', sip.gripper_state, now):
+        if self.has_gripper and self._due('gripper', sip.gripper_state, now):
             self.gripper_pub.publish(convert.gripper_msg(
                 p.read_sip_gripper_byte(sip.gripper_state), sip.gripper_state, header,
                 GripperState.SOURCE_SIP))
@@ -471,15 +556,38 @@ class P2osNode(DriverNode):
                   'right stall': sip.right_stall, 'sonar on': sip.sonar_enabled,
                   'ignored packet types': self.client.ignored_packets,
                   'odometry distance m': self.odometry.distance}
+        values.update({'simulator': self._is_simulator(self.identity),
+                       'has gripper': 'unknown' if self.has_gripper is None else self.has_gripper,
+                       'wanted': ', '.join(k for k, on in self.wanted.items() if on) or 'nothing',
+                       'restore state on reconnect': self.restore_state, 'sessions': self.sessions})
+        if not self.identity.known_model:
+            return ERROR, unknown_model_text(self.identity.subclass, model), values
         if volts < self.battery_error:
             return ERROR, f'battery low: {volts:.1f} V', values
         if sip.left_stall or sip.right_stall:
             return WARN, 'wheel stalled', values
         if volts < self.battery_warn:
             return WARN, f'battery getting low: {volts:.1f} V', values
-        if not self.identity.known_model:
-            return WARN, f'unknown model {self.identity.subclass!r}: using p2dx factors', values
+        motors_warning = self._motors_warning(sip)
+        if motors_warning:
+            return WARN, motors_warning, values
+        if self._is_simulator(self.identity) and self.cmd_vel_timeout == 0:
+            return WARN, 'simulator with cmd_vel_timeout 0: its watchdog never stops the robot', values
         return OK, 'motors enabled' if sip.motors_enabled else 'motors disabled', values
+
+
+    def _motors_warning(self, sip):
+        if sip.motors_enabled:
+            return None
+        recent = self.cmd_vel_while_disabled is not None and \
+            time.monotonic() - self.cmd_vel_while_disabled < CMD_VEL_DISABLED_WINDOW
+        if recent:
+            return 'cmd_vel arrives but the motors are disabled: call enable_motors'
+        if self.wanted['motors']:
+            reason = 'not restored after a reconnect (restore_state_on_reconnect is false)' \
+                if not self.restore_state and self.sessions > 1 else 'turned off by the robot'
+            return f'motors disabled although enable_motors was asked for: {reason}'
+        return None
 
 
 def _baud_cycle(first):

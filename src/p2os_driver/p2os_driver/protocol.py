@@ -95,6 +95,13 @@ class Command(enum.IntEnum):
     BATTEST = 250
 
 
+# Simulators announce themselves by the SYNC2 robot name (spec §5.2) ...
+SIMULATOR_NAMES = ('AMRISim', 'MobileSim')
+# ... and AMRISim reads these three as its old SICK-laser commands unless started with
+# --no-srisim-laser-compat (#35 starts laser packets, #37 changes the laser's field of view).
+SIMULATOR_LASER_COMMANDS = (Command.ADSEL, Command.GRIPPERVAL, Command.GRIPREQUEST)
+
+
 class PacketType(enum.IntEnum):
     """Server packet type bytes (§2.6-2.13)."""
     CONFIG = 0x20
@@ -459,7 +466,8 @@ def read_gripper_packet_byte(state):
 
 
 # ---- CONFIGpac (§2.8) ------------------------------------------------------------
-# (field, kind): 's' NUL-terminated string, 'B' byte, 'h' 2-byte int. The AROS 1.8 list;
+# (field, kind): 's' NUL-terminated string, 'B' byte, 'h'/'H' 2-byte int. The AROS 1.8 list
+# up to has_gyro, then ARCOS fields up to the firmware version;
 # P2OS 1.x sends a shorter packet, so absent fields read as 0 / '' (as ARIA does).
 CONFIG_FIELDS = (
     ('robot_type', 's'), ('subtype', 's'), ('serial_number', 's'), ('four_motors', 'B'),
@@ -471,7 +479,11 @@ CONFIG_FIELDS = (
     ('trans_vel_max', 'h'), ('rot_acc', 'h'), ('rot_decel', 'h'), ('rot_kp', 'h'), ('rot_kv', 'h'),
     ('rot_ki', 'h'), ('trans_acc', 'h'), ('trans_decel', 'h'), ('trans_kp', 'h'), ('trans_kv', 'h'),
     ('trans_ki', 'h'), ('front_bumps', 'B'), ('rear_bumps', 'B'), ('charger', 'B'),
-    ('sonar_cycle', 'B'), ('autobaud', 'B'), ('has_gyro', 'B'))
+    ('sonar_cycle', 'B'), ('autobaud', 'B'), ('has_gyro', 'B'),
+    # ARCOS (Pioneer 3) goes on; ARIA reads these next [AriaCoda ArRobotConfigPacketReader]
+    ('drift_factor', 'h'), ('aux2_baud', 'B'), ('aux3_baud', 'B'), ('ticks_mm', 'H'),
+    ('shutdown_voltage', 'H'), ('firmware_version', 's'))
+CONFIG_FIELD_NAMES = [name for name, _ in CONFIG_FIELDS]
 
 
 @dataclasses.dataclass
@@ -479,6 +491,10 @@ class ConfigPacket:
     values: dict            # every CONFIG_FIELDS name; absent fields hold 0 or ''
     fields_present: int     # how many fields the robot actually sent
     extra: bytes = b''      # bytes after the last known field (later firmware)
+
+    def sent(self, name):
+        """True when the robot's packet reached field name (older firmware sends fewer)."""
+        return CONFIG_FIELD_NAMES.index(name) < self.fields_present
 
 
 def decode_config(body):
@@ -510,9 +526,8 @@ def _read_config_field(body, offset, kind):
 
 def encode_config(values, last_field='trans_ki'):
     """Server side: CONFIGpac body with the fields up to last_field (missing values 0 / '')."""
-    names = [name for name, _ in CONFIG_FIELDS]
     body = bytearray([PacketType.CONFIG])
-    for name, kind in CONFIG_FIELDS[:names.index(last_field) + 1]:
+    for name, kind in CONFIG_FIELDS[:CONFIG_FIELD_NAMES.index(last_field) + 1]:
         value = values.get(name, '' if kind == 's' else 0)
         body += (value.encode('latin-1') + b'\x00') if kind == 's' else struct.pack('<' + kind, value)
     return bytes(body)
