@@ -11,11 +11,13 @@ from sensor_msgs.msg import BatteryState, Range
 from std_srvs.srv import SetBool, Trigger
 
 from helpers import start_module, wait_for
-from ros_observer import DriverProcesses
+from ros_observer import DriverProcesses, latest_status
+from diagnostic_msgs.msg import DiagnosticStatus
 from legacy_robot_common.driver_node import LATCHED
 from legacy_robot_interfaces.msg import (DigitalAnalogIO, EncoderCounts, GripperState, MotorState,
                                          RobotInfo, SonarArray)
-from legacy_robot_interfaces.srv import BytesCommand, DigitalOutput, GripperCommand, Playlist
+from legacy_robot_interfaces.srv import (BytesCommand, DigitalOutput, GripperCommand, Playlist,
+                                         SetValue)
 from p2os_driver import protocol as p
 from p2os_driver.emulator import EmulatorOptions, P2osEmulator
 
@@ -86,6 +88,12 @@ def test_cmd_vel_timeout_stops_the_robot(setup):
     stop = min(t for t, n, a in sent if (n, a) == (C.VEL, 0) and t > last_drive)
     assert 0.45 < stop - last_drive < 1.0           # cmd_vel_timeout 0.5 s, checked every 50 ms
     assert wait_for(lambda: emulator.robot.v == 0, 3.0)
+    # the stop goes out once; from then on PULSE keeps the robot's watchdog fed
+    time.sleep(2.0)
+    after = [(n, a) for t, n, a in emulator.received_commands() if t >= stop]
+    assert after[:2] == [(C.VEL, 0), (C.RVEL, 0)]
+    assert not [n for n, _ in after[2:] if n in (C.VEL, C.RVEL)]
+    assert after.count((C.PULSE, None)) >= 3 and emulator.watchdog_trips == 0
 
 
 def test_topics_services_and_diagnostics(setup):
@@ -156,6 +164,118 @@ def test_reset_odometry_and_runtime_sonar_parameter(setup):
                       SetParameters.Request(parameters=[Parameter(name='use_sonar', value=value)]))
     assert result.results[0].successful
     assert wait_for(lambda: not emulator.robot.sonar_enabled, 2)
+
+
+def robot_status(ros):
+    """Collect the driver's 'robot' diagnostics; returns a function giving the newest status."""
+    arrays = []
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
+    return lambda: latest_status(arrays, 'p2os_driver: robot')
+
+
+def test_amrisim_p3dx_with_default_parameters(setup):
+    """The simulator most users have: p3dx factors, streams it ignores answered 'not supported',
+    #35-#37 never sent (AMRISim reads them as laser commands), no gripper, its firmware version."""
+    emulator, process, ros = setup(EmulatorOptions.amrisim(), enable_motors_on_start=True)
+    odom = ros.listen(Odometry, 'odom')
+    info = ros.listen(RobotInfo, 'robot_info', LATCHED)
+    gripper = ros.listen(GripperState, 'gripper_state')
+    status = robot_status(ros)
+    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
+    assert ros.spin_until(lambda: odom and info, 20), process.stderr.read() if process.poll() else ''
+    assert (info[-1].model, info[-1].firmware_version) == ('p3dx', 'S.0')
+    drive = Twist()
+    drive.linear.x = 0.4
+    for _ in range(30):
+        cmd.publish(drive)
+        ros.spin_until(lambda: False, 0.1)
+    assert wait_for(lambda: not emulator.robot.moving, 5)     # cmd_vel_timeout stopped it
+    ros.spin_until(lambda: False, 0.5)
+    true_x, true_y, _ = emulator.robot.odometry
+    pose = odom[-1].pose.pose.position
+    assert true_x > 500 and math.hypot(pose.x - true_x / 1000, pose.y - true_y / 1000) < 0.01
+
+    started = time.monotonic()
+    reply = ros.call(SetBool, 'set_encoder_stream', SetBool.Request(data=True))
+    assert not reply.success and reply.message.startswith('not supported by this robot / firmware')
+    assert time.monotonic() - started < 5.0                   # request_timeout 2 s
+    assert not ros.call(Trigger, 'io_request', Trigger.Request()).success
+    assert 'not supported' in ros.call(Playlist, 'playlist', Playlist.Request()).message
+    for service, srv, request in (('set_gripper_stream', SetBool, SetBool.Request(data=True)),
+                                  ('select_analog_port', SetValue, SetValue.Request(value=3))):
+        reply = ros.call(srv, service, request)
+        assert not reply.success and '--no-srisim-laser-compat' in reply.message
+    sent = {n for _, n, _ in emulator.received_commands()}
+    assert not sent & set(p.SIMULATOR_LASER_COMMANDS) and emulator.laser_commands == 0
+    assert ros.spin_until(lambda: status() is not None, 5)
+    values = {kv.key: kv.value for kv in status().values}
+    assert (values['simulator'], values['has gripper']) == ('True', 'False') and not gripper
+
+
+def test_unknown_subclass_is_an_error_in_diagnostics(setup):
+    emulator, process, ros = setup(EmulatorOptions(model='p3dx', subclass='P3DXX'))
+    status = robot_status(ros)
+    assert ros.spin_until(lambda: status() is not None and status().level == DiagnosticStatus.ERROR,
+                          20), status()
+    message = status().message
+    assert "'P3DXX'" in message and 'model parameter' in message and 'p2dx factors' in message
+    assert 'closest known: p3dx' in message
+    ros.spin_until(lambda: False, 2.5)                        # for as long as it lasts
+    assert status().level == DiagnosticStatus.ERROR
+
+
+def restart_emulator(emulator, options=None):
+    """Kill the robot and start a fresh one at the same address (it starts with motors off)."""
+    port = emulator.tcp.port
+    emulator.stop()
+    fresh = P2osEmulator(options or EmulatorOptions())
+    fresh.start_tcp(port=port)
+    return fresh
+
+
+def test_state_is_restored_after_the_robot_restarts(setup):
+    emulator, process, ros = setup()
+    motors = ros.listen(MotorState, 'motor_state')
+    encoders = ros.listen(EncoderCounts, 'encoders')
+    assert ros.spin_until(lambda: motors, 20)
+    assert ros.call(Trigger, 'enable_motors', Trigger.Request()).success
+    assert ros.call(SetBool, 'set_encoder_stream', SetBool.Request(data=True)).success
+    assert ros.call(SetBool, 'set_sonar', SetBool.Request(data=False)).success
+    assert ros.spin_until(lambda: motors[-1].motors_enabled and encoders, 5)
+    fresh = restart_emulator(emulator)
+    try:
+        assert wait_for(lambda: fresh.sessions == 1, 10)
+        del encoders[:]
+        assert ros.spin_until(lambda: encoders and motors[-1].motors_enabled, 10)   # no user action
+        assert fresh.robot.enabled and not fresh.robot.sonar_enabled
+    finally:
+        fresh.stop()
+
+
+def test_without_restore_the_motors_stay_off_and_diagnostics_say_so(setup):
+    emulator, process, ros = setup(restore_state_on_reconnect=False)
+    motors = ros.listen(MotorState, 'motor_state')
+    status = robot_status(ros)
+    assert ros.spin_until(lambda: motors, 20)
+    assert ros.call(Trigger, 'enable_motors', Trigger.Request()).success
+    assert ros.spin_until(lambda: motors[-1].motors_enabled, 5)
+    fresh = restart_emulator(emulator)
+    try:
+        assert wait_for(lambda: fresh.sessions == 1, 10)
+        assert ros.spin_until(lambda: status() is not None and status().level == DiagnosticStatus.WARN
+                              and 'restore_state_on_reconnect is false' in status().message, 10), \
+            status()
+        assert not fresh.robot.enabled
+        cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
+        drive = Twist()
+        drive.linear.x = 0.2
+        for _ in range(5):
+            cmd.publish(drive)
+            ros.spin_until(lambda: False, 0.1)
+        assert ros.spin_until(lambda: 'cmd_vel arrives but the motors are disabled'
+                              in status().message, 5), status()
+    finally:
+        fresh.stop()
 
 
 @pytest.mark.parametrize('stop_signal', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
