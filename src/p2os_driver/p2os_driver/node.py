@@ -123,8 +123,7 @@ class P2osNode(DriverNode):
         self.simulator_laser_compat = d('simulator_laser_compat', True, 'the simulator reads '
                                         '#35-#37 as laser commands (AMRISim without '
                                         '--no-srisim-laser-compat): never send them', read_only=True)
-        self.use_sonar = self.sonar_at_start = d('use_sonar', True, 'sonar on or off (can be '
-                                                 'changed at run time)')
+        use_sonar = d('use_sonar', True, 'sonar on or off (can be changed at run time)')
         self.sonar_min = d('sonar_min_range', 0.1, 'm', minimum=0.0, read_only=True)
         self.sonar_max = d('sonar_max_range', 5.0, 'm', minimum=0.1, read_only=True)
         self.sonar_fov = d('sonar_field_of_view', 0.5236, 'full cone angle, rad', minimum=0.01,
@@ -133,8 +132,10 @@ class P2osNode(DriverNode):
                             '1 front, 2 rear, 3 either', minimum=-1, maximum=3, read_only=True)
         self.streams = {kind: d(f'{kind}_stream', False, f'request the {kind} packet stream at start',
                                 read_only=True) for kind in STREAMS}
-        # what the user asked for last (services, parameters); restored after a reconnect
-        self.wanted = {'motors': self.enable_on_start, **self.streams}
+        # what the parameters ask for at start, and what the user asked for last (services,
+        # run-time parameters): each new session sends one of them (restore_state_on_reconnect)
+        self.start_state = {'motors': self.enable_on_start, 'sonar': use_sonar, **self.streams}
+        self.wanted = dict(self.start_state)
         self.accelerations = {name: d(name, 0.0, f'{unit}; 0 keeps the robot\'s setting',
                                       minimum=0.0, read_only=True)
                               for name, unit in (('linear_acceleration', 'm/s²'),
@@ -163,8 +164,8 @@ class P2osNode(DriverNode):
     def _on_parameters(self, parameters):
         for parameter in parameters:
             if parameter.name == 'use_sonar':
-                self.use_sonar = bool(parameter.value)
-                self._try_command(C.SONAR, int(self.use_sonar))
+                self.wanted['sonar'] = bool(parameter.value)
+                self._try_command(C.SONAR, int(parameter.value))
             elif parameter.name == 'cmd_vel_timeout':
                 self.cmd_vel_timeout = self.client.motion_timeout = parameter.value
             elif parameter.name == 'max_linear_speed':
@@ -177,10 +178,8 @@ class P2osNode(DriverNode):
         """Packets sent after OPEN + PULSE + CONFIG (the ROS p2os order, §3.3); runs in the link
         thread once per session. A new session restores the wanted state (or the start values)."""
         self.sessions += 1
-        state = self.wanted if self.sessions == 1 or self.restore_state else \
-            {'motors': self.enable_on_start, **self.streams}
-        sonar = self.use_sonar if self.sessions == 1 or self.restore_state else self.sonar_at_start
-        packets = [p.encode_command(C.SONAR, int(sonar))]
+        state = self.wanted if self.restore_state or self.sessions == 1 else self.start_state
+        packets = [p.encode_command(C.SONAR, int(state['sonar']))]
         scale = {'linear': 1000.0, 'angular': 180.0 / math.pi}
         for name, value in self.accelerations.items():
             if value > 0:  # deceleration is a negative argument (§2.5, checklist 17)
@@ -291,7 +290,7 @@ class P2osNode(DriverNode):
 
     def _sonar_handler(self, request, response):
         if self._try_command(C.SONAR, int(request.data), response):
-            self.use_sonar = request.data
+            self.wanted['sonar'] = request.data
         return response
 
     def _stream_handler(self, kind):
