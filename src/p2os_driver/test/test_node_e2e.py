@@ -37,6 +37,16 @@ def setup():
     drivers.stop_all()
 
 
+def drive(ros, linear_x, messages):
+    """Publish cmd_vel at 10 Hz, as a teleop node would."""
+    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
+    twist = Twist()
+    twist.linear.x = linear_x
+    for _ in range(messages):
+        cmd.publish(twist)
+        ros.spin_until(lambda: False, 0.1)
+
+
 def yaw_of(msg):
     q = msg.pose.pose.orientation
     return 2 * math.atan2(q.z, q.w)
@@ -75,12 +85,7 @@ def test_cmd_vel_timeout_stops_the_robot(setup):
     emulator, process, ros = setup(cmd_vel_timeout=0.5, enable_motors_on_start=True)
     motor = ros.listen(MotorState, 'motor_state')
     assert ros.spin_until(lambda: motor and motor[-1].motors_enabled, 20)
-    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
-    drive = Twist()
-    drive.linear.x = 0.3
-    for _ in range(15):
-        cmd.publish(drive)
-        ros.spin_until(lambda: False, 0.1)
+    drive(ros, 0.3, 15)
     assert emulator.robot.vel_setpoint == 300
     assert wait_for(lambda: emulator.robot.vel_setpoint == 0, 2.0)
     sent = emulator.received_commands()
@@ -145,13 +150,8 @@ def test_reset_odometry_and_runtime_sonar_parameter(setup):
     from rcl_interfaces.srv import SetParameters
     emulator, process, ros = setup(enable_motors_on_start=True)
     odom = ros.listen(Odometry, 'odom')
-    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
     assert ros.spin_until(lambda: odom, 20)
-    drive = Twist()
-    drive.linear.x = 0.4
-    for _ in range(20):
-        cmd.publish(drive)
-        ros.spin_until(lambda: False, 0.1)
+    drive(ros, 0.4, 20)
     assert odom[-1].pose.pose.position.x > 0.2
     assert ros.call(Trigger, 'stop', Trigger.Request()).success
     ros.spin_until(lambda: False, 2.0)
@@ -181,14 +181,9 @@ def test_amrisim_p3dx_with_default_parameters(setup):
     info = ros.listen(RobotInfo, 'robot_info', LATCHED)
     gripper = ros.listen(GripperState, 'gripper_state')
     status = robot_status(ros)
-    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
     assert ros.spin_until(lambda: odom and info, 20), process.stderr.read() if process.poll() else ''
     assert (info[-1].model, info[-1].firmware_version) == ('p3dx', 'S.0')
-    drive = Twist()
-    drive.linear.x = 0.4
-    for _ in range(30):
-        cmd.publish(drive)
-        ros.spin_until(lambda: False, 0.1)
+    drive(ros, 0.4, 30)
     assert wait_for(lambda: not emulator.robot.moving, 5)     # cmd_vel_timeout stopped it
     ros.spin_until(lambda: False, 0.5)
     true_x, true_y, _ = emulator.robot.odometry
@@ -266,12 +261,7 @@ def test_without_restore_the_motors_stay_off_and_diagnostics_say_so(setup):
                               and 'restore_state_on_reconnect is false' in status().message, 10), \
             status()
         assert not fresh.robot.enabled
-        cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
-        drive = Twist()
-        drive.linear.x = 0.2
-        for _ in range(5):
-            cmd.publish(drive)
-            ros.spin_until(lambda: False, 0.1)
+        drive(ros, 0.2, 5)
         assert ros.spin_until(lambda: 'cmd_vel arrives but the motors are disabled'
                               in status().message, 5), status()
     finally:
