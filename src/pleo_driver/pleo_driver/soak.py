@@ -9,12 +9,17 @@ from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec
 from . import protocol as p
 from .emulator import EmulatorOptions, PleoEmulator
 from .pdk import amx, ucf, umf, urf, usf
-from .sample import build_sample_project
+from .pdk.errors import BuildError
+from .sample import build_sample_project, wav_bytes
 
 MONITOR_TEXT = (b'STATS POWER\r\nINFO: nxp: 7361 - Nov 15 2007\r\nBattery sensor value = 80 (x)'
                 b'\r\nmu: joint: ' + b' '.join(b'%d' % -i for i in range(p.JOINT_COUNT)) +
                 b'\r\nmu: sensor: ' + b' '.join(b'%d' % i for i in range(p.SENSOR_COUNT)) +
                 b'\r\n> ')
+
+# small WAVs of every kind wav2usf reads: 8/16-bit, mono/stereo, resampled or not
+WAV_SEEDS = [wav_bytes(120, rate=rate, width=width, channels=channels)
+             for rate, width, channels in ((11025, 1, 1), (8000, 2, 1), (22050, 2, 2), (16000, 1, 2))]
 
 
 def monitor_stream(data):
@@ -36,6 +41,9 @@ def fuzz_targets():
         FuzzTarget('Pleo USF (sound) reader', usf.parse, of(urf.SOUNDS)),
         FuzzTarget('Pleo UCF (command) reader', ucf.parse, of(urf.COMMANDS) or [b'UGCF']),
         FuzzTarget('Pleo AMX header check', amx.check, of(urf.SCRIPTS) + [amx.stand_in(64, 32)]),
+        # wav2usf's reader and converter: headers that lie (rate 0 once hung the PDK for good)
+        FuzzTarget('Pleo WAV reader (wav2usf)', lambda data: usf.wav_to_usf(data, 'fuzz'),
+                   WAV_SEEDS, rejects=(BuildError,)),
     ]
 
 

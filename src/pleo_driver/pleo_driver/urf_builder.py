@@ -2,6 +2,7 @@
 
     urf_builder [options] project.upf [build|clean|rebuild]
     urf_builder inspect|verify file.urf
+    urf_builder [inspect] file.usf|file.umf|file.ucf|file.amx
     urf_builder extract file.urf --output DIR [--wav]
     urf_builder --ros-args ...        (the ROS 2 node: a build service)
 
@@ -17,6 +18,7 @@ from .pdk.project import BuildSettings, build_project
 
 PROJECT_COMMANDS = ('build', 'clean', 'rebuild')
 FILE_COMMANDS = ('inspect', 'verify', 'extract')
+RESOURCE_EXTENSIONS = tuple(urf_inspect.FILE_GROUPS)     # single resources: inspect only
 
 
 def parser():
@@ -25,8 +27,9 @@ def parser():
         'the way the Pleo Development Kit does, byte for byte; or inspect, verify and extract '
         'an existing .urf.', epilog='"rebuild" cleans, then builds. Exit codes: 0 done, '
         '1 build or check failed, 2 bad command line.')
-    p.add_argument('target', metavar='FILE', help='project.upf (build, clean, rebuild) or '
-                   'file.urf (inspect, verify, extract)')
+    p.add_argument('target', metavar='FILE', help='project.upf (build, clean, rebuild), '
+                   'file.urf (inspect, verify, extract), or one resource file .usf, .umf, '
+                   '.ucf, .amx (inspect)')
     p.add_argument('command', nargs='?', help='build (default for .upf), clean, rebuild; '
                    'inspect (default for .urf), verify, extract')
     p.add_argument('-x', '--exclusive', action='store_true',
@@ -87,6 +90,9 @@ def run_file(args, command):
             data = handle.read()
     except OSError as exc:
         raise BuildError(f'cannot read {args.target}: {exc.strerror}') from None
+    if args.target.lower().endswith(RESOURCE_EXTENSIONS):
+        print('\n'.join(urf_inspect.resource_listing(args.target, data)))
+        return 0
     parsed = urf.parse(data)
     if command == 'inspect':
         print('\n'.join(urf_inspect.listing(args.target, parsed)))
@@ -110,10 +116,15 @@ class UsageError(Exception):
 
 def choose_command(args):
     is_urf = args.target.lower().endswith('.urf')
-    command = args.command or ('inspect' if is_urf else 'build')
+    is_resource = args.target.lower().endswith(RESOURCE_EXTENSIONS)
+    command = args.command or ('inspect' if is_urf or is_resource else 'build')
     if command not in PROJECT_COMMANDS + FILE_COMMANDS:
         raise UsageError(f"unknown command '{command}': use one of "
                          f'{", ".join(PROJECT_COMMANDS + FILE_COMMANDS)}')
+    if is_resource:
+        if command != 'inspect':
+            raise UsageError(f"a single resource file can only be inspected, not '{command}'")
+        return command
     if (command in FILE_COMMANDS) != is_urf:
         wanted = 'a .urf file' if command in FILE_COMMANDS else 'a .upf project'
         raise UsageError(f"'{command}' works on {wanted}, not {args.target}")

@@ -12,11 +12,11 @@ GROUP_NAMES = {urf.SOUNDS: 'sound', urf.MOTIONS: 'motion', urf.COMMANDS: 'comman
                urf.SCRIPTS: 'script', urf.PROPERTIES: 'property'}
 
 
-def describe(group, entry):
+def describe(group, data):
     """One line about a resource's content."""
     if group is urf.PROPERTIES:
-        return f'value {urf.property_value(entry.data)}'
-    parsed = PARSERS[group](entry.data)
+        return f'value {urf.property_value(data)}'
+    parsed = PARSERS[group](data)
     if group is urf.SOUNDS:
         kind = 'ADPCM' if parsed.compression == usf.ADPCM else 'PCM 8-bit'
         return f'{kind} {parsed.rate} Hz, {parsed.seconds:.2f} s' + (
@@ -38,12 +38,41 @@ def listing(path, parsed):
              f'{"type":<9}{"id":<8}{"name":<33}{"offset":>9}{"length":>9}  content']
     for entry in parsed.entries:
         try:
-            content = describe(entry.group, entry)
+            content = describe(entry.group, entry.data)
         except MalformedResource as exc:
             content = f'BAD: {exc}'
         lines.append(f'{GROUP_NAMES[entry.group]:<9}0x{entry.id:04X}  {entry.name:<33}'
                      f'{entry.offset:>#9x}{entry.length:>9}  {content}')
     return lines
+
+
+# single resource files, by their extension
+FILE_GROUPS = {f'.{group.extension}': group for group in PARSERS}
+
+
+def resource_listing(path, data):
+    """A single .usf/.umf/.ucf/.amx file: the summary line, then its content in detail."""
+    group = FILE_GROUPS[os.path.splitext(path)[1].lower()]
+    lines = [f'{path}: {len(data)} bytes, {GROUP_NAMES[group]}: {describe(group, data)}']
+    parsed = PARSERS[group](data)
+    if group is urf.SOUNDS:
+        lines.append(f'name {parsed.name!r}, {parsed.channels} channel(s), {parsed.bits} bits, '
+                     f'loop count {parsed.loop_count}, {len(parsed.body)} data bytes')
+    elif group is urf.MOTIONS:
+        lines.append(f'name {parsed.name!r}, joints {" ".join(parsed.joints)}, time base '
+                     f'{parsed.timebase_ms} ms')
+        lines.append(f'{"joint":<7}{"start":>6}{"goal":>6}{"velocity":>9}{"position":>9}')
+        lines += [f'{joint:<7}{start:>6}{goal:>6}{velocity:>9}{position:>9}'
+                  for joint, start, goal, velocity, position in parsed.vectors]
+    elif group is urf.COMMANDS:
+        lines.append(f'name {parsed.name!r}, property count {parsed.property_count}')
+        for number, entry in enumerate(parsed.entries):
+            lines.append(f'entry {number}: ' + ', '.join(
+                f'property {prop} {TYPE_NAMES.get(kind, kind)} {value}' for prop, kind, value in entry))
+    return lines
+
+
+TYPE_NAMES = {ucf.VALUE: 'value', ucf.MINIMUM: 'min', ucf.MAXIMUM: 'max'}
 
 
 def problems(parsed):

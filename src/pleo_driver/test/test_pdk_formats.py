@@ -65,8 +65,9 @@ def test_a_ramp_is_one_vector_with_its_velocity():
     text = sample.motion_csv({'RS': lambda f: f * 1.0, 'LS': lambda f: 0.0}, 31).decode()
     parsed = umf.parse(umf.csv_to_umf(text, 'ramp')[0])
     ramp = [v for v in parsed.vectors if v[0] == 'RS']
-    # 31 frames: 0..30 → one vector; (30 − 0)·30 / 30 = 30 deg/s; final angle 30
-    assert ramp == [('RS', 0, 30, 30, 30)]
+    # 31 frames: 0..30 → one vector, final angle 30; the PDK computes the velocity as
+    # 30·(1000.0/(1000.0/30))/30 = 29.999999999999996 and truncates: 29, not 30 (spec §2.5)
+    assert ramp == [('RS', 0, 30, 29, 30)]
 
 
 def test_sound_column_cues_by_name_and_drops_unused_sd():

@@ -129,8 +129,16 @@ _ENUM = re.compile(r'\benum\s+(\w+)\s*\{(.*?)\}', re.S)
 _COMMENTS = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 
 
-def parse_inc(text):
-    """Pawn source → {enum name: {entry name: value}} (implicit values count up by one)."""
+def parse_inc(text, names=None):
+    """Pawn source → {enum name: {entry name: value}} (implicit values count up by one).
+
+    A value may name an entry of the same or an earlier enum (the kit's pleo/sensors.inc has
+    DROP_NORMAL = TILT_ON_FEET): names resolves those, and collects every entry read, so the
+    include files of one build can share it. An entry whose value cannot be read is left out
+    (with the implicit values after it) instead of failing the build: a look-up that needs it
+    reports it as missing, and no other look-up cares (spec §2.6).
+    """
+    names = {} if names is None else names
     enums = {}
     for name, body in _ENUM.findall(_COMMENTS.sub(' ', text)):
         values, current = {}, -1
@@ -140,9 +148,12 @@ def parse_inc(text):
                 continue
             key, _, value = item.partition('=')
             key = key.strip().split(':')[-1].strip()     # drop tag prefixes like "Fixed:"
-            current = _int(value.strip(), values) if value.strip() else current + 1
-            if re.fullmatch(r'\w+', key):
-                values[key] = current
+            if value.strip():
+                current = _int(value.strip(), names)
+            elif current is not None:
+                current += 1
+            if re.fullmatch(r'\w+', key) and current is not None:
+                values[key] = names[key] = current
         enums[name] = values
     return enums
 
@@ -151,13 +162,13 @@ _EXPRESSION = re.compile(r'[0-9a-fA-FxX\s()<>|&+\-*~]+')
 
 
 def _int(text, known):
-    """An enum value: a number or a small constant expression over earlier names."""
+    """An enum value: a number or a small constant expression over known names; None if not."""
     expression = re.sub(r'\b[A-Za-z_]\w*\b',
                         lambda m: str(known[m.group()]) if m.group() in known else m.group(),
                         text.rstrip('uUlL'))
     if not _EXPRESSION.fullmatch(expression):
-        raise BuildError(f'cannot read enum value {text!r}')
+        return None
     try:
         return int(eval(expression, {'__builtins__': {}}))     # digits and operators only
     except (SyntaxError, TypeError, ValueError, ZeroDivisionError):
-        raise BuildError(f'cannot read enum value {text!r}') from None
+        return None

@@ -142,13 +142,15 @@ class Builder:
         self.settings.progress(len(work), len(work), 'done')
 
     def output_path(self, resource):
+        """build/<id>.<ext>, or build/<folder>/<id>.<ext> with <folders/>; main.p, sensors.p,
+        init.p and startup.p keep their stem, but only when written so in the UPF (after macro
+        expansion): ${SCRIPTS}/sensors.p is numbered like any script (spec §2.3)."""
         extension = EXTENSIONS[resource.kind]
-        if resource.kind == 'script' and resource.stem in STEM_NAMED_SCRIPTS:
-            return os.path.join(self.build_dir, f'{resource.stem}.{extension}')
-        if self.project.has_option('folders'):
-            return os.path.join(self.build_dir, FOLDERS[resource.kind],
-                                f'{resource.stem}.{extension}')
-        return os.path.join(self.build_dir, f'{self.id_of(resource)}.{extension}')
+        written_stem, _ = os.path.splitext(resource.path)
+        if resource.kind == 'script' and written_stem in STEM_NAMED_SCRIPTS:
+            return os.path.join(self.build_dir, f'{written_stem}.{extension}')
+        folder = FOLDERS[resource.kind] if self.project.has_option('folders') else ''
+        return os.path.join(self.build_dir, folder, f'{self.id_of(resource)}.{extension}')
 
     def _fresh(self, target, *sources):
         """The PDK's incremental rule: rebuilt only when a source is newer than the output."""
@@ -166,7 +168,7 @@ class Builder:
                  f'freq:{options.frequency}')
         if self._fresh(target, source, self.upf_path):
             return
-        _write_atomic(target, self._convert(source, lambda data: usf.wav_to_usf(
+        write_atomic(target, self._convert(source, lambda data: usf.wav_to_usf(
             data, usf.sound_name(source), options)))
 
     def sound_options(self, resource):
@@ -196,10 +198,10 @@ class Builder:
         sound_ids = dict(self.ids['sound'])
         sound_ids.update(self.ids['command'])
         data, lines = self._convert(source, lambda d: umf.csv_to_umf(
-            _decode(d), umf.motion_name(source), sound_ids))
+            decode_text(d), umf.motion_name(source), sound_ids))
         for line in lines:
             self.log(line if line.startswith('done') else f'  warning: {line}')
-        _write_atomic(target, data)
+        write_atomic(target, data)
 
     def _command(self, resource, source, target):
         if source.lower().endswith('.ucf'):
@@ -208,30 +210,21 @@ class Builder:
         if self._fresh(target, source, self.upf_path, self._xml('sounds'), self._xml('motions')):
             return
         data, missing, line = self._convert(source, lambda d: ucf.csv_to_ucf(
-            _decode(d), ucf.command_name(source), self.command_lookups()))
+            decode_text(d), ucf.command_name(source), self.command_lookups()))
         if missing:
             self.log(f'  missing properties: {", ".join(missing)}')
             self.result.warnings.append(f'{resource.stem}: missing properties '
                                         f'{", ".join(missing)}')
         self.log(line)
-        _write_atomic(target, data)
+        write_atomic(target, data)
 
     def command_lookups(self):
-        pawn_enums = {}
-        for relative in PAWN_INCLUDES + ('user_properties.inc',):
-            for folder in self.project.include_dirs() + [self.include_dir]:
-                path = os.path.join(folder, relative)
-                if os.path.exists(path):
-                    pawn_enums.update(enums.parse_inc(_read_text(path)))
-                    break
-        properties = dict(pawn_enums.get('property_name', {}))
-        if not properties:
-            self._warn_once('pleo/properties.inc is not on the include path: only the '
-                            'properties command, motion and sound are known')
-            properties = dict(FALLBACK_PROPERTIES)
-        properties.update(pawn_enums.get('user_property_name', {}))
         resources = {kind: dict(self.ids[kind]) for kind in ('motion', 'sound', 'command')}
-        return ucf.Lookups(properties, pawn_enums, resources)
+        lookups, warning = command_lookups(self.project.include_dirs() + [self.include_dir],
+                                           resources)
+        if warning:
+            self._warn_once(warning)
+        return lookups
 
     def _warn_once(self, text):
         if text not in self.result.warnings:
@@ -273,7 +266,7 @@ class Builder:
         return None
 
     def _use_amx(self, source, target):
-        data = _read_bytes(source)
+        data = read_bytes(source)
         try:
             info, warnings = amx.check(data)
         except MalformedResource as exc:
@@ -284,7 +277,7 @@ class Builder:
         self.log(f'  AMX {self.rel(source)}: header {info.header_size} bytes, code '
                  f'{info.code_size} bytes, data {info.data_size} bytes')
         if os.path.abspath(source) != os.path.abspath(target):
-            _write_atomic(target, data)
+            write_atomic(target, data)
 
     def pawn_command(self, source, target):
         template = self.settings.pawn_template or self.project.pawn_template()
@@ -313,7 +306,7 @@ class Builder:
 
     def _convert(self, source, convert):
         try:
-            return convert(_read_bytes(source))
+            return convert(read_bytes(source))
         except BuildError as exc:
             raise BuildError(f'{self.rel(source)}: {exc}') from None
 
@@ -331,7 +324,7 @@ class Builder:
         groups = {group: [] for group in urf.GROUPS}
         for resource, built in self.outputs:
             groups[URF_GROUPS[resource.kind]].append(
-                urf.Item(self.id_of(resource), resource.stem, _read_bytes(built)))
+                urf.Item(self.id_of(resource), resource.stem, read_bytes(built)))
         property_ids = dict(self.ids['user_property'])
         for name, value in self.project.user_properties():
             groups[urf.PROPERTIES].append(urf.property_item(property_ids[name], name, value))
@@ -347,7 +340,7 @@ class Builder:
         self.log(f'  URF file fits: {len(data)} of {urf.SIZE_LIMIT}. {free} free')
         self.log(f'Adler32 crc is {layout.checksum:08X}')
         os.makedirs(self.build_dir, exist_ok=True)
-        _write_atomic(path, data)
+        write_atomic(path, data)
         self.result.urf_path, self.result.size, self.result.checksum = (
             path, len(data), layout.checksum)
 
@@ -375,6 +368,38 @@ class Builder:
                 raise BuildError(f'SOURCE_DATE_EPOCH={epoch!r} is not a number of '
                                  f'seconds') from None
         return int(time.time())
+
+
+def command_lookups(include_dirs, resources):
+    """csv2ucf's look-up tables → (ucf.Lookups, a warning or None): the Pawn enums of the
+    kit's include files and user_properties.inc (first copy on the include path), and
+    resources = {'motion'|'sound'|'command': {name: id}} from the project's XML enums."""
+    pawn_enums, names = {}, {}
+    for relative in PAWN_INCLUDES + ('user_properties.inc',):
+        for folder in include_dirs:
+            path = os.path.join(folder, relative)
+            if os.path.exists(path):
+                pawn_enums.update(enums.parse_inc(_read_text(path), names))
+                break
+    properties = dict(pawn_enums.get('property_name', {}))
+    warning = None
+    if not properties:
+        warning = ('pleo/properties.inc is not on the include path: only the properties '
+                   'command, motion and sound are known')
+        properties = dict(FALLBACK_PROPERTIES)
+    properties.update(pawn_enums.get('user_property_name', {}))
+    return ucf.Lookups(properties, pawn_enums, resources), warning
+
+
+def read_enum_ids(folder):
+    """{kind: {name: id}} from the enumeration XML files in folder (missing files: empty)."""
+    ids = {}
+    for kind_name in ('sound', 'motion', 'command'):
+        kind = KIND_ENUMS[kind_name]
+        path = os.path.join(folder, f'{kind.file_stem}.xml')
+        text = _read_text(path) if os.path.exists(path) else ''
+        ids[kind_name] = dict(enums.read_xml(text, kind))
+    return ids
 
 
 def build_project(upf_path, settings=None):
@@ -414,7 +439,7 @@ def _svn_revision(folder):
     return int(digits) if digits else None
 
 
-def _read_bytes(path):
+def read_bytes(path):
     try:
         with open(path, 'rb') as handle:
             return handle.read()
@@ -423,21 +448,21 @@ def _read_bytes(path):
 
 
 def _read_text(path):
-    return _decode(_read_bytes(path))
+    return decode_text(read_bytes(path))
 
 
-def _decode(data):
+def decode_text(data):
     """The tools read text as bytes; Latin-1 keeps every byte (an UTF-8 BOM is dropped)."""
     return data.decode('latin-1').removeprefix('\xef\xbb\xbf')
 
 
 def _write_if_changed(path, text):
     data = text.encode('latin-1')
-    if not os.path.exists(path) or _read_bytes(path) != data:
-        _write_atomic(path, data)
+    if not os.path.exists(path) or read_bytes(path) != data:
+        write_atomic(path, data)
 
 
-def _write_atomic(path, data):
+def write_atomic(path, data):
     """Write to a temporary file next to the target, then rename over it."""
     temporary = f'{path}.part'
     try:
@@ -452,9 +477,9 @@ def _write_atomic(path, data):
 
 def _copy_checked(source, target, parse):
     """Already-built resources go in unchanged, after a check that they are what they claim."""
-    data = _read_bytes(source)
+    data = read_bytes(source)
     try:
         parse(data)
     except MalformedResource as exc:
         raise BuildError(f'{source}: {exc}') from None
-    _write_atomic(target, data)
+    write_atomic(target, data)

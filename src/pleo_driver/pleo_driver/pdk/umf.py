@@ -164,7 +164,9 @@ class Segmenter:
         """(goal, velocity, position, rms error) of the straight line through the samples."""
         samples = vector.samples
         count = len(samples)
-        velocity = (samples[-1] - samples[0]) * self.rate / (count - 1)
+        # the PDK's own expression: at 30 fps 1000.0 / time_base is 29.999999999999996, so
+        # where the exact velocity is whole it writes one less than "* rate" would (spec §2.5)
+        velocity = (samples[-1] - samples[0]) * (1000.0 / self.time_base) / (count - 1)
         position = samples[-1]
         # the PDK measures the fit one frame late (count - k, not count - 1 - k): kept
         squares = sum((position - velocity * (count - k) * self.time_base / 1000.0 - sample) ** 2

@@ -12,7 +12,7 @@ import wave
 
 from legacy_robot_common.ima_adpcm import decode_nibble
 
-from . import audio
+from . import audio, urf
 from .errors import BuildError, MalformedResource
 
 HEADER = struct.Struct('<4sB32sBBBHHI')
@@ -24,6 +24,8 @@ DEFAULT_RATE = 11025
 ATTENUATION = 0.98        # wav2usf takes 2 % off every sound
 RESAMPLE_WEIGHTS = (4, 4)
 ALL_SAMPLES = 0xFFFFFFFF
+# No sound can be longer than a whole URF holds (ADPCM: two samples a byte)
+MAX_SAMPLES = 2 * urf.SIZE_LIMIT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,12 +65,17 @@ def read_wav(data):
         with wave.open(io.BytesIO(data)) as source:
             width, channels = source.getsampwidth(), source.getnchannels()
             rate, frames = source.getframerate(), source.readframes(source.getnframes())
-    except (wave.Error, EOFError, struct.error) as exc:
-        raise BuildError(f'not a PCM WAV file: {exc}') from exc
+    except (wave.Error, EOFError, struct.error, RuntimeError) as exc:
+        # RuntimeError: the wave module's chunk reader on a chunk that claims more than is there
+        raise BuildError(f'not a PCM WAV file: {exc or "a chunk runs past the end"}') from exc
     if width not in (1, 2):
         raise BuildError(f'{8 * width}-bit samples: wav2usf converts 8- and 16-bit WAV files')
     if channels not in (1, 2):
         raise BuildError(f'{channels} channels: wav2usf converts mono and stereo WAV files')
+    if rate <= 0:   # ratecv would never finish (the PDK hangs and grows without bound)
+        raise BuildError(f'the WAV header says {rate} samples/s: not a playable sound')
+    if len(frames) % (width * channels):
+        frames = frames[:len(frames) - len(frames) % (width * channels)]   # a cut-off last frame
     return audio.from_bytes(frames, width), width, channels, rate
 
 
@@ -78,6 +85,7 @@ def convert(samples, width, channels, rate, options):
         samples = audio.tomono(samples, width)
     samples = audio.mul(samples, width, ATTENUATION)    # 8-bit input is (wrongly) taken as signed
     if rate != options.frequency:
+        _check_length(len(samples), rate, options.frequency)
         samples = audio.ratecv(samples, width, rate, options.frequency, *RESAMPLE_WEIGHTS)
     if options.adpcm:
         if width == 1:
@@ -86,6 +94,14 @@ def convert(samples, width, channels, rate, options):
     if width != 1:
         samples = audio.bias(audio.lin2lin(samples, width, 1), 1, -128)
     return audio.to_bytes(samples, 1)
+
+
+def _check_length(count, rate, frequency):
+    """A header with a tiny rate asks for a huge resampled sound: refuse it before building it."""
+    samples = count * frequency // rate
+    if samples > MAX_SAMPLES:
+        raise BuildError(f'{count} samples at {rate} Hz make {samples} at {frequency} Hz: more '
+                         f'than the {MAX_SAMPLES} a Pleo sound can hold (is the WAV header right?)')
 
 
 def header(name, options):
