@@ -58,8 +58,11 @@ if [ ! -f "$stamps/cmake-fix" ]; then
   touch "$stamps/cmake-fix"
 fi
 
-# 3. colcon build, when any source file changed since the last good build
-src_hash="$(cd "$root" && find src msg launch config colcon.meta -type f \
+# 3. colcon build, when any source file changed since the last good build; ros_compat/ holds
+#    ROS packages the wheels lack (tf2_msgs), built only while the venv has no copy of its own
+base_paths=(src)
+[ -d "$venv/share/tf2_msgs" ] || base_paths+=(ros_compat)
+src_hash="$(cd "$root" && find src msg launch config colcon.meta ros_compat -type f \
   -not -path '*/__pycache__/*' -not -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamps/build" 2>/dev/null)" != "$src_hash" ] || [ ! -f "$root/install/setup.bash" ]; then
   say "colcon build (log: log/bootstrap-build.log)"
@@ -69,7 +72,7 @@ if [ "$(cat "$stamps/build" 2>/dev/null)" != "$src_hash" ] || [ ! -f "$root/inst
     # shellcheck disable=SC1091
     . "$venv/bin/activate"
     export CMAKE_PREFIX_PATH="$VIRTUAL_ENV" AMENT_PREFIX_PATH="$VIRTUAL_ENV"
-    colcon --log-base log build --symlink-install --base-paths src --event-handlers console_cohesion- summary+ \
+    colcon --log-base log build --symlink-install --base-paths "${base_paths[@]}" --event-handlers console_cohesion- summary+ \
       --cmake-args -DPython3_EXECUTABLE="$VIRTUAL_ENV/bin/python" -DBUILD_TESTING=OFF
   ) > "$root/log/bootstrap-build.log" 2>&1 || {
     tail -n 40 "$root/log/bootstrap-build.log" >&2

@@ -5,8 +5,11 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
+from tf2_msgs.msg import TFMessage
+
 from helpers import spin_until, start_module
 from legacy_robot_common.bench import ros_args
+from legacy_robot_common.tf import TF_QOS, TF_STATIC_QOS
 
 
 def latest_status(diagnostic_arrays, suffix):
@@ -34,6 +37,13 @@ class Observer:
         self.messages[topic] = []
         self.node.create_subscription(msg_type, f'{self.ns}/{topic}', self.messages[topic].append, qos)
         return self.messages[topic]
+
+    def listen_tf(self):
+        """([TFMessage on /tf], [TFMessage on /tf_static]) with tf2's QoS (static: latched)."""
+        dynamic, static = [], []
+        self.node.create_subscription(TFMessage, '/tf', dynamic.append, TF_QOS)
+        self.node.create_subscription(TFMessage, '/tf_static', static.append, TF_STATIC_QOS)
+        return dynamic, static
 
     def call(self, srv_type, name, request, timeout=10.0):
         client = self.node.create_client(srv_type, f'{self.ns}/{name}')

@@ -127,8 +127,16 @@ class IpaqNode(DriverNode):
         self.frame_ids = {name: d(f'{name}_frame_id', default, f'{name} frame', read_only=True)
                            for name, default in (('odom', 'odom'), ('base', 'base_link'),
                                                  ('range', 'ir_range'), ('camera', 'camera'))}
-        self.publish_tf = d('publish_tf', True, 'broadcast odom → base_link (needs tf2_ros)',
-                            read_only=True)
+        self.publish_tf = d('publish_tf', True, 'broadcast odom → base_link on /tf and the '
+                            'camera and IR range mounts on /tf_static', read_only=True)
+        # where the camera and the IR ranger sit on the robot: no document gives it
+        self.mounts = {name: d(f'{name}_mount', [0.0, 0.0, 0.0, 0.0], f'{name} frame in the base '
+                               'frame: [x, y, z] m and yaw rad', read_only=True)
+                       for name in ('camera', 'range')}
+        for name, mount in self.mounts.items():
+            if len(mount) != 4:
+                raise ParameterError(f'ipaq_driver: parameter \'{name}_mount\' needs 4 numbers '
+                                     f'[x, y, z, yaw], not {list(mount)}')
         self.request_timeout = d('request_timeout', 3.0, 'service wait for a response, s',
                                  minimum=0.1, maximum=60.0, read_only=True)
 
@@ -158,7 +166,15 @@ class IpaqNode(DriverNode):
         self.tracking_pub = pub(TrackingResult, 'tracking')
         self.bitmap_pub = pub(Image, 'tracking/bitmap', 5)
         self.image_pub = pub(Image, 'camera/image_raw', 2)
-        self.tf, _ = make_broadcasters(self, self.publish_tf)
+        self.tf, static_tf = make_broadcasters(self, self.publish_tf)
+        if static_tf is not None:
+            static_tf.sendTransform([self._mount_transform(name) for name in self.mounts])
+
+    def _mount_transform(self, name):
+        x, y, z, yaw = self.mounts[name]
+        transform = planar_transform(self._header('base'), self.frame_ids[name], x, y, yaw)
+        transform.transform.translation.z = float(z)
+        return transform
 
     def _create_services(self):
         group = self.callback_group

@@ -44,6 +44,21 @@ def setup():
     drivers.stop_all()
 
 
+def test_tf_odom_to_base_link_and_the_camera_and_range_mounts(setup):
+    emulator, process, ros = setup(camera_mount=[0.05, 0.0, 0.3, 0.0])
+    dynamic, static = ros.listen_tf()
+    odom = ros.listen(Odometry, 'odom')
+    assert ros.spin_until(lambda: dynamic and static and odom, 20)
+    transform = dynamic[-1].transforms[0]
+    assert (transform.header.frame_id, transform.child_frame_id) == ('odom', 'base_link')
+    assert (transform.header.stamp.sec, transform.header.stamp.nanosec) in {
+        (m.header.stamp.sec, m.header.stamp.nanosec) for m in odom}
+    mounts = {t.child_frame_id: t for t in static[-1].transforms}
+    assert set(mounts) == {'camera', 'ir_range'}
+    camera = mounts['camera'].transform.translation
+    assert mounts['camera'].header.frame_id == 'base_link' and (camera.x, camera.z) == (0.05, 0.3)
+
+
 def _ok(response):
     assert response.success, response.message
     return response

@@ -178,10 +178,15 @@ class ReconnectingClient:
         self._thread = threading.Thread(target=self._run, name=f'{self.name}-link', daemon=True)
         self._thread.start()
 
-    def stop(self, timeout=5.0):
-        """Ask the session to end (close_session runs first), then wait for the thread."""
+    def request_stop(self):
+        """Ask the session to end (close_session runs first), without waiting: from now on a
+        closed link is shutdown, not a fault to reconnect from."""
         self._stop.set()
         self._poked.set()
+
+    def stop(self, timeout=5.0):
+        """request_stop(), then wait for the thread."""
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
@@ -262,33 +267,46 @@ class ReconnectingClient:
             link = Link(stream, self.counters, self.read_timeout, self._stop)
             with self._link_lock:
                 self._link = link
+            lost = None
             try:
                 self.run_session(link)
             except _Stopping:
                 pass
             except (ConnectionLost, MalformedFrame, TimeoutError) as exc:
-                self._note_failure(exc)
+                lost = exc
+                if not self._stop.is_set():   # at shutdown a closed link is normal
+                    self._note_failure(exc)
             except Exception as exc:  # a bug must not end the link thread
                 self.counters.last_error = repr(exc)
                 self.logger.error(f'{self.name}: session failed unexpectedly: {exc!r}')
             finally:
-                self._end_session(link)
+                self._end_session(link, lost)
             if not self._stop.is_set():
                 self._wait_before_retry()
         self.state = LinkState.STOPPED
 
-    def _end_session(self, link):
+    def _end_session(self, link, lost=None):
         self.connected_event.clear()
         if self._stop.is_set() and self._goodbye_owed:
-            try:
-                self.close_session(link)
-                link.drain()
-            except (ConnectionLost, OSError) as exc:
-                self.logger.warning(f'{self.name}: goodbye not delivered: {exc}')
+            self._say_goodbye(link, lost)
         self._goodbye_owed = False
         with self._link_lock:
             self._link = None
         link.close()
+
+    def _say_goodbye(self, link, lost):
+        """close_session on a live link. When the robot side closed first (its emulator stopped
+        by the same Ctrl-C) there is no one to say goodbye to: one INFO line, nothing more."""
+        if type(self).close_session is ReconnectingClient.close_session:
+            return   # this link has no goodbye (e.g. a stream the robot only sends on)
+        if lost is None:
+            try:
+                self.close_session(link)
+                link.drain()
+                return
+            except (ConnectionLost, OSError) as exc:
+                lost = exc
+        self.logger.info(f'{self.name}: goodbye not delivered, the link closed first: {lost}')
 
     def _note_failure(self, exc, connecting=False):
         self.counters.last_error = str(exc)

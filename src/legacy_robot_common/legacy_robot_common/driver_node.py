@@ -56,6 +56,9 @@ class DriverNode(Node):
                                                  callback_group=self.callback_group)
         self.diagnostics = DiagnosticsPublisher(self, hardware_id)
         self.records_dropped = 0
+        # Ctrl-C shuts the context down before destroy_node() stops the links: tell them at
+        # once, so a robot side that closes in that moment is shutdown, not a link fault
+        self.context.on_shutdown(self._request_links_stop)
 
     def publisher(self, msg_type, topic, qos=10):
         """A publisher without the default QoS-event handlers: each is a waitable the
@@ -143,6 +146,12 @@ class DriverNode(Node):
 
     def handle_record(self, record):
         raise NotImplementedError
+
+    def _request_links_stop(self):
+        for link_client in self.links:
+            request_stop = getattr(link_client, 'request_stop', None)
+            if request_stop is not None:
+                request_stop()
 
     def stop_links(self):
         """Stop every link (each says its goodbye to the robot); safe to call twice."""

@@ -8,6 +8,7 @@ import errno
 import os
 import select
 import socket
+import termios
 
 from .errors import ConnectionLost
 
@@ -140,13 +141,13 @@ class SerialStream:
     def write(self, data):
         try:
             self._serial.write(data)
-        except (self._error, OSError) as exc:
+        except (self._error, OSError, termios.error) as exc:
             raise ConnectionLost(f'{self.description}: {exc}') from exc
 
     def drain(self):
         try:
-            self._serial.flush()
-        except (self._error, OSError) as exc:
+            self._serial.flush()       # tcdrain: termios.error (not an OSError) on a closed pty
+        except (self._error, OSError, termios.error) as exc:
             raise ConnectionLost(f'{self.description}: {exc}') from exc
 
     def close(self):

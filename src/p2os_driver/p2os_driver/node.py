@@ -101,8 +101,8 @@ class P2osNode(DriverNode):
         self.base_frame = d('base_frame_id', 'base_link', 'robot body frame', read_only=True)
         self.sonar_prefix = d('sonar_frame_prefix', 'sonar_', 'sonar frames: prefix + disc number',
                               read_only=True)
-        self.publish_tf = d('publish_tf', True, 'broadcast odom → base_link and the sonar poses '
-                            '(needs tf2_ros)', read_only=True)
+        self.publish_tf = d('publish_tf', True, 'broadcast odom → base_link on /tf and the sonar '
+                            'poses on /tf_static', read_only=True)
         self.max_linear = d('max_linear_speed', 1.0, 'cmd_vel clamp, m/s', minimum=0.0, maximum=2.2)
         self.max_angular = d('max_angular_speed', 1.75, 'cmd_vel clamp, rad/s', minimum=0.0,
                              maximum=6.3)

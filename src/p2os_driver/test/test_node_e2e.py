@@ -219,6 +219,26 @@ def test_unknown_subclass_is_an_error_in_diagnostics(setup):
     assert status().level == DiagnosticStatus.ERROR
 
 
+def test_tf_odom_to_base_link_and_the_sonar_frames(setup):
+    emulator, process, ros = setup(EmulatorOptions(model='p3at'), enable_motors_on_start=True)
+    dynamic, static = ros.listen_tf()
+    odom = ros.listen(Odometry, 'odom')
+    assert ros.spin_until(lambda: dynamic and static and odom, 20)
+    drive(ros, 0.3, 10)
+    transform = dynamic[-1].transforms[0]
+    assert (transform.header.frame_id, transform.child_frame_id) == ('odom', 'base_link')
+    stamps = {(m.header.stamp.sec, m.header.stamp.nanosec): m for m in odom}
+    stamp = (transform.header.stamp.sec, transform.header.stamp.nanosec)
+    assert stamp in stamps                          # the same instant as an odom message
+    assert transform.transform.translation.x == pytest.approx(
+        stamps[stamp].pose.pose.position.x) and transform.transform.translation.x > 0.05
+    sonar = {t.child_frame_id: t for t in static[-1].transforms}
+    assert set(sonar) == {f'sonar_{i}' for i in range(16)}
+    assert all(t.header.frame_id == 'base_link' and t.header.stamp.sec > 0 for t in sonar.values())
+    assert (sonar['sonar_0'].transform.translation.x, sonar['sonar_0'].transform.translation.y) == \
+        pytest.approx((0.147, 0.136))                 # the P3-AT ring, not the P2's
+
+
 def restart_emulator(emulator, options=None):
     """Kill the robot and start a fresh one at the same address (it starts with motors off)."""
     port = emulator.tcp.port

@@ -1,0 +1,41 @@
+"""Ctrl-C of a launch stops a robot's emulator and its driver at the same moment. A link that is
+already closed at shutdown is normal: at most one INFO line about it, never a traceback."""
+import signal
+import time
+
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
+from legacy_robot_bringup.registry import discover_plugins
+from ros_observer import DriverProcesses
+
+ROBOTS = discover_plugins()
+
+
+@pytest.mark.parametrize('name', sorted(ROBOTS))
+@pytest.mark.parametrize('emulator_first', [True, False], ids=['emulator-first', 'driver-first'])
+def test_stopping_robot_and_driver_together_prints_no_traceback(name, emulator_first):
+    plugin = ROBOTS[name]
+    drivers = DriverProcesses()
+    try:
+        emulator = plugin.start_emulator()
+        emulator, process, ros = drivers.start(f'{plugin.package}.node', f'/{name}', emulator,
+                                               emulator.parameters)
+        running = []
+        ros.node.create_subscription(DiagnosticArray, '/diagnostics', lambda m: running.extend(
+            s for s in m.status if s.name.startswith(plugin.node_name)
+            and s.level == DiagnosticStatus.OK), 10)
+        assert ros.spin_until(lambda: running, 30), process.stderr.read() if process.poll() else ''
+        ros.spin_until(lambda: False, 1.0)
+        first, second = (emulator.stop, lambda: process.send_signal(signal.SIGINT))
+        if not emulator_first:
+            first, second = second, first
+        first()
+        second()
+        _, err = process.communicate(timeout=30)
+    finally:
+        drivers.stop_all()
+    assert process.returncode == 0, err
+    assert 'Traceback' not in err and 'Exception in thread' not in err, err
+    closed_lines = [line for line in err.splitlines() if 'goodbye not delivered' in line]
+    assert len(closed_lines) <= 1 and all('[INFO]' in line for line in closed_lines), err
