@@ -20,6 +20,7 @@ import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 
 from legacy_robot_bringup.registry import discover_plugins  # noqa: E402
+from ros_observer import LinkLevels  # noqa: E402
 
 
 @launch_pytest.fixture
@@ -34,22 +35,16 @@ def all_robots_sim():
 
 
 @pytest.mark.launch(fixture=all_robots_sim)
-def test_every_robot_reports_a_connected_link():
+def test_every_robot_reports_its_links_up():
     expected = {plugin.node_name for plugin in discover_plugins().values()}
-    connected = set()
+    links = LinkLevels()
     rclpy.init()
     node = rclpy.create_node('launch_test_listener')
-
-    def on_diagnostics(msg):
-        for status in msg.status:
-            name = status.name.split(':')[0]
-            if status.message == 'connected':
-                connected.add(name)
-
-    node.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics, 10)
+    node.create_subscription(DiagnosticArray, '/diagnostics', links, 10)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not expected <= connected:
+    while time.monotonic() < deadline and links.up(expected) != expected:
         rclpy.spin_once(node, timeout_sec=0.2)
     node.destroy_node()
     rclpy.shutdown()
-    assert expected <= connected, f'not connected: {sorted(expected - connected)}'
+    assert links.up(expected) == expected, \
+        f'links not up: {sorted(expected - links.up(expected))}; seen: {links.latest}'

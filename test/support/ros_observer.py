@@ -5,6 +5,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
+from diagnostic_msgs.msg import DiagnosticStatus
 from tf2_msgs.msg import TFMessage
 
 from helpers import spin_until, start_module
@@ -19,6 +20,32 @@ def latest_status(diagnostic_arrays, suffix):
             if status.name.endswith(suffix):
                 return status
     return None
+
+
+def is_link_task(task):
+    """The transport tasks: clients report '<...> link' ('connected'), the Nabaztag bridge, a
+    server, 'http server' ('listening; N of M rabbits online'). Each is OK when it is up."""
+    return task.endswith('link') or task == 'http server'
+
+
+class LinkLevels:
+    """/diagnostics callback: the newest level of every node's link tasks."""
+
+    def __init__(self):
+        self.latest = {}                         # (node, task) → level
+
+    def __call__(self, msg):
+        for status in msg.status:
+            node, _, task = status.name.partition(': ')
+            if is_link_task(task):
+                self.latest[(node, task)] = status.level
+
+    def up(self, expected):
+        """The nodes of expected whose every link task is OK (and that reported one)."""
+        return {node for node in expected
+                if any(n == node for n, _ in self.latest)
+                and all(level == DiagnosticStatus.OK
+                        for (n, _), level in self.latest.items() if n == node)}
 
 
 class Observer:

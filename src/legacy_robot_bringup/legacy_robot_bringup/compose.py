@@ -17,6 +17,7 @@ from rclpy.parameter import Parameter
 from legacy_robot_common.driver_node import make_executor, spin_until_shutdown
 from legacy_robot_common.params import ParameterError
 
+from .launch_plan import per_robot_by_default, robot_namespace
 from .paths import config_file
 from .registry import PluginError, discover_plugins, select
 
@@ -30,16 +31,11 @@ class Composition:
     def __init__(self, plugins, sim=False, namespace='', namespace_per_robot=False):
         self.plugins = list(plugins)
         self.sim = sim
-        self.namespace = namespace.rstrip('/')
+        self.namespace = namespace
         self.namespace_per_robot = namespace_per_robot
         self.emulators = {}
         self.nodes = {}
         self.executor = make_executor()
-
-    def robot_namespace(self, plugin):
-        if self.namespace_per_robot:
-            return f'{self.namespace}/{plugin.name}'
-        return self.namespace or None
 
     def start(self):
         for plugin in self.plugins:
@@ -48,7 +44,8 @@ class Composition:
                 emulator = plugin.start_emulator()
                 self.emulators[plugin.name] = emulator
                 overrides = [Parameter(k, value=v) for k, v in emulator.parameters.items()]
-            node = plugin.create_node(namespace=self.robot_namespace(plugin),
+            node = plugin.create_node(namespace=robot_namespace(plugin, self.namespace,
+                                                                self.namespace_per_robot),
                                       parameter_overrides=overrides)
             self.nodes[plugin.name] = node
             self.executor.add_node(node)
@@ -108,8 +105,9 @@ def build_parser():
     parser.add_argument('--params-file', action='append', default=[], metavar='YAML',
                         help='extra ROS parameter file (keys /**/<node_name>:), may repeat')
     parser.add_argument('--namespace', default='', help='ROS namespace for every node')
-    parser.add_argument('--namespace-per-robot', action='store_true',
-                        help='put each robot under <namespace>/<robot name>')
+    parser.add_argument('--namespace-per-robot', action=argparse.BooleanOptionalAction,
+                        default=None, help='put each robot under <namespace>/<robot name> '
+                        '(default: yes for several robots, as all_robots.launch.py does)')
     parser.add_argument('--duration', type=float, default=None,
                         help='seconds to run (default: until Ctrl-C)')
     parser.add_argument('--plugin', action='append', default=[], metavar='MODULE:ATTR',
@@ -135,9 +133,12 @@ def main(argv=None):
     if not chosen:
         print('error: no robot drivers installed; nothing to run', file=sys.stderr)
         return 2
+    per_robot = args.namespace_per_robot
+    if per_robot is None:
+        per_robot = per_robot_by_default(chosen)
     try:
         with running(chosen, args.params_file, sim=args.sim, namespace=args.namespace,
-                     namespace_per_robot=args.namespace_per_robot) as composition:
+                     namespace_per_robot=per_robot) as composition:
             for name, emulator in composition.emulators.items():
                 print(f'{name}: emulator {emulator.description}', flush=True)
             print(f'running: {", ".join(composition.nodes)}', flush=True)

@@ -5,7 +5,8 @@ from launch.actions import DeclareLaunchArgument, ExecuteProcess, GroupAction, O
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
-from .launch_plan import executable_path, params_path, robot_processes
+from .launch_plan import (executable_path, params_path, per_robot_by_default, robot_namespace,
+                          robot_processes)
 from .registry import discover_plugins
 
 
@@ -20,21 +21,34 @@ def _actions(spec):
                 parameters=params, output='screen')
 
 
+def _true(context, name):
+    return LaunchConfiguration(name).perform(context).lower() in ('1', 'true', 'yes')
+
+
 def _robots(context, names):
-    sim = LaunchConfiguration('sim').perform(context).lower() in ('1', 'true', 'yes')
+    sim = _true(context, 'sim')
     namespace = LaunchConfiguration('namespace').perform(context)
+    per_robot = _true(context, 'namespace_per_robot')
     plugins = discover_plugins()
     chosen = [plugins[n] for n in names] if names else list(plugins.values())
-    actions = [_actions(spec) for plugin in chosen for spec in robot_processes(plugin, sim)]
-    return [GroupAction([PushRosNamespace(namespace), *actions])] if namespace else actions
+    groups = []
+    for plugin in chosen:
+        actions = [_actions(spec) for spec in robot_processes(plugin, sim)]
+        robot_ns = robot_namespace(plugin, namespace, per_robot)
+        groups += [GroupAction([PushRosNamespace(robot_ns), *actions])] if robot_ns else actions
+    return groups
 
 
 def robots_launch_description(*names):
     """Launch the named robots (all installed robots when none is named)."""
+    per_robot = 'true' if per_robot_by_default(names) else 'false'
     return LaunchDescription([
         DeclareLaunchArgument('sim', default_value='false',
                               description='also start each robot emulator and connect to it'),
         DeclareLaunchArgument('namespace', default_value='',
                               description='ROS namespace for every node'),
+        DeclareLaunchArgument('namespace_per_robot', default_value=per_robot,
+                              description='put each robot under <namespace>/<robot name> (robots '
+                              'share topic names such as odom and cmd_vel)'),
         OpaqueFunction(function=_robots, args=[list(names)]),
     ])

@@ -22,6 +22,21 @@ class ProcessSpec:
     is_node: bool = True
 
 
+def robot_namespace(plugin, namespace='', per_robot=False):
+    """Where a robot's nodes go: <namespace>/<robot name> with per_robot, else namespace
+    (None: the root). Robots share topic names (odom, battery, cmd_vel, ...), so more than one
+    robot in one graph needs per_robot."""
+    namespace = namespace.rstrip('/')
+    if per_robot:
+        return f'{namespace}/{plugin.name}'
+    return namespace or None
+
+
+def per_robot_by_default(robot_names):
+    """all_robots (no names) and any launch of several robots: one namespace per robot."""
+    return len(robot_names) != 1
+
+
 def robot_processes(plugin, sim) -> List[ProcessSpec]:
     """The driver node (with its parameter file) and, with sim, its emulator."""
     processes = []
