@@ -37,6 +37,9 @@ class Composition:
         self.nodes = {}
         self.executor = make_executor()
 
+    def robot_namespace(self, plugin):
+        return robot_namespace(plugin, self.namespace, self.namespace_per_robot)
+
     def start(self):
         for plugin in self.plugins:
             overrides = []
@@ -44,8 +47,7 @@ class Composition:
                 emulator = plugin.start_emulator()
                 self.emulators[plugin.name] = emulator
                 overrides = [Parameter(k, value=v) for k, v in emulator.parameters.items()]
-            node = plugin.create_node(namespace=robot_namespace(plugin, self.namespace,
-                                                                self.namespace_per_robot),
+            node = plugin.create_node(namespace=self.robot_namespace(plugin),
                                       parameter_overrides=overrides)
             self.nodes[plugin.name] = node
             self.executor.add_node(node)
