@@ -86,6 +86,7 @@ class CameraFrame:
     rgb: object            # 144×176×3 uint8 (None when a JPEG is not decoded)
     jpeg: bytes            # the dog's JFIF bytes, unchanged (None for YUV10)
     received: float        # time.time() at reception
+    yuv10: bytes = None    # the dog's YUV10 bytes, unchanged (None for JPEG): for calibration
 
 
 @dataclasses.dataclass
@@ -311,7 +312,7 @@ class TelemetryClient(ReconnectingClient):
             self._hold(AudioReply(chunks, missing, received))
             return len(chunks) == p.AUDIO_MAX_RECORDS
         if op is Op.GET_YUV10:
-            self._hold(CameraFrame(self.decoder.decode(data), None, received))
+            self._hold(CameraFrame(self.decoder.decode(data), None, received, data))
         elif op is Op.GET_JPEG:
             p.check_jpeg(data)
             self._hold(CameraFrame(p.decode_jpeg(data) if self.settings.decode_jpeg else None,

@@ -406,6 +406,10 @@ def build_parser():
     parser.add_argument('--yuv10-layout', choices=('interleaved', 'planar'), default='interleaved')
     parser.add_argument('--yuv10-bit-order', choices=('msb', 'lsb'), default='msb')
     parser.add_argument('--yuv10-chroma-first', choices=('U', 'V'), default='U')
+    parser.add_argument('--yuv10-y-bits', choices=('high', 'low'), default='high',
+                        help='Y in the high or the low 5 bits (planar: the first or second plane)')
+    parser.add_argument('--yuv10-five-to-eight', choices=p.FIVE_TO_EIGHT, default='shift3_or_msb')
+    parser.add_argument('--yuv10-chroma-five-to-eight', choices=p.FIVE_TO_EIGHT, default='shift3')
     parser.add_argument('--left-channel-first', action='store_true',
                         help='audio samples left, right (the seed says right first)')
     parser.add_argument('--version-size-prefix', action='store_true',
@@ -434,7 +438,9 @@ def options_from_args(args):
         product=args.product, version=(int(major), int(minor)),
         opcodes=p.OpcodeMap({name: int(value, 0) for name, value in opcodes.items()}),
         yuv10=p.Yuv10Format(layout=args.yuv10_layout, bit_order=args.yuv10_bit_order,
-                            chroma_first=args.yuv10_chroma_first),
+                            chroma_first=args.yuv10_chroma_first, y_bits=args.yuv10_y_bits,
+                            five_to_eight=args.yuv10_five_to_eight,
+                            chroma_five_to_eight=args.yuv10_chroma_five_to_eight),
         right_channel_first=not args.left_channel_first,
         version_size_prefix=args.version_size_prefix, unthrottled=args.unthrottled,
         rput=p.RputLayout(args.rput_layout.split(',')), bad_size_every=args.bad_size_every,

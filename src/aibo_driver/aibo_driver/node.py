@@ -82,9 +82,13 @@ class AiboNode(DriverNode):
                       for name, default, what, choices in (
                           ('layout', 'interleaved', 'interleaved or planar', ('interleaved', 'planar')),
                           ('bit_order', 'msb', 'msb or lsb first', ('msb', 'lsb')),
+                          ('y_bits', 'high', 'which 5 bits are Y: high or low (planar: first '
+                           'or second plane)', ('high', 'low')),
                           ('chroma_first', 'U', 'chroma on even pixels: U or V', ('U', 'V')),
-                          ('five_to_eight', 'shift3_or_msb', 'shift3 or shift3_or_msb',
-                           ('shift3', 'shift3_or_msb')),
+                          ('five_to_eight', 'shift3_or_msb', 'Y scaling: shift3 or shift3_or_msb',
+                           p.FIVE_TO_EIGHT),
+                          ('chroma_five_to_eight', 'shift3', 'U/V scaling: shift3 (code 16 = 128, '
+                           'neutral) or shift3_or_msb', p.FIVE_TO_EIGHT),
                           ('matrix', 'sony', 'colour matrix: sony (OPEN-R) or bt601',
                            ('sony', 'bt601')))}
         self.yuv10['chroma_offset'] = d('yuv10_chroma_offset', 128, 'chroma zero level',

@@ -221,29 +221,39 @@ def parse_preset(text):
 
 
 # ---- YUV10 (§2.4) -----------------------------------------------------------------------------
+FIVE_TO_EIGHT = ('shift3', 'shift3_or_msb')
+
+
 @dataclasses.dataclass(frozen=True)
 class Yuv10Format:
     """The variants §2.4 leaves open; the defaults are our documented assumption.
 
-    layout: 'interleaved' = one 10-bit value per pixel (Y5 in the high 5 bits, C5 low),
-            'planar' = 15840 bytes of Y5 for every pixel, then 15840 bytes of C5.
+    layout: 'interleaved' = one 10-bit value per pixel, 'planar' = 15840 bytes of one 5-bit
+            code per pixel, then 15840 bytes of the other.
     bit_order: 'msb' = values packed most significant bit first (5 bytes hold 40 bits,
             read big-endian), 'lsb' = least significant first (read little-endian).
+    y_bits: 'high' = Y is the high 5 bits of each 10-bit value (planar: the first plane),
+            'low' = Y is the low 5 bits (planar: the second plane).
     chroma_first: the chroma on even pixels, 'U' or 'V'; odd pixels carry the other.
-    five_to_eight: 'shift3' (v << 3) or 'shift3_or_msb' (v << 3 | v >> 2).
+    five_to_eight: Y's 5 → 8-bit scaling, 'shift3' (v << 3) or 'shift3_or_msb' (v << 3 | v >> 2).
+    chroma_five_to_eight: the same for U and V; 'shift3' keeps code 16 at 128, so a neutral
+            grey stays neutral (shift3_or_msb makes it 132: a magenta cast).
     matrix: 'sony' (OPEN-R BMP::YCrCb2RGB) or 'bt601' (JFIF full range).
     """
     layout: str = 'interleaved'
     bit_order: str = 'msb'
+    y_bits: str = 'high'
     chroma_first: str = 'U'
     five_to_eight: str = 'shift3_or_msb'
+    chroma_five_to_eight: str = 'shift3'
     chroma_offset: int = 128
     matrix: str = 'sony'
 
     def __post_init__(self):
         for name, allowed in (('layout', ('interleaved', 'planar')), ('bit_order', ('msb', 'lsb')),
-                              ('chroma_first', ('U', 'V')),
-                              ('five_to_eight', ('shift3', 'shift3_or_msb')),
+                              ('y_bits', ('high', 'low')), ('chroma_first', ('U', 'V')),
+                              ('five_to_eight', FIVE_TO_EIGHT),
+                              ('chroma_five_to_eight', FIVE_TO_EIGHT),
                               ('matrix', ('sony', 'bt601'))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f'YUV10 {name} must be one of {", ".join(allowed)}, '
@@ -308,10 +318,11 @@ def unpack_yuv10(data, fmt):
     msb = fmt.bit_order == 'msb'
     if fmt.layout == 'planar':
         half = YUV10_SIZE // 2
-        y5, c5 = _unpack(data[:half], 5, msb), _unpack(data[half:], 5, msb)
+        high, low = _unpack(data[:half], 5, msb), _unpack(data[half:], 5, msb)
     else:
         values = _unpack(data, 10, msb)
-        y5, c5 = values >> 5, values & 31
+        high, low = values >> 5, values & 31
+    y5, c5 = (high, low) if fmt.y_bits == 'high' else (low, high)
     shape = (CAMERA_HEIGHT, CAMERA_WIDTH)
     return y5.reshape(shape), c5.reshape(shape)
 
@@ -323,9 +334,10 @@ def pack_yuv10(y5, c5, fmt):
     if y5.size != CAMERA_WIDTH * CAMERA_HEIGHT or c5.size != y5.size:
         raise ValueError('YUV10 needs 176×144 Y and C codes')
     msb = fmt.bit_order == 'msb'
+    high, low = (y5, c5) if fmt.y_bits == 'high' else (c5, y5)
     if fmt.layout == 'planar':
-        return _pack(y5, 5, msb) + _pack(c5, 5, msb)
-    return _pack((y5 << 5) | c5, 10, msb)
+        return _pack(high, 5, msb) + _pack(low, 5, msb)
+    return _pack((high << 5) | low, 10, msb)
 
 
 def five_to_eight(codes, mode):
@@ -347,8 +359,10 @@ class Yuv10Decoder:
         self.format = fmt
         codes = np.arange(32)
         y, u, v = np.meshgrid(codes, codes, codes, indexing='ij')        # index y<<10 | u<<5 | v
-        scale = lambda c: five_to_eight(c, fmt.five_to_eight).astype(np.float64)  # noqa: E731
-        yuv = np.stack([scale(y), scale(u) - fmt.chroma_offset, scale(v) - fmt.chroma_offset])
+        scale = lambda c, mode: five_to_eight(c, mode).astype(np.float64)  # noqa: E731
+        chroma = fmt.chroma_five_to_eight
+        yuv = np.stack([scale(y, fmt.five_to_eight), scale(u, chroma) - fmt.chroma_offset,
+                        scale(v, chroma) - fmt.chroma_offset])
         rgb = np.tensordot(MATRICES[fmt.matrix], yuv.reshape(3, -1), axes=1).T
         self._lut = np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
@@ -372,8 +386,8 @@ def encode_yuv10(rgb, fmt=Yuv10Format()):
     v = (yuv[:, 0::2, 2] + yuv[:, 1::2, 2]) / 2 + fmt.chroma_offset
     first, second = (u, v) if fmt.chroma_first == 'U' else (v, u)
     c5 = np.empty((CAMERA_HEIGHT, CAMERA_WIDTH), dtype=np.uint16)
-    c5[:, 0::2] = eight_to_five(first, fmt.five_to_eight)
-    c5[:, 1::2] = eight_to_five(second, fmt.five_to_eight)
+    c5[:, 0::2] = eight_to_five(first, fmt.chroma_five_to_eight)
+    c5[:, 1::2] = eight_to_five(second, fmt.chroma_five_to_eight)
     return pack_yuv10(eight_to_five(y, fmt.five_to_eight), c5, fmt)
 
 

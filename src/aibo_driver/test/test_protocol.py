@@ -132,11 +132,12 @@ def test_planar_five_bit_groups_by_hand():
     assert list(p._unpack(lsb, 5, msb_first=False)) == [31, 0, 1, 2, 3, 4, 5, 30]
 
 
-ALL_PACKINGS = [p.Yuv10Format(layout=layout, bit_order=order)
-                for layout in ('interleaved', 'planar') for order in ('msb', 'lsb')]
+ALL_PACKINGS = [p.Yuv10Format(layout=layout, bit_order=order, y_bits=y_bits)
+                for layout in ('interleaved', 'planar') for order in ('msb', 'lsb')
+                for y_bits in ('high', 'low')]
 
 
-@pytest.mark.parametrize('fmt', ALL_PACKINGS, ids=lambda f: f'{f.layout}-{f.bit_order}')
+@pytest.mark.parametrize('fmt', ALL_PACKINGS, ids=lambda f: f'{f.layout}-{f.bit_order}-y{f.y_bits}')
 def test_pack_unpack_round_trip_every_packing(fmt):
     rng = np.random.default_rng(3)
     y5 = rng.integers(0, 32, (144, 176))
@@ -153,31 +154,44 @@ def _uniform_frame(y, first, second, fmt):
     return p.pack_yuv10(np.full((144, 176), y), c5, fmt)
 
 
-def test_sony_matrix_by_hand():
-    # Y=U=V code 16 → 8-bit 132 (16<<3 | 16>>2); chroma 132-128 = 4
-    # R = 132 + 2·4 = 140; G = 132 − 1.02·4 − 0.38·4 = 126.4; B = 132 + 2·4 = 140
+def test_neutral_grey_stays_neutral_under_the_defaults():
+    # Y code 16 → 132 (16<<3 | 16>>2); chroma code 16 → 128 (16<<3): no colour difference.
+    # (With shift3_or_msb for chroma too it was 132 − 128 = 4: (140, 126, 140), a magenta cast.)
     fmt = p.Yuv10Format()
     rgb = p.Yuv10Decoder(fmt).decode(_uniform_frame(16, 16, 16, fmt))
     assert rgb.shape == (144, 176, 3) and rgb.dtype == np.uint8
-    assert tuple(rgb[70, 33]) == (140, 126, 140)
+    assert tuple(rgb[70, 33]) == (132, 132, 132)
+    cast = p.Yuv10Format(chroma_five_to_eight='shift3_or_msb')
+    assert tuple(p.Yuv10Decoder(cast).decode(_uniform_frame(16, 16, 16, cast))[0, 0]) == (140, 126, 140)
 
 
-def test_chroma_order_scaling_and_bt601_by_hand():
-    # U code 20 (even pixels), V code 10 (odd pixels); shift3: Y 128, U 160, V 80
-    fmt = p.Yuv10Format(five_to_eight='shift3', matrix='bt601')
-    rgb = p.Yuv10Decoder(fmt).decode(_uniform_frame(16, 20, 10, fmt))
-    du, dv = 160 - 128, 80 - 128
-    expected = (128 + 1.402 * dv, 128 - 0.344136 * du - 0.714136 * dv, 128 + 1.772 * du)
-    assert tuple(rgb[0, 0]) == tuple(int(np.clip(np.rint(v), 0, 255)) for v in expected)
-    assert tuple(rgb[0, 1]) == tuple(rgb[0, 0])         # the pair shares its chroma
-    swapped = p.Yuv10Format(five_to_eight='shift3', matrix='bt601', chroma_first='V')
-    other = p.Yuv10Decoder(swapped).decode(_uniform_frame(16, 10, 20, swapped))
-    assert np.array_equal(other, rgb)
+def test_sony_matrix_by_hand():
+    # U code 20 → 160 (+32), V code 10 → 80 (−48), Y code 16 → 132:
+    # R = 132 + 2·(−48) = 36; G = 132 − 1.02·(−48) − 0.38·32 = 168.8; B = 132 + 2·32 = 196
+    fmt = p.Yuv10Format()
+    assert tuple(p.Yuv10Decoder(fmt).decode(_uniform_frame(16, 20, 10, fmt))[5, 8]) == (36, 169, 196)
+
+
+def test_lsb_first_with_y_in_the_low_bits_decodes_only_when_configured():
+    """The independent robot's packing: LSB first, Y in bits 0-4, chroma in bits 5-9."""
+    robot = p.Yuv10Format(bit_order='lsb', y_bits='low')
+    rng = np.random.default_rng(5)
+    pairs = rng.integers(40, 216, (144, 88, 3)).astype(np.uint8)
+    image = np.repeat(pairs, 2, axis=1)             # pixel pairs share their chroma exactly
+    frame = p.encode_yuv10(image, robot)
+    configured = p.Yuv10Decoder(robot).decode(frame).astype(int)
+    assert np.abs(configured - image).max() <= 16   # 5-bit samples
+    for other in (p.Yuv10Format(), p.Yuv10Format(bit_order='lsb')):
+        assert np.abs(p.Yuv10Decoder(other).decode(frame).astype(int) - image).mean() > 20
+    y5, _ = p.unpack_yuv10(frame, robot)
+    assert y5[0, 0] == np.frombuffer(frame[:2], dtype='<u2')[0] & 31   # pixel 0's bits 0-4
 
 
 @pytest.mark.parametrize('fmt', [p.Yuv10Format(), p.Yuv10Format(matrix='bt601', chroma_first='V'),
-                                 p.Yuv10Format(layout='planar', five_to_eight='shift3')],
-                         ids=['sony', 'bt601-V', 'planar-shift3'])
+                                 p.Yuv10Format(layout='planar', five_to_eight='shift3'),
+                                 p.Yuv10Format(bit_order='lsb', y_bits='low',
+                                               chroma_five_to_eight='shift3_or_msb')],
+                         ids=['sony', 'bt601-V', 'planar-shift3', 'lsb-ylow'])
 def test_encoder_decoder_round_trip(fmt):
     image = np.zeros((144, 176, 3), dtype=np.uint8)
     image[:] = (150, 140, 120)
