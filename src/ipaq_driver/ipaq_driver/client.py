@@ -90,6 +90,7 @@ class ControlClient(ReconnectingClient):
         self.timeouts = 0
         self.failed_commands = 0
         self.stray_responses = 0
+        self.responses = 0             # replies that parsed (0 with bytes in: a framing setting)
         self._lock = threading.RLock()
         self._queue = collections.deque()
         self._in_flight = None
@@ -167,6 +168,7 @@ class ControlClient(ReconnectingClient):
         except MalformedFrame as exc:
             self.reject(exc, 'response')
             return
+        self.responses += 1
         with self._lock:
             request = self._in_flight
             if request is None or not _answers(request.kind, response):

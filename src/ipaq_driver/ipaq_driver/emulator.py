@@ -355,11 +355,18 @@ class IpaqEmulator:
 
     @staticmethod
     def _full_response(trike, units):
-        back_emf = abs(trike.v) / 1.27 * trike.battery     # volts across the wheel motor
-        current = 0.0 if trike.motor_killed else 0.15 + 0.6 * abs(trike.v)
+        # volts across the wheel motor and its current: negative while reversing, which only a
+        # robot with signed words can say (an unsigned one reports the magnitude)
+        direction = -1.0 if trike.v < 0 else 1.0
+        back_emf = trike.v / 1.27 * trike.battery
+        current = 0.0 if trike.motor_killed else direction * (0.15 + 0.6 * abs(trike.v))
+        if not units.voltage_signed:
+            back_emf = abs(back_emf)
+        if not units.current_signed:
+            current = abs(current)
         x, y, theta = units.pose_to_raw(*trike.integrated)
-        return p.FullResponse(S.OK, trike.range_raw, min(0xFFFF, round(back_emf / units.voltage_scale)),
-                              min(0xFFFF, round(current / units.current_scale)), x, y, theta)
+        return p.FullResponse(S.OK, trike.range_raw, *units.wheel_power_to_raw(back_emf, current),
+                              x, y, theta)
 
     # ---- pass-through ------------------------------------------------------------------------
     def _cmucam(self, text):
@@ -457,6 +464,8 @@ def build_parser():
     parser.add_argument('--drop-rate', type=float, default=0.0, help='fraction of bytes dropped')
     parser.add_argument('--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted')
     parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
+    parser.add_argument('--signed-wheel-power', action='store_true',
+                        help='wheel voltage and current as signed words (negative reversing)')
     return parser
 
 
@@ -470,7 +479,8 @@ def options_from_args(args):
         unthrottled=args.unthrottled,
         ball_orbit=0.0 if args.still_ball else 0.5, camera_timeout=args.camera_timeout,
         brainstem_silent=args.brainstem_silent, drop_rate=args.drop_rate,
-        corrupt_rate=args.corrupt_rate, seed=args.seed)
+        corrupt_rate=args.corrupt_rate, seed=args.seed,
+        units=Units(voltage_signed=args.signed_wheel_power, current_signed=args.signed_wheel_power))
 
 
 def main(argv=None):

@@ -102,7 +102,9 @@ class IpaqNode(DriverNode):
                                read_only=True)
                        for name, (description, minimum) in UNIT_PARAMETERS.items()}
         for name, description in (('velocity_signed', 'vel is two\'s complement (else 128 = '
-                                   'stop)'), ('pose_signed', 'integrated X/Y/TH are signed')):
+                                   'stop)'), ('pose_signed', 'integrated X/Y/TH are signed'),
+                                  ('voltage_signed', 'wheel voltage is signed (negative '
+                                   'reversing)'), ('current_signed', 'wheel current is signed')):
             unit_values[name] = d(name, getattr(Units, name), description, read_only=True)
         for name in ('steering_center', 'servo_center'):
             unit_values[name] = d(name, 128, 'servo setting for straight ahead', minimum=0,
@@ -345,11 +347,16 @@ class IpaqNode(DriverNode):
 
     # ---- diagnostics -----------------------------------------------------------------------
     def _robot_status(self):
+        c = self.control
+        if c.timeouts and c.responses == 0 and c.counters.bytes_in:
+            return ERROR, (f'the iPaq sends bytes ({c.counters.bytes_in}) but no response parses: '
+                           f'check framed_responses (now {str(self.framed_responses).lower()}) '
+                           f'and checksum_over_stuffed (now {str(self.over_stuffed).lower()})'), \
+                {'host': self.host, 'bytes in': c.counters.bytes_in, 'timeouts': c.timeouts}
         if self.last_telemetry is None:
             return ERROR, 'no response from the iPaq yet', {'host': self.host}
         t = self.last_telemetry
         voltage, current = self.units.wheel_power(t.wheel_voltage, t.wheel_current)
-        c = self.control
         values = {'range m': self.units.range_metres(t.range), 'range raw': t.range,
                   'wheel voltage V': voltage, 'wheel current A': current,
                   'tracking rate Hz': self.tracking_rate.rate, 'frames dumped': self.frames_dumped,
@@ -362,7 +369,19 @@ class IpaqNode(DriverNode):
             return ERROR, 'the iPaq does not answer', values
         if c.failed_commands:
             return WARN, f'{c.failed_commands} commands refused (see the log)', values
+        hint = self._unsigned_power_hint(t)
+        if hint:
+            return WARN, hint, values
         return OK, 'connected', values
+
+    def _unsigned_power_hint(self, t):
+        """A word with its top bit set, read unsigned, is almost surely a negative value."""
+        for name, word, signed in (('voltage', t.wheel_voltage, self.units.voltage_signed),
+                                   ('current', t.wheel_current, self.units.current_signed)):
+            if word >= 0x8000 and not signed:
+                return (f'wheel {name} word 0x{word:04X} reads as a large positive value: a robot '
+                        f'that reports negative values (reversing) needs {name}_signed:=true')
+        return None
 
 
 def main(args=None):

@@ -26,7 +26,9 @@ class Units:
     pose_signed: bool = True          # integrated X/Y/TH are two's complement words
     theta_scale: float = 0.001        # rad per integrated TH step
     voltage_scale: float = 0.001      # V per wheel-voltage step
+    voltage_signed: bool = False      # wheel voltage word is two's complement (negative reversing)
     current_scale: float = 0.001      # A per wheel-current step
+    current_signed: bool = False      # wheel current word is two's complement
     range_conversion: str = 'gp2d02'  # 'gp2d02' (raw Sharp GP2D02 byte) or 'linear'
     range_scale: float = 0.01         # m per range step when linear
     vel_timeout_scale: float = 0.1    # s per vel_timeout step
@@ -84,25 +86,26 @@ class Units:
         return (raw - self.servo_center) * self.servo_scale
 
     # ---- integrated pose --------------------------------------------------------
-    def _word_to_steps(self, word):
-        return word - 0x10000 if self.pose_signed and word >= 0x8000 else word
-
-    def _steps_to_word(self, steps):
-        low, high = (-0x8000, 0x7FFF) if self.pose_signed else (0, 0xFFFF)
-        return clamp(steps, low, high) & 0xFFFF
-
     def pose_from_raw(self, x, y, theta):
-        return (self._word_to_steps(x) * self.pose_scale, self._word_to_steps(y) * self.pose_scale,
-                self._word_to_steps(theta) * self.theta_scale)
+        return (word_to_steps(x, self.pose_signed) * self.pose_scale,
+                word_to_steps(y, self.pose_signed) * self.pose_scale,
+                word_to_steps(theta, self.pose_signed) * self.theta_scale)
 
     def pose_to_raw(self, x, y, theta):
-        return (self._steps_to_word(round(x / self.pose_scale)),
-                self._steps_to_word(round(y / self.pose_scale)),
-                self._steps_to_word(round(theta / self.theta_scale)))
+        return (steps_to_word(round(x / self.pose_scale), self.pose_signed),
+                steps_to_word(round(y / self.pose_scale), self.pose_signed),
+                steps_to_word(round(theta / self.theta_scale), self.pose_signed))
 
     # ---- wheel power, range ----------------------------------------------------------
     def wheel_power(self, voltage, current):
-        return voltage * self.voltage_scale, current * self.current_scale
+        """The response's wheel voltage and current words → (V, A)."""
+        return (word_to_steps(voltage, self.voltage_signed) * self.voltage_scale,
+                word_to_steps(current, self.current_signed) * self.current_scale)
+
+    def wheel_power_to_raw(self, volts, amps):
+        """(V, A) → the two words (the emulator's side); unsigned words clamp at 0."""
+        return (steps_to_word(round(volts / self.voltage_scale), self.voltage_signed),
+                steps_to_word(round(amps / self.current_scale), self.current_signed))
 
     @property
     def range_limits(self):
@@ -153,3 +156,13 @@ def wrap_angle(angle):
 
 def _signed8(raw):
     return raw - 256 if raw >= 128 else raw
+
+
+def word_to_steps(word, signed):
+    """A 16-bit word as a two's complement number when signed, else as it is."""
+    return word - 0x10000 if signed and word >= 0x8000 else word
+
+
+def steps_to_word(steps, signed):
+    low, high = (-0x8000, 0x7FFF) if signed else (0, 0xFFFF)
+    return clamp(steps, low, high) & 0xFFFF

@@ -59,6 +59,53 @@ def test_tf_odom_to_base_link_and_the_camera_and_range_mounts(setup):
     assert mounts['camera'].header.frame_id == 'base_link' and (camera.x, camera.z) == (0.05, 0.3)
 
 
+def _reverse(ros, wheel):
+    cmd = ros.node.create_publisher(Twist, '/trike/cmd_vel', 10)
+    drive = Twist()
+    drive.linear.x = -0.3
+    for _ in range(15):
+        cmd.publish(drive)
+        ros.spin_until(lambda: False, 0.1)
+    return wheel[-5:]
+
+
+def _robot_status(ros):
+    arrays = []
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
+    return lambda: next((s for a in reversed(arrays) for s in a.status
+                         if s.name == 'ipaq_driver: robot'), None)
+
+
+def test_signed_wheel_power_decodes_negative_when_configured(setup):
+    emulator, process, ros = setup(units=Units(voltage_signed=True, current_signed=True),
+                                   voltage_signed=True, current_signed=True)
+    wheel = ros.listen(WheelPower, 'wheel_power')
+    assert ros.spin_until(lambda: wheel, 20)
+    reversing = _reverse(ros, wheel)
+    assert all(m.voltage < 0 and m.current < 0 for m in reversing), reversing
+    assert all(abs(m.voltage) < 20 for m in reversing)          # volts, not 65 436 steps
+
+
+def test_signed_wheel_power_read_unsigned_says_which_parameter(setup):
+    emulator, process, ros = setup(units=Units(voltage_signed=True, current_signed=True))
+    wheel = ros.listen(WheelPower, 'wheel_power')
+    status = _robot_status(ros)
+    assert ros.spin_until(lambda: wheel, 20)
+    reversing = _reverse(ros, wheel)
+    assert all(m.voltage > 60 for m in reversing)                # the wrong answer, as issued
+    assert ros.spin_until(lambda: status() is not None and 'voltage_signed:=true'
+                          in status().message, 5), status()
+    assert status().level == DiagnosticStatus.WARN
+
+
+def test_replies_that_never_parse_point_at_framed_responses(setup):
+    emulator, process, ros = setup(framed_responses=False)      # the robot answers unframed
+    status = _robot_status(ros)
+    assert ros.spin_until(lambda: status() is not None and 'framed_responses (now true)'
+                          in status().message, 15), status()
+    assert status().level == DiagnosticStatus.ERROR
+
+
 def _ok(response):
     assert response.success, response.message
     return response
