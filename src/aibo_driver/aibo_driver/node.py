@@ -103,6 +103,9 @@ class AiboNode(DriverNode):
         self.rput_enabled = d('rput_enabled', False, 'allow upload_file (experimental)')
         self.rput_layout = d('rput_layout', ','.join(p.DEFAULT_RPUT_LAYOUT),
                              'RPUT fields after the opcode (README)')
+        self.rput_grace = d('rput_grace', 1.0, 'with rput_reply none: seconds the link must stay up '
+                            'after an upload before it counts as taken (unconfirmed)',
+                            minimum=0.1, maximum=30.0)
         self.rput_reply = d('rput_reply', 'none', 'none, or standard (a sized reply follows)',
                             choices=('none', 'standard'))
         self.rput_max_bytes = d('rput_max_bytes', 1_000_000, 'largest upload', minimum=1,
@@ -200,12 +203,26 @@ class AiboNode(DriverNode):
             response.success, response.message = False, f'cannot read {request.path}: {exc}'
             return response
         name = request.remote_name or os.path.basename(request.path)
+        connects = self.telemetry.counters.connects
         reply, error = await self.await_reply(
             lambda resolve: self.telemetry.upload(name, contents, resolve),
             self.reply_timeout + len(contents) / 50_000)     # Wi-Fi of the time: ~50 kB/s
+        if error is None and self.rput_reply == 'none':
+            reply, error = await self._unconfirmed_upload(reply, connects)
         response.success, response.message = error is None, error or reply
         response.bytes_sent = len(contents) if error is None else 0
         return response
+
+    async def _unconfirmed_upload(self, sent, connects):
+        """No reply to wait for: the upload counts only if the link outlives a grace period (a dog
+        that cannot read the request drops the connection) and says it is unconfirmed."""
+        grace, _ = self.reply_future(self.rput_grace)
+        await grace                                      # completes after rput_grace seconds
+        if not self.telemetry.connected or self.telemetry.counters.connects != connects:
+            return None, (f'the dog closed the link within {self.rput_grace:.1f} s of the upload: '
+                          f'it did not take it; check rput_layout (now {self.rput_layout})')
+        return (f'{sent}; unconfirmed: the dog sends no reply (rput_reply none), the link was still '
+                f'up {self.rput_grace:.1f} s later'), None
 
     async def _rcode_command(self, request, response):
         if self.rcode is None:

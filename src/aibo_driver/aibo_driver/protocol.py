@@ -490,26 +490,32 @@ def encode_semantic(sequence, raw):
 # ---- RPUT (§2.8: wire format unknown → a configurable layout, experimental) ----------------------
 RPUT_FIELDS = {
     'name0': 'the file name, ASCII, then a NUL byte',
-    'name8': 'one byte with the name length, then the name',
-    'size32': 'the file size, 32-bit little-endian',
+    'name8': 'the name length in one byte, then the name (name16, name32: 2 or 4 bytes, LE)',
+    'size32': 'the file size, 32-bit little-endian (size16: 16-bit)',
     'data': 'the file contents',
 }
+_NAME_WIDTHS = {'name8': 1, 'name16': 2, 'name32': 4}     # length-prefixed names
+_SIZE_WIDTHS = {'size16': 2, 'size32': 4}
+_UINT = {1: '<B', 2: '<H', 4: '<I'}
 DEFAULT_RPUT_LAYOUT = ('name0', 'size32', 'data')
 
 
 class RputLayout:
-    """The RPUT request after its opcode: the fields in order (RPUT_FIELDS), e.g. name0,size32,data."""
+    """The RPUT request after its opcode, built from parts in any order: one name field (name0,
+    or length-prefixed name8/name16/name32), one size field (size16/size32, before data), data.
+    E.g. name0,size32,data (default) or name32,size32,data."""
 
     def __init__(self, fields=DEFAULT_RPUT_LAYOUT, max_bytes=1_000_000):
-        fields = tuple(fields)
-        unknown = [f for f in fields if f not in RPUT_FIELDS]
-        if unknown or sorted(fields) not in (['data', 'name0', 'size32'], ['data', 'name8', 'size32']):
-            raise ValueError(f'RPUT layout {",".join(fields)}: use each of a name field '
-                             f'(name0 or name8), size32 and data once')
-        if fields.index('data') < fields.index('size32'):
-            raise ValueError('RPUT layout: size32 must come before data')
+        fields = tuple(f.strip() for f in fields)
+        names = [f for f in fields if f == 'name0' or f in _NAME_WIDTHS]
+        sizes = [f for f in fields if f in _SIZE_WIDTHS]
+        if len(names) != 1 or len(sizes) != 1 or fields.count('data') != 1 or len(fields) != 3:
+            raise ValueError(f'RPUT layout {",".join(fields)}: use one name field (name0, name8, '
+                             f'name16, name32), one size field (size16, size32) and data, each once')
+        if fields.index('data') < fields.index(sizes[0]):
+            raise ValueError('RPUT layout: the size field must come before data')
         self.fields = fields
-        self.max_bytes = max_bytes
+        self.max_bytes = min(max_bytes, 0xFFFF) if sizes[0] == 'size16' else max_bytes
 
     def encode(self, name, contents):
         raw_name = name.encode('ascii')
@@ -518,9 +524,17 @@ class RputLayout:
         if len(contents) > self.max_bytes:
             raise ValueError(f'file of {len(contents)} bytes is over the RPUT limit of '
                              f'{self.max_bytes}')
-        parts = {'name0': raw_name + b'\0', 'name8': bytes([len(raw_name)]) + raw_name,
-                 'size32': struct.pack('<I', len(contents)), 'data': bytes(contents)}
-        return b''.join(parts[field] for field in self.fields)
+        return b''.join(self._encode_field(field, raw_name, contents) for field in self.fields)
+
+    @staticmethod
+    def _encode_field(field, raw_name, contents):
+        if field == 'name0':
+            return raw_name + b'\0'
+        if field in _NAME_WIDTHS:
+            return struct.pack(_UINT[_NAME_WIDTHS[field]], len(raw_name)) + raw_name
+        if field in _SIZE_WIDTHS:
+            return struct.pack(_UINT[_SIZE_WIDTHS[field]], len(contents))
+        return bytes(contents)
 
     def decode(self, read_exact, read_until_nul):
         """Read one request (after the opcode) with the given readers → (name, contents)."""
@@ -528,10 +542,15 @@ class RputLayout:
         for field in self.fields:
             if field == 'name0':
                 name = read_until_nul()[:-1]
-            elif field == 'name8':
-                name = read_exact(read_exact(1)[0])
-            elif field == 'size32':
-                size = struct.unpack('<I', read_exact(4))[0]
+            elif field in _NAME_WIDTHS:
+                width = _NAME_WIDTHS[field]
+                length = struct.unpack(_UINT[width], read_exact(width))[0]
+                if not 0 < length <= 255:
+                    raise MalformedFrame(f'RPUT name of {length} bytes')
+                name = read_exact(length)
+            elif field in _SIZE_WIDTHS:
+                width = _SIZE_WIDTHS[field]
+                size = struct.unpack(_UINT[width], read_exact(width))[0]
                 if size > self.max_bytes:
                     raise MalformedFrame(f'RPUT of {size} bytes is over the limit {self.max_bytes}')
             else:

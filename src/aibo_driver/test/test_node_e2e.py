@@ -102,6 +102,26 @@ def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
     assert values['product'] == 'rcodeplus' and values['audio chunks lost'] == '0'
 
 
+@pytest.mark.parametrize('driver_layout, taken', [('name32,size32,data', True),
+                                                   ('name0,size32,data', False)],
+                         ids=['matching', 'mismatched'])
+def test_rput_without_a_reply_is_unconfirmed_and_a_dropped_link_is_a_failure(setup, tmp_path,
+                                                                             driver_layout, taken):
+    """A dog that wants a uint32 name length, name, uint32 size, data and sends no reply."""
+    emulator, process, ros = setup(EmulatorOptions(rput=p.RputLayout(['name32', 'size32', 'data'])),
+                                   rput_enabled=True, rput_layout=driver_layout)
+    motion = tmp_path / 'bow.mtn'
+    motion.write_bytes(b'MTN' + bytes(2997))
+    reply = ros.call(UploadFile, 'upload_file', UploadFile.Request(path=str(motion)))
+    if taken:
+        assert reply.success and reply.bytes_sent == 3000, reply.message
+        assert 'unconfirmed' in reply.message and emulator.files == {'bow.mtn': motion.read_bytes()}
+    else:
+        assert not reply.success and reply.bytes_sent == 0
+        assert 'closed the link' in reply.message and 'rput_layout' in reply.message
+        assert emulator.files == {}
+
+
 def test_lifeplus_voice_and_semantic_topics(setup):
     emulator, process, ros = setup(EmulatorOptions(product='lifeplus'))
     voice = ros.listen(VoiceMatches, 'voice')

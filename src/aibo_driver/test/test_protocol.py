@@ -281,6 +281,18 @@ def test_rput_layouts_by_hand():
     assert p.RputLayout().encode('a.mtn', b'xyz') == b'a.mtn\0' + b'\x03\0\0\0' + b'xyz'
     other = p.RputLayout(['size32', 'name8', 'data'])
     assert other.encode('ab', b'q') == b'\x01\0\0\0' + b'\x02ab' + b'q'
+    prefixed = p.RputLayout(['name32', 'size32', 'data'])    # uint32 name length, name, size, data
+    assert prefixed.encode('ab', b'q') == b'\x02\0\0\0ab' + b'\x01\0\0\0' + b'q'
+    short = p.RputLayout(['size16', 'name16', 'data'])
+    assert short.encode('ab', b'q') == b'\x01\0' + b'\x02\0ab' + b'q' and short.max_bytes == 0xFFFF
+    wire = iter([prefixed.encode('dance.mtn', b'xyz')])
+    buffer = bytearray(next(wire))
+
+    def read_exact(count):
+        chunk = bytes(buffer[:count])
+        del buffer[:count]
+        return chunk
+    assert prefixed.decode(read_exact, None) == ('dance.mtn', b'xyz')
     for bad in (['name0', 'data'], ['name0', 'name8', 'size32', 'data'], ['name0', 'data', 'size32'],
                 ['name9', 'size32', 'data']):
         with pytest.raises(ValueError, match='RPUT layout'):
