@@ -11,7 +11,7 @@ import threading
 import time
 
 from legacy_robot_common.client import ReconnectingClient
-from legacy_robot_common.errors import LinkTimeout, MalformedFrame
+from legacy_robot_common.errors import ConnectionLost, LinkTimeout, MalformedFrame
 from legacy_robot_common.streams import SocketStream
 
 from . import protocol as p
@@ -148,6 +148,7 @@ class _Operation:
     resolve: object           # (text or Exception) -> None
     reads_reply: bool = False
     done: str = ''
+    op: Op = None
 
 
 class TelemetryClient(ReconnectingClient):
@@ -157,6 +158,8 @@ class TelemetryClient(ReconnectingClient):
         self.settings = settings
         self.decoder = p.Yuv10Decoder(settings.yuv10)
         self.audio_sequence = p.SequenceTracker()
+        self._unanswered = []          # requests written since the last complete reply
+        self.closed_after = []         # those the dog dropped the link after (diagnostics)
         self.version = None
         self.product = None
         self.pollers = {}
@@ -175,12 +178,24 @@ class TelemetryClient(ReconnectingClient):
 
     # ---- session ------------------------------------------------------------------------------
     def run_session(self, link):
+        self._unanswered.clear()
+        try:
+            self._run_session(link)
+        except LinkTimeout:
+            raise                      # a silent dog is not one that hung up
+        except ConnectionLost:
+            self.closed_after = list(self._unanswered)
+            raise
+
+    def _run_session(self, link):
+        self.version = None
         self.version = self._read_version(link)
+        self.closed_after = []
         self.product = self._product(self.version)
         self._build_pollers()
-        self.audio_sequence.reset()
+        self.audio_sequence.new_session()
         if Op.GET_AUDIO in self.pollers:
-            link.write(self.settings.opcodes.request(Op.FLUSH_AUDIO))     # §3.3
+            self._write_request(link, Op.FLUSH_AUDIO)     # §3.3
         self.mark_connected(f'AiboPet {self.version} ({self.product.value}, bType '
                             f'{self.version.type_byte})')
         self.deliver(Connected(self.version, self.product, tuple(self.pollers), self.camera_mode))
@@ -203,8 +218,13 @@ class TelemetryClient(ReconnectingClient):
             self._release()
             self._fail_operations(ConnectionError('link lost'))
 
+    def _write_request(self, link, op, data=b''):
+        """Every request goes out here: a dog that drops the link right after one is told apart."""
+        self._unanswered.append(op)
+        link.write(self.settings.opcodes.request(op) + data)
+
     def _read_version(self, link):
-        link.write(self.settings.opcodes.request(Op.GET_VERSION))
+        self._write_request(link, Op.GET_VERSION)
         data = (self._read_reply(link) if self.settings.version_size_prefix
                 else link.read_exact(p.VERSION_SIZE))
         try:
@@ -262,7 +282,7 @@ class TelemetryClient(ReconnectingClient):
                    default=time.monotonic() + 1.0)
 
     def _poll(self, link, poller):
-        link.write(self.settings.opcodes.request(poller.op))
+        self._write_request(link, poller.op)
         poller.requests += 1
         data = self._read_reply(link)
         full = False
@@ -293,9 +313,12 @@ class TelemetryClient(ReconnectingClient):
             self.reject(exc, 'reply')
             raise
         if not size:
+            self._unanswered.clear()
             return b''
         try:
-            return link.read_exact(size)
+            data = link.read_exact(size)
+            self._unanswered.clear()
+            return data
         except LinkTimeout:
             # a reply cut short (bytes lost on the way) is a bad reply, not only a stall
             self.reject(MalformedFrame(f'reply of {size} bytes cut short'), 'reply')
@@ -353,7 +376,8 @@ class TelemetryClient(ReconnectingClient):
     # ---- operations (any thread) -----------------------------------------------------------------
     def set_property(self, index, value, resolve):
         request = p.encode_set_property(self.settings.opcodes, index, value)
-        self._submit(_Operation(request, resolve, done=f'property {index} set to {value}'))
+        self._submit(_Operation(request, resolve, done=f'property {index} set to {value}',
+                                op=Op.SET_PROPERTY))
 
     def upload(self, name, contents, resolve):
         """TELEMOP_RPUT with the configured layout (experimental, RCodePlus only)."""
@@ -363,7 +387,7 @@ class TelemetryClient(ReconnectingClient):
             raise ValueError('LifePlus sticks have no RPUT (RCodePlus only)')
         request = self.settings.opcodes.request(Op.RPUT) + self.settings.rput.encode(name, contents)
         self._submit(_Operation(request, resolve, self.settings.rput_reply == 'standard',
-                                f'{len(contents)} bytes sent as {name}'))
+                                f'{len(contents)} bytes sent as {name}', Op.RPUT))
 
     def _submit(self, operation):
         if not self.connected:
@@ -378,6 +402,7 @@ class TelemetryClient(ReconnectingClient):
             return self._operations.popleft() if self._operations else None
 
     def _run_operation(self, link, operation):
+        self._unanswered.append(operation.op)
         link.write(operation.request)
         reply = operation.done
         if operation.reads_reply:

@@ -53,6 +53,8 @@ class EmulatorOptions:
     rput_reply: str = 'none'             # or standard: a size-prefixed "OK <n>" after an upload
     bad_size_every: int = 0              # fault: every nth image reply has a wrong size
     oversize_every: int = 0              # fault: every nth reply has a size prefix over 32000
+    close_on_unknown: bool = False       # a request byte it does not know drops the connection
+                                         # (else: an empty reply, as for unsupported requests)
     jpeg_quality: int = 80
     drop_rate: float = 0.0               # fault: bytes of telemetry replies dropped
     corrupt_rate: float = 0.0            # fault: bytes of telemetry replies corrupted
@@ -254,6 +256,9 @@ class AiboEmulator:
             byte = reader.exact(1)[0]
             op = self.options.opcodes.op.get(byte)
             self.requests[op.value if op else 'unknown'] += 1
+            if op is None and self.options.close_on_unknown:
+                self.unknown_requests += 1
+                return
             try:
                 reply = self._answer(op, reader, session)
             except MalformedFrame:
@@ -412,6 +417,8 @@ def build_parser():
     parser.add_argument('--yuv10-chroma-five-to-eight', choices=p.FIVE_TO_EIGHT, default='shift3')
     parser.add_argument('--left-channel-first', action='store_true',
                         help='audio samples left, right (the seed says right first)')
+    parser.add_argument('--close-on-unknown-request', action='store_true',
+                        help='drop the connection on a request byte it does not know')
     parser.add_argument('--version-size-prefix', action='store_true',
                         help='send the version reply with a size prefix')
     parser.add_argument('--unthrottled', action='store_true',
@@ -443,6 +450,7 @@ def options_from_args(args):
                             chroma_five_to_eight=args.yuv10_chroma_five_to_eight),
         right_channel_first=not args.left_channel_first,
         version_size_prefix=args.version_size_prefix, unthrottled=args.unthrottled,
+        close_on_unknown=args.close_on_unknown_request,
         rput=p.RputLayout(args.rput_layout.split(',')), bad_size_every=args.bad_size_every,
         drop_rate=args.drop_rate, corrupt_rate=args.corrupt_rate, seed=args.seed)
 

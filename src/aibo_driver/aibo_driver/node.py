@@ -288,6 +288,10 @@ class AiboNode(DriverNode):
     # ---- diagnostics ---------------------------------------------------------------------------
     def _dog_status(self):
         t = self.telemetry
+        cause = self._link_cause(t)
+        if cause:
+            return ERROR, cause, {'host': self.host, 'bad replies': t.counters.bad_frames,
+                                  'last error': t.counters.last_error}
         if t.version is None:
             return ERROR, 'no version reply from the dog yet', {'host': self.host}
         sequence = t.audio_sequence
@@ -297,6 +301,8 @@ class AiboNode(DriverNode):
                   'colour frames per second': self.rates['color'].rate,
                   'audio chunks per second': self.rates['audio'].rate,
                   'audio chunks': self.audio_chunks, 'audio chunks lost': sequence.lost,
+                  'audio chunks lost across reconnects': sequence.lost_across_reconnects,
+                  'audio gaps of unknown size': sequence.unknown_gaps,
                   'audio sequence restarts': sequence.restarts,
                   'bad replies': t.counters.bad_frames, 'records dropped': self.records_dropped}
         unavailable = [op.value for op, poller in t.pollers.items() if not poller.available]
@@ -308,9 +314,29 @@ class AiboNode(DriverNode):
             values['camera note'] = t.camera_note
         if unavailable:
             return WARN, f'unavailable on this stick: {", ".join(unavailable)}', values
+        if sequence.unknown_gaps:
+            return WARN, (f'audio lost across {sequence.unknown_gaps} reconnect(s), amount unknown '
+                          f'(the dog\'s sequence started again); {sequence.lost} more chunks known '
+                          'lost'), values
         if sequence.lost:
-            return WARN, f'{sequence.lost} audio chunks lost', values
+            return WARN, (f'{sequence.lost} audio chunks lost ({sequence.lost_across_reconnects} '
+                          'across reconnects)'), values
         return OK, f'AiboPet {t.version} {t.product.value}', values
+
+
+    def _link_cause(self, t):
+        """What to change when the link keeps failing in one of the two ways a wrong guess of
+        spec §4 shows: the dog hangs up right after a request, or no version reply parses."""
+        if t.connected:
+            return None
+        if t.closed_after:
+            ops = ', '.join(f'{op.value} (0x{t.settings.opcodes.byte[op]:02X})' for op in t.closed_after)
+            return (f'the dog closed the link right after {ops}: it does not take that request '
+                    f'byte; check the opcodes.{t.closed_after[-1].value} parameter')
+        if t.version is None and t.counters.bad_frames:
+            return (f'no version reply parses ({t.counters.last_error}): check '
+                    f'version_size_prefix (now {str(self.version_prefix).lower()})')
+        return None
 
 
 def main(args=None):

@@ -436,25 +436,41 @@ def encode_audio_record(chunk, right_first=True):
 
 
 class SequenceTracker:
-    """Counts chunks lost between sequence numbers; a step backwards is a restart, not a loss."""
+    """Counts chunks lost between sequence numbers, also across reconnects.
+
+    A reconnect loses audio twice: the chunks made while the link was down, and the ones the
+    new session's FLUSHAUDIO discards. Where the dog's counter went on, the first chunk of the
+    new session says how many (counted in lost and lost_across_reconnects); where it started
+    again (the dog rebooted), the amount is unknown but not zero (unknown_gaps). A step
+    backwards is a restart, never a loss.
+    """
 
     def __init__(self):
         self.last = None
         self.lost = 0
+        self.lost_across_reconnects = 0
+        self.unknown_gaps = 0
         self.restarts = 0
+        self._reconnected = False
 
-    def reset(self):
-        self.last = None
+    def new_session(self):
+        """Call at every new connection: the next chunk closes the gap."""
+        self._reconnected = self.last is not None
 
     def update(self, sequence):
-        """Returns the number of chunks missing just before this one."""
+        """Returns the number of chunks known missing just before this one."""
         missing = 0
         if self.last is not None:
             if sequence > self.last:
                 missing = sequence - self.last - 1
                 self.lost += missing
+                if self._reconnected:
+                    self.lost_across_reconnects += missing
             else:
                 self.restarts += 1
+                if self._reconnected:
+                    self.unknown_gaps += 1
+        self._reconnected = False
         self.last = sequence
         return missing
 

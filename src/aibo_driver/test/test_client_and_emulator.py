@@ -203,6 +203,38 @@ def test_reconnects_after_the_dog_goes_away_and_after_a_stall(session):
     assert wait_for(lambda: s.client.counters.reconnects >= 2, 15)
 
 
+def _chunks(s):
+    return [chunk.sequence for reply in s.records[AudioReply] for chunk in reply.chunks]
+
+
+def test_audio_lost_across_a_reconnect_is_counted_from_the_dogs_sequence(session):
+    """The link drops, the dog keeps counting; the new session's FLUSHAUDIO discards its ring."""
+    s = session()
+    s.wait(AudioReply, 5)
+    s.emulator.drop_clients()
+    assert wait_for(lambda: s.client.counters.reconnects >= 1, 10)
+    before = len(s.records[AudioReply])
+    s.wait(AudioReply, before + 5)
+    got = _chunks(s)
+    sequence = s.client.audio_sequence
+    assert sequence.lost_across_reconnects > 0 and sequence.unknown_gaps == 0
+    # every number from the first to the last chunk is either delivered or counted lost
+    assert len(got) + sequence.lost == got[-1] - got[0] + 1
+
+
+def test_a_dog_that_restarts_its_sequence_leaves_a_gap_of_unknown_size(session):
+    s = session()
+    s.wait(AudioReply, 5)
+    port = s.emulator.telemetry.port
+    s.emulator.stop()
+    s.emulator = AiboEmulator(EmulatorOptions(telemetry_port=port, rcode_port=0)).start()
+    assert wait_for(lambda: s.client.counters.reconnects >= 1, 15)
+    before = len(s.records[AudioReply])
+    s.wait(AudioReply, before + 3)
+    sequence = s.client.audio_sequence
+    assert sequence.unknown_gaps == 1 and sequence.restarts == 1
+
+
 def test_not_an_aibo_is_refused_clearly(session):
     def http_server(stream, stop):
         stream.read(16, 2.0)

@@ -249,9 +249,12 @@ def test_sequence_tracker_counts_gaps_and_restarts():
     assert [tracker.update(s) for s in (5, 6, 9, 10)] == [0, 0, 2, 0]
     assert tracker.lost == 2
     tracker.update(0)
-    assert tracker.restarts == 1 and tracker.lost == 2
-    tracker.reset()
-    assert tracker.update(100) == 0
+    assert tracker.restarts == 1 and tracker.lost == 2 and tracker.unknown_gaps == 0
+    tracker.new_session()                    # a reconnect: the dog kept counting
+    assert tracker.update(100) == 99 and tracker.lost_across_reconnects == 99
+    tracker.new_session()                    # a reconnect to a dog that started again
+    assert tracker.update(3) == 0 and tracker.unknown_gaps == 1 and tracker.restarts == 2
+    assert tracker.update(4) == 0 and tracker.lost == 101
 
 
 def test_voice_and_semantic_records_by_hand():
@@ -285,8 +288,7 @@ def test_rput_layouts_by_hand():
     assert prefixed.encode('ab', b'q') == b'\x02\0\0\0ab' + b'\x01\0\0\0' + b'q'
     short = p.RputLayout(['size16', 'name16', 'data'])
     assert short.encode('ab', b'q') == b'\x01\0' + b'\x02\0ab' + b'q' and short.max_bytes == 0xFFFF
-    wire = iter([prefixed.encode('dance.mtn', b'xyz')])
-    buffer = bytearray(next(wire))
+    buffer = bytearray(prefixed.encode('dance.mtn', b'xyz'))
 
     def read_exact(count):
         chunk = bytes(buffer[:count])
