@@ -280,7 +280,9 @@ class VirtualRabbit:
             return
         with self._lock:
             self.ambient = ambient
-            if self.playing is None and self.tc != p.SLEEP_ID:
+            # the ping-era firmware applies the ambient ears only while idle: after a program
+            # its tc stays that program's ID until a server sends the idle program (spec §3.3)
+            if self.playing is None and self.tc == p.IDLE_ID:
                 self.ears = list(ambient.ears)
 
     def _start_program(self, data):

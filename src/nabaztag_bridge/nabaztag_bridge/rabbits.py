@@ -47,8 +47,14 @@ class Rabbit:
 
     @property
     def state(self):
-        state = p.state_from_tc(self.tc)
-        return 'idle' if state == 'playing' and self.tc == self.finished_program else state
+        return p.state_from_tc(self.tc)          # idle only when the rabbit says so
+
+    @property
+    def needs_idle(self):
+        """Booted, or a program ended and its ID is still the rabbit's state: until it is sent
+        the idle program it ignores the ambient ears and does not move them (spec §3.3 item 3)."""
+        return self.tc == p.BOOTED_TC or (self.tc == self.finished_program
+                                          and self.tc not in (p.IDLE_ID, p.SLEEP_ID))
 
     def online(self, now):
         return now - self.last_seen <= 2 * self.ping_interval + 10
@@ -120,12 +126,12 @@ class RabbitRegistry:
                 return self._encode(blocks)
             blocks = [p.ping_interval_block(rabbit.ping_interval),
                       p.ambient_block(rabbit.ambient)]
-            if rabbit.tc == p.BOOTED_TC and self.wake_after_boot:
-                blocks.insert(0, self._message(p.Program(p.IDLE_ID)))
-            elif rabbit.echo_pending:
+            if rabbit.echo_pending and rabbit.tc != p.BOOTED_TC:
                 name, rabbit.echo_pending = rabbit.echo_pending, ''
                 blocks.insert(0, self._message(self._new_program(
                     (('MU', self.recordings_url + name), ('MW', '')))))
+            elif rabbit.needs_idle and (self.wake_after_boot or rabbit.tc != p.BOOTED_TC):
+                blocks.insert(0, self._message(p.Program(p.IDLE_ID)))
             return self._encode(blocks)
 
     def _encode(self, blocks):

@@ -96,10 +96,27 @@ def test_program_with_sound_and_choreography_plays_then_reports_its_end(world):
                                      ('CH', url)])
     assert wait_for(lambda: rabbit.status()['playing'] == program_id, 5)
     assert wait_for(lambda: 'end_of_message' in kinds(server), 5)
-    status = rabbit.status()
-    assert status['leds'] == ((0, 0, 255),) * 5 and status['tc'] == format(program_id, 'x')
+    end = next(e for e in server.records if getattr(e, 'kind', '') == 'end_of_message')
+    assert end.program_id == program_id                 # tc held the program's ID at its end
+    assert rabbit.status()['leds'] == ((0, 0, 255),) * 5
     assert [(key, size > 0) for key, _, size in rabbit.played] == [('MU', True), ('CH', True)]
+    # then the bridge sends the idle program, and only then is the rabbit idle
     assert wait_for(lambda: server.registry.select(rabbit.serial)[0].state == 'idle', 5)
+    assert rabbit.status()['tc'] == format(p.IDLE_ID, 'x')
+
+
+def test_ears_set_after_a_program_reach_the_rabbit(world):
+    """The firmware applies ambient ears only while idle (tc = the idle ID): after a program the
+    bridge must send the idle program, or every later set_ears is ignored."""
+    server, make = world
+    rabbit = make(boot=False)
+    assert wait_for(lambda: rabbit.status()['state'] == 'idle', 5)
+    rabbits = server.registry.select('')
+    server.registry.queue_program(rabbits, [('MU', server.media_url('tone.wav')), ('MW', '')])
+    assert wait_for(lambda: 'end_of_message' in kinds(server), 5)
+    server.registry.set_ears(rabbits, (3, 14))
+    assert wait_for(lambda: rabbit.status()['ears'] == (3, 14), 5), rabbit.status()
+    assert rabbit.status()['state'] == 'idle'
 
 
 def test_click_while_playing_stops_the_program(world):

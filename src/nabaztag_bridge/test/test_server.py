@@ -109,6 +109,22 @@ def test_first_ping_after_boot_gets_the_wake_up_program(bridge):
     assert p.ping_interval_block(7) in blocks
 
 
+def test_a_finished_program_is_followed_by_the_idle_program_until_the_rabbit_is_idle(bridge):
+    server = bridge()
+    ping(server.port)                                          # an idle rabbit calls
+    rabbit = server.registry.select(SERIAL)[0]
+    program_id = server.registry.queue_program([rabbit], [('MU', 'broadcast/x.mp3'), ('MW', '')])
+    first = p.decode_packet(ping(server.port)[2])
+    assert p.parse_program(p.message_text(first[0].data)).id == program_id
+    ended = f'{program_id:x}'
+    for sd in ('2', '0'):              # the end, then pings that still hold the program's ID
+        blocks = p.decode_packet(ping(server.port, sd=sd, tc=ended)[2])
+        assert p.message_text(blocks[0].data) == 'ID 2147483647\n'
+        assert rabbit.state == 'playing'                      # not idle until tc says so
+    blocks = p.decode_packet(ping(server.port, tc='7fffffff')[2])
+    assert rabbit.state == 'idle' and all(b.type != p.BLOCK_MESSAGE for b in blocks)
+
+
 def test_default_reply_is_ping_interval_and_ambient_never_empty(bridge):
     server = bridge()
     body = ping(server.port)[2]
