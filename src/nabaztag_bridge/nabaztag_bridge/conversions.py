@@ -25,7 +25,8 @@ def event_msg(event, frame_id=''):
     kind = EVENT_KINDS.get(event.kind)
     if kind is None:
         return None
-    msg = RabbitEvent(serial=event.serial, kind=kind, rfid=event.rfid)
+    msg = RabbitEvent(serial=event.serial, kind=kind, rfid=event.rfid,
+                      double_click=event.double_click)
     msg.header.stamp = wall_time(event.time)
     msg.header.frame_id = frame_id
     msg.ear0, msg.ear1 = event.ears if event.ears else (-1, -1)
@@ -35,7 +36,8 @@ def event_msg(event, frame_id=''):
 
 
 def recording_msg(record, frame_id=''):
-    msg = RabbitRecording(serial=record.serial, sample_rate=record.sample_rate)
+    msg = RabbitRecording(serial=record.serial, sample_rate=record.sample_rate,
+                          double_click=record.double_click)
     msg.header.stamp = wall_time(record.time)
     msg.header.frame_id = frame_id
     msg.wav = uint8_array(record.wav)

@@ -19,6 +19,7 @@ from . import protocol as p
 PLUGINS = ('none', 'echo')
 FORCED_PACKET_INTERVAL = 1     # s: ping interval while forced packets wait (as jNab does)
 RECENT_UPLOADS = 4             # digests kept per rabbit: a rabbit retries an upload up to 3 times
+RETRY_WINDOW = 30.0            # s: a retry comes within seconds; the same audio later is new
 PROGRAM_ENDS = ('end_of_message', 'click_while_playing', 'double_click')
 KEPT_RECORDINGS = 8            # recordings served back per rabbit (echo plugin, MU URLs)
 
@@ -38,7 +39,7 @@ class Rabbit:
     tc: int = p.BOOTED_TC
     ambient: p.Ambient = p.Ambient()
     queue: collections.deque = dataclasses.field(default_factory=collections.deque)
-    upload_digests: collections.deque = dataclasses.field(
+    upload_digests: collections.deque = dataclasses.field(   # (digest, time.time())
         default_factory=lambda: collections.deque(maxlen=RECENT_UPLOADS))
     recordings: collections.OrderedDict = dataclasses.field(
         default_factory=collections.OrderedDict)   # name → WAV bytes
@@ -207,11 +208,11 @@ class RabbitRegistry:
 
     def add_recording(self, rabbit, wav):
         """Store an upload; None for a retry of one already stored, else its name."""
-        digest = hashlib.sha256(wav).digest()
+        digest, now = hashlib.sha256(wav).digest(), self._clock()
         with self._lock:
-            if digest in rabbit.upload_digests:
+            if any(seen == digest and now - at <= RETRY_WINDOW for seen, at in rabbit.upload_digests):
                 return None
-            rabbit.upload_digests.append(digest)
+            rabbit.upload_digests.append((digest, now))
             name = f'{rabbit.serial}-{digest.hex()[:12]}.wav'
             rabbit.recordings[name] = wav
             while len(rabbit.recordings) > KEPT_RECORDINGS:

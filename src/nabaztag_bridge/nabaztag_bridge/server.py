@@ -38,6 +38,7 @@ class RabbitEvent:
     rfid: str = ''
     program_id: int = None
     time: float = 0.0
+    double_click: bool = False   # recordings: m=1, a long double click (m=0: a long click)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,9 +129,11 @@ class BridgeServer:
         self._httpd = _ThreadingServer((self.settings.host, self.settings.port), handler)
         self.port = self._httpd.server_address[1]
         host = self.advertised_host()
-        self.base_url = f'http://{host}:{self.port}'
         self.locate_ping = self.settings.locate_ping or f'{host}:{self.port}'
         self.locate_broad = self.settings.locate_broad or f'{host}:{self.port}/broadcast'
+        # program URLs (MU, CH, echo) reach the bridge the way the rabbit does: through the
+        # host:port locate advertises (a port forward or proxy), never the bind port (§3.3 item 8)
+        self.base_url = f'http://{self.locate_ping}'
         self.registry.recordings_url = f'{self.base_url}/recordings/'
         self._thread = threading.Thread(target=self._httpd.serve_forever, name='nabaztag-http',
                                         kwargs={'poll_interval': 0.2}, daemon=True)
@@ -190,7 +193,10 @@ class BridgeServer:
                 return route(method, query, headers, read_body)
             for prefix, serve in self._prefixes:
                 if url.path.startswith(prefix):
-                    return serve(urllib.parse.unquote(url.path[len(prefix):]))
+                    relative = urllib.parse.unquote(url.path[len(prefix):])
+                    if any(ord(c) < 32 for c in relative):
+                        raise HttpError(400, 'control characters in the path')
+                    return serve(relative)
             raise HttpError(404, f'no such resource {url.path}')
         except (HttpError, MalformedFrame, UnknownRabbit) as exc:
             status = getattr(exc, 'status', 403 if isinstance(exc, UnknownRabbit) else 400)
@@ -275,8 +281,9 @@ class BridgeServer:
         else:
             self._count('recordings')
             now = time.time()
-            self.on_record(Recording(rabbit.serial, wav, pcm, rate, query.get('m') == '1', now))
-            self._event(rabbit.serial, 'recording', program_id=rabbit.tc)
+            double_click = query.get('m') == '1'
+            self.on_record(Recording(rabbit.serial, wav, pcm, rate, double_click, now))
+            self._event(rabbit.serial, 'recording', program_id=rabbit.tc, double_click=double_click)
         return 200, b'', 'text/plain'
 
     # ---- files --------------------------------------------------------------------------
@@ -441,8 +448,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _read_body(self):
         """The POST body (Content-length in any casing), within max_body_bytes."""
         length = self.headers.get('Content-Length')
-        if length is None or not length.strip().isdigit():
+        if length is None:
             raise HttpError(411, 'a POST needs a Content-length header')
+        if not length.strip().isdigit():
+            raise HttpError(400, f'Content-length {length.strip()!r} is not a byte count')
         length, limit = int(length), self.bridge.settings.max_body_bytes
         if length > limit:
             raise HttpError(413, f'body of {length} bytes; the limit is {limit} '

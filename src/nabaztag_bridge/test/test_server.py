@@ -1,5 +1,6 @@
 """The bridge's HTTP server over real sockets, with requests written byte for byte as the
 rabbit writes them (HTTP/1.0, its four headers, Content-length, no Content-Type)."""
+import random
 import socket
 import threading
 import time
@@ -204,13 +205,63 @@ def test_recording_is_decoded_and_retries_are_stored_once(bridge):
     assert upload.wav == wav and upload.sample_rate == 8000 and upload.double_click
     assert len(upload.pcm) >= 8000
     assert server.counters.recordings == 1 and server.counters.duplicate_uploads == 2
-    assert len(events(server, 'recording')) == 1
+    assert len(events(server, 'recording')) == 1 and events(server, 'recording')[0].double_click
     # the echo plugin plays it back on the next ping, from the bridge's own URL
     message = p.decode_packet(ping(server.port)[2])[0]
     key, url = p.message_text(message.data).splitlines()[1].split(' ')
     assert key == 'MU' and url.startswith(server.base_url + '/recordings/')
     status, _, body = rabbit_get(server.port, url[len(server.base_url):])
     assert status == 200 and body == wav
+
+
+def test_the_same_audio_recorded_later_is_a_new_recording():
+    now = [1000.0]
+    registry = RabbitRegistry(clock=lambda: now[0])
+    rabbit, _ = registry.seen(SERIAL)
+    silence = recording.encode_wav(recording.tone(1.0))
+    assert registry.add_recording(rabbit, silence) is not None
+    now[0] += 5.0                                           # a retry
+    assert registry.add_recording(rabbit, silence) is None
+    now[0] += 60.0                                          # the same silence, a minute later
+    assert registry.add_recording(rabbit, silence) is not None
+
+
+def test_a_long_click_recording_says_so(bridge):
+    server = bridge()
+    wav = recording.encode_wav(recording.tone(0.5))
+    assert rabbit_post(server.port, f'/vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0', wav)[0] == 200
+    [upload] = [r for r in server.records if isinstance(r, Recording)]
+    assert not upload.double_click and not events(server, 'recording')[0].double_click
+
+
+def test_program_urls_use_the_address_locate_advertises(bridge):
+    server = bridge(locate_ping='rabbits.example:8080')    # a port forward in front of the bridge
+    assert server.media_url('hello.mp3') == 'http://rabbits.example:8080/local/hello.mp3'
+    assert server.add_choreography(b'\0' * 4).startswith('http://rabbits.example:8080/chorlibrary/')
+    assert server.registry.recordings_url == 'http://rabbits.example:8080/recordings/'
+
+
+def test_a_negative_content_length_is_a_400_not_a_411(bridge):
+    server = bridge()
+    status, _, body = rabbit_post(server.port, f'/vl/record.jsp?sn={SERIAL}', b'x', length=-5)
+    assert status == 400 and b'not a byte count' in body
+
+
+def test_fuzzed_paths_and_headers_never_get_a_500(bridge):
+    server = bridge()
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(33, 127)] + ['%00', '%ff', '%2e', '%0a', '%', '%%', '%c0%af']
+    for _ in range(300):
+        path = '/' + rng.choice(['vl/p4.jsp?sn=', 'local/', 'broadcast/', 'recordings/',
+                                 'chorlibrary/', 'vl/record.jsp?sn=', 'vl/locate.jsp?sn=', '']) + \
+            ''.join(rng.choice(alphabet) for _ in range(rng.randrange(0, 30)))
+        header = ''.join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+        method = rng.choice(['GET', 'POST'])
+        request = (f'{method} {path} HTTP/1.0\r\nContent-length: {header}\r\n'
+                   f'X-{rng.randrange(9)}: {header}\r\n\r\n').encode('latin-1')
+        status = raw(server.port, request)[0]
+        assert status < 500, (request, status)
+    assert ping(server.port)[0] == 200                      # still serving
 
 
 def test_choreography_names_stay_unique_when_old_ones_are_dropped(bridge):
@@ -253,6 +304,8 @@ def test_media_and_choreographies_are_served(bridge):
     ('/vl/unknown.jsp', 404),
     ('/chorlibrary/none.chor', 404),
     ('/recordings/0019db9dbb96-000000000000.wav', 404),
+    ('/local/%00', 400),                          # was 500: embedded null byte
+    ('/local/a%0d%0ab', 400),
 ])
 def test_bad_requests_get_4xx_and_the_server_goes_on(bridge, path, status):
     server = bridge()
