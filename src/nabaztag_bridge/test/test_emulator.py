@@ -81,7 +81,8 @@ def test_clicks_ears_and_end_of_message_reach_the_bridge(world):
     assert moved.ears == (3, 4)                                      # 21 mod 17
     rabbit.double_click()
     assert wait_for(lambda: 'double_click' in kinds(server), 5)
-    assert rabbit.sd == 0                                            # acknowledged
+    # the bridge records the event while it answers; the rabbit clears sd once the answer is in
+    assert wait_for(lambda: rabbit.sd == 0, 5)                       # acknowledged
 
 
 def test_program_with_sound_and_choreography_plays_then_reports_its_end(world):
