@@ -1,7 +1,6 @@
 """Every package's package.xml declares what its Python code imports (rosdep installs from these
 on a user's machine; an import that works here only through another package breaks there)."""
 import ast
-import pathlib
 import sys
 import xml.etree.ElementTree as ElementTree
 

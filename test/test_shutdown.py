@@ -1,7 +1,6 @@
 """Ctrl-C of a launch stops a robot's emulator and its driver at the same moment. A link that is
 already closed at shutdown is normal: at most one INFO line about it, never a traceback."""
 import signal
-import time
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus

@@ -11,7 +11,6 @@ parameter lines of the best one, to paste into the driver's parameter file.
 Exit codes: 0 ranked, 1 no frames from the dog (the message says which), 2 bad command line.
 """
 import argparse
-import dataclasses
 import itertools
 import queue
 import sys
