@@ -1,19 +1,17 @@
 """The HTTP server the rabbits poll (this robot's transport layer; no rclpy).
 
 The other robots' drivers are clients of the robot; here the rabbit is the
-client, so the transport is a server: the standard library's threading HTTP
-server, answering HTTP/1.0 and closing every connection (the rabbit reads a
-reply until the server closes). Requests become records for the node
+client, so the transport is a server: HTTP/1.0 on an event loop (transport.py),
+closing every connection (the rabbit reads a reply until the server closes).
+Requests become records for the node
 (RabbitEvent, Recording, RabbitsChanged) through on_record; the registry
 (rabbits.py) decides what each rabbit is told.
 """
 import dataclasses
 import hmac
-import http.server
 import itertools
 import pathlib
 import re
-import shutil
 import threading
 import time
 import urllib.parse
@@ -25,6 +23,7 @@ from legacy_robot_common.errors import MalformedFrame
 from . import protocol as p
 from . import recording
 from .rabbits import RabbitRegistry, UnknownRabbit
+from .transport import HttpServer, Limits
 
 CHOREOGRAPHIES_KEPT = 256
 
@@ -90,6 +89,7 @@ class Counters:
     recordings: int = 0
     duplicate_uploads: int = 0
     unknown_events: int = 0      # sd values the spec does not define
+    dropped_clients: int = 0     # connections silent until client_timeout, closed unanswered
     last_error: str = ''
 
 
@@ -107,8 +107,7 @@ class BridgeServer:
         self._counter_lock = threading.Lock()
         self._choreographies = {}
         self._choreography_count = itertools.count(1)   # names stay unique after evictions
-        self._httpd = None
-        self._thread = None
+        self._http = None
         self.port = settings.port
         self._routes = {f'{settings.path_prefix}/{name}{settings.path_extension}': handler
                         for name, handler in (('bc', self._bytecode), ('locate', self._locate),
@@ -124,10 +123,13 @@ class BridgeServer:
 
     # ---- life cycle ---------------------------------------------------------------------
     def start(self):
-        handler = type('Handler', (_Handler,), {'bridge': self,
-                                                'timeout': self.settings.client_timeout})
-        self._httpd = _ThreadingServer((self.settings.host, self.settings.port), handler)
-        self.port = self._httpd.server_address[1]
+        limits = Limits(client_timeout=self.settings.client_timeout,
+                        max_body_bytes=self.settings.max_body_bytes)
+        self._http = HttpServer(self.settings.host, self.settings.port, self.handle, limits,
+                                on_refused=lambda status, text: self.count_bad_request(
+                                    f'{status} {text}'),
+                                on_dropped=lambda: self._count('dropped_clients')).start()
+        self.port = self._http.port
         host = self.advertised_host()
         self.locate_ping = self.settings.locate_ping or f'{host}:{self.port}'
         self.locate_broad = self.settings.locate_broad or f'{host}:{self.port}/broadcast'
@@ -135,25 +137,20 @@ class BridgeServer:
         # host:port locate advertises (a port forward or proxy), never the bind port (§3.3 item 8)
         self.base_url = f'http://{self.locate_ping}'
         self.registry.recordings_url = f'{self.base_url}/recordings/'
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name='nabaztag-http',
-                                        kwargs={'poll_interval': 0.2}, daemon=True)
-        self._thread.start()
         return self
 
     def stop(self):
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._thread.join(5.0)
-            self._httpd = None
+        if self._http is not None:
+            self._http.stop()
+            self._http = None
 
     @property
     def connected(self):
-        return self._httpd is not None
+        return self._http is not None
 
     @property
     def state(self):
-        if self._httpd is None:
+        if self._http is None:
             return LinkState.STOPPED
         return LinkState.CONNECTED if self.registry.counts()[1] else LinkState.CONNECTING
 
@@ -183,30 +180,48 @@ class BridgeServer:
 
     # ---- request handling ---------------------------------------------------------------
     def handle(self, method, target, headers, read_body):
-        """(status, body bytes or a file path, content type) for one request."""
-        url = urllib.parse.urlsplit(target)
-        query = {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()}
+        """(status, body bytes or a file path, content type) for one request; headers
+        with lower-case names, read_body() → the body bytes received."""
+        path, query = _split_target(target)
         self._count('requests')
         try:
-            route = self._routes.get(url.path)
+            if method not in ('GET', 'POST'):
+                raise HttpError(405, f'{method[:16]!r}: the rabbit only GETs and POSTs')
+            route = self._routes.get(path)
             if route is not None:
-                return route(method, query, headers, read_body)
+                return route(method, query, headers, lambda: self._body(headers, read_body))
             for prefix, serve in self._prefixes:
-                if url.path.startswith(prefix):
-                    relative = urllib.parse.unquote(url.path[len(prefix):])
+                if path.startswith(prefix):
+                    relative = urllib.parse.unquote(path[len(prefix):])
                     if any(ord(c) < 32 for c in relative):
                         raise HttpError(400, 'control characters in the path')
                     return serve(relative)
-            raise HttpError(404, f'no such resource {url.path}')
+            raise HttpError(404, f'no such resource {path}')
         except (HttpError, MalformedFrame, UnknownRabbit) as exc:
             status = getattr(exc, 'status', 403 if isinstance(exc, UnknownRabbit) else 400)
-            self.count_bad_request(f'{status} {method} {url.path}: {exc}')
+            self.count_bad_request(f'{status} {method} {path}: {exc}')
             return status, f'{exc}\n'.encode(), 'text/plain'
         except Exception as exc:     # a bug must cost one request, not the server
-            self._count('bad_requests', f'500 {url.path}: {exc!r}')
+            self._count('bad_requests', f'500 {path}: {exc!r}')
             if self.log:
-                self.log.error('server-error', f'{method} {url.path}: {exc!r}')
+                self.log.error('server-error', f'{method} {path}: {exc!r}')
             return 500, b'internal error\n', 'text/plain'
+
+    def _body(self, headers, read_body):
+        """The POST body (Content-length in any casing), checked against max_body_bytes."""
+        length = headers.get('content-length')
+        if length is None:
+            raise HttpError(411, 'a POST needs a Content-length header')
+        if not length.strip().isdigit():
+            raise HttpError(400, f'Content-length {length.strip()!r} is not a byte count')
+        length, limit = int(length), self.settings.max_body_bytes
+        if length > limit:
+            raise HttpError(413, f'body of {length} bytes; the limit is {limit} '
+                                 '(parameter max_body_bytes)')
+        body = read_body()
+        if len(body) != length:
+            raise HttpError(400, f'body ended after {len(body)} of {length} bytes')
+        return body
 
     def count_bad_request(self, text):
         self._count('bad_requests', text)
@@ -315,7 +330,7 @@ class BridgeServer:
     # ---- the XML API of seed 002 --------------------------------------------------------
     def _check_token(self, query, headers):
         token = self.settings.xml_token
-        given = query.get('token') or headers.get('X-Auth-Token', '')
+        given = query.get('token') or headers.get('x-auth-token', '')
         if token and not hmac.compare_digest(given.encode(), token.encode()):
             raise HttpError(403, 'the XML API needs the right token (token=... or '
                                  'X-Auth-Token)')
@@ -408,73 +423,24 @@ class BridgeServer:
             'text/xml'
 
 
-class _ThreadingServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024       # hundreds of rabbits may call at once
-    allow_reuse_address = True
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    """Transport only: the bridge decides; this reads the body within limits and answers."""
-    protocol_version = 'HTTP/1.0'   # answer, then close: the rabbit reads until the close
-    default_request_version = 'HTTP/1.0'   # errors for garbage request lines get a status line
-    bridge = None
-
-    def send_error(self, code, message=None, explain=None):
-        """Requests the standard library refuses itself (bad request line, headers)."""
-        self.bridge.count_bad_request(f'{code} {message or ""}'.strip())
-        super().send_error(code, message, explain)
-
-    def do_GET(self):
-        self._answer('GET')
-
-    def do_POST(self):
-        self._answer('POST')
-
-    def _answer(self, method):
-        status, body, content_type = self.bridge.handle(method, self.path, self.headers,
-                                                        self._read_body)
-        self.send_response(status)
-        self.send_header('Content-Type', content_type)
-        size = body.stat().st_size if isinstance(body, pathlib.Path) else len(body)
-        self.send_header('Content-Length', str(size))
-        self.end_headers()
-        if isinstance(body, pathlib.Path):
-            with body.open('rb') as source:
-                shutil.copyfileobj(source, self.wfile)
-        else:
-            self.wfile.write(body)
-
-    def _read_body(self):
-        """The POST body (Content-length in any casing), within max_body_bytes."""
-        length = self.headers.get('Content-Length')
-        if length is None:
-            raise HttpError(411, 'a POST needs a Content-length header')
-        if not length.strip().isdigit():
-            raise HttpError(400, f'Content-length {length.strip()!r} is not a byte count')
-        length, limit = int(length), self.bridge.settings.max_body_bytes
-        if length > limit:
-            raise HttpError(413, f'body of {length} bytes; the limit is {limit} '
-                                 '(parameter max_body_bytes)')
-        try:
-            body = self.rfile.read(length)
-        except OSError:
-            body = b''
-        if len(body) != length:
-            raise HttpError(400, f'body ended after {len(body)} of {length} bytes')
-        return body
-
-    def handle_one_request(self):
-        try:
-            super().handle_one_request()
-        except OSError:
-            pass                    # a client that went away or stalled: nothing to answer
-
-    def log_message(self, format, *args):
-        pass                        # counted in diagnostics instead of one line per ping
-
-
 # ---- helpers ---------------------------------------------------------------------------
+def _split_target(target):
+    """(path, {name: first non-blank value}) as urlsplit and parse_qs give them, in a
+    fraction of their time: every ping goes through here."""
+    if not target.startswith('/'):
+        url = urllib.parse.urlsplit(target)     # an absolute URL (proxies send those)
+        target = url.path + ('?' + url.query if url.query else '')
+    path, _, query = target.partition('#')[0].partition('?')
+    values = {}
+    for pair in query.split('&'):
+        name, _, value = pair.partition('=')
+        if value:
+            if '%' in pair or '+' in pair:
+                name, value = (urllib.parse.unquote(s.replace('+', ' ')) for s in (name, value))
+            values.setdefault(name, value)
+    return path, values
+
+
 def _parse_xml(data, root_tag):
     """Seed-style XML: entity declarations refused (no expansion, no external entities);
     the DOCTYPE, whose DTDs in the seed are not valid, is dropped before parsing."""

@@ -352,6 +352,77 @@ def test_garbage_and_silent_clients_do_not_block_others(bridge):
     assert ping(server.port)[0] == 200
 
 
+def test_a_silent_client_is_dropped_and_counted(bridge):
+    server = bridge()
+    with socket.create_connection(('127.0.0.1', server.port)) as silent:
+        silent.settimeout(3.0)
+        assert silent.recv(100) == b''
+    assert server.counters.dropped_clients == 1 and server.counters.bad_requests == 0
+
+
+def test_a_refused_upload_is_answered_while_the_client_is_still_sending(bridge):
+    """413 is decided from the headers; closing at once would reset the connection under a
+    client still sending its body and could destroy the answer before it is read."""
+    server = bridge(max_body_bytes=4096)
+    with socket.create_connection(('127.0.0.1', server.port), timeout=5.0) as client:
+        client.sendall(f'POST /vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0 HTTP/1.0\r\n'
+                       'Content-length: 400000\r\n\r\n'.encode())
+        for _ in range(25):
+            client.sendall(b'x' * 16000)        # the rest of the upload, as the rabbit sends it
+        reply = b''
+        while chunk := client.recv(65536):
+            reply += chunk
+    assert reply.startswith(b'HTTP/1.0 413 ') and b'max_body_bytes' in reply
+    assert ping(server.port)[0] == 200
+
+
+@pytest.mark.parametrize('method', ['HEAD', 'PUT', 'DELETE', 'OPTIONS'])
+def test_other_methods_get_405(bridge, method):
+    server = bridge()
+    assert raw(server.port, f'{method} /vl/p4.jsp?sn={SERIAL} HTTP/1.0\r\n\r\n'.encode())[0] \
+        == 405
+
+
+def test_one_answer_per_connection_even_for_pipelined_requests(bridge):
+    server = bridge()
+    one = f'GET /vl/p4.jsp?sn={SERIAL}&v=65808&st=1&sd=0&tc=7fffffff&h=4 HTTP/1.0\r\n\r\n'
+    status, _, body = raw(server.port, (one * 3).encode())
+    assert status == 200 and b'HTTP/1.0' not in body
+    assert server.counters.pings == 1
+
+
+def test_a_thousand_rabbits_connecting_at_the_same_moment_are_all_answered(bridge):
+    server = bridge()
+    connections = [socket.create_connection(('127.0.0.1', server.port), timeout=10.0)
+                   for _ in range(1000)]
+    try:
+        for n, connection in enumerate(connections):
+            connection.sendall(f'GET /vl/p4.jsp?sn=0019dbaa{n:04x}&v=65808&st=1&sd=0&'
+                               f'tc=7fffffff&h=4 HTTP/1.0\r\n\r\n'.encode())
+        statuses = [connection.recv(12)[9:12] for connection in connections]
+    finally:
+        for connection in connections:
+            connection.close()
+    assert statuses == [b'200'] * 1000 and server.registry.counts()[0] == 1000
+
+
+def test_stop_closes_open_connections_and_frees_the_port(bridge):
+    server = bridge()
+    port = server.port
+    silent = socket.create_connection(('127.0.0.1', port))
+    try:
+        server.stop()
+        silent.settimeout(2.0)
+        try:
+            assert silent.recv(100) == b''
+        except ConnectionResetError:
+            pass                                # closed either way, at once
+        again = bridge(port=port)
+        assert again.port == port and ping(port)[0] == 200
+    finally:
+        silent.close()
+
+
 def test_header_names_are_case_insensitive_and_absolute_urls_work(bridge):
     server = bridge()
     wav = recording.encode_wav(recording.tone(0.2))

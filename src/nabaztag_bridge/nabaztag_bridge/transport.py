@@ -1,0 +1,248 @@
+"""HTTP/1.0 on an event loop: asyncio on uvloop, requests parsed by httptools (llhttp).
+
+The rabbit opens one connection per request, sends it, and reads the reply until the
+server closes (spec §3.1), so this serves exactly that: one request per connection, an
+HTTP/1.0 reply, then the close. What a request means is decided by respond(method,
+target, headers, read_body) → (status, bytes or a file path, content type); this module
+only parses, enforces the limits and writes. It runs its own loop on one thread, so the
+rclpy executor and the rabbits never wait for each other.
+
+Limits per connection, so that a slow or hostile client costs one socket and nothing
+else: a deadline for the whole request (client_timeout), a size limit for the request
+line and headers (431 / 414), a header count (431), and a body limit (413, before the
+body is read).
+"""
+import asyncio
+import dataclasses
+import http
+import pathlib
+import threading
+
+import httptools
+import uvloop
+
+LINGER_SECONDS = 2.0      # reading (and dropping) what a refused client still sends
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    client_timeout: float = 10.0    # s for the whole request, from the connection on
+    max_head_bytes: int = 65536     # request line and headers
+    max_headers: int = 100
+    max_body_bytes: int = 65536
+    backlog: int = 4096             # connections waiting for accept: thousands of rabbits
+
+
+class RequestError(Exception):
+    """A request refused before it reaches respond() (status, message)."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def reply_bytes(status, body, content_type):
+    """The whole HTTP/1.0 reply (body: bytes)."""
+    reason = _REASONS.get(status, 'Unknown')
+    return (f'HTTP/1.0 {status} {reason}\r\nContent-Type: {content_type}\r\n'
+            f'Content-Length: {len(body)}\r\n\r\n').encode('latin-1') + body
+
+
+_REASONS = {status.value: status.phrase for status in http.HTTPStatus}
+
+
+class HttpServer:
+    """start() binds and serves on a thread of its own; stop() closes every connection.
+    respond is called on the loop thread, one request at a time; on_refused(status,
+    text) for requests refused here (unparsable, over a limit)."""
+
+    def __init__(self, host, port, respond, limits=Limits(), on_refused=None,
+                 on_dropped=None):
+        self.host, self.port = host, port
+        self.respond = respond
+        self.limits = limits
+        self.on_refused = on_refused or (lambda status, text: None)
+        self.on_dropped = on_dropped or (lambda: None)   # a client silent until the deadline
+        self.connections = set()      # open ones: stop() closes them
+        self._loop = None
+        self._thread = None
+        self._server = None
+
+    def start(self):
+        started, failure = threading.Event(), []
+        self._loop = uvloop.new_event_loop()
+
+        def serve():
+            asyncio.set_event_loop(self._loop)
+            try:
+                self._server = self._loop.run_until_complete(self._loop.create_server(
+                    lambda: _Connection(self), self.host, self.port,
+                    backlog=self.limits.backlog, reuse_address=True))
+            except OSError as exc:
+                failure.append(exc)
+                started.set()
+                return
+            self.port = self._server.sockets[0].getsockname()[1]
+            started.set()
+            self._loop.run_forever()
+            self._server.close()
+            self._loop.run_until_complete(self._server.wait_closed())
+            self._loop.close()
+        self._thread = threading.Thread(target=serve, name='nabaztag-http', daemon=True)
+        self._thread.start()
+        started.wait()
+        if failure:
+            self._thread.join()
+            raise failure[0]
+        return self
+
+    def stop(self):
+        if self._thread is None:
+            return
+        self._loop.call_soon_threadsafe(self._close_all)
+        self._thread.join(5.0)
+        self._thread = None
+
+    def _close_all(self):
+        self._server.close()
+        for connection in list(self.connections):
+            connection.transport.abort()
+        self._loop.stop()
+
+
+class _Connection(asyncio.Protocol):
+    """One request: parse it within the limits, answer it, close."""
+
+    def __init__(self, server):
+        self.server = server
+        self.limits = server.limits
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport = None
+        self.url = b''
+        self.headers = {}
+        self.body = []
+        self.body_size = 0
+        self.head_size = 0
+        self.head_done = False
+        self.answered = False
+        self.deadline = None
+
+    # ---- asyncio ---------------------------------------------------------------------------
+    def connection_made(self, transport):
+        self.transport = transport
+        self.server.connections.add(self)
+        self.deadline = asyncio.get_running_loop().call_later(self.limits.client_timeout,
+                                                              self._timed_out)
+
+    def connection_lost(self, exc):
+        self.deadline.cancel()
+        self.server.connections.discard(self)
+
+    def data_received(self, data):
+        if self.answered:
+            return                  # lingering after a refusal: read and drop
+        if not self.head_done:
+            self.head_size += len(data)
+        try:
+            self.parser.feed_data(data)
+            if not self.head_done and self.head_size > self.limits.max_head_bytes:
+                raise RequestError(431 if self.url else 414, 'request line and headers over '
+                                   f'{self.limits.max_head_bytes} bytes')
+        except RequestError as exc:
+            self._refuse(exc.status, str(exc))
+        except httptools.HttpParserUpgrade:
+            self._refuse(400, 'protocol upgrades are not served')
+        except httptools.HttpParserError as exc:
+            refusal = exc.__context__       # httptools wraps what a callback raised
+            if isinstance(refusal, RequestError):
+                self._refuse(refusal.status, str(refusal))
+            else:
+                self._refuse(400, _parser_error(exc))
+
+    def eof_received(self):
+        if not self.answered and self.head_done:
+            self._answer()          # a POST whose client stopped sending: respond() decides
+        return False
+
+    # ---- httptools callbacks -----------------------------------------------------------------
+    def on_url(self, url):
+        self.url += url
+
+    def on_header(self, name, value):
+        if len(self.headers) >= self.limits.max_headers:
+            raise RequestError(431, f'more than {self.limits.max_headers} header lines')
+        self.headers.setdefault(name.decode('latin-1').lower(), value.decode('latin-1'))
+
+    def on_headers_complete(self):
+        self.head_done = True
+        if self.parser.get_method() != b'POST':
+            self._answer()          # only POSTs have a body worth waiting for
+            return
+        length = self._content_length()
+        if length > self.limits.max_body_bytes:
+            raise RequestError(413, f'body of {length} bytes; the limit is '
+                               f'{self.limits.max_body_bytes} (parameter max_body_bytes)')
+
+    def on_body(self, body):
+        self.body.append(body)
+        self.body_size += len(body)
+
+    def on_message_complete(self):
+        if not self.answered:
+            self._answer()
+
+    # ---- answers -----------------------------------------------------------------------------
+    def _read_body(self):
+        """The POST body as received; respond() compares it with Content-length."""
+        return b''.join(self.body)
+
+    def _answer(self):
+        self.answered = True
+        method = self.parser.get_method().decode('latin-1')
+        target = self.url.decode('latin-1')
+        status, body, content_type = self.server.respond(method, target, self.headers,
+                                                         self._read_body)
+        if isinstance(body, pathlib.Path):
+            body = body.read_bytes()
+        self._send(reply_bytes(status, body, content_type), complete=self._complete())
+
+    def _refuse(self, status, text):
+        if self.answered:
+            return                  # a later request on the same connection: not served
+        self.answered = True
+        self.server.on_refused(status, text)
+        self._send(reply_bytes(status, f'{text}\n'.encode(), 'text/plain'), complete=False)
+
+    def _content_length(self):
+        length = self.headers.get('content-length', '').strip()
+        return int(length) if length.isdigit() else 0   # the parser refuses other values
+
+    def _complete(self):
+        return self.body_size >= self._content_length()
+
+    def _send(self, reply, complete):
+        self.transport.write(reply)
+        if complete or not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        # the client may still be sending: closing now would reset the connection and could
+        # destroy the reply before it is read, so half-close and drop its bytes for a while
+        self.transport.write_eof()
+        self.deadline.cancel()
+        self.deadline = asyncio.get_running_loop().call_later(LINGER_SECONDS,
+                                                              self.transport.close)
+
+    def _timed_out(self):
+        if not self.answered and self.head_done:
+            self._answer()          # a body that stopped short: respond() says so (400)
+            return
+        if not self.answered:
+            self.server.on_dropped()
+        self.transport.close()
+
+
+def _parser_error(exc):
+    text = str(exc) or type(exc).__name__
+    if 'content-length' in text.lower():
+        return f'Content-length is not a byte count ({text})'
+    return f'not an HTTP request ({text})'
