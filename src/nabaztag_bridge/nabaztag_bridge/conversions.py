@@ -46,11 +46,12 @@ def recording_msg(record, frame_id=''):
 
 
 def rabbit_state_msg(rabbit):
+    """A RabbitView (RabbitRegistry.snapshot) → RabbitState."""
     return RabbitState(serial=rabbit.serial, bytecode_version=rabbit.bytecode_version,
                        last_seen=wall_time(rabbit.last_seen), state=rabbit.state,
                        program_id=format(rabbit.tc, 'x'), ping_interval=rabbit.ping_interval,
-                       plugin=rabbit.plugin, ear0=rabbit.ambient.ears[0],
-                       ear1=rabbit.ambient.ears[1], queued_packets=len(rabbit.queue))
+                       plugin=rabbit.plugin, ear0=rabbit.ears[0], ear1=rabbit.ears[1],
+                       queued_packets=rabbit.queued_packets)
 
 
 def rabbit_list_msg(rabbits, stamp):

@@ -21,6 +21,7 @@ FORCED_PACKET_INTERVAL = 1     # s: ping interval while forced packets wait (as 
 RECENT_UPLOADS = 4             # digests kept per rabbit: a rabbit retries an upload up to 3 times
 RETRY_WINDOW = 30.0            # s: a retry comes within seconds; the same audio later is new
 PROGRAM_ENDS = ('end_of_message', 'click_while_playing', 'double_click')
+IDLE_REPLIES_KEPT = 1024      # distinct (interval, ambient) idle replies cached
 KEPT_RECORDINGS = 8            # recordings served back per rabbit (echo plugin, MU URLs)
 
 
@@ -61,6 +62,10 @@ class Rabbit:
         return now - self.last_seen <= 2 * self.ping_interval + 10
 
 
+RabbitView = collections.namedtuple('RabbitView', 'serial bytecode_version last_seen state tc '
+                                    'ping_interval plugin ears queued_packets')
+
+
 class RabbitRegistry:
     def __init__(self, ping_interval=20, plugin='none', allowed=(), message_first_byte=0,
                  trailing_newline=False, wake_after_boot=True, clock=time.time):
@@ -76,6 +81,7 @@ class RabbitRegistry:
         self._rabbits = {}
         self._lock = threading.Lock()
         self._next_program = 1
+        self._idle_replies = {}        # (interval, ambient) → encoded packet
 
     # ---- lookup -------------------------------------------------------------------------
     def seen(self, serial):
@@ -102,8 +108,11 @@ class RabbitRegistry:
             return [self._rabbits[key]]
 
     def snapshot(self):
+        """A RabbitView of every rabbit: tuples taken under the lock, which the HTTP thread
+        needs on every request, so that listing thousands of rabbits never stalls it."""
         with self._lock:
-            return [dataclasses.replace(r, queue=collections.deque(r.queue))
+            return [RabbitView(r.serial, r.bytecode_version, r.last_seen, r.state, r.tc,
+                               r.ping_interval, r.plugin, r.ambient.ears, len(r.queue))
                     for r in self._rabbits.values()]
 
     def counts(self):
@@ -125,15 +134,26 @@ class RabbitRegistry:
                 if not any(b.type == p.BLOCK_PING_INTERVAL for b in blocks):
                     blocks.append(p.ping_interval_block(interval))
                 return self._encode(blocks)
-            blocks = [p.ping_interval_block(rabbit.ping_interval),
-                      p.ambient_block(rabbit.ambient)]
             if rabbit.echo_pending and rabbit.tc != p.BOOTED_TC:
                 name, rabbit.echo_pending = rabbit.echo_pending, ''
-                blocks.insert(0, self._message(self._new_program(
-                    (('MU', self.recordings_url + name), ('MW', '')))))
+                program = self._new_program((('MU', self.recordings_url + name), ('MW', '')))
             elif rabbit.needs_idle and (self.wake_after_boot or rabbit.tc != p.BOOTED_TC):
-                blocks.insert(0, self._message(p.Program(p.IDLE_ID)))
-            return self._encode(blocks)
+                program = p.Program(p.IDLE_ID)
+            else:
+                return self._idle_reply(rabbit.ping_interval, rabbit.ambient)
+            return self._encode([self._message(program), p.ping_interval_block(
+                rabbit.ping_interval), p.ambient_block(rabbit.ambient)])
+
+    def _idle_reply(self, interval, ambient):
+        """The reply of almost every ping, encoded once per (interval, ambient)."""
+        key = (interval, ambient)
+        reply = self._idle_replies.get(key)
+        if reply is None:
+            if len(self._idle_replies) >= IDLE_REPLIES_KEPT:
+                self._idle_replies.clear()
+            reply = self._idle_replies[key] = self._encode(
+                [p.ping_interval_block(interval), p.ambient_block(ambient)])
+        return reply
 
     def _encode(self, blocks):
         return p.encode_packet(blocks, self.trailing_newline)

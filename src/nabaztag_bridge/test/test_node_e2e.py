@@ -2,6 +2,7 @@
 this process watches and drives it over DDS."""
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.qos import DurabilityPolicy, QoSProfile
 
 from helpers import run_module, wait_for
 from legacy_robot_common.driver_node import LATCHED
@@ -12,7 +13,7 @@ from legacy_robot_interfaces.srv import (RabbitAmbient, RabbitChoreography, Rabb
                                          RabbitSound)
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge import recording
-from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions
+from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions, ping_url, rabbit_request
 from ros_observer import DriverProcesses, latest_status
 
 SERIAL = '0019db000001'
@@ -162,3 +163,20 @@ def test_a_busy_port_is_a_clear_error():
         result = run_module('nabaztag_bridge.node', '--ros-args', '-p', 'host:=127.0.0.1',
                             '-p', f'port:={busy.getsockname()[1]}')
     assert result.returncode == 2 and 'cannot listen' in result.stderr, result.stderr
+
+
+def test_rabbits_registering_together_get_a_few_lists_not_one_each(setup):
+    """Each new rabbit used to publish the whole list at once: 300 rabbits meant 300 lists of
+    up to 300, which held the HTTP thread up for seconds (5,000 rabbits: minutes)."""
+    rabbit, process, ros = setup(rabbits_period=1.0)
+    every_list = QoSProfile(depth=10_000, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    lists = ros.listen(RabbitList, 'rabbits', every_list)
+    assert ros.spin_until(lambda: lists, 5)
+    base = 'http://' + rabbit.options.server.rsplit('/', 1)[0]
+    newcomers = 300
+    before = len(lists)
+    for n in range(newcomers):
+        rabbit_request(ping_url(base, f'0019dbff{n:04x}', 65808, 0, p.IDLE_ID))
+    assert ros.spin_until(lambda: len(lists[-1].rabbits) == newcomers + 1, 10), \
+        len(lists[-1].rabbits)
+    assert len(lists) - before <= 30, f'{len(lists) - before} lists for {newcomers} rabbits'
