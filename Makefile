@@ -16,6 +16,7 @@ test: bootstrap
 # JSON and a PNG chart in bench-output/. BENCH_ARGS=--quick for a short smoke run.
 BENCH_ARGS ?=
 bench: bootstrap
+	bash tools/bench_tools.sh
 	. tools/env.sh && python -m legacy_robot_bringup.bench --output bench-output $(BENCH_ARGS)
 
 # The fault suite (not part of CI; about 45 minutes): fuzzing, emulator kill/restart, link

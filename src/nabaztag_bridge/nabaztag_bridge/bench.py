@@ -1,34 +1,39 @@
 """Nabaztag bridge benchmark: prints one table, writes bench-output/nabaztag.json.
 
-    make bench        (or: ros2 run nabaztag_bridge nabaztag_bench --rabbits 500 --seconds 20)
+    make bench        (or: ros2 run nabaztag_bridge nabaztag_bench)
 
-Measures on this machine, with the bridge node as its own process and the emulated rabbits
-(one thread each, pinging every second as the bridge tells them) in this process:
-  * requests per second the bridge answered;
-  * ping latency as a rabbit sees it (request sent → reply read to the close), p50 / p99;
-  * bridge CPU, % of one core;
+Measures on this machine, with the bridge node as its own process and the load from
+programs written in C (a Python client saturates long before the server):
   * codec: default ping replies built and encoded per second;
+  * open loop (rabbit_load.c): 500 rabbits pinging every second, then 5,000 rabbits (distinct
+    serials, each registered) pinging every 10 s, each ping on its own connection at its
+    scheduled time; latency from that time to the reply's last byte, p50 / p99, failures,
+    bridge CPU (% of one core) and memory (RSS);
+  * closed loop (ApacheBench, `ab -c 50 / 200 / 500`, idle pings): requests per second of
+    the bridge and of a canned-reply server on the same event loop (canned_server.py),
+    measured in the same run, alternately, TIME_WAIT drained before each; the target is on
+    the bridge's share of the reference;
   * events (clicks) per second reaching a subscriber in this process while 4 threads here
-    send clicking pings back to back, over one rabbit's fastest rate: 1 request per second
-    (the shortest ping interval the server can set; events ride on those requests);
+    send clicking pings back to back, over one rabbit's fastest rate: 1 request per second;
   * click latency: a ping carrying a click sent -> its event received here, one click
     every 100 ms.
 """
 import argparse
 import contextlib
-import statistics
+import pathlib
+import subprocess
 import sys
 import threading
 import time
 
-from legacy_robot_common.bench import (Listener, PipelineSummary, cpu_percent, percentile,
-                                       report, start_driver, stop_process, wait_ready,
-                                       wait_until)
+from legacy_robot_common.bench import (Listener, PipelineSummary, cpu_seconds, report,
+                                       start_driver, stop_process, wait_ready)
 from legacy_robot_common.emulator import SendLog, free_port
 from legacy_robot_interfaces.msg import RabbitEvent
 
+from . import loadgen
 from . import protocol as p
-from .emulator import RabbitEmulator, RabbitOptions, ping_url, rabbit_request
+from .emulator import RabbitOptions, ping_url, rabbit_request
 from .rabbits import RabbitRegistry
 
 NAMESPACE = '/bench'
@@ -51,31 +56,70 @@ def reply_rate(count=50_000):
     return count / (time.perf_counter() - started)
 
 
-def measure_load(rabbits, seconds):
-    port = free_port()
+IDLE_PING = '/vl/p4.jsp?sn=0019db000001&v=65808&st=1&sd=0&tc=7fffffff&h=4'
+CONCURRENCY = (50, 200, 500)
+CLOSED_LOOP_TARGET = 0.6      # of the canned-reply server's rate, at -c 50 and -c 500
+CLOSED_LOOP_TARGETED = (50, 500)
+
+
+def start_bridge(port):
+    """The bridge node as its own process, answering once it listens."""
     bridge = start_driver('nabaztag_bridge.node', NAMESPACE,
                           {'host': '127.0.0.1', 'port': port, 'ping_interval': 1})
-    fleet = None
+    wait_ready(bridge, lambda: _answers(f'http://127.0.0.1:{port}{IDLE_PING}'),
+               'the bridge did not answer', settle=1.0)
+    return bridge
+
+
+def start_canned(port):
+    server = subprocess.Popen([sys.executable, '-m', 'nabaztag_bridge.canned_server',
+                               str(port)], stderr=subprocess.PIPE, text=True)
+    wait_ready(server, lambda: _answers(f'http://127.0.0.1:{port}{IDLE_PING}'),
+               'the canned-reply server did not answer', settle=0.5)
+    return server
+
+
+def rss_megabytes(pid):
+    for line in pathlib.Path(f'/proc/{pid}/status').read_text().splitlines():
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def open_loop(program, rabbits, interval, seconds, drain):
+    """rabbit_load against a fresh bridge → its JSON plus the bridge's CPU % and RSS MB."""
+    if drain:
+        loadgen.drain_time_wait()
+    port = free_port()
+    bridge = start_bridge(port)
     try:
-        fleet = RabbitEmulator(RabbitOptions(server=f'127.0.0.1:{port}/vl', boot=False),
-                               count=rabbits, spread=1.0).start()
-        if not wait_until(lambda: all(r.status()['pings'] >= 2 for r in fleet.rabbits), 60):
-            error = bridge.stderr.read() if bridge.poll() is not None else ''
-            raise RuntimeError(f'the rabbits did not all reach the bridge {error}')
-        for rabbit in fleet.rabbits:
-            rabbit.ping_seconds.clear()
-        pings_before = sum(r.status()['pings'] for r in fleet.rabbits)
-        errors_before = fleet.errors()
-        started = time.monotonic()
-        cpu = cpu_percent(bridge.pid, seconds)
-        elapsed = time.monotonic() - started
-        pings = sum(r.status()['pings'] for r in fleet.rabbits) - pings_before
-        latencies = [s for r in fleet.rabbits for s in r.ping_seconds]
-        return pings / elapsed, latencies, cpu, fleet.errors() - errors_before
+        before, started = cpu_seconds(bridge.pid), time.monotonic()
+        result = loadgen.open_loop(program, port, rabbits, interval, seconds)
+        result['cpu'] = 100 * (cpu_seconds(bridge.pid) - before) / (time.monotonic() - started)
+        result['rss_mb'] = rss_megabytes(bridge.pid)
+        return result
     finally:
-        if fleet is not None:
-            fleet.stop()
         stop_process(bridge)
+
+
+def closed_loop(requests, drain):
+    """ab at each CONCURRENCY on the bridge and on the canned-reply server, alternately →
+    {concurrency: {'bridge': ab result, 'canned': ab result}}."""
+    ports = {'bridge': free_port(), 'canned': free_port()}
+    servers = {'bridge': start_bridge(ports['bridge']), 'canned': start_canned(ports['canned'])}
+    results = {}
+    try:
+        for concurrency in CONCURRENCY:
+            results[concurrency] = {}
+            for name in ('canned', 'bridge'):
+                if drain:
+                    loadgen.drain_time_wait()
+                results[concurrency][name] = loadgen.apache_bench(
+                    f'http://127.0.0.1:{ports[name]}{IDLE_PING}', concurrency, requests)
+        return results
+    finally:
+        for server in servers.values():
+            stop_process(server)
 
 
 @contextlib.contextmanager
@@ -151,37 +195,65 @@ def click_latency(seconds, interval=0.1):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='nabaztag_bench', description=__doc__.split('\n\n')[0])
-    parser.add_argument('--rabbits', type=int, default=500, help='emulated rabbits (default 500)')
+    parser.add_argument('--rabbits', type=int, default=500,
+                        help='open loop: rabbits pinging every second (default 500)')
+    parser.add_argument('--many-rabbits', type=int, default=5000,
+                        help='open loop: rabbits pinging every 10 s (default 5000)')
     parser.add_argument('--seconds', type=float, default=20.0, help='measurement time (default 20)')
+    parser.add_argument('--requests', type=int, default=20000,
+                        help='closed loop: requests per ab run (default 20000)')
+    parser.add_argument('--no-drain', dest='drain', action='store_false',
+                        help='do not wait for TIME_WAIT sockets to drain (quick smoke runs)')
     parser.add_argument('--output', default='bench-output', help='folder for nabaztag.json')
     args = parser.parse_args(argv)
-    if args.rabbits < 1 or args.seconds <= 0:
-        print('error: --rabbits must be ≥ 1 and --seconds positive', file=sys.stderr)
+    if min(args.rabbits, args.many_rabbits, args.requests) < 1 or args.seconds <= 0:
+        print('error: --rabbits, --many-rabbits, --requests must be ≥ 1 and --seconds positive',
+              file=sys.stderr)
         return 2
     replies = reply_rate()
     try:
-        rate, latencies, cpu, errors = measure_load(args.rabbits, args.seconds)
+        program = loadgen.build_rabbit_load(pathlib.Path(args.output) / 'bin')
+        fleets = [(args.rabbits, 1, 10), (args.many_rabbits, 10, 20)]   # rabbits, interval, p99
+        opened = [(fleet, open_loop(program, *fleet[:2], args.seconds, args.drain))
+                  for fleet in fleets]
+        closed = closed_loop(args.requests, args.drain)
         events = unthrottled_event_rate(args.seconds)
         wire = click_latency(args.seconds)
-    except RuntimeError as exc:
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 1
-    p50, p99 = (1000 * percentile(latencies, f) for f in (0.5, 0.99))
-    rows = [
-        ('ping replies built and encoded (codec, one core)', replies, f'{replies:,.0f} /s',
-         ('>=', 10_000)),
-        (f'requests answered, {args.rabbits} rabbits pinging every second', rate,
-         f'{rate:,.0f} /s', ('>=', 0.95 * args.rabbits)),
-        ('ping latency seen by the rabbits, p50 (ms)', p50, f'{p50:.2f} ms', None),
-        ('ping latency seen by the rabbits, p99 (ms)', p99, f'{p99:.2f} ms', ('<=', 10)),
-        ('bridge CPU (% of one core)', cpu, f'{cpu:.1f} %', ('<=', 100)),
-        ('failed requests and refused replies', errors, f'{errors}', ('<=', 0)),
-    ]
-    # the CPU in the summary is the bridge's under the 500-rabbit load, the issue's load point
+    rows = [('ping replies built and encoded (codec, one core)', replies, f'{replies:,.0f} /s',
+             ('>=', 10_000))]
+    for (rabbits, interval, p99_target), result in opened:
+        fleet = f'open loop, {rabbits:,} rabbits pinging every {interval} s'
+        rows += [
+            (f'{fleet}: answered /s', result['rate'], f'{result["rate"]:,.0f} /s', None),
+            (f'{fleet}: ping p50 (ms)', result['p50_ms'], f'{result["p50_ms"]:.2f} ms', None),
+            (f'{fleet}: ping p99 (ms)', result['p99_ms'], f'{result["p99_ms"]:.2f} ms',
+             ('<=', p99_target)),
+            (f'{fleet}: failed or late pings', result['failed'] + result['overruns'],
+             f'{result["failed"] + result["overruns"]}', ('<=', 0)),
+            (f'{fleet}: bridge CPU (% of one core)', result['cpu'], f'{result["cpu"]:.1f} %',
+             None),
+            (f'{fleet}: bridge memory (RSS, MB)', result['rss_mb'],
+             f'{result["rss_mb"]:.0f} MB', None)]
+    for concurrency, pair in closed.items():
+        bridge, canned = pair['bridge'], pair['canned']
+        ratio = bridge['rate'] / canned['rate']
+        target = ('>=', CLOSED_LOOP_TARGET) if concurrency in CLOSED_LOOP_TARGETED else None
+        rows += [
+            (f'ab -c {concurrency}: bridge requests/s (p99 {bridge["p99_ms"]:.0f} ms)',
+             bridge['rate'], f'{bridge["rate"]:,.0f} /s', None),
+            (f'ab -c {concurrency}: canned-reply server, same loop (p99 {canned["p99_ms"]:.0f} ms)',
+             canned['rate'], f'{canned["rate"]:,.0f} /s', None),
+            (f'ab -c {concurrency}: bridge / canned-reply server', ratio, f'{ratio:.2f}x', target),
+            (f'ab -c {concurrency}: bridge failed or non-2xx', bridge['failed'] +
+             bridge['non_2xx'], f'{bridge["failed"] + bridge["non_2xx"]}', ('<=', 0))]
+    cpu = opened[0][1]['cpu']       # the summary's CPU: the bridge under the 500-rabbit load
     summary = PipelineSummary('Nabaztag events', REAL_REQUEST_RATE, replies, events, cpu, wire)
     return report('Nabaztag bridge benchmark', rows, args.output, 'nabaztag',
-                  {'latency_samples': len(latencies), 'median_ms': statistics.median(latencies)
-                   * 1000 if latencies else None}, summary)
+                  {'open_loop': [r for _, r in opened],
+                   'closed_loop': {str(c): pair for c, pair in closed.items()}}, summary)
 
 
 if __name__ == '__main__':
