@@ -22,8 +22,10 @@ import time
 
 from sensor_msgs.msg import Image
 
-from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, report,
+from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
+                                       report,
                                        wait_ready)
+from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
 
 from . import protocol as p
@@ -32,6 +34,8 @@ from .scene import Scene
 
 NAMESPACE = '/bench'
 IMAGE = f'{NAMESPACE}/camera/image_raw'
+CPU_TOPICS = {'camera/image_raw': Image, 'color_detection': ColorDetection,
+              'audio/audio_stamped': AudioDataStamped}     # under NAMESPACE
 REAL_YUV10_RATE = 12.0     # fps: the TCP ceiling of YUV10 on the dog (spec: 10-12)
 
 
@@ -87,6 +91,7 @@ def real_dog_run(cpu_seconds, audio_seconds):
         listener.forget_receipts()
         cpu = cpu_percent(driver.pid, cpu_seconds)
         wire = listener.wire_latency(IMAGE, emulator.sent)
+        shape = capture_shape(listener.node, 'aibo_driver', NAMESPACE)
         stop = multiprocessing.Event()
         busy = multiprocessing.Process(target=_keep_a_core_busy, args=(stop,), daemon=True)
         busy.start()
@@ -95,10 +100,8 @@ def real_dog_run(cpu_seconds, audio_seconds):
         finally:
             stop.set()
             busy.join(5)
-        return cpu, wire, received[0], tracker.lost, emulator.audio.overruns - overruns
-    topics = {'camera/image_raw': Image, 'color_detection': ColorDetection,
-              'audio/audio_stamped': AudioDataStamped}
-    return _run_driver(EmulatorOptions(), {}, topics, measure)
+        return cpu, wire, shape, received[0], tracker.lost, emulator.audio.overruns - overruns
+    return _run_driver(EmulatorOptions(), {}, CPU_TOPICS, measure)
 
 
 def main(argv=None):
@@ -112,15 +115,18 @@ def main(argv=None):
     decode = yuv10_decode_ms()
     fps = unthrottled_fps(args.seconds)
     audio_seconds = 60 * args.audio_minutes
-    cpu, wire, received, lost, dropped = real_dog_run(args.seconds, audio_seconds)
+    cpu, wire, shape, received, lost, dropped = real_dog_run(args.seconds, audio_seconds)
+    floor, lean = floors(shape, {**{f'{NAMESPACE}/{t}': k for t, k in CPU_TOPICS.items()},
+                                 f'{NAMESPACE}/sensor_words': AiboSensorWords}, args.seconds)
     rows = [('YUV10 decode time per frame (ms, median)', decode, f'{decode:.3f}', ('<=', 1.0)),
             ('driver CPU, YUV10 10 fps + colour 10 Hz + audio (% of a core)',
-             cpu, f'{cpu:.2f}', ('<=', 5.0)),
+             cpu, f'{cpu:.2f}', None),
             (f'audio chunks lost in {audio_seconds / 60:.1f} min, a core kept busy', lost,
              str(lost), ('<=', 0)),
             ('  chunks the dog dropped (ring full)', dropped, str(dropped), ('<=', 0)),
             ('  audio chunks received', received, str(received), None)]
-    summary = PipelineSummary('AIBO YUV10', REAL_YUV10_RATE, 1000.0 / decode, fps, cpu, wire)
+    summary = PipelineSummary('AIBO YUV10', REAL_YUV10_RATE, 1000.0 / decode, fps, cpu, wire,
+                              floor, lean)
     return report('AIBO benchmark', rows, args.output, 'aibo', summary=summary)
 
 

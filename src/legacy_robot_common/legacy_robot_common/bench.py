@@ -12,6 +12,7 @@ import platform
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -174,6 +175,7 @@ def latency_summary(latencies):
 
 
 HEADROOM_TARGET = 20.0     # issue 8: every pipeline sustains 20x the real robot's rate
+FLOOR_RATIO_TARGET = 1.25  # a driver's CPU over that of its structure without the robot
 
 
 @dataclasses.dataclass
@@ -183,7 +185,9 @@ class PipelineSummary:
     stream: the main stream's name; real_rate: the real robot's maximum rate of it (per s);
     decode_rate: frames per s through the codec alone; unthrottled_rate: messages per s a
     subscriber in another process received with the emulator unthrottled; cpu: driver CPU (%
-    of one core) at the real rate; latency: latency_summary() of wire -> subscriber.
+    of one core) at the real rate; latency: latency_summary() of wire -> subscriber;
+    floor / lean_floor: the CPU of the driver's structure without the robot and of the
+    leanest structure (floor.py; FloorCpu), measured in the same run.
     """
     stream: str
     real_rate: float
@@ -191,6 +195,8 @@ class PipelineSummary:
     unthrottled_rate: float
     cpu: float
     latency: dict
+    floor: float = None
+    lean_floor: float = None
 
     @property
     def headroom(self):
@@ -206,10 +212,58 @@ class PipelineSummary:
             (f'{self.stream}: wire -> subscriber p50 (ms)', self.latency['p50_ms'],
              f'{self.latency["p50_ms"]:.2f}', None),
             (f'{self.stream}: wire -> subscriber p99 (ms)', self.latency['p99_ms'],
-             f'{self.latency["p99_ms"]:.2f}', None)]
+             f'{self.latency["p99_ms"]:.2f}', None)] + self.floor_rows()
+
+    @property
+    def floor_ratio(self):
+        return self.cpu / self.floor if self.floor else None
+
+    def floor_rows(self):
+        if self.floor is None:
+            return []
+        return [
+            (f'{self.stream}: driver CPU at the real rate (% of one core)', self.cpu,
+             f'{self.cpu:.2f} %', None),
+            (f'{self.stream}: floor, its structure without the robot (% of one core)',
+             self.floor, f'{self.floor:.2f} %', None),
+            (f'{self.stream}: lean floor, a thread publishing, no services (%)',
+             self.lean_floor, f'{self.lean_floor:.2f} %', None),
+            (f'{self.stream}: driver / floor', self.floor_ratio, f'{self.floor_ratio:.2f}x',
+             ('<=', FLOOR_RATIO_TARGET))]
 
     def as_json(self):
-        return {**dataclasses.asdict(self), 'headroom': self.headroom}
+        return {**dataclasses.asdict(self), 'headroom': self.headroom,
+                'floor_ratio': self.floor_ratio}
+
+
+def floor_cpu(shape, topics, seconds, lean=False, namespace='/floor'):
+    """CPU (% of one core) of the floor process for a captured shape (floor.py), while a
+    Listener here subscribes to topics {driver topic: class} moved to the floor's namespace,
+    as the driver's were."""
+    from .floor import moved
+    with tempfile.NamedTemporaryFile('w', suffix='.json') as file:
+        json.dump(shape, file)
+        file.flush()
+        process = subprocess.Popen([sys.executable, '-m', 'legacy_robot_common.floor',
+                                    file.name, '--namespace', namespace,
+                                    *(['--lean'] if lean else [])],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        listener = None
+        try:
+            listener = Listener('floor_listener', {moved(topic, shape, namespace): kind
+                                                   for topic, kind in topics.items()})
+            wait_ready(process, lambda: all(listener.counts.values()),
+                       'the floor process did not publish')
+            return cpu_percent(process.pid, seconds)
+        finally:
+            if listener is not None:
+                listener.close()
+            stop_process(process)
+
+
+def floors(shape, topics, seconds):
+    """(floor, lean floor) CPU for a captured shape: see floor_cpu()."""
+    return floor_cpu(shape, topics, seconds), floor_cpu(shape, topics, seconds, lean=True)
 
 
 def verdict(value, target):

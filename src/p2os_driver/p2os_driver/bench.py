@@ -20,8 +20,9 @@ import time
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 
-from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against,
+from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
                                        percentile, report, wait_ready)
+from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import EncoderCounts, SonarArray
 
 from . import protocol as p
@@ -29,6 +30,8 @@ from .emulator import EmulatorOptions, P2osEmulator, sip_body
 
 NAMESPACE = '/bench'
 ODOM = f'{NAMESPACE}/odom'
+CPU_TOPICS = {ODOM: Odometry, f'{NAMESPACE}/sonar': SonarArray,
+              f'{NAMESPACE}/encoders': EncoderCounts}
 REAL_SIP_RATE = 20.0       # per s: the 50 ms server cycle, the fastest a Pioneer 2 sends
 
 
@@ -62,14 +65,13 @@ def driver_cpu(seconds):
     """CPU of the driver process while this process subscribes to its main topics, and the
     odom latency from the wire over the same run."""
     emulator = P2osEmulator()
-    topics = {ODOM: Odometry, f'{NAMESPACE}/sonar': SonarArray,
-              f'{NAMESPACE}/encoders': EncoderCounts}
-    with _driver(emulator, topics, encoder_stream=True) as (driver, listener):
+    with _driver(emulator, CPU_TOPICS, encoder_stream=True) as (driver, listener):
         wait_ready(driver, lambda: emulator.robot.enabled and all(listener.counts.values()),
                    'driver did not connect')
         listener.forget_receipts()
         cpu = cpu_percent(driver.pid, seconds)
-        return cpu, listener.wire_latency(ODOM, emulator.sent)
+        wire = listener.wire_latency(ODOM, emulator.sent)
+        return cpu, wire, capture_shape(listener.node, 'p2os_driver', NAMESPACE)
 
 
 def unthrottled_rate(seconds):
@@ -112,16 +114,18 @@ def main(argv=None):
     parser.add_argument('--output', default='bench-output', help='folder for p2os.json')
     args = parser.parse_args(argv)
     decode = sip_decode_rate()
-    cpu, wire = driver_cpu(args.seconds)
+    cpu, wire, shape = driver_cpu(args.seconds)
+    floor, lean = floors(shape, CPU_TOPICS, args.seconds)
     unthrottled = unthrottled_rate(args.seconds)
     latency = cmd_vel_latency(args.samples)
     rows = [('SIP decode rate (per s)', decode, f'{decode:,.0f}', ('>=', 100_000)),
             ('driver CPU, 10 Hz SIP + 10 Hz encoders, 3 subscribers (% of a core)', cpu,
-             f'{cpu:.2f}', ('<=', 2.0)),
+             f'{cpu:.2f}', None),
             ('cmd_vel -> wire p50 (ms)', latency['p50'], f'{latency["p50"]:.2f}', None),
             ('cmd_vel -> wire p99 (ms)', latency['p99'], f'{latency["p99"]:.2f}', ('<=', 5.0)),
             ('cmd_vel -> wire max (ms)', latency['max'], f'{latency["max"]:.2f}', None)]
-    summary = PipelineSummary('P2OS SIP', REAL_SIP_RATE, decode, unthrottled, cpu, wire)
+    summary = PipelineSummary('P2OS SIP', REAL_SIP_RATE, decode, unthrottled, cpu, wire,
+                              floor, lean)
     return report('P2OS benchmark', rows, args.output, 'p2os',
                   {'cmd_vel_samples': latency['samples']}, summary)
 
