@@ -104,7 +104,7 @@ class RateMeter:
 
     @property
     def rate(self):
-        times = self._times
+        times = list(self._times)      # a copy: tick() may run on a link thread meanwhile
         if len(times) < 2 or times[-1] <= times[0]:
             return 0.0
         return (len(times) - 1) / (times[-1] - times[0])

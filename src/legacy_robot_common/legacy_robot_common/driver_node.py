@@ -42,6 +42,11 @@ def make_executor():
 
 
 class DriverNode(Node):
+    # Record types handle_record() may publish on the link thread that delivered them,
+    # without the executor round trip (a wake-up costs about 0.7 ms of CPU): only those
+    # whose handling touches nothing but their own publishers, each used by one thread.
+    direct_records = ()
+
     def __init__(self, node_name, hardware_id, **kwargs):
         super().__init__(node_name, **kwargs)
         self.links = []
@@ -80,6 +85,10 @@ class DriverNode(Node):
             link_client.start()
 
     def _enqueue(self, record):
+        if isinstance(record, self.direct_records):
+            if self.context.ok():      # after shutdown a late record has nowhere to go
+                self._handle(record)
+            return
         self._records.put(record)
         # One executor wake-up per burst: each costs about 0.7 ms of CPU in rclpy.
         if self._wake_pending.is_set():
@@ -137,12 +146,15 @@ class DriverNode(Node):
             if isinstance(record, _Resolve):
                 record.apply()
                 continue
-            try:
-                self.handle_record(record)
-            except Exception as exc:  # one bad record must not stop the stream
-                self.records_dropped += 1
-                self.log.error('handle-record', f'could not publish {type(record).__name__}: '
-                               f'{exc!r} ({self.records_dropped} dropped so far)')
+            self._handle(record)
+
+    def _handle(self, record):
+        try:
+            self.handle_record(record)
+        except Exception as exc:  # one bad record must not stop the stream
+            self.records_dropped += 1
+            self.log.error('handle-record', f'could not publish {type(record).__name__}: '
+                           f'{exc!r} ({self.records_dropped} dropped so far)')
 
     def handle_record(self, record):
         raise NotImplementedError

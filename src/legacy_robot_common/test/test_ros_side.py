@@ -122,6 +122,23 @@ def test_records_from_the_link_thread_are_handled_in_the_executor(context):
     node.destroy_node()
 
 
+class DirectDriver(RecordingDriver):
+    direct_records = (str,)        # strings: published by the thread that delivers them
+
+
+def test_direct_records_are_handled_on_the_link_thread_without_the_executor(context):
+    node = DirectDriver(context)
+    threads = set()
+    producer = threading.Thread(target=lambda: (threads.add(threading.get_ident()),
+                                                node._enqueue('direct'), node._enqueue(7),
+                                                node._enqueue('poison')))
+    producer.start()
+    producer.join()
+    assert node.handled == ['direct'] and node.handler_threads == threads   # no spin at all
+    assert node.records_dropped == 1 and node._records.qsize() == 1         # 7 waits its turn
+    node.destroy_node()
+
+
 class ReplyingDriver(RecordingDriver):
     """Serves Trigger by waiting (async) for a reply that another thread delivers."""
 
