@@ -11,7 +11,7 @@ from std_msgs.msg import String
 
 from legacy_robot_common.artifacts import save_lines, save_png, save_wav
 from legacy_robot_common.messages import image_to_array
-from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
+from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin, SoakPart
 from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
 from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand
 
@@ -125,4 +125,8 @@ PLUGIN = RobotPlugin(
         DemoTopic('sensor_words', AiboSensorWords, AudioCounter()),
         DemoTopic('rcode/output', String, lambda m: m.data),
     ),
-    make_demo_script=DogWatcher)
+    make_demo_script=DogWatcher,
+    label='AIBO',
+    bench_quick_arguments=('--seconds', '5', '--audio-minutes', '0.2'),
+    soak_parts=(SoakPart('audio', 'aibo_driver.soak:audio_rows', '--audio-minutes', 10.0,
+                         'AIBO real-time audio run with a core kept busy', float),))

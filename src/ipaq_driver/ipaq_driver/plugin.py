@@ -131,4 +131,6 @@ PLUGIN = RobotPlugin(
         DemoTopic('wheel_power', WheelPower, lambda m: f'{m.voltage:.2f} V {m.current:.2f} A'),
         DemoTopic('camera/image_raw', Image, lambda m: f'{m.width}x{m.height} {m.encoding}'),
     ),
-    make_demo_script=BallFollower)
+    make_demo_script=BallFollower,
+    label='iPaq',
+    bench_quick_arguments=('--seconds', '5'))

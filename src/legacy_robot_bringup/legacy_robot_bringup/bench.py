@@ -21,7 +21,10 @@ import subprocess
 import sys
 
 from legacy_robot_common.artifacts import new_figure, save_figure
-from legacy_robot_common.bench import HEADROOM_TARGET, machine_description, verdict
+from legacy_robot_common.bench import (FLOOR_RATIO_TARGET, HEADROOM_TARGET,
+                                       machine_description, verdict)
+
+from .registry import discover_plugins
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,15 +35,16 @@ class Robot:
     quick: tuple = ()          # arguments for a short run (--quick)
 
 
-ROBOTS = (
-    Robot('AIBO', 'aibo_driver', 'aibo', ('--seconds', '5', '--audio-minutes', '0.2')),
-    Robot('P2OS', 'p2os_driver', 'p2os', ('--seconds', '5', '--samples', '100')),
-    Robot('Nabaztag', 'nabaztag_bridge', 'nabaztag', ('--seconds', '5', '--rabbits', '100')),
-    Robot('Pleo', 'pleo_driver', 'pleo', ('--seconds', '5', '--runs', '3')),
-    Robot('iPaq', 'ipaq_driver', 'ipaq', ('--seconds', '5')),
-)
+def installed_robots():
+    """Every installed robot (its plugin names its label and quick arguments; the benchmark
+    is `<package>.bench`), in entry-point order: a new robot package brings its own."""
+    return tuple(Robot(plugin.title, plugin.package, plugin.name, plugin.bench_quick_arguments)
+                 for plugin in discover_plugins().values())
+
+
+ROBOTS = installed_robots()
 PIPELINE_COLUMNS = ('robot', 'main stream', 'decode /s', 'unthrottled /s', 'real max /s',
-                    'headroom', 'CPU %', 'p50 ms', 'p99 ms')
+                    'headroom', 'CPU %', 'floor %', 'lean %', 'CPU / floor', 'p50 ms', 'p99 ms')
 
 
 def run_benchmark(robot, output, quick):
@@ -77,8 +81,19 @@ def pipeline_rows(results):
         rows.append((robot.label, summary['stream'], f'{summary["decode_rate"]:,.0f}',
                      f'{summary["unthrottled_rate"]:,.0f}', f'{summary["real_rate"]:g}',
                      f'{summary["headroom"]:,.1f}x {outcome}', f'{summary["cpu"]:.2f}',
-                     f'{latency["p50_ms"]:.2f}', f'{latency["p99_ms"]:.2f}'))
+                     *floor_cells(summary), f'{latency["p50_ms"]:.2f}',
+                     f'{latency["p99_ms"]:.2f}'))
     return rows
+
+
+def floor_cells(summary):
+    """floor %, lean %, CPU / floor with its verdict; '-' for a robot without a floor (the
+    Nabaztag bridge's reference is a canned-reply server, among its own targets)."""
+    if summary.get('floor') is None:
+        return '-', '-', '-'
+    _, outcome = verdict(summary['floor_ratio'], ('<=', FLOOR_RATIO_TARGET))
+    return (f'{summary["floor"]:.2f}', f'{summary["lean_floor"]:.2f}',
+            f'{summary["floor_ratio"]:.2f}x {outcome}')
 
 
 def target_rows(results):
@@ -155,7 +170,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='bench', description=__doc__.split('\n\n')[0])
     parser.add_argument('--output', default='bench-output', help='folder for the JSON and PNG')
     parser.add_argument('--only', nargs='+', choices=[r.name for r in ROBOTS], metavar='NAME',
-                        help='these robots only (aibo, p2os, nabaztag, pleo, ipaq)')
+                        help=f'these robots only ({", ".join(r.name for r in ROBOTS)})')
     parser.add_argument('--quick', action='store_true',
                         help='short runs (a smoke test; the numbers are rough)')
     parser.add_argument('--no-run', action='store_true',

@@ -17,6 +17,7 @@ Parts:
            driving 1 m/s through many wraps of the 15-bit counters) and the AIBO driver's lost
            audio chunks are the gaps a subscriber saw. The Nabaztag talks HTTP over TCP,
            where the stack drops damaged bytes: its garbage input is the nabaztag part.
+The robots name their own parts in their plugins (RobotPlugin.soak_parts); today:
   audio    AIBO audio in real time for --audio-minutes while another process keeps one
            core busy: 0 chunks lost.
   safety   P2OS: cmd_vel stops -> the robot is told to stop within cmd_vel_timeout (plus
@@ -44,6 +45,7 @@ from legacy_robot_common.bench import machine_description, percentile, ros_args,
 from legacy_robot_common.soak import Row, fuzz
 
 from .bench import ROBOTS, format_table
+from .registry import discover_plugins
 
 RECONNECT_LIMIT = 2.0       # s: the suite's target for every reconnect
 DOWN_TIME = 0.5             # s the emulator stays dead in each cycle
@@ -327,30 +329,43 @@ def robot_part(robots, name, rows_of):
         return [Row(name, 'run', str(exc), 'runs', False)]
 
 
-PARTS = ('fuzz', 'restart', 'noise', 'audio', 'safety', 'nabaztag')
+COMMON_PARTS = ('fuzz', 'restart', 'noise')
+
+
+def robot_parts():
+    """(robot name, SoakPart) for the parts the installed robots name in their plugins."""
+    return [(plugin.name, part) for plugin in discover_plugins().values()
+            for part in plugin.soak_parts]
+
+
+def run_robot_part(part, value):
+    module, _, function = part.function.partition(':')
+    return getattr(importlib.import_module(module), function)(value)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='soak', description=__doc__.split('\n\n')[0])
-    parser.add_argument('--parts', nargs='+', choices=PARTS, default=list(PARTS))
+    own_parts = robot_parts()
+    parts = COMMON_PARTS + tuple(part.name for _, part in own_parts)
+    parser.add_argument('--parts', nargs='+', choices=parts, default=list(parts))
     parser.add_argument('--only', nargs='+', choices=[r.name for r in ROBOTS], metavar='NAME',
-                        help='these robots only (aibo, p2os, nabaztag, pleo, ipaq)')
+                        help=f'these robots only ({", ".join(r.name for r in ROBOTS)})')
     parser.add_argument('--cases', type=int, default=1_000_000, help='fuzz inputs per decoder')
     parser.add_argument('--cycles', type=int, default=50, help='kill/restart cycles per driver')
     parser.add_argument('--noise-minutes', type=float, default=10.0,
                         help='length of the link-noise run (all drivers at once)')
     parser.add_argument('--noise-rate', type=float, default=0.005,
                         help='fraction of bytes dropped, and as many corrupted (0.005: 1 %% in all)')
-    parser.add_argument('--audio-minutes', type=float, default=10.0,
-                        help='AIBO real-time audio run with a core kept busy')
-    parser.add_argument('--repeats', type=int, default=10,
-                        help='P2OS safety: cmd_vel stops and kills per signal')
-    parser.add_argument('--requests', type=int, default=10_000,
-                        help='Nabaztag: malformed requests')
+    for _, part in own_parts:
+        parser.add_argument(part.option, type=part.kind, default=part.default,
+                            help=f'{part.help} (default {part.default:g})')
     parser.add_argument('--output', default='soak-output', help='folder for soak.json and logs')
     args = parser.parse_args(argv)
-    if min(args.cases, args.repeats, args.requests) < 1 or args.cycles < WARM_UP_CYCLES + 1:
-        parser.error(f'--cases, --repeats and --requests must be >= 1, --cycles > {WARM_UP_CYCLES}')
+    values = {part.name: getattr(args, part.option.lstrip('-').replace('-', '_'))
+              for _, part in own_parts}
+    if min(args.cases, *values.values()) <= 0 or args.cycles < WARM_UP_CYCLES + 1:
+        parser.error(f'--cases and {", ".join(part.option for _, part in own_parts)} must be '
+                     f'positive, --cycles > {WARM_UP_CYCLES}')
     robots = [r for r in ROBOTS if not args.only or r.name in args.only]
     pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)
     rows = []
@@ -361,18 +376,11 @@ def main(argv=None):
     if 'noise' in args.parts:
         print(f'noise: {args.noise_minutes:g} minutes', flush=True)
         rows += noise_part(robots, args.noise_minutes, args.noise_rate, args.output)
-    if 'audio' in args.parts:
-        print(f'audio: AIBO, {args.audio_minutes:g} minutes', flush=True)
-        rows += robot_part(robots, 'aibo', lambda: importlib.import_module(
-            'aibo_driver.soak').audio_rows(args.audio_minutes))
-    if 'safety' in args.parts:
-        print('safety: P2OS', flush=True)
-        rows += robot_part(robots, 'p2os', lambda: importlib.import_module(
-            'p2os_driver.soak').safety_rows(args.repeats))
-    if 'nabaztag' in args.parts:
-        print(f'nabaztag: {args.requests:,} malformed requests', flush=True)
-        rows += robot_part(robots, 'nabaztag', lambda: importlib.import_module(
-            'nabaztag_bridge.soak').malformed_rows(args.requests))
+    for robot, part in own_parts:
+        if part.name in args.parts:
+            value = values[part.name]
+            print(f'{part.name}: {robot}, {part.option} {value:g}', flush=True)
+            rows += robot_part(robots, robot, lambda: run_robot_part(part, value))
     return 1 if report(rows, args.output) else 0
 
 

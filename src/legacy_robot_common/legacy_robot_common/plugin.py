@@ -20,6 +20,18 @@ class DemoTopic:
 
 
 @dataclasses.dataclass(frozen=True)
+class SoakPart:
+    """A part of `make soak` that is one robot's own (P2OS safety, AIBO audio, ...):
+    'package.module:function', called with the value of its command-line option → rows."""
+    name: str                     # for --parts: "safety"
+    function: str                 # "p2os_driver.soak:safety_rows"
+    option: str                   # "--repeats"
+    default: float
+    help: str
+    kind: type = int
+
+
+@dataclasses.dataclass(frozen=True)
 class RobotPlugin:
     name: str                     # short robot name used on command lines: "p2os"
     package: str                  # ROS package: "p2os_driver"
@@ -40,6 +52,15 @@ class RobotPlugin:
     # make_demo_script() -> object with optional act(node, elapsed_seconds),
     # on_message(topic, msg) and write_artifacts(output_dir) -> list of paths
     make_demo_script: Optional[Callable[[], Any]] = None
+    # `make bench` and `make soak`: the package's bench module (`<package>.bench`, main(argv))
+    # and soak module (`<package>.soak`: fuzz_targets(), restart_spec(folder)) by convention
+    label: str = ''                          # in tables: "P2OS"
+    bench_quick_arguments: Tuple[str, ...] = ()   # for `make bench BENCH_ARGS=--quick`
+    soak_parts: Tuple[SoakPart, ...] = ()
+
+    @property
+    def title(self):
+        return self.label or self.name
 
 
 class DemoScript:

@@ -11,7 +11,7 @@ import tempfile
 
 from legacy_robot_common.artifacts import save_lines, save_wav
 from legacy_robot_common.emulator import free_port
-from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
+from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin, SoakPart
 from legacy_robot_interfaces.msg import ChoreographyStep, RabbitEvent, RabbitList, RabbitRecording
 from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSound
 
@@ -121,4 +121,9 @@ PLUGIN = RobotPlugin(
         DemoTopic('rabbits', RabbitList,
                   lambda m: ', '.join(f'{r.serial} {r.state}' for r in m.rabbits)),
     ),
-    make_demo_script=RabbitKeeper)
+    make_demo_script=RabbitKeeper,
+    label='Nabaztag',
+    bench_quick_arguments=('--seconds', '5', '--rabbits', '100', '--many-rabbits',
+                           '1000', '--requests', '5000', '--no-drain'),
+    soak_parts=(SoakPart('nabaztag', 'nabaztag_bridge.soak:malformed_rows', '--requests', 10_000,
+                         'Nabaztag: malformed requests'),))

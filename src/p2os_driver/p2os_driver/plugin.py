@@ -14,7 +14,7 @@ from sensor_msgs.msg import BatteryState, PointCloud2
 from std_srvs.srv import Trigger
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
-from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
+from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin, SoakPart
 from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState, SonarArray
 from legacy_robot_interfaces.srv import GripperCommand
 
@@ -164,4 +164,8 @@ PLUGIN = RobotPlugin(
         DemoTopic('battery', BatteryState, lambda m: f'{m.voltage:.2f} V'),
         DemoTopic('motor_state', MotorState, lambda m: 'enabled' if m.motors_enabled else 'disabled'),
     ),
-    make_demo_script=SquareDriver)
+    make_demo_script=SquareDriver,
+    label='P2OS',
+    bench_quick_arguments=('--seconds', '5', '--samples', '100'),
+    soak_parts=(SoakPart('safety', 'p2os_driver.soak:safety_rows', '--repeats', 10,
+                         'P2OS safety: cmd_vel stops and kills per signal'),))

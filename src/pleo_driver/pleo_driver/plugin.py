@@ -115,4 +115,6 @@ PLUGIN = RobotPlugin(
         DemoTopic('battery', BatteryState, lambda m: f'{100 * m.percentage:.0f} %'),
         DemoTopic('monitor_log', MonitorLog, lambda m: f'{m.level}: {m.type}: {m.text}'),
     ),
-    make_demo_script=MotionShow)
+    make_demo_script=MotionShow,
+    label='Pleo',
+    bench_quick_arguments=('--seconds', '5', '--runs', '3'))
