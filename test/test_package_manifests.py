@@ -13,7 +13,8 @@ PACKAGES = sorted(p.parent for p in (ROOT / 'src').glob('*/package.xml'))
 # rosdep keys of the Python libraries the packages use
 PYTHON_KEYS = {'numpy': 'python3-numpy', 'PIL': 'python3-pil', 'serial': 'python3-serial',
                'matplotlib': 'python3-matplotlib', 'pytest': 'python3-pytest',
-               'hypothesis': 'python3-hypothesis'}
+               'hypothesis': 'python3-hypothesis', 'uvloop': 'python3-uvloop',
+               'httptools': 'python3-httptools'}
 # ROS packages a full install has and these machines may not (no wheels): declared all the same
 ROS_ELSEWHERE = {'launch', 'launch_ros'}
 # not dependencies: setup.py's build tool, and the test support folder (test/support)
