@@ -172,6 +172,10 @@ class PleoNode(DriverNode):
     def _header(self):
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frame_id)
 
+    # every record comes from the one serial link thread and touches only its publishers and
+    # the last dumps (for sensor events), so that thread publishes them itself, in order
+    direct_records = (p.JointDump, p.SensorDump, p.LogLine, Battery, Connected)
+
     def handle_record(self, record):
         header = self._header()
         if isinstance(record, p.JointDump):
