@@ -124,6 +124,7 @@ class _Connection(asyncio.Protocol):
         self.body_size = 0
         self.head_size = 0
         self.head_done = False
+        self.line_done = False      # the request line's end has arrived (then 431, not 414)
         self.answered = False
         self.deadline = None
 
@@ -143,11 +144,12 @@ class _Connection(asyncio.Protocol):
             return                  # lingering after a refusal: read and drop
         if not self.head_done:
             self.head_size += len(data)
+            self.line_done = self.line_done or b'\n' in data
         try:
             self.parser.feed_data(data)
             if not self.head_done and self.head_size > self.limits.max_head_bytes:
-                raise RequestError(431 if self.url else 414, 'request line and headers over '
-                                   f'{self.limits.max_head_bytes} bytes')
+                raise RequestError(431 if self.line_done else 414, 'request line and headers '
+                                   f'over {self.limits.max_head_bytes} bytes')
         except RequestError as exc:
             self._refuse(exc.status, str(exc))
         except httptools.HttpParserUpgrade:

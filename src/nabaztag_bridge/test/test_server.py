@@ -352,6 +352,13 @@ def test_garbage_and_silent_clients_do_not_block_others(bridge):
     assert ping(server.port)[0] == 200
 
 
+def test_an_endless_request_line_is_414_and_endless_headers_431(bridge):
+    server = bridge()
+    assert raw(server.port, b'GET /' + b'a' * 70000 + b' HTTP/1.0\r\n\r\n')[0] == 414
+    assert raw(server.port, b'GET / HTTP/1.0\r\nX-Long: ' + b'b' * 70000 + b'\r\n\r\n')[0] == 431
+    assert server.counters.bad_requests == 2 and ping(server.port)[0] == 200
+
+
 def test_a_silent_client_is_dropped_and_counted(bridge):
     server = bridge()
     with socket.create_connection(('127.0.0.1', server.port)) as silent:
