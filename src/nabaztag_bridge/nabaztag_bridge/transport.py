@@ -125,6 +125,7 @@ class _Connection(asyncio.Protocol):
         self.head_size = 0
         self.head_done = False
         self.line_done = False      # the request line's end has arrived (then 431, not 414)
+        self.header_size = 0
         self.answered = False
         self.deadline = None
 
@@ -169,10 +170,15 @@ class _Connection(asyncio.Protocol):
     # ---- httptools callbacks -----------------------------------------------------------------
     def on_url(self, url):
         self.url += url
+        if len(self.url) > self.limits.max_head_bytes:
+            raise RequestError(414, f'request line over {self.limits.max_head_bytes} bytes')
 
     def on_header(self, name, value):
+        self.header_size += len(name) + len(value)
         if len(self.headers) >= self.limits.max_headers:
             raise RequestError(431, f'more than {self.limits.max_headers} header lines')
+        if self.header_size > self.limits.max_head_bytes:
+            raise RequestError(431, f'headers over {self.limits.max_head_bytes} bytes')
         self.headers.setdefault(name.decode('latin-1').lower(), value.decode('latin-1'))
 
     def on_headers_complete(self):
