@@ -29,6 +29,7 @@ setup(
             'bringup = legacy_robot_bringup.compose:main',
             'demo = legacy_robot_bringup.demo:main',
             'bench = legacy_robot_bringup.bench:main',
+            'recording = legacy_robot_bringup.recordings:main',
         ],
     },
 )

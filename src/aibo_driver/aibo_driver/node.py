@@ -31,11 +31,11 @@ class AiboNode(DriverNode):
         self._declare_parameters()
         settings = self._settings()
         self.telemetry = TelemetryClient(settings, logger=self.get_logger())
-        self.attach_client(self.telemetry, 'telemetry link')
+        self.attach_client(self.telemetry, 'telemetry link', link_name='telemetry')
         self.rcode = None
         if self.rcode_enabled:
             self.rcode = RcodeClient(settings, self.rcode_quiet_time, logger=self.get_logger())
-            self.attach_client(self.rcode, 'RCODE link')
+            self.attach_client(self.rcode, 'RCODE link', link_name='rcode')
         self.diagnostics.add_task('dog', self._dog_status)
         self.rates = {name: RateMeter() for name in ('camera', 'color', 'audio')}
         self.audio_chunks = 0

@@ -12,6 +12,7 @@ from std_msgs.msg import String
 from legacy_robot_common.artifacts import save_lines, save_png, save_wav
 from legacy_robot_common.messages import image_to_array
 from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin, SoakPart
+from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
 from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand
 
@@ -115,6 +116,9 @@ PLUGIN = RobotPlugin(
     start_emulator=DemoEmulator,
     emulator_arguments=('--telemetry-port', '21001', '--rcode-port', '21002'),
     sim_parameters={'host': '127.0.0.1', 'telemetry_port': 21001, 'rcode_port': 21002},
+    # both links answer requests: telemetry polls, RCODE command lines (after a greeting)
+    replay_links=(ReplayLink('telemetry', 'telemetry_port', mode='reply'),
+                  ReplayLink('rcode', 'rcode_port', mode='reply')),
     demo_topics=(
         DemoTopic('camera/image_raw', Image, lambda m: f'{m.width}x{m.height} {m.encoding}'),
         DemoTopic('camera/image_raw/compressed', CompressedImage,

@@ -51,9 +51,10 @@ class IpaqNode(DriverNode):
         self.control.motion_timeout = self.cmd_vel_timeout
         self.streams = [StreamClient(settings, port, logger=self.get_logger())
                         for port in settings.stream_ports]
-        self.attach_client(self.control, 'control link')
-        for stream in self.streams:
-            self.attach_client(stream, f'port {stream.port} link')
+        self.attach_client(self.control, 'control link', link_name='control')
+        # recorded by the parameter that names the port, which replay points at its own
+        for stream, link_name in zip(self.streams, ('frame_dump', 'tracking')):
+            self.attach_client(stream, f'port {stream.port} link', link_name=link_name)
         self.diagnostics.add_task('robot', self._robot_status)
         self._create_publishers()
         self._create_services()

@@ -14,6 +14,7 @@ from std_srvs.srv import Trigger
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines, save_png
 from legacy_robot_common.messages import image_to_array
 from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
+from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import ColorTracking
 
@@ -122,6 +123,10 @@ PLUGIN = RobotPlugin(
                         '--tracking-port', '5002'),
     sim_parameters={'host': '127.0.0.1', 'control_port': 5000, 'frame_dump_port': 5001,
                     'tracking_port': 5002},
+    # commands answered in recorded order; the two stream ports play on their timeline
+    replay_links=(ReplayLink('control', 'control_port', mode='reply'),
+                  ReplayLink('frame_dump', 'frame_dump_port'),
+                  ReplayLink('tracking', 'tracking_port')),
     demo_topics=(
         DemoTopic('tracking', TrackingResult,
                   lambda m: f'x={m.x} y={m.y} {m.width}x{m.height} conf={m.confidence} pan={m.pan}'),

@@ -48,8 +48,9 @@ class Link:
 
     SLICE = 0.1  # how often a waiting read looks at the stop flag
 
-    def __init__(self, stream, counters, read_timeout, stop_event):
+    def __init__(self, stream, counters, read_timeout, stop_event, tap=None):
         self.stream = stream
+        self._tap = tap               # a recording's LinkTap, or None
         self._counters = counters
         self.read_timeout = read_timeout
         self._stop = stop_event
@@ -70,6 +71,8 @@ class Link:
             if data:
                 self._counters.bytes_in += len(data)
                 self._buffer += data
+                if self._tap is not None:
+                    self._tap.received(data)
                 return
             if remaining <= 0:
                 raise LinkTimeout(f'no data from {self.stream.description} for {timeout:.1f} s')
@@ -120,7 +123,10 @@ class Link:
                 raise _Stopping()
             if give_up is not None and time.monotonic() >= give_up:
                 return False
-            if self.stream.read(65536, max(0.0, min(self.SLICE, deadline - time.monotonic()))):
+            data = self.stream.read(65536, max(0.0, min(self.SLICE, deadline - time.monotonic())))
+            if data:
+                if self._tap is not None:
+                    self._tap.received(data)
                 deadline = time.monotonic() + quiet_time
         return True
 
@@ -130,6 +136,8 @@ class Link:
                 raise ConnectionLost('link closed')
             self.stream.write(data)
             self._counters.bytes_out += len(data)
+            if self._tap is not None:
+                self._tap.sent(data)
 
     def drain(self):
         with self._write_lock:
@@ -161,6 +169,7 @@ class ReconnectingClient:
         self.counters = LinkCounters()
         self.state = LinkState.STOPPED
         self.on_record = None
+        self.tap = None               # set before start() to record the link (recording.py)
         self._stop = threading.Event()
         self._thread = None
         self._link = None
@@ -264,7 +273,9 @@ class ReconnectingClient:
                 self._note_failure(exc, connecting=True)
                 self._wait_before_retry()
                 continue
-            link = Link(stream, self.counters, self.read_timeout, self._stop)
+            if self.tap is not None:
+                self.tap.opened(stream.description)
+            link = Link(stream, self.counters, self.read_timeout, self._stop, self.tap)
             with self._link_lock:
                 self._link = link
             lost = None
@@ -293,6 +304,8 @@ class ReconnectingClient:
         with self._link_lock:
             self._link = None
         link.close()
+        if self.tap is not None:
+            self.tap.closed(str(lost) if lost is not None else 'closed by the driver')
 
     def _say_goodbye(self, link, lost):
         """close_session on a live link. When the robot side closed first (its emulator stopped

@@ -6,6 +6,7 @@ records on a queue and triggers a guard condition; the executor then calls
 handle_record() for each, where publishing happens.
 """
 import contextlib
+import importlib.metadata
 import queue
 import sys
 import threading
@@ -20,9 +21,10 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.task import Future
 
-from .diagnostics import DiagnosticsPublisher, LinkStatusTask
-from .params import ParameterError
+from .diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
+from .params import ParameterError, declare
 from .ratelimit import RateLimitedLogger
+from .recording import Recorder, RecordingError
 
 RCLError = rclpy_implementation.RCLError
 
@@ -30,7 +32,7 @@ RCLError = rclpy_implementation.RCLError
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-def make_executor():
+def make_executor(context=None):
     """The executor every driver process uses.
 
     Single-threaded on purpose: rclpy's MultiThreadedExecutor busy-waits while a
@@ -38,7 +40,7 @@ def make_executor():
     3x the CPU, a 50 Hz stream intermittently down to 5 Hz). Nothing blocks it:
     services that wait for a robot reply are async (DriverNode.reply_future).
     """
-    return SingleThreadedExecutor()
+    return SingleThreadedExecutor(context=context)
 
 
 class DriverNode(Node):
@@ -61,6 +63,10 @@ class DriverNode(Node):
                                                  callback_group=self.callback_group)
         self.diagnostics = DiagnosticsPublisher(self, hardware_id)
         self.records_dropped = 0
+        self.link_names = []
+        self.recorder = None
+        self.record_path = declare(self, 'record_path', '', 'MCAP file to record the raw bytes '
+                                   'of every link to (empty: no recording)', read_only=True)
         # Ctrl-C shuts the context down before destroy_node() stops the links: tell them at
         # once, so a robot side that closes in that moment is shutdown, not a link fault
         self.context.on_shutdown(self._request_links_stop)
@@ -73,16 +79,47 @@ class DriverNode(Node):
                                      event_callbacks=PublisherEventCallbacks(
                                          use_default_callbacks=False))
 
-    def attach_client(self, client, diagnostic_name='link', status_task=None):
+    def attach_client(self, client, diagnostic_name='link', status_task=None, link_name=None):
         """Route client records into handle_record() and report its link in diagnostics
-        (a ReconnectingClient's by default; status_task for other transports)."""
+        (a ReconnectingClient's by default; status_task for other transports). link_name
+        names its channels in a recording (default: the client's name)."""
         client.on_record = self._enqueue
         self.links.append(client)
+        self.link_names.append(link_name or client.name)
         self.diagnostics.add_task(diagnostic_name, status_task or LinkStatusTask(client))
 
     def start_links(self):
+        if self.record_path:
+            self._start_recording()
         for link_client in self.links:
             link_client.start()
+
+    # ---- recording (parameter record_path) -------------------------------------------------
+    def _start_recording(self):
+        package = type(self).__module__.partition('.')[0]
+        try:
+            version = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            version = 'unknown'
+        parameters = {name: _plain(parameter.value)
+                      for name, parameter in sorted(self._parameters.items())}
+        try:
+            self.recorder = Recorder(self.record_path, self.get_name(), version, parameters)
+        except RecordingError as exc:
+            raise ParameterError(f'{self.get_name()}: parameter record_path: {exc}') from None
+        for link_client, name in zip(self.links, self.link_names):
+            link_client.tap = self.recorder.tap(name)
+        self.recorder.start()
+        self.diagnostics.add_task('recording', self._recording_status)
+        self.get_logger().info(f'recording {", ".join(self.link_names)} to {self.record_path}')
+
+    def _recording_status(self):
+        recorder = self.recorder
+        values = {'path': recorder.path, 'state': recorder.state,
+                  'messages': recorder.messages, 'bytes': recorder.bytes}
+        if recorder.failure:
+            return WARN, f'recording stopped, the driver runs on: {recorder.failure}', values
+        return (OK if recorder.state == 'recording' else ERROR), recorder.state, values
 
     def _enqueue(self, record):
         if isinstance(record, self.direct_records):
@@ -166,13 +203,23 @@ class DriverNode(Node):
                 request_stop()
 
     def stop_links(self):
-        """Stop every link (each says its goodbye to the robot); safe to call twice."""
+        """Stop every link (each says its goodbye to the robot), then finish the recording;
+        safe to call twice."""
         for link_client in self.links:
             link_client.stop()
+        if self.recorder is not None:
+            self.recorder.stop()
 
     def destroy_node(self):
         self.stop_links()
         super().destroy_node()
+
+
+def _plain(value):
+    """A parameter value as JSON can hold it (arrays come back from rclpy as array.array)."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return [_plain(item) for item in value]
 
 
 class _Resolve:

@@ -54,6 +54,11 @@ class RobotPlugin:
     make_demo_script: Optional[Callable[[], Any]] = None
     # `make bench` and `make soak`: the package's bench module (`<package>.bench`, main(argv))
     # and soak module (`<package>.soak`: fuzz_targets(), restart_spec(folder)) by convention
+    # recordings (record_path): how replay serves each recorded link (replay.ReplayLink), or
+    # make_replay(recording, options) -> an emulator-like replay, not yet started (the
+    # Nabaztag's, which plays the rabbits' requests to the bridge)
+    replay_links: Tuple[Any, ...] = ()
+    make_replay: Optional[Callable[..., Any]] = None
     label: str = ''                          # in tables: "P2OS"
     bench_quick_arguments: Tuple[str, ...] = ()   # for `make bench BENCH_ARGS=--quick`
     soak_parts: Tuple[SoakPart, ...] = ()
@@ -73,3 +78,13 @@ class DemoScript:
         if name not in self.requested and client.service_is_ready():
             client.call_async(request)
             self.requested.add(name)
+
+
+def make_replay(plugin, recording, options):
+    """The plugin's replay of recording (recording.RecordingFile), not yet started."""
+    if plugin.make_replay is not None:
+        return plugin.make_replay(recording, options)
+    if not plugin.replay_links:
+        raise ValueError(f'{plugin.title} recordings cannot be replayed (no replay links)')
+    from .replay import RecordingReplay
+    return RecordingReplay(recording, plugin.replay_links, options)

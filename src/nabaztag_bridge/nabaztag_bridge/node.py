@@ -36,7 +36,7 @@ class NabaztagBridge(DriverNode):
         settings, registry = self._declare_parameters()
         self.bridge = BridgeServer(settings, registry, logger=self.log)
         self.registry = registry
-        self.attach_client(self.bridge, 'http server', self._server_status)
+        self.attach_client(self.bridge, 'http server', self._server_status, link_name='http')
         self.event_pub = self.publisher(RabbitEvent, 'events', 50)
         self.recording_pub = self.publisher(RabbitRecording, 'recordings', 5)
         self.rabbits_pub = self.publisher(RabbitList, 'rabbits', LATCHED)

@@ -19,6 +19,7 @@ from . import protocol as p
 from . import recording
 from .emulator import RabbitEmulator, RabbitOptions
 from .node import NabaztagBridge
+from .replay import NabaztagReplay
 
 KIND_NAMES = {getattr(RabbitEvent, name): name.lower() for name in (
     'BOOT', 'PING', 'CLICK', 'DOUBLE_CLICK', 'CLICK_WHILE_PLAYING', 'END_OF_MESSAGE',
@@ -122,6 +123,8 @@ PLUGIN = RobotPlugin(
                   lambda m: ', '.join(f'{r.serial} {r.state}' for r in m.rabbits)),
     ),
     make_demo_script=RabbitKeeper,
+    # the rabbits are the clients: replay sends their recorded requests to the bridge
+    make_replay=NabaztagReplay,
     label='Nabaztag',
     bench_quick_arguments=('--seconds', '5', '--rabbits', '100', '--many-rabbits',
                            '1000', '--requests', '5000', '--no-drain'),

@@ -92,6 +92,11 @@ class Counters:
     dropped_clients: int = 0     # connections silent until client_timeout, closed unanswered
     last_error: str = ''
 
+    @property
+    def bad_frames(self):
+        """What the other robots' links call their malformed input (tools read any link's)."""
+        return self.bad_requests
+
 
 class BridgeServer:
     """Started and stopped like the other robots' clients; state and counters.connects
@@ -103,6 +108,7 @@ class BridgeServer:
         self.registry = registry or RabbitRegistry()
         self.log = logger
         self.on_record = lambda record: None
+        self.tap = None         # set before start() to record every request and reply
         self.counters = Counters()
         self._counter_lock = threading.Lock()
         self._choreographies = {}
@@ -128,7 +134,8 @@ class BridgeServer:
         self._http = HttpServer(self.settings.host, self.settings.port, self.handle, limits,
                                 on_refused=lambda status, text: self.count_bad_request(
                                     f'{status} {text}'),
-                                on_dropped=lambda: self._count('dropped_clients')).start()
+                                on_dropped=lambda: self._count('dropped_clients'),
+                                tap=self.tap).start()
         self.port = self._http.port
         host = self.advertised_host()
         self.locate_ping = self.settings.locate_ping or f'{host}:{self.port}'

@@ -57,8 +57,9 @@ class HttpServer:
     text) for requests refused here (unparsable, over a limit)."""
 
     def __init__(self, host, port, respond, limits=Limits(), on_refused=None,
-                 on_dropped=None):
+                 on_dropped=None, tap=None):
         self.host, self.port = host, port
+        self.tap = tap                # a recording's LinkTap: every connection's bytes
         self.respond = respond
         self.limits = limits
         self.on_refused = on_refused or (lambda status, text: None)
@@ -128,19 +129,27 @@ class _Connection(asyncio.Protocol):
         self.header_size = 0
         self.answered = False
         self.deadline = None
+        self.tap = server.tap
+        self.number = 0               # the connection's number in a recording
 
     # ---- asyncio ---------------------------------------------------------------------------
     def connection_made(self, transport):
         self.transport = transport
         self.server.connections.add(self)
+        if self.tap is not None:
+            self.number = self.tap.opened(_peer(transport))
         self.deadline = asyncio.get_running_loop().call_later(self.limits.client_timeout,
                                                               self._timed_out)
 
     def connection_lost(self, exc):
         self.deadline.cancel()
         self.server.connections.discard(self)
+        if self.tap is not None:
+            self.tap.closed(str(exc) if exc else 'closed', self.number)
 
     def data_received(self, data):
+        if self.tap is not None:
+            self.tap.received(data, self.number)
         if self.answered:
             return                  # lingering after a refusal: read and drop
         if not self.head_done:
@@ -230,6 +239,8 @@ class _Connection(asyncio.Protocol):
 
     def _send(self, reply, complete):
         self.transport.write(reply)
+        if self.tap is not None:
+            self.tap.sent(reply, self.number)
         if complete or not self.transport.can_write_eof():
             self.transport.close()
             return
@@ -247,6 +258,11 @@ class _Connection(asyncio.Protocol):
         if not self.answered:
             self.server.on_dropped()
         self.transport.close()
+
+
+def _peer(transport):
+    peer = transport.get_extra_info('peername')
+    return f'{peer[0]}:{peer[1]}' if peer else 'unknown peer'
 
 
 def _parser_error(exc):

@@ -53,7 +53,7 @@ class P2osNode(DriverNode):
         self.client.startup_commands = self._startup_commands
         self.client.motion_timeout = self.cmd_vel_timeout
         self.client.repeat_period = self.repeat_period
-        self.attach_client(self.client)
+        self.attach_client(self.client, link_name='p2os')
         self.diagnostics.add_task('robot', self._robot_status)
         self._create_publishers()
         self._create_services()

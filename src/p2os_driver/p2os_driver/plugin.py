@@ -15,10 +15,12 @@ from std_srvs.srv import Trigger
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
 from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin, SoakPart
+from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState, SonarArray
 from legacy_robot_interfaces.srv import GripperCommand
 
 from .emulator import EmulatorOptions, P2osEmulator
+from .protocol import is_handshake_request
 from .node import P2osNode
 
 SIDE = 1.0          # m
@@ -155,6 +157,8 @@ PLUGIN = RobotPlugin(
     start_emulator=DemoEmulator,
     emulator_arguments=('--port', '8101'),
     sim_parameters={'port': 'tcp://127.0.0.1:8101', **DEMO_PARAMETERS},
+    replay_links=(ReplayLink('p2os', 'port', address='tcp://{host}:{port}',
+                             gate=is_handshake_request),),
     demo_topics=(
         DemoTopic('odom', Odometry, _odom),
         DemoTopic('sonar', SonarArray, _sonar),

@@ -203,6 +203,18 @@ def _encode_argument(argument):
     return bytes([ARG_STRING, len(text)]) + text
 
 
+# Commands the robot answers (SYNC1/OPEN, SYNC2/CLOSE echo or start the SIPs; CONFIG gets a
+# CONFIG SIP). SYNC0 is too, but its packet is the PULSE's, which the robot does not answer.
+ANSWERED_COMMANDS = frozenset({Command.SYNC1, Command.SYNC2, Command.CONFIG})
+
+
+def is_handshake_request(data):
+    """True for a client write that is one command packet the robot answers (replay holds
+    the recorded SIP stream there until the driver sends it)."""
+    return (len(data) >= 6 and data[:2] == HEADER and data[2] == len(data) - 3
+            and data[3] in ANSWERED_COMMANDS)
+
+
 def encode_two_bytes(number, high, low):
     """Commands carrying two signed bytes (VEL2: high = left, low = right; DIGOUT; PTUPOS).
 

@@ -34,7 +34,7 @@ class PleoNode(DriverNode):
         except ValueError as exc:
             raise ParameterError(f'pleo_driver: {exc}') from None
         self.client = PleoClient(settings, logger=self.get_logger())
-        self.attach_client(self.client, 'monitor link')
+        self.attach_client(self.client, 'monitor link', link_name='monitor')
         self.diagnostics.add_task('pleo', self._pleo_status)
         self._create_publishers()
         self._create_services()

@@ -14,6 +14,7 @@ from sensor_msgs.msg import BatteryState, JointState
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
 from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
+from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import MonitorLog, NamedValues
 from legacy_robot_interfaces.srv import PlayNamed
 
@@ -108,6 +109,9 @@ PLUGIN = RobotPlugin(
     start_emulator=DemoEmulator,
     emulator_arguments=('--sample', '--link', '/tmp/pleo_emulator'),
     sim_parameters={'port': '/tmp/pleo_emulator'},
+    # the monitor's output on its timeline; it holds at each command line until the driver
+    # sends it (the prompt, the start-up commands, recorded service calls)
+    replay_links=(ReplayLink('monitor', 'port', serial=True, address='{device}'),),
     demo_topics=(
         DemoTopic('joint_states', JointState, lambda m: ' '.join(
             f'{math.degrees(a):.0f}' for a in m.position)),

@@ -1,0 +1,245 @@
+"""Robot recordings (the MCAP files a driver writes with record_path): look inside, export,
+replay.
+
+    ros2 run legacy_robot_bringup recording info p2os.mcap
+    ros2 run legacy_robot_bringup recording csv p2os.mcap --output p2os.csv
+    ros2 run legacy_robot_bringup recording replay p2os.mcap [--speed 2] [--loop]
+        [--params-out replay.yaml]
+
+info and csv decode the recording with the robot's own driver: the recording is replayed
+into the unchanged driver (in this process, at --speed), and every record its links decode
+is counted (csv: written), with the malformed frames its links reject. replay serves the
+recording as the robot, like the robot's emulator, until Ctrl-C.
+"""
+import argparse
+import collections
+import csv
+import dataclasses
+import enum
+import json
+import sys
+import time
+
+import yaml
+
+from legacy_robot_common.emulator import run_emulator
+from legacy_robot_common.plugin import make_replay
+from legacy_robot_common.recording import FROM_ROBOT, TO_ROBOT, RecordingError, read_recording
+from legacy_robot_common.replay import ReplayOptions
+
+from .registry import PluginError, discover_plugins
+
+QUIET_END = 1.0         # s without a new record after the replay's end: decoding is done
+PATIENCE = 20.0         # s beyond the recording's duration before decoding gives up
+
+
+def plugin_for(recording, plugins=None):
+    """The installed robot plugin whose node wrote recording, or PluginError."""
+    plugins = discover_plugins() if plugins is None else plugins
+    for plugin in plugins.values():
+        if plugin.node_name == recording.node:
+            return plugin
+    raise PluginError(f'{recording.path}: recorded by {recording.node!r}, which no installed '
+                      f'robot package provides')
+
+
+def open_replay(path, options=None, plugins=None):
+    """(plugin, replay not yet started) for the recording at path."""
+    recording = read_recording(path)
+    plugin = plugin_for(recording, plugins)
+    return plugin, make_replay(plugin, recording, options or ReplayOptions())
+
+
+# ---- decoding: the recording replayed into the driver --------------------------------------
+@dataclasses.dataclass
+class Decoded:
+    rows: list          # (recorded time ns, link, record)
+    bad_frames: dict    # link → malformed frames the driver rejected
+    report: list        # the replay's own report lines
+
+
+def decode(path, speed=1.0, plugins=None):
+    """Replay the recording into its driver (in this process) → Decoded."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from legacy_robot_common.driver_node import make_executor
+
+    plugin, replay = open_replay(path, ReplayOptions(speed=speed), plugins)
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    replay.start()
+    rows, node = [], None
+    try:
+        node = plugin.create_node(namespace='/recording_decode', context=context,
+                                  parameter_overrides=[Parameter(name, value=value) for name, value
+                                                       in replay.parameters.items()])
+        for client, link in zip(node.links, node.link_names):
+            _capture(client, link, replay, rows)
+        executor = make_executor(context)
+        executor.add_node(node)
+        _spin_to_end(executor, replay, rows, speed)
+        bad = {link: client.counters.bad_frames for client, link in zip(node.links, node.link_names)}
+        return Decoded(rows, bad, replay.report())
+    finally:
+        if node is not None:
+            node.destroy_node()
+        replay.stop()
+        rclpy.try_shutdown(context=context)
+
+
+def _capture(client, link, replay, rows):
+    forward = client.on_record
+
+    def capture(record):
+        rows.append((replay.recorded_time(link), link, record))
+        forward(record)
+    client.on_record = capture
+
+
+def _spin_to_end(executor, replay, rows, speed):
+    duration = replay.recording.duration / speed if speed else 0.0
+    deadline = time.monotonic() + duration + PATIENCE
+    seen, quiet_since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+        if len(rows) != seen:
+            seen, quiet_since = len(rows), time.monotonic()
+        if replay.finished and time.monotonic() - quiet_since >= QUIET_END:
+            return
+
+
+# ---- output -------------------------------------------------------------------------------
+def info_lines(recording, decoded=None):
+    lines = [f'{recording.path}: {recording.node} {recording.driver_version}, '
+             f'{recording.duration:.2f} s, {len(recording.links)} links']
+    if recording.problem:
+        lines.append(f'  problem: {recording.problem}')
+    for name, link in recording.links.items():
+        lines.append(f'  {name}: {len(link.connections)} connections, from robot '
+                     f'{link.chunk_count(FROM_ROBOT)} chunks / {link.byte_count(FROM_ROBOT)} '
+                     f'bytes, to robot {link.chunk_count(TO_ROBOT)} chunks / '
+                     f'{link.byte_count(TO_ROBOT)} bytes')
+        if decoded is not None:
+            kinds = collections.Counter(type(r).__name__ for _, n, r in decoded.rows if n == name)
+            counted = ', '.join(f'{count} {kind}' for kind, count in sorted(kinds.items()))
+            lines.append(f'    decoded: {counted or "nothing"}; decode errors: '
+                         f'{decoded.bad_frames.get(name, 0)}')
+    if decoded is not None:
+        lines += [f'  replay {line}' for line in decoded.report]
+    return lines
+
+
+def write_csv(decoded, recording, stream):
+    """One row per decoded record: seconds since the recording began, link, record type,
+    its fields as JSON (long byte strings as their length)."""
+    writer = csv.writer(stream)
+    writer.writerow(['time_s', 'link', 'record', 'fields'])
+    for stamp, link, record in decoded.rows:
+        seconds = max(0, stamp - recording.start_ns) / 1e9
+        writer.writerow([f'{seconds:.6f}', link, type(record).__name__, _fields(record)])
+
+
+def _fields(record):
+    value = dataclasses.asdict(record) if dataclasses.is_dataclass(record) else record
+    return json.dumps(value, default=_plain, sort_keys=True)
+
+
+def _plain(value):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex() if len(value) <= 32 else f'<{len(value)} bytes>'
+    if isinstance(value, enum.Enum):
+        return value.name
+    if hasattr(value, 'tolist'):            # NumPy arrays: their shape, not their pixels
+        return f'<array {getattr(value, "shape", "")}>'
+    if dataclasses.is_dataclass(value):
+        return dataclasses.asdict(value)
+    return repr(value)
+
+
+def write_params(path, parameters):
+    """A parameter file that points the driver at a replay (loads under any namespace)."""
+    with open(path, 'w') as stream:
+        yaml.safe_dump({'/**': {'ros__parameters': parameters}}, stream, sort_keys=True)
+
+
+# ---- command line -------------------------------------------------------------------------
+def build_parser():
+    parser = argparse.ArgumentParser(prog='recording', description=__doc__.split('\n\n')[0])
+    commands = parser.add_subparsers(dest='command', required=True)
+    for name, text in (('info', 'links, counts, duration and decode errors'),
+                       ('csv', 'the decoded records as CSV'),
+                       ('replay', 'serve the recording as the robot until Ctrl-C')):
+        command = commands.add_parser(name, help=text)
+        command.add_argument('path', help='the recording (.mcap)')
+        command.add_argument('--speed', type=float, default=1.0,
+                             help='1 = as recorded, 2 = twice as fast, 0 = as fast as possible')
+    commands.choices['info'].add_argument('--no-decode', action='store_true',
+                                          help='counts from the file only (no driver run)')
+    commands.choices['csv'].add_argument('--output', '-o', help='CSV file (default: stdout)')
+    replay = commands.choices['replay']
+    replay.add_argument('--loop', action='store_true', help='start again after the end')
+    replay.add_argument('--params-out', metavar='YAML',
+                        help='write the driver parameters that point it at this replay')
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        options = ReplayOptions(speed=args.speed, loop=getattr(args, 'loop', False))
+        if args.command == 'replay':
+            return _replay(args, options)
+        recording = read_recording(args.path)
+        plugin_for(recording)
+        if args.command == 'info' and args.no_decode:
+            decoded = None
+        else:
+            decoded = decode(args.path, args.speed)
+    except (RecordingError, PluginError, ValueError, OSError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    if args.command == 'info':
+        print('\n'.join(info_lines(recording, decoded)))
+    elif args.output:
+        with open(args.output, 'w', newline='') as stream:
+            write_csv(decoded, recording, stream)
+        print(f'{len(decoded.rows)} records written to {args.output}')
+    else:
+        write_csv(decoded, recording, sys.stdout)
+    return 0
+
+
+def _replay(args, options):
+    plugin, replay = open_replay(args.path, options)
+
+    def make():
+        if args.params_out:
+            write_params(args.params_out, replay.parameters)
+        return _Announced(replay)
+    return run_emulator(f'{plugin.title} replay', make)
+
+
+class _Announced:
+    """The replay as run_emulator wants it: its description names the driver parameters."""
+
+    def __init__(self, replay):
+        self.replay = replay
+
+    def start(self):
+        self.replay.start()
+
+    def stop(self):
+        self.replay.stop()
+        for line in self.replay.report():
+            print(f'replay {line}', flush=True)
+
+    @property
+    def description(self):
+        settings = ' '.join(f'-p {name}:={json.dumps(value)}' for name, value
+                            in sorted(self.replay.parameters.items()))
+        return f'{self.replay.description}\n  driver parameters: {settings}'
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,347 @@
+"""Replaying a recording as the robot: the unchanged driver connects to it as to the robot.
+
+Each recorded link is served at a TCP port (or a pseudo-terminal for serial links) in one
+of two modes (the robot plugin says which, per link):
+
+- ``stream``: the robot's output is played on its recorded timeline (``speed`` 1 = as
+  recorded, 2 = twice as fast, 0 = as fast as possible). The timeline holds at the
+  driver's requests the robot answers (``gate``: the handshake), until the driver sends
+  the same bytes (or GATE_TIMEOUT passes), and goes on from there.
+- ``reply``: each request the driver sends is answered with the reply recorded for the same
+  request bytes, in recorded order; a request the recording cannot answer (never seen, or
+  its recorded replies used up) is counted and reported, and gets no answer. With loop,
+  used-up replies are given again from the first.
+
+Connection k of the driver gets recorded connection k; later ones are accepted and stay
+silent (with loop: recorded connection 1 again). A connection the robot side closed is
+closed again at the same point; at the end of the recording the link stays open and silent
+(with loop, it closes and starts again). No rclpy.
+"""
+import dataclasses
+import threading
+import time
+from typing import Callable, Optional
+
+from .emulator import PtyEmulatorPort, TcpEmulatorServer
+from .errors import ConnectionLost
+from .recording import FROM_ROBOT, TO_ROBOT
+
+GATE_TIMEOUT = 2.0          # s the timeline waits for a request the driver does not send
+CLOSED_BY_DRIVER = 'closed by the driver'   # the closed event's detail a driver writes
+READ_SLICE = 0.05           # s between looks at the stop flag while waiting for the driver
+INBOX_LIMIT = 1 << 16       # driver bytes kept for matching
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayLink:
+    """How one recorded link is served, and which node parameter points the driver at it."""
+    name: str                            # the link's name in the recording
+    parameter: str                       # node parameter: 'telemetry_port', 'port', ...
+    mode: str = 'stream'                 # 'stream' or 'reply'
+    serial: bool = False                 # a pseudo-terminal instead of a TCP port
+    address: str = '{port}'              # the parameter's value: '{port}' (an integer),
+    #                                      'tcp://{host}:{port}' or '{device}'
+    gate: Callable[[bytes], bool] = lambda data: True   # stream: requests the timeline holds at
+
+    def __post_init__(self):
+        if self.mode not in ('stream', 'reply'):
+            raise ValueError(f'replay link {self.name}: mode must be stream or reply')
+
+
+@dataclasses.dataclass
+class ReplayOptions:
+    speed: float = 1.0        # 0: as fast as possible
+    loop: bool = False
+    host: str = '127.0.0.1'
+
+    def __post_init__(self):
+        if self.speed < 0:
+            raise ValueError(f'--speed must be 0 (as fast as possible) or positive, '
+                             f'got {self.speed}')
+
+
+@dataclasses.dataclass
+class ReplayCounters:
+    connections: int = 0
+    chunks_sent: int = 0
+    gates_met: int = 0
+    gates_missed: int = 0       # requests the driver did not send in time
+    answered: int = 0
+    repeated: int = 0           # answers given again after the recorded ones ran out
+    unanswered: int = 0         # requests the recording cannot answer
+    unanswered_samples: list = dataclasses.field(default_factory=list)
+    finished: bool = False      # the end of the last recorded connection was reached
+    last_sent_ns: int = 0       # recorded time of the chunk sent last
+
+
+class RecordingReplay:
+    """A recording's links served back; start()/stop(), .parameters and .description like an
+    emulator's, so bringup --sim, the demo and tests use either."""
+
+    def __init__(self, recording, links, options=None):
+        self.recording = recording
+        self.options = options or ReplayOptions()
+        known = {spec.name: spec for spec in links}
+        unknown = sorted(set(recording.links) - set(known))
+        if unknown:
+            raise ValueError(f'{recording.path}: links {", ".join(unknown)} are not links of '
+                             f'{recording.node} (it has {", ".join(sorted(known))})')
+        self.servers = {name: _LinkServer(known[name], link, self.options)
+                        for name, link in recording.links.items()}
+
+    def start(self):
+        for server in self.servers.values():
+            server.start()
+        return self
+
+    def stop(self):
+        for server in self.servers.values():
+            server.stop()
+
+    @property
+    def finished(self):
+        return all(server.counters.finished for server in self.servers.values())
+
+    def recorded_time(self, link):
+        """The recorded time of the chunk sent last on link (0 before the first)."""
+        server = self.servers.get(link)
+        return server.counters.last_sent_ns if server else 0
+
+    @property
+    def parameters(self):
+        """The recorded node parameters, pointed at this replay instead of the robot."""
+        parameters = {name: value for name, value in self.recording.parameters.items()
+                      if name not in ('record_path', 'use_sim_time') and value != []}
+        if 'host' in parameters:
+            parameters['host'] = self.options.host
+        for server in self.servers.values():
+            parameters[server.spec.parameter] = server.address
+        return parameters
+
+    @property
+    def description(self):
+        links = ', '.join(f'{name} {server.address}' for name, server in self.servers.items())
+        speed = 'as fast as possible' if self.options.speed == 0 else f'x{self.options.speed:g}'
+        return (f'replay of {self.recording.path} ({self.recording.node}, '
+                f'{self.recording.duration:.1f} s, {speed}): {links}')
+
+    def report(self):
+        """One line per link: what was served and what the recording could not answer."""
+        lines = []
+        for name, server in self.servers.items():
+            c = server.counters
+            line = (f'{name}: {c.connections} connections, {c.chunks_sent} chunks sent, '
+                    f'gates {c.gates_met} met / {c.gates_missed} missed, {c.answered} answered '
+                    f'({c.repeated} repeated), {c.unanswered} unanswered')
+            if c.unanswered_samples:
+                line += ' e.g. ' + ', '.join(repr(s) for s in c.unanswered_samples)
+            lines.append(line)
+        return lines
+
+
+class _LinkServer:
+    """One link's port or pty; each driver connection plays the next recorded connection."""
+
+    def __init__(self, spec, link, options):
+        self.spec = spec
+        self.options = options
+        self.connections = [link.connections[n] for n in sorted(link.connections)]
+        self.counters = ReplayCounters()
+        self._lock = threading.Lock()
+        self._next = 0
+        self.transport = None
+
+    def start(self):
+        if self.spec.serial:
+            self.transport = PtyEmulatorPort(self._serve, name=f'replay-{self.spec.name}')
+        else:
+            self.transport = TcpEmulatorServer(self._serve, host=self.options.host,
+                                               name=f'replay-{self.spec.name}')
+        self.transport.start()
+
+    def stop(self):
+        if self.transport is not None:
+            self.transport.stop()
+
+    @property
+    def address(self):
+        if self.spec.serial:
+            return self.spec.address.format(device=self.transport.device_path)
+        if self.spec.address == '{port}':
+            return self.transport.port
+        return self.spec.address.format(host=self.options.host, port=self.transport.port)
+
+    def _take_connection(self):
+        with self._lock:
+            self.counters.connections += 1
+            if not self.connections:
+                return None
+            if self._next >= len(self.connections):
+                if not self.options.loop:
+                    return None         # the recording has ended: a silent robot
+                self._next = 0
+            connection = self.connections[self._next]
+            self._next += 1
+            return connection
+
+    def _serve(self, stream, stop):
+        while True:
+            connection = self._take_connection()
+            last = connection is None or connection is self.connections[-1]
+            if connection is not None:
+                play = _play_replies if self.spec.mode == 'reply' else _play_stream
+                play(_Peer(stream, stop, self.options.speed), connection, self.spec,
+                     self.counters, last, self.options.loop)
+            self.counters.finished |= last
+            if self.spec.serial and (self.options.loop or not last):
+                continue        # a serial line has no connection to close: play on
+            if not last and connection.closed != CLOSED_BY_DRIVER:
+                return          # the robot side dropped this connection: so do we
+            if last and self.options.loop:
+                return          # the driver reconnects and gets the first one again
+            _Peer(stream, stop, self.options.speed).hold()   # until the driver leaves
+            return
+
+
+class _Peer:
+    """The driver's side of one connection: bytes it sent (kept for matching), our writes,
+    and the recorded clock scaled by speed."""
+
+    def __init__(self, stream, stop, speed):
+        self.stream = stream
+        self.stop = stop
+        self.speed = speed
+        self.inbox = bytearray()
+        self._anchor = None     # (monotonic time, recorded ns) the timeline counts from
+
+    def anchor(self, recorded_ns):
+        self._anchor = (time.monotonic(), recorded_ns)
+
+    def due(self, recorded_ns):
+        if self.speed == 0 or self._anchor is None:
+            return time.monotonic()
+        wall, recorded = self._anchor
+        return wall + (recorded_ns - recorded) / 1e9 / self.speed
+
+    def read_until(self, deadline):
+        """Collect driver bytes until deadline (at least one look)."""
+        while True:
+            if self.stop.is_set():
+                raise ConnectionLost('replay stopped')
+            remaining = deadline - time.monotonic()
+            data = self.stream.read(65536, max(0.0, min(READ_SLICE, remaining)))
+            if data:
+                self.inbox += data
+                del self.inbox[:-INBOX_LIMIT]
+            if remaining <= 0:
+                return
+
+    def wait_for(self, request, timeout):
+        """True once the driver has sent request (consumed up to its end); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            index = self.inbox.find(request)
+            if index >= 0:
+                del self.inbox[:index + len(request)]
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            self.read_until(min(deadline, time.monotonic() + READ_SLICE))
+
+    def send(self, chunk, counters):
+        self.stream.write(chunk.data)
+        counters.chunks_sent += 1
+        counters.last_sent_ns = chunk.time_ns
+
+    def hold(self):
+        while True:
+            self.read_until(time.monotonic() + READ_SLICE)
+            self.inbox.clear()
+
+
+def _play_stream(peer, connection, spec, counters, last, loop):
+    peer.anchor(connection.start_ns)
+    for chunk in connection.chunks:
+        if chunk.direction == FROM_ROBOT:
+            peer.read_until(peer.due(chunk.time_ns))
+            peer.send(chunk, counters)
+        elif spec.gate(chunk.data):
+            if peer.wait_for(chunk.data, GATE_TIMEOUT):
+                counters.gates_met += 1
+            else:
+                counters.gates_missed += 1
+            peer.anchor(chunk.time_ns)
+
+
+def _play_replies(peer, connection, spec, counters, last, loop):
+    """Answers until the driver leaves; the end of the recording is reached when the last
+    connection's every recorded reply has been given once."""
+    greeting, answers = _exchanges(connection)
+    unplayed = sum(len(replies) for replies in answers.values())
+    peer.anchor(connection.start_ns)
+    for chunk in greeting:
+        peer.read_until(peer.due(chunk.time_ns))
+        peer.send(chunk, counters)
+    counters.finished |= last and unplayed == 0
+    served = {request: 0 for request in answers}
+    requests = sorted(answers, key=len, reverse=True)     # the longest match first
+    while True:
+        request = _next_request(peer, requests, counters)
+        if request is None:
+            peer.read_until(time.monotonic() + READ_SLICE)
+            continue
+        replies = answers[request]
+        index = served[request]
+        served[request] += 1
+        if index >= len(replies) and not loop:
+            _unanswered(counters, request)
+            counters.finished |= last       # the driver has gone past the recording's end
+            continue
+        counters.answered += 1
+        if index >= len(replies):
+            counters.repeated += 1
+        else:
+            unplayed -= 1
+            counters.finished |= last and unplayed == 0
+        sent_ns, reply = replies[index % len(replies)]
+        peer.anchor(sent_ns)
+        for chunk in reply:
+            peer.read_until(peer.due(chunk.time_ns))
+            peer.send(chunk, counters)
+
+
+def _exchanges(connection):
+    """(robot output before any request, {request bytes: [(time sent, [reply chunks])]})."""
+    greeting, answers, current = [], {}, None
+    for chunk in connection.chunks:
+        if chunk.direction == TO_ROBOT:
+            current = []
+            answers.setdefault(chunk.data, []).append((chunk.time_ns, current))
+        elif current is None:
+            greeting.append(chunk)
+        else:
+            current.append(chunk)
+    return greeting, answers
+
+
+def _next_request(peer, requests, counters) -> Optional[bytes]:
+    """The recorded request the driver's bytes start with (consumed), or None: wait for more
+    (an incomplete request) or, for bytes no recorded request starts, count them unanswered."""
+    inbox = peer.inbox
+    if not inbox:
+        return None
+    for request in requests:
+        if inbox.startswith(request):
+            del inbox[:len(request)]
+            return request
+    if any(request.startswith(inbox) for request in requests):
+        return None
+    _unanswered(counters, bytes(inbox))
+    inbox.clear()
+    return None
+
+
+def _unanswered(counters, request):
+    counters.unanswered += 1
+    if len(counters.unanswered_samples) < 3:
+        counters.unanswered_samples.append(request[:32])
