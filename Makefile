@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 .PHONY: demo test bench soak bootstrap clean
 
 demo: bootstrap
-	. tools/env.sh && python -m legacy_robot_bringup.demo --duration $(DEMO_SECONDS) --output demo-output
+	. tools/env.sh && python -m legacy_robot_bringup.demo --duration $(DEMO_SECONDS) --output demo-output $(DEMO_ARGS)
 
 test: bootstrap
 	. tools/env.sh && python -m pytest -rs $(PYTEST_ARGS)

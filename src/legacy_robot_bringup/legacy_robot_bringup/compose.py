@@ -1,13 +1,16 @@
 """Run any subset of the robot drivers in one process, each optionally with its emulator.
 
     ros2 run legacy_robot_bringup bringup p2os aibo --sim
+    ros2 run legacy_robot_bringup bringup --replay p2os.mcap
     ros2 run legacy_robot_bringup bringup --list
 
 Parameters come from config/<robot>.yaml (the files the launch files use) and
-any --params-file given after it; --sim points each driver at its emulator.
+any --params-file given after it; --sim points each driver at its emulator, --replay
+points a robot's driver at a replay of its recording (with the recorded parameters).
 """
 import argparse
 import contextlib
+import pathlib
 import sys
 import time
 
@@ -16,9 +19,12 @@ from rclpy.parameter import Parameter
 
 from legacy_robot_common.driver_node import make_executor, spin_until_shutdown
 from legacy_robot_common.params import ParameterError
+from legacy_robot_common.recording import RecordingError
+from legacy_robot_common.replay import ReplayOptions
 
 from .launch_plan import per_robot_by_default, robot_namespace
 from .paths import config_file
+from .recordings import open_replay
 from .registry import PluginError, discover_plugins, select
 
 
@@ -28,9 +34,13 @@ class Composition:
     rclpy must be initialised with the parameter files first (see ros_args()).
     """
 
-    def __init__(self, plugins, sim=False, namespace='', namespace_per_robot=False):
+    def __init__(self, plugins, sim=False, namespace='', namespace_per_robot=False, replays=None,
+                 record_folder=None):
         self.plugins = list(plugins)
         self.sim = sim
+        self.record_folder = record_folder      # each driver records to <folder>/<robot>.mcap
+        self.replays = dict(replays or {})     # robot name → replay (not started) in place
+        #                                        of its emulator
         self.namespace = namespace
         self.namespace_per_robot = namespace_per_robot
         self.emulators = {}
@@ -43,10 +53,17 @@ class Composition:
     def start(self):
         for plugin in self.plugins:
             overrides = []
-            if self.sim:
+            if plugin.name in self.replays:
+                emulator = self.replays[plugin.name].start()
+                self.emulators[plugin.name] = emulator
+                overrides = [Parameter(k, value=v) for k, v in emulator.parameters.items()]
+            elif self.sim:
                 emulator = plugin.start_emulator()
                 self.emulators[plugin.name] = emulator
                 overrides = [Parameter(k, value=v) for k, v in emulator.parameters.items()]
+            if self.record_folder is not None:
+                path = pathlib.Path(self.record_folder) / f'{plugin.name}.mcap'
+                overrides.append(Parameter('record_path', value=str(path)))
             node = plugin.create_node(namespace=self.robot_namespace(plugin),
                                       parameter_overrides=overrides)
             self.nodes[plugin.name] = node
@@ -68,15 +85,19 @@ class Composition:
                 node.destroy_node()
             except Exception as exc:  # keep shutting the others down
                 print(f'warning: {node.get_name()}: {exc!r}', file=sys.stderr)
-        for emulator in self.emulators.values():
+        for name, emulator in self.emulators.items():
             emulator.stop()
+            if name in self.replays:     # what the recording could not answer, if anything
+                for line in emulator.report():
+                    print(f'{name}: replay {line}', flush=True)
         self.executor.shutdown()
 
 
 @contextlib.contextmanager
 def running(plugins, extra_params_files=(), **options):
     """rclpy initialised with the robots' parameter files and their Composition started;
-    everything stopped again on exit. Composition options: sim, namespace, namespace_per_robot.
+    everything stopped again on exit. Composition options: sim, namespace, namespace_per_robot,
+    replays, record_folder.
     Raises ParameterError or OSError (emulator port) for user errors."""
     rclpy.init(args=ros_args(plugins, extra_params_files))
     composition = Composition(plugins, **options)
@@ -98,12 +119,30 @@ def ros_args(plugins, extra_params_files=()):
     return args if files else []
 
 
+def choose(plugins, names, recordings=(), loop=False):
+    """(plugins to run, {robot name: replay}): the robots named, and every recorded one (only
+    those when none is named). PluginError / RecordingError / ValueError for user errors."""
+    replays = {}
+    for path in recordings:
+        plugin, replay = open_replay(path, ReplayOptions(loop=loop), plugins)
+        replays[plugin.name] = replay
+    names = list(names) or ([] if not replays else list(replays))
+    chosen = select(plugins, names)
+    chosen += [plugins[name] for name in replays if plugins[name] not in chosen]
+    return chosen, replays
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog='bringup', description='Run legacy robot drivers in one process.')
     parser.add_argument('robots', nargs='*', help='robots to run (default: every installed robot)')
     parser.add_argument('--sim', action='store_true',
                         help='start each robot emulator in this process and connect to it')
+    parser.add_argument('--replay', action='append', default=[], metavar='MCAP',
+                        help='run a robot against a replay of its recording (record_path) '
+                        'instead of the robot or its emulator; may repeat')
+    parser.add_argument('--record', metavar='FOLDER', help='each driver records its links to '
+                        'FOLDER/<robot>.mcap (parameter record_path)')
     parser.add_argument('--params-file', action='append', default=[], metavar='YAML',
                         help='extra ROS parameter file (keys /**/<node_name>:), may repeat')
     parser.add_argument('--namespace', default='', help='ROS namespace for every node')
@@ -128,8 +167,8 @@ def main(argv=None):
             if not plugins:
                 print('no robot drivers installed')
             return 0
-        chosen = select(plugins, args.robots)
-    except PluginError as exc:
+        chosen, replays = choose(plugins, args.robots, args.replay)
+    except (PluginError, RecordingError, ValueError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
     if not chosen:
@@ -140,7 +179,8 @@ def main(argv=None):
         per_robot = per_robot_by_default(chosen)
     try:
         with running(chosen, args.params_file, sim=args.sim, namespace=args.namespace,
-                     namespace_per_robot=per_robot) as composition:
+                     namespace_per_robot=per_robot, replays=replays,
+                     record_folder=args.record) as composition:
             for name, emulator in composition.emulators.items():
                 print(f'{name}: emulator {emulator.description}', flush=True)
             print(f'running: {", ".join(composition.nodes)}', flush=True)

@@ -1,6 +1,7 @@
 """The demo: every installed robot against its emulator, a live table, output files.
 
     make demo            (or: ros2 run legacy_robot_bringup demo --duration 20)
+    make demo DEMO_ARGS="--replay recordings/p2os.mcap"     (a robot from its recording)
 
 Exit code 0 only if every robot connected and every required topic carried data.
 """
@@ -15,10 +16,16 @@ from rclpy.node import Node
 from legacy_robot_common.artifacts import save_lines
 from legacy_robot_common.params import ParameterError
 
-from .compose import running
-from .registry import PluginError, discover_plugins, select
+from legacy_robot_common.recording import RecordingError
+
+from .compose import choose, running
+from .registry import PluginError, discover_plugins
 
 RATE_WINDOW = 2.0  # seconds over which the table's rate is measured
+# s between the demo scripts' turns: a control loop's rate. on_tick runs after every
+# callback, hundreds of times a second, and a script publishing cmd_vel on each tick sent
+# the P2OS 690 motion commands a second (seen in a recording; a 9600-baud line carries 80)
+ACT_PERIOD = 0.1
 
 
 class TopicStats:
@@ -111,6 +118,11 @@ def build_parser():
     parser.add_argument('--output', default='demo-output', help='folder for the output files')
     parser.add_argument('--plugin', action='append', default=[], metavar='MODULE:ATTR',
                         help='load an extra robot plugin')
+    parser.add_argument('--replay', action='append', default=[], metavar='MCAP',
+                        help='show a robot from its recording (replayed in a loop) instead of '
+                        'its emulator; may repeat; without robot names only these robots run')
+    parser.add_argument('--record', metavar='FOLDER', help='each driver records its links to '
+                        'FOLDER/<robot>.mcap (how recordings/ was made)')
     parser.add_argument('--plain', action='store_true',
                         help='print the table every few seconds instead of redrawing it')
     return parser
@@ -122,14 +134,15 @@ def main(argv=None):
         print('error: --duration must be positive', file=sys.stderr)
         return 2
     try:
-        chosen = select(discover_plugins(args.plugin), args.robots)
-    except PluginError as exc:
+        chosen, replays = choose(discover_plugins(args.plugin), args.robots, args.replay,
+                                 loop=True)
+    except (PluginError, RecordingError, ValueError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
-    return run_demo(chosen, args)
+    return run_demo(chosen, args, replays)
 
 
-def run_demo(chosen, args):
+def run_demo(chosen, args, replays=None):
     """Run the demo for the chosen plugins with parsed arguments; returns the exit code."""
     output = pathlib.Path(args.output)
     if not chosen:
@@ -139,7 +152,8 @@ def run_demo(chosen, args):
         return 0
 
     try:
-        with running(chosen, sim=True, namespace_per_robot=True) as composition:
+        with running(chosen, sim=True, namespace_per_robot=True, replays=replays,
+                     record_folder=getattr(args, 'record', None)) as composition:
             monitor = DemoMonitor(composition)
             composition.executor.add_node(monitor)
             try:
@@ -156,9 +170,13 @@ def _run(args, output, composition, monitor):
     start = time.monotonic()
     last_draw = [0.0]
 
+    last_act = [-ACT_PERIOD]
+
     def on_tick():
         elapsed = time.monotonic() - start
-        monitor.act(elapsed)
+        if elapsed - last_act[0] >= ACT_PERIOD:
+            last_act[0] = elapsed
+            monitor.act(elapsed)
         if elapsed - last_draw[0] >= (0.5 if live else 5.0):
             last_draw[0] = elapsed
             table = render_table(composition, monitor.stats, elapsed, args.duration)

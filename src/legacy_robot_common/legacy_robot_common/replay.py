@@ -7,9 +7,12 @@ of two modes (the robot plugin says which, per link):
   recorded, 2 = twice as fast, 0 = as fast as possible). The timeline holds at the
   driver's requests the robot answers (``gate``: the handshake), until the driver sends
   the same bytes (or GATE_TIMEOUT passes), and goes on from there.
-- ``reply``: each request the driver sends is answered with the reply recorded for the same
-  request bytes, in recorded order; a request the recording cannot answer (never seen, or
-  its recorded replies used up) is counted and reported, and gets no answer. With loop,
+- ``reply``: each request the driver sends is answered at once with the reply recorded for
+  the same request bytes, in recorded order. (Not at a recorded time: the recorded delays
+  hold the recording driver's own latency, and a driver that polls by its clock and by what
+  the replies say then falls behind the recorded schedule for good; seen with the AIBO,
+  whose colour poll starved.) A request the recording cannot answer (never seen, or its
+  recorded replies used up) is counted and reported, and gets no answer. With loop,
   used-up replies are given again from the first.
 
 Connection k of the driver gets recorded connection k; later ones are accepted and stay
@@ -226,15 +229,19 @@ class _Peer:
     def read_until(self, deadline):
         """Collect driver bytes until deadline (at least one look)."""
         while True:
-            if self.stop.is_set():
-                raise ConnectionLost('replay stopped')
             remaining = deadline - time.monotonic()
-            data = self.stream.read(65536, max(0.0, min(READ_SLICE, remaining)))
-            if data:
-                self.inbox += data
-                del self.inbox[:-INBOX_LIMIT]
+            self.receive(max(0.0, min(READ_SLICE, remaining)))
             if remaining <= 0:
                 return
+
+    def receive(self, timeout):
+        """Whatever the driver sends within timeout (returns as soon as something arrives)."""
+        if self.stop.is_set():
+            raise ConnectionLost('replay stopped')
+        data = self.stream.read(65536, timeout)
+        if data:
+            self.inbox += data
+            del self.inbox[:-INBOX_LIMIT]
 
     def wait_for(self, request, timeout):
         """True once the driver has sent request (consumed up to its end); False on timeout."""
@@ -244,9 +251,10 @@ class _Peer:
             if index >= 0:
                 del self.inbox[:index + len(request)]
                 return True
-            if time.monotonic() >= deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 return False
-            self.read_until(min(deadline, time.monotonic() + READ_SLICE))
+            self.receive(min(remaining, READ_SLICE))
 
     def send(self, chunk, counters):
         self.stream.write(chunk.data)
@@ -288,7 +296,7 @@ def _play_replies(peer, connection, spec, counters, last, loop):
     while True:
         request = _next_request(peer, requests, counters)
         if request is None:
-            peer.read_until(time.monotonic() + READ_SLICE)
+            peer.receive(READ_SLICE)
             continue
         replies = answers[request]
         index = served[request]
@@ -303,20 +311,17 @@ def _play_replies(peer, connection, spec, counters, last, loop):
         else:
             unplayed -= 1
             counters.finished |= last and unplayed == 0
-        sent_ns, reply = replies[index % len(replies)]
-        peer.anchor(sent_ns)
-        for chunk in reply:
-            peer.read_until(peer.due(chunk.time_ns))
+        for chunk in replies[index % len(replies)]:
             peer.send(chunk, counters)
 
 
 def _exchanges(connection):
-    """(robot output before any request, {request bytes: [(time sent, [reply chunks])]})."""
+    """(robot output before any request, {request bytes: [[reply chunks], ...]})."""
     greeting, answers, current = [], {}, None
     for chunk in connection.chunks:
         if chunk.direction == TO_ROBOT:
             current = []
-            answers.setdefault(chunk.data, []).append((chunk.time_ns, current))
+            answers.setdefault(chunk.data, []).append(current)
         elif current is None:
             greeting.append(chunk)
         else:

@@ -74,8 +74,8 @@ class NabaztagReplay:
 
     def report(self):
         c = self.counters
-        return [f'{LINK}: {c.answered} of {len(self.requests)} requests answered, '
-                f'{self.status_differs} with another status than recorded, '
+        return [f'{LINK}: {c.answered} requests answered ({len(self.requests)} in the '
+                f'recording), {self.status_differs} with another status than recorded, '
                 f'{c.unanswered} unanswered']
 
     # ---- the thread ------------------------------------------------------------------------
