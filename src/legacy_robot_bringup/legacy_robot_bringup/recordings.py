@@ -18,6 +18,7 @@ import dataclasses
 import enum
 import json
 import sys
+import threading
 import time
 
 import yaml
@@ -174,6 +175,9 @@ def build_parser():
         command.add_argument('path', help='the recording (.mcap)')
         command.add_argument('--speed', type=float, default=1.0,
                              help='1 = as recorded, 2 = twice as fast, 0 = as fast as possible')
+        if name == 'replay':
+            command.add_argument('--delay', type=float, default=0.0, help='seconds to wait '
+                                 'before playing (subscribers find the driver meanwhile)')
     commands.choices['info'].add_argument('--no-decode', action='store_true',
                                           help='counts from the file only (no driver run)')
     commands.choices['csv'].add_argument('--output', '-o', help='CSV file (default: stdout)')
@@ -187,7 +191,8 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
-        options = ReplayOptions(speed=args.speed, loop=getattr(args, 'loop', False))
+        options = ReplayOptions(speed=args.speed, loop=getattr(args, 'loop', False),
+                                delay=getattr(args, 'delay', 0.0))
         if args.command == 'replay':
             return _replay(args, options)
         recording = read_recording(args.path)
@@ -213,23 +218,34 @@ def main(argv=None):
 def _replay(args, options):
     plugin, replay = open_replay(args.path, options)
 
-    def make():
-        if args.params_out:
-            write_params(args.params_out, replay.parameters)
-        return _Announced(replay)
-    return run_emulator(f'{plugin.title} replay', make)
+    return run_emulator(f'{plugin.title} replay', lambda: _Announced(replay, args.params_out))
 
 
 class _Announced:
-    """The replay as run_emulator wants it: its description names the driver parameters."""
+    """The replay as run_emulator wants it: its description names the driver parameters,
+    and it says when the recording has been played to its end."""
 
-    def __init__(self, replay):
+    END = 'replay: the end of the recording'
+
+    def __init__(self, replay, params_out=None):
         self.replay = replay
+        self.params_out = params_out
+        self._stopped = threading.Event()
 
     def start(self):
         self.replay.start()
+        if self.params_out:              # the ports are known once it listens
+            write_params(self.params_out, self.replay.parameters)
+        threading.Thread(target=self._announce_end, daemon=True).start()
+
+    def _announce_end(self):
+        while not self._stopped.wait(0.1):
+            if self.replay.finished:
+                print(self.END, flush=True)
+                return
 
     def stop(self):
+        self._stopped.set()
         self.replay.stop()
         for line in self.replay.report():
             print(f'replay {line}', flush=True)

@@ -56,11 +56,15 @@ class ReplayOptions:
     speed: float = 1.0        # 0: as fast as possible
     loop: bool = False
     host: str = '127.0.0.1'
+    delay: float = 0.0        # s after start() before the recording plays (like `ros2 bag
+    #                           play --delay`: subscribers have time to find the driver)
 
     def __post_init__(self):
         if self.speed < 0:
             raise ValueError(f'--speed must be 0 (as fast as possible) or positive, '
                              f'got {self.speed}')
+        if self.delay < 0:
+            raise ValueError(f'--delay must not be negative, got {self.delay}')
 
 
 @dataclasses.dataclass
@@ -155,6 +159,7 @@ class _LinkServer:
         self.transport = None
 
     def start(self):
+        self.play_from = time.monotonic() + self.options.delay
         if self.spec.serial:
             self.transport = PtyEmulatorPort(self._serve, name=f'replay-{self.spec.name}')
         else:
@@ -188,13 +193,14 @@ class _LinkServer:
             return connection
 
     def _serve(self, stream, stop):
+        peer = _Peer(stream, stop, self.options.speed)
+        peer.read_until(self.play_from)     # --delay: what the driver sends meanwhile is kept
         while True:
             connection = self._take_connection()
             last = connection is None or connection is self.connections[-1]
             if connection is not None:
                 play = _play_replies if self.spec.mode == 'reply' else _play_stream
-                play(_Peer(stream, stop, self.options.speed), connection, self.spec,
-                     self.counters, last, self.options.loop)
+                play(peer, connection, self.spec, self.counters, last, self.options.loop)
             self.counters.finished |= last
             if self.spec.serial and (self.options.loop or not last):
                 continue        # a serial line has no connection to close: play on
@@ -202,7 +208,7 @@ class _LinkServer:
                 return          # the robot side dropped this connection: so do we
             if last and self.options.loop:
                 return          # the driver reconnects and gets the first one again
-            _Peer(stream, stop, self.options.speed).hold()   # until the driver leaves
+            peer.hold()         # silent until the driver leaves or we stop
             return
 
 

@@ -80,7 +80,8 @@ class NabaztagReplay:
 
     # ---- the thread ------------------------------------------------------------------------
     def _run(self):
-        if not self.requests or not self._wait_for_bridge():
+        if self._stop.wait(self.options.delay) or not self.requests \
+                or not self._wait_for_bridge():
             self.counters.finished = True
             return
         while True:

@@ -1,0 +1,218 @@
+"""Record → replay, for every robot, as real processes: the driver runs against its emulator
+with record_path set; then `recording replay` serves that file, the unchanged driver runs
+against it with the parameters the replay wrote, and it must publish the same messages
+(content and order, header stamps aside) as it did live."""
+import difflib
+import math
+import signal
+import threading
+import time
+
+import pytest
+import yaml
+from builtin_interfaces.msg import Time
+from std_srvs.srv import Trigger
+
+from helpers import start_module
+from legacy_robot_bringup.recordings import _Announced
+from legacy_robot_bringup.registry import discover_plugins
+from legacy_robot_common.bench import ros_args
+from legacy_robot_common.recording import FROM_ROBOT, read_recording
+from ros_observer import Observer
+
+ROBOTS = discover_plugins()
+LIVE_SECONDS = 6.0
+ACT_PERIOD = 0.1
+QUIET_AFTER_END = 2.0      # s of replay after its end, for the driver's last messages
+REPLAY_PATIENCE = 40.0     # s at most for the replayed run
+REPLAY_DELAY = 4.0         # s before the replay plays: this test's subscribers find the driver
+
+
+# ---- what each robot is asked to do while it is recorded --------------------------------
+# Only inputs the replayed driver does not need to repeat: a stream the robot sends whatever
+# the driver does (P2OS SIPs, the Pleo's monitor output: the replay waits a moment for each
+# command line, then plays on), or a request whose answer starts a stream (iPaq tracking). A
+# driver whose requests follow its inputs (the AIBO's camera mode, the iPaq's wheel speeds
+# in every poll) is left alone: without those inputs the replay could not answer it.
+class DemoScriptStimulus:
+    """The robot's own demo script (the P2OS drives its square, the Pleo walks)."""
+
+    def __init__(self, plugin):
+        self.script = plugin.make_demo_script()
+
+    def setup(self, observer):
+        self.script.setup(observer.node, observer.ns)
+
+    def on_message(self, topic, msg):
+        self.script.on_message(topic, msg)
+
+    def act(self, elapsed):
+        self.script.act(elapsed)
+
+
+class StartTracking:
+    """The iPaq's colour tracking, asked for once: its results stream on a port of their own."""
+
+    def setup(self, observer):
+        from legacy_robot_interfaces.srv import ColorTracking
+        self.client = observer.node.create_client(ColorTracking,
+                                                  f'{observer.ns}/start_color_tracking')
+        self.request = ColorTracking.Request(r_min=200, r_max=255, g_min=0, g_max=60,
+                                             b_min=0, b_max=60)
+        self.sent = False
+
+    def on_message(self, topic, msg):
+        pass
+
+    def act(self, elapsed):
+        if not self.sent and self.client.service_is_ready():
+            self.client.call_async(self.request)
+            self.sent = True
+
+
+STIMULI = {'p2os': DemoScriptStimulus, 'pleo': DemoScriptStimulus,
+           'ipaq': lambda plugin: StartTracking()}
+
+
+# ---- messages as comparable values -------------------------------------------------------
+def canonical(value):
+    """A message as nested tuples: host-clock times left out, floats as their repr."""
+    if hasattr(value, 'get_fields_and_field_types'):
+        return tuple((name, canonical(getattr(value, name)))
+                     for name in value.get_fields_and_field_types()
+                     if not isinstance(getattr(value, name), Time))
+    if isinstance(value, float):
+        return 'nan' if math.isnan(value) else repr(value)
+    if isinstance(value, (str, bytes, int, bool)) or value is None:
+        return value
+    if hasattr(value, 'tolist'):
+        value = value.tolist()
+    return tuple(canonical(item) for item in value)
+
+
+def collapse(messages):
+    """Consecutive equal messages as one: timer-driven topics repeat at their own pace."""
+    return [m for i, m in enumerate(messages) if i == 0 or m != messages[i - 1]]
+
+
+# ---- the two runs --------------------------------------------------------------------------
+def listen(observer, plugin, stimulus=None):
+    received = {}
+    for demo_topic in plugin.demo_topics:
+        received[demo_topic.topic] = []
+
+        def on_message(msg, topic=demo_topic.topic):
+            received[topic].append(canonical(msg))
+            if stimulus is not None:
+                stimulus.on_message(topic, msg)
+        observer.node.create_subscription(demo_topic.msg_type, f'{observer.ns}/{demo_topic.topic}',
+                                          on_message, 10)
+    return received
+
+
+def stop(process):
+    """SIGINT, then its stderr (stdout, if piped, is another reader's)."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+    process.wait(timeout=30)
+    return process.stderr.read()
+
+
+def record_live(plugin, path):
+    emulator = plugin.start_emulator()
+    stimulus = STIMULI.get(plugin.name, lambda plugin: None)(plugin)
+    namespace = f'/live_{plugin.name}'
+    driver = start_module(f'{plugin.package}.node', *ros_args(
+        namespace, {**emulator.parameters, 'record_path': str(path)}))
+    observer = Observer(namespace)
+    try:
+        received = listen(observer, plugin, stimulus)
+        if stimulus is not None:
+            stimulus.setup(observer)
+        start = time.monotonic()
+        while time.monotonic() - start < LIVE_SECONDS:
+            observer.spin_until(lambda: False, ACT_PERIOD)
+            if stimulus is not None:
+                stimulus.act(time.monotonic() - start)
+        err = stop(driver)
+        assert driver.returncode == 0, err
+        return received, emulator
+    except BaseException:
+        stop(driver)
+        emulator.stop()
+        raise
+    finally:
+        observer.close()
+
+
+class Lines:
+    """A process's stdout lines, read on a thread."""
+
+    def __init__(self, process):
+        self.lines = []
+        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.lines.append(line.rstrip('\n'))
+
+    def has(self, text):
+        return any(text in line for line in self.lines)
+
+
+def replay(plugin, path, folder):
+    params = folder / 'replay.yaml'
+    server = start_module('legacy_robot_bringup.recordings', 'replay', str(path),
+                          '--params-out', str(params), '--delay', str(REPLAY_DELAY))
+    output = Lines(server)
+    namespace = f'/replayed_{plugin.name}'
+    observer = Observer(namespace)
+    driver = None
+    try:
+        assert observer.spin_until(lambda: output.has('replay: replay of'), 30), \
+            server.stderr.read() if server.poll() is not None else output.lines
+        received = listen(observer, plugin)
+        driver = start_module(f'{plugin.package}.node', '--ros-args', '-r', f'__ns:={namespace}',
+                              '--params-file', str(params))
+        assert observer.spin_until(lambda: output.has(_Announced.END), REPLAY_PATIENCE), \
+            output.lines
+        observer.spin_until(lambda: False, QUIET_AFTER_END)
+        err = stop(driver)
+        assert driver.returncode == 0, err
+        return received, yaml.safe_load(params.read_text())['/**']['ros__parameters'], output
+    finally:
+        if driver is not None:
+            stop(driver)
+        stop(server)
+        observer.close()
+
+
+# ---- the test ---------------------------------------------------------------------------------
+@pytest.mark.parametrize('name', sorted(ROBOTS))
+def test_a_replayed_recording_makes_the_driver_publish_what_it_published_live(name, tmp_path):
+    plugin = ROBOTS[name]
+    path = tmp_path / f'{name}.mcap'
+    live, emulator = record_live(plugin, path)
+    try:
+        recording = read_recording(path)
+        assert recording.node == plugin.node_name and not recording.problem
+        assert sum(link.byte_count(FROM_ROBOT) for link in recording.links.values()) > 0
+        replayed, parameters, output = replay(plugin, path, tmp_path)
+    finally:
+        emulator.stop()          # after the replay: the Nabaztag's files live in its folder
+    assert 'record_path' not in parameters
+    assert any(line.startswith('replay ') for line in output.lines), output.lines
+    compared = 0
+    for topic, messages in live.items():
+        before, after = collapse(messages), collapse(replayed[topic])
+        if not before:
+            continue            # nothing live on this topic in these few seconds
+        block = difflib.SequenceMatcher(None, before, after, autojunk=False).find_longest_match(
+            0, len(before), 0, len(after))
+        # the live run's tail must be there in full, in order; its head may hold messages
+        # the replay's subscriber missed while it was discovering the driver
+        assert block.a + block.size == len(before), f'{topic}: the live tail is not replayed'
+        assert block.size >= math.ceil(0.75 * len(before)), \
+            f'{topic}: {block.size} of {len(before)} live messages replayed in order'
+        compared += block.size
+    assert compared >= 5, f'only {compared} messages compared'
