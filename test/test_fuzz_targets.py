@@ -5,6 +5,7 @@ import importlib
 import pytest
 
 from legacy_robot_bringup.bench import ROBOTS
+from legacy_robot_bringup import recording_fuzz
 from legacy_robot_common.soak import fuzz
 
 
@@ -16,3 +17,14 @@ def test_every_robot_decoder_survives_a_short_fuzz_run(robot):
         result = fuzz(target, 300, seed=7)
         assert result.crashes == 0, result.first_crash
         assert result.accepted > 0 or target.seeds == [], target.name
+
+
+def test_every_robot_recording_survives_a_short_fuzz_run():
+    """Mutated recordings (recordings/<robot>.mcap excerpts): read and planned for replay,
+    they are refused (RecordingError, ValueError) or accepted, never a crash."""
+    targets = recording_fuzz.fuzz_targets()
+    assert len(targets) == len(ROBOTS)
+    for target in targets:
+        result = fuzz(target, 300, seed=11)
+        assert result.crashes == 0, result.first_crash
+        assert result.accepted > 0 and result.rejected > 0, target.name

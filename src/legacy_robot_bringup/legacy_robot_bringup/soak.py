@@ -56,15 +56,19 @@ NAMESPACE = '/soak'
 
 
 # ---- fuzz -----------------------------------------------------------------------------------
+RECORDING_TARGETS = 'legacy_robot_bringup.recording_fuzz'   # every robot's recording
+
+
 def _fuzz_job(job):
-    package, index, cases = job
-    target = importlib.import_module(f'{package}.soak').fuzz_targets()[index]
+    module, index, cases = job
+    target = importlib.import_module(module).fuzz_targets()[index]
     return fuzz(target, cases, seed=index)
 
 
 def fuzz_part(robots, cases):
-    jobs = [(robot.package, index, cases) for robot in robots
-            for index in range(len(importlib.import_module(f'{robot.package}.soak').fuzz_targets()))]
+    modules = [f'{robot.package}.soak' for robot in robots] + [RECORDING_TARGETS]
+    jobs = [(module, index, cases) for module in modules
+            for index in range(len(importlib.import_module(module).fuzz_targets()))]
     rows = []
     # spawn: the workers import only the codecs, never a forked copy of this process's state
     with multiprocessing.get_context('spawn').Pool(os.cpu_count()) as pool:

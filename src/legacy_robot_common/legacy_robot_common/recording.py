@@ -16,6 +16,7 @@ says why), never the link. No rclpy here.
 """
 import collections
 import dataclasses
+import io
 import json
 import threading
 import time
@@ -44,7 +45,7 @@ class Recorder:
     FLUSH_PERIOD = 0.05   # s between the writer thread's batches
 
     def __init__(self, path, node_name, driver_version, parameters, *,
-                 max_pending_bytes=64 << 20, chunk_size=1 << 20):
+                 max_pending_bytes=64 << 20, chunk_size=1 << 20, compress=True):
         self.path = str(path)
         self.max_pending_bytes = max_pending_bytes
         try:
@@ -52,7 +53,8 @@ class Recorder:
         except OSError as exc:
             raise RecordingError(f'cannot record to {self.path}: {exc.strerror or exc}') from None
         self._writer = Writer(self._file, chunk_size=chunk_size,
-                              compression=CompressionType.ZSTD)
+                              compression=CompressionType.ZSTD if compress else
+                              CompressionType.NONE)
         self._writer.start(profile='', library='legacy_robots')
         self._event_schema = self._writer.register_schema('legacy_robots/LinkEvent',
                                                           'jsonschema', EVENT_SCHEMA)
@@ -229,11 +231,13 @@ class RecordingFile:
 
 
 def read_recording(path):
-    """The recording at path, grouped by link and connection → RecordingFile.
+    """The recording at path (or in bytes), grouped by link and connection → RecordingFile.
 
     RecordingError when it is no recording of ours; a file cut short (a driver killed
     mid-recording) keeps what was read and says so in .problem.
     """
+    if isinstance(path, (bytes, bytearray)):
+        return _read('<bytes>', io.BytesIO(path))
     try:
         with open(path, 'rb') as stream:
             return _read(path, stream)
@@ -317,3 +321,22 @@ def _add_message(recording, channel, message):
         connection.opened = detail
     elif name == 'closed':
         connection.closed = detail
+
+
+def write_recording(path, recording, chunks_per_connection=None, compress=True):
+    """Write recording (a RecordingFile) again, e.g. an excerpt (the first chunks of each
+    connection) or with changed chunks: fuzz seeds and damaged copies for tests."""
+    recorder = Recorder(path, recording.node, recording.driver_version, recording.parameters,
+                        compress=compress)
+    taps = {name: recorder.tap(name) for name in recording.links}
+    recorder.start()
+    for name, link in recording.links.items():
+        for number in sorted(link.connections):
+            connection = link.connections[number]
+            taps[name].opened(connection.opened)
+            for chunk in connection.chunks[:chunks_per_connection]:
+                put = taps[name].received if chunk.direction == FROM_ROBOT else taps[name].sent
+                put(chunk.data)
+            if connection.closed is not None:
+                taps[name].closed(connection.closed)
+    recorder.stop()

@@ -198,10 +198,12 @@ class _LinkServer:
         while True:
             connection = self._take_connection()
             last = connection is None or connection is self.connections[-1]
-            if connection is not None:
-                play = _play_replies if self.spec.mode == 'reply' else _play_stream
-                play(peer, connection, self.spec, self.counters, last, self.options.loop)
-            self.counters.finished |= last
+            try:
+                if connection is not None:
+                    play = _play_replies if self.spec.mode == 'reply' else _play_stream
+                    play(peer, connection, self.spec, self.counters, last, self.options.loop)
+            finally:            # played out, or the driver left the last one: either is the end
+                self.counters.finished |= last
             if self.spec.serial and (self.options.loop or not last):
                 continue        # a serial line has no connection to close: play on
             if not last and connection.closed != CLOSED_BY_DRIVER:
@@ -288,10 +290,12 @@ def _play_stream(peer, connection, spec, counters, last, loop):
 
 
 def _play_replies(peer, connection, spec, counters, last, loop):
-    """Answers until the driver leaves; the end of the recording is reached when the last
-    connection's every recorded reply has been given once."""
-    greeting, answers = _exchanges(connection)
+    """Answers until the driver leaves. The end of the recording (on the last connection):
+    every recorded reply given, or one the driver asks for used up, or (speed > 0) the
+    recorded connection's time passed."""
+    greeting, answers = exchanges(connection)
     unplayed = sum(len(replies) for replies in answers.values())
+    end_ns = connection.chunks[-1].time_ns if connection.chunks else connection.start_ns
     peer.anchor(connection.start_ns)
     for chunk in greeting:
         peer.read_until(peer.due(chunk.time_ns))
@@ -300,6 +304,8 @@ def _play_replies(peer, connection, spec, counters, last, loop):
     served = {request: 0 for request in answers}
     requests = sorted(answers, key=len, reverse=True)     # the longest match first
     while True:
+        if last and peer.speed and time.monotonic() >= peer.due(end_ns):
+            counters.finished = True
         request = _next_request(peer, requests, counters)
         if request is None:
             peer.receive(READ_SLICE)
@@ -321,7 +327,7 @@ def _play_replies(peer, connection, spec, counters, last, loop):
             peer.send(chunk, counters)
 
 
-def _exchanges(connection):
+def exchanges(connection):
     """(robot output before any request, {request bytes: [[reply chunks], ...]})."""
     greeting, answers, current = [], {}, None
     for chunk in connection.chunks:

@@ -30,7 +30,7 @@ class NabaztagReplay:
             raise ValueError(f'{recording.path}: no {LINK!r} link in this recording')
         self.requests = [(c.start_ns, _joined(c, FROM_ROBOT), _status_line(_joined(c, TO_ROBOT)))
                          for c in sorted(link.connections.values(), key=lambda c: c.start_ns)]
-        self.port = free_port()
+        self.port = None            # a free loopback port, from start() on
         self.counters = ReplayCounters()
         self.status_differs = 0         # replies whose status line is not the recorded one
         self._stop = threading.Event()
@@ -63,6 +63,7 @@ class NabaztagReplay:
         return self.counters.last_sent_ns
 
     def start(self):
+        self.port = free_port()
         self._thread = threading.Thread(target=self._run, name='nabaztag-replay', daemon=True)
         self._thread.start()
         return self
