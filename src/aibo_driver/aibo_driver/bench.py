@@ -12,7 +12,8 @@ Measures on this machine:
     one core, with this process subscribed to the image, the colour mask and the audio; in
     the same run, wire -> subscriber latency of the images (reply written to arrival here);
   * then lost audio chunks in a real-time run (sequence numbers reaching this process, from
-    the start of the CPU measurement) while another process keeps one core busy.
+    the start of the CPU measurement) while another process keeps one core busy;
+  * recording: driver CPU at real-dog rates without and with record_path.
 """
 import argparse
 import multiprocessing
@@ -23,7 +24,7 @@ import time
 from sensor_msgs.msg import Image
 
 from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
-                                       report,
+                                       record_parameter, recording_overhead, report,
                                        wait_ready)
 from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
@@ -76,6 +77,12 @@ def _keep_a_core_busy(stop):
         pass
 
 
+def recording_cpu(seconds, record_path):
+    """Driver CPU at real-dog pacing (YUV10, colour, audio), recording to record_path or not."""
+    return _run_driver(EmulatorOptions(), record_parameter(record_path), CPU_TOPICS,
+                       lambda _emulator, driver, _listener: cpu_percent(driver.pid, seconds))
+
+
 def real_dog_run(cpu_seconds, audio_seconds):
     """(driver CPU %, image latency summary, chunks received, chunks lost, chunks the dog
     dropped) at real-dog pacing."""
@@ -125,8 +132,10 @@ def main(argv=None):
              str(lost), ('<=', 0)),
             ('  chunks the dog dropped (ring full)', dropped, str(dropped), ('<=', 0)),
             ('  audio chunks received', received, str(received), None)]
+    half = args.seconds / 2
+    recording = recording_overhead(lambda path: recording_cpu(half, path), half)
     summary = PipelineSummary('AIBO YUV10', REAL_YUV10_RATE, 1000.0 / decode, fps, cpu, wire,
-                              floor, lean)
+                              floor, lean, recording)
     return report('AIBO benchmark', rows, args.output, 'aibo', summary=summary)
 
 

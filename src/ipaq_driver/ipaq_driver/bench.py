@@ -10,7 +10,8 @@ Measures on this machine:
     of one core, with this process subscribed to tracking, odom and range; in the same run,
     wire -> subscriber latency of the tracking results;
   * tracking results per second reaching this process with the emulator unthrottled
-    (results back to back), and that rate over the CMUcam1's 17 per second.
+    (results back to back), and that rate over the CMUcam1's 17 per second;
+  * recording: driver CPU at 17 Hz tracking without and with record_path.
 """
 import argparse
 import contextlib
@@ -21,7 +22,8 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Range
 
 from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
-                                       report, wait_ready)
+                                       record_parameter, recording_overhead, report,
+                                       wait_ready)
 from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import TrackingResult
 from legacy_robot_interfaces.srv import ColorTracking
@@ -50,13 +52,14 @@ def tracking_decode_rate(count=200_000):
 
 
 @contextlib.contextmanager
-def _tracking_driver(topics, unthrottled=False):
+def _tracking_driver(topics, unthrottled=False, parameters=None):
     """Emulator + driver + listener, the driver tracking the red ball; yields (emulator,
     driver, listener) once tracking results reach this process."""
     emulator = IpaqEmulator(EmulatorOptions(control_port=0, frame_dump_port=0, tracking_port=0,
                                             tracking_rate=REAL_TRACKING_RATE,
                                             unthrottled=unthrottled)).start()
-    with driver_against(emulator, 'ipaq_driver.node', NAMESPACE, emulator.parameters, topics,
+    with driver_against(emulator, 'ipaq_driver.node', NAMESPACE,
+                        {**emulator.parameters, **(parameters or {})}, topics,
                         'ipaq_bench_listener') as (driver, listener):
         service = listener.node.create_client(ColorTracking, f'{NAMESPACE}/start_color_tracking')
         wait_ready(driver, service.service_is_ready, 'driver did not start', settle=0.0)
@@ -81,6 +84,12 @@ def driver_cpu(seconds):
         return cpu, rates, wire, capture_shape(listener.node, 'ipaq_driver', NAMESPACE)
 
 
+def recording_cpu(seconds, record_path):
+    """Driver CPU at 17 Hz tracking + 10 Hz poll, recording to record_path or not."""
+    with _tracking_driver(CPU_TOPICS, parameters=record_parameter(record_path)) as (_, driver, _):
+        return cpu_percent(driver.pid, seconds)
+
+
 def unthrottled_rate(seconds):
     """Tracking results per second here while the emulator sends them back to back."""
     with _tracking_driver({TRACKING: TrackingResult}, unthrottled=True) as (_, _, listener):
@@ -101,8 +110,10 @@ def main(argv=None):
              f'{cpu:.2f}', None)]
     rows += [(f'  {topic} received (per s)', rate, f'{rate:.1f}', None)
              for topic, rate in rates.items()]
+    half = args.seconds / 2
+    recording = recording_overhead(lambda path: recording_cpu(half, path), half)
     summary = PipelineSummary('CMUcam tracking', REAL_TRACKING_RATE, decode, unthrottled, cpu,
-                              wire, floor, lean)
+                              wire, floor, lean, recording)
     return report('iPaq benchmark', rows, args.output, 'ipaq', summary=summary)
 
 

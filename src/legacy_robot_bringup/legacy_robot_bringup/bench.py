@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 from legacy_robot_common.artifacts import new_figure, save_figure
-from legacy_robot_common.bench import (FLOOR_RATIO_TARGET, HEADROOM_TARGET,
+from legacy_robot_common.bench import (FLOOR_RATIO_TARGET, HEADROOM_TARGET, RECORDING_TARGET,
                                        machine_description, verdict)
 
 from .registry import discover_plugins
@@ -44,7 +44,8 @@ def installed_robots():
 
 ROBOTS = installed_robots()
 PIPELINE_COLUMNS = ('robot', 'main stream', 'decode /s', 'unthrottled /s', 'real max /s',
-                    'headroom', 'CPU %', 'floor %', 'lean %', 'CPU / floor', 'p50 ms', 'p99 ms')
+                    'headroom', 'CPU %', 'floor %', 'lean %', 'CPU / floor', 'recording',
+                    'p50 ms', 'p99 ms')
 
 
 def run_benchmark(robot, output, quick):
@@ -81,7 +82,7 @@ def pipeline_rows(results):
         rows.append((robot.label, summary['stream'], f'{summary["decode_rate"]:,.0f}',
                      f'{summary["unthrottled_rate"]:,.0f}', f'{summary["real_rate"]:g}',
                      f'{summary["headroom"]:,.1f}x {outcome}', f'{summary["cpu"]:.2f}',
-                     *floor_cells(summary), f'{latency["p50_ms"]:.2f}',
+                     *floor_cells(summary), recording_cell(summary), f'{latency["p50_ms"]:.2f}',
                      f'{latency["p99_ms"]:.2f}'))
     return rows
 
@@ -94,6 +95,14 @@ def floor_cells(summary):
     _, outcome = verdict(summary['floor_ratio'], ('<=', FLOOR_RATIO_TARGET))
     return (f'{summary["floor"]:.2f}', f'{summary["lean_floor"]:.2f}',
             f'{summary["floor_ratio"]:.2f}x {outcome}')
+
+
+def recording_cell(summary):
+    """Extra driver CPU with record_path set, with its verdict ('-' if not measured)."""
+    if summary.get('recording') is None:
+        return '-'
+    _, outcome = verdict(summary['recording_extra'], ('<=', RECORDING_TARGET))
+    return f'{summary["recording_extra"]:+.1f} % {outcome}'
 
 
 def target_rows(results):

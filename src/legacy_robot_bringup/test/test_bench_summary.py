@@ -4,12 +4,12 @@ import json
 import subprocess
 import sys
 
-from legacy_robot_common.bench import PipelineSummary, latency_summary, report
+from legacy_robot_common.bench import PipelineSummary, RecordingCost, latency_summary, report
 
 
-def write_robot(folder, name, headroom_rate, cpu_target=('<=', 5.0), cpu=1.0):
+def write_robot(folder, name, headroom_rate, cpu_target=('<=', 5.0), cpu=1.0, recording=None):
     summary = PipelineSummary(f'{name} stream', 10.0, 50_000.0, headroom_rate, cpu,
-                              latency_summary([0.001, 0.002, 0.003]))
+                              latency_summary([0.001, 0.002, 0.003]), recording=recording)
     rows = [(f'{name} driver CPU', cpu, f'{cpu:.2f}', cpu_target)]
     report(name, rows, folder, name, summary=summary)
 
@@ -46,3 +46,14 @@ def test_missed_targets_and_missing_results_fail_the_run(tmp_path):
 def test_unknown_robot_is_a_usage_error(tmp_path):
     done = summarize(tmp_path, 'roomba')
     assert done.returncode == 2 and 'invalid choice' in done.stderr
+
+
+def test_the_recording_column_and_its_target(tmp_path):
+    write_robot(tmp_path, 'p2os', 2000.0, recording=RecordingCost(2.0, 2.1, 60_000, 10.0))
+    write_robot(tmp_path, 'pleo', 2000.0, recording=RecordingCost(2.0, 2.5, 60_000, 10.0))
+    done = summarize(tmp_path, 'p2os', 'pleo')
+    assert done.returncode == 1, done.stdout
+    assert '+5.0 % ok' in done.stdout and '+25.0 % MISSED' in done.stdout
+    written = json.loads((tmp_path / 'summary.json').read_text())
+    assert written['missed'] == ['Pleo: pleo stream: recording, extra driver CPU (%)']
+    assert written['robots']['p2os']['summary']['recording']['cpu_on'] == 2.1

@@ -176,6 +176,44 @@ def latency_summary(latencies):
 
 HEADROOM_TARGET = 20.0     # issue 8: every pipeline sustains 20x the real robot's rate
 FLOOR_RATIO_TARGET = 1.25  # a driver's CPU over that of its structure without the robot
+RECORDING_TARGET = 10.0    # % more driver CPU with record_path set (issue 20)
+RECORDING_PAIRS = 2        # runs without and with a recording, alternately
+
+
+def recording_overhead(measure, seconds, pairs=RECORDING_PAIRS):
+    """measure(record_path or None) → driver CPU (% of one core) over seconds, run alternately
+    without and with a recording (so that the machine's drift falls on both) → RecordingCost."""
+    off, on, sizes = [], [], []
+    with tempfile.TemporaryDirectory(prefix='bench-recording-') as folder:
+        for index in range(pairs):
+            off.append(measure(None))
+            path = pathlib.Path(folder) / f'{index}.mcap'
+            on.append(measure(str(path)))
+            sizes.append(path.stat().st_size if path.exists() else 0)
+    return RecordingCost(sum(off) / pairs, sum(on) / pairs, sum(sizes) / pairs, seconds)
+
+
+def record_parameter(path):
+    """The node parameters for recording to path (None: {})."""
+    return {'record_path': path} if path else {}
+
+
+@dataclasses.dataclass
+class RecordingCost:
+    cpu_off: float            # driver CPU, % of one core, without recording
+    cpu_on: float             # the same with record_path set
+    file_bytes: float         # size of one run's recording
+    seconds: float            # how long each run measured
+
+    @property
+    def mb_per_minute(self):
+        """Recording size (MB per minute; the run's start-up included, so a little high)."""
+        return self.file_bytes / 2**20 / (self.seconds / 60.0)
+
+    @property
+    def extra(self):
+        """% more CPU with the recording."""
+        return 100.0 * (self.cpu_on - self.cpu_off) / self.cpu_off if self.cpu_off else 0.0
 
 
 @dataclasses.dataclass
@@ -197,6 +235,7 @@ class PipelineSummary:
     latency: dict
     floor: float = None
     lean_floor: float = None
+    recording: RecordingCost = None   # driver CPU without and with record_path, same rate
 
     @property
     def headroom(self):
@@ -212,7 +251,18 @@ class PipelineSummary:
             (f'{self.stream}: wire -> subscriber p50 (ms)', self.latency['p50_ms'],
              f'{self.latency["p50_ms"]:.2f}', None),
             (f'{self.stream}: wire -> subscriber p99 (ms)', self.latency['p99_ms'],
-             f'{self.latency["p99_ms"]:.2f}', None)] + self.floor_rows()
+             f'{self.latency["p99_ms"]:.2f}', None)] + self.floor_rows() + self.recording_rows()
+
+    def recording_rows(self):
+        if self.recording is None:
+            return []
+        cost = self.recording
+        return [(f'{self.stream}: recording, driver CPU without / with (% of one core)',
+                 cost.cpu_on, f'{cost.cpu_off:.2f} / {cost.cpu_on:.2f}', None),
+                (f'{self.stream}: recording, MB per minute', cost.mb_per_minute,
+                 f'{cost.mb_per_minute:.2f}', None),
+                (f'{self.stream}: recording, extra driver CPU (%)', cost.extra,
+                 f'{cost.extra:+.1f} %', ('<=', RECORDING_TARGET))]
 
     @property
     def floor_ratio(self):
@@ -232,8 +282,9 @@ class PipelineSummary:
              ('<=', FLOOR_RATIO_TARGET))]
 
     def as_json(self):
+        extra = {'recording_extra': self.recording.extra} if self.recording else {}
         return {**dataclasses.asdict(self), 'headroom': self.headroom,
-                'floor_ratio': self.floor_ratio}
+                'floor_ratio': self.floor_ratio, **extra}
 
 
 def floor_cpu(shape, topics, seconds, lean=False, namespace='/floor'):

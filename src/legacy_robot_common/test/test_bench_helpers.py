@@ -55,3 +55,21 @@ def test_pipeline_summary_rows_and_json(tmp_path):
     assert written['summary']['headroom'] == 15.0 and written['summary']['stream'] == 'SIP'
     headroom_label = next(label for label in written['targets'] if 'headroom' in label)
     assert written['targets'][headroom_label] == ['>=', HEADROOM_TARGET]
+
+
+def test_recording_overhead_alternates_runs_without_and_with_a_recording():
+    from legacy_robot_common.bench import recording_overhead
+    calls = []
+
+    def measure(record_path):
+        calls.append(record_path)
+        if record_path is None:
+            return 2.0
+        with open(record_path, 'wb') as stream:      # the driver would write its MCAP here
+            stream.write(bytes(3 * 2**20))
+        return 2.2
+    cost = recording_overhead(measure, seconds=30.0, pairs=2)
+    assert [path is None for path in calls] == [True, False, True, False]
+    assert calls[1] != calls[3] and calls[1].endswith('.mcap')
+    assert (cost.cpu_off, cost.cpu_on) == (2.0, 2.2)
+    assert abs(cost.extra - 10.0) < 1e-9 and abs(cost.mb_per_minute - 6.0) < 1e-9

@@ -16,7 +16,8 @@ programs written in C (a Python client saturates long before the server):
   * events (clicks) per second reaching a subscriber in this process while 4 threads here
     send clicking pings back to back, over one rabbit's fastest rate: 1 request per second;
   * click latency: a ping carrying a click sent -> its event received here, one click
-    every 100 ms.
+    every 100 ms;
+  * recording: bridge CPU under the 500-rabbit open loop without and with record_path.
 """
 import argparse
 import contextlib
@@ -26,8 +27,9 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.bench import (Listener, PipelineSummary, cpu_seconds, report,
-                                       start_driver, stop_process, wait_ready)
+from legacy_robot_common.bench import (Listener, PipelineSummary, cpu_seconds, record_parameter,
+                                       recording_overhead, report, start_driver, stop_process,
+                                       wait_ready)
 from legacy_robot_common.emulator import SendLog, free_port
 from legacy_robot_interfaces.msg import RabbitEvent
 
@@ -62,10 +64,11 @@ CLOSED_LOOP_TARGET = 0.6      # of the canned-reply server's rate, at -c 50 and 
 CLOSED_LOOP_TARGETED = (50, 500)
 
 
-def start_bridge(port):
+def start_bridge(port, record_path=None):
     """The bridge node as its own process, answering once it listens."""
     bridge = start_driver('nabaztag_bridge.node', NAMESPACE,
-                          {'host': '127.0.0.1', 'port': port, 'ping_interval': 1})
+                          {'host': '127.0.0.1', 'port': port, 'ping_interval': 1,
+                           **record_parameter(record_path)})
     wait_ready(bridge, lambda: _answers(f'http://127.0.0.1:{port}{IDLE_PING}'),
                'the bridge did not answer', settle=1.0)
     return bridge
@@ -86,12 +89,13 @@ def rss_megabytes(pid):
     return 0.0
 
 
-def open_loop(program, rabbits, interval, seconds, drain):
-    """rabbit_load against a fresh bridge → its JSON plus the bridge's CPU % and RSS MB."""
+def open_loop(program, rabbits, interval, seconds, drain, record_path=None):
+    """rabbit_load against a fresh bridge (recording to record_path, if given) → its JSON
+    plus the bridge's CPU % and RSS MB."""
     if drain:
         loadgen.drain_time_wait()
     port = free_port()
-    bridge = start_bridge(port)
+    bridge = start_bridge(port, record_path)
     try:
         before, started = cpu_seconds(bridge.pid), time.monotonic()
         result = loadgen.open_loop(program, port, rabbits, interval, seconds)
@@ -217,6 +221,9 @@ def main(argv=None):
         opened = [(fleet, open_loop(program, *fleet[:2], args.seconds, args.drain))
                   for fleet in fleets]
         closed = closed_loop(args.requests, args.drain)
+        half = args.seconds / 2
+        recording = recording_overhead(lambda path: open_loop(
+            program, args.rabbits, 1, half, args.drain, path)['cpu'], half)
         events = unthrottled_event_rate(args.seconds)
         wire = click_latency(args.seconds)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
@@ -250,7 +257,8 @@ def main(argv=None):
             (f'ab -c {concurrency}: bridge failed or non-2xx', bridge['failed'] +
              bridge['non_2xx'], f'{bridge["failed"] + bridge["non_2xx"]}', ('<=', 0))]
     cpu = opened[0][1]['cpu']       # the summary's CPU: the bridge under the 500-rabbit load
-    summary = PipelineSummary('Nabaztag events', REAL_REQUEST_RATE, replies, events, cpu, wire)
+    summary = PipelineSummary('Nabaztag events', REAL_REQUEST_RATE, replies, events, cpu, wire,
+                              recording=recording)
     return report('Nabaztag bridge benchmark', rows, args.output, 'nabaztag',
                   {'open_loop': [r for _, r in opened],
                    'closed_loop': {str(c): pair for c, pair in closed.items()}}, summary)

@@ -11,7 +11,8 @@ Measures on this machine:
     process subscribes to odom, sonar and encoders; in the same run, wire -> subscriber
     latency of odom (emulator write to arrival here);
   * cmd_vel → wire: a Twist published in this process until the emulator reads the
-    VEL packet from its socket (p50 / p99 / max).
+    VEL packet from its socket (p50 / p99 / max);
+  * recording: driver CPU at the fastest SIP cycle (20 Hz) without and with record_path.
 """
 import argparse
 import sys
@@ -21,7 +22,8 @@ from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 
 from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
-                                       percentile, report, wait_ready)
+                                       percentile, record_parameter, recording_overhead,
+                                       report, wait_ready)
 from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import EncoderCounts, SonarArray
 
@@ -74,6 +76,16 @@ def driver_cpu(seconds):
         return cpu, wire, capture_shape(listener.node, 'p2os_driver', NAMESPACE)
 
 
+def recording_cpu(seconds, record_path):
+    """Driver CPU at the real robot's fastest SIP cycle, recording to record_path or not."""
+    emulator = P2osEmulator(EmulatorOptions(sip_cycle=1.0 / REAL_SIP_RATE))
+    with _driver(emulator, CPU_TOPICS, encoder_stream=True,
+                 **record_parameter(record_path)) as (driver, listener):
+        wait_ready(driver, lambda: emulator.robot.enabled and all(listener.counts.values()),
+                   'driver did not connect')
+        return cpu_percent(driver.pid, seconds)
+
+
 def unthrottled_rate(seconds):
     """odom messages per second here while the emulator sends SIPs back to back."""
     emulator = P2osEmulator(EmulatorOptions(unthrottled=True))
@@ -118,6 +130,8 @@ def main(argv=None):
     floor, lean = floors(shape, CPU_TOPICS, args.seconds)
     unthrottled = unthrottled_rate(args.seconds)
     latency = cmd_vel_latency(args.samples)
+    half = args.seconds / 2
+    recording = recording_overhead(lambda path: recording_cpu(half, path), half)
     rows = [('SIP decode rate (per s)', decode, f'{decode:,.0f}', ('>=', 100_000)),
             ('driver CPU, 10 Hz SIP + 10 Hz encoders, 3 subscribers (% of a core)', cpu,
              f'{cpu:.2f}', None),
@@ -125,7 +139,7 @@ def main(argv=None):
             ('cmd_vel -> wire p99 (ms)', latency['p99'], f'{latency["p99"]:.2f}', ('<=', 5.0)),
             ('cmd_vel -> wire max (ms)', latency['max'], f'{latency["max"]:.2f}', None)]
     summary = PipelineSummary('P2OS SIP', REAL_SIP_RATE, decode, unthrottled, cpu, wire,
-                              floor, lean)
+                              floor, lean, recording)
     return report('P2OS benchmark', rows, args.output, 'p2os',
                   {'cmd_vel_samples': latency['samples']}, summary)
 

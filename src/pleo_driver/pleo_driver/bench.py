@@ -12,7 +12,8 @@ Measures on this machine:
     run, wire -> subscriber latency of joint_states;
   * joint_states per second reaching this process with the emulator unthrottled (dumps back
     to back), over 10 per second: the real Pleo's dump rate is not documented anywhere we
-    found (spec §2.11), so the emulator's default stands in for it.
+    found (spec §2.11), so the emulator's default stands in for it;
+  * recording: driver CPU at the real dump rate without and with record_path.
 """
 import argparse
 import os
@@ -25,7 +26,8 @@ import time
 from sensor_msgs.msg import JointState
 
 from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
-                                       report, wait_ready)
+                                       record_parameter, recording_overhead, report,
+                                       wait_ready)
 from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import NamedValues
 
@@ -108,6 +110,16 @@ def driver_cpu(seconds):
         return cpu, wire, capture_shape(listener.node, 'pleo_driver', NAMESPACE)
 
 
+def recording_cpu(seconds, record_path):
+    """Driver CPU at the real dump rate, recording to record_path or not."""
+    emulator = PleoEmulator(EmulatorOptions(dump_rate=REAL_DUMP_RATE)).start()
+    with driver_against(emulator, 'pleo_driver.node', NAMESPACE,
+                        {**emulator.parameters, **record_parameter(record_path)},
+                        CPU_TOPICS, 'pleo_bench_listener') as (driver, listener):
+        wait_ready(driver, lambda: all(listener.counts.values()), 'driver did not connect')
+        return cpu_percent(driver.pid, seconds)
+
+
 def unthrottled_rate(seconds):
     """joint_states per second here while the emulator prints dumps back to back."""
     emulator = PleoEmulator(EmulatorOptions(unthrottled=True)).start()
@@ -151,8 +163,9 @@ def main(argv=None):
             ('monitor dump lines decoded (per s)', decode, f'{decode:,.0f}', None),
             ('driver CPU, 10 Hz joint + sensor dumps, 2 subscribers (% of a core)', cpu,
              f'{cpu:.2f}', None)]
+    recording = recording_overhead(lambda path: recording_cpu(args.seconds, path), args.seconds)
     summary = PipelineSummary('Pleo dumps', REAL_DUMP_RATE, decode, unthrottled,
-                              cpu, wire, floor, lean)
+                              cpu, wire, floor, lean, recording)
     return report('Pleo benchmark', rows, args.output, 'pleo', {'full_urf_bytes': size}, summary)
 
 
