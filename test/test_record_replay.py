@@ -63,9 +63,6 @@ class StartTracking:
                                              b_min=0, b_max=60)
         self.sent = False
 
-    def on_message(self, topic, msg):
-        pass
-
     def act(self, elapsed):
         if not self.sent and self.client.service_is_ready():
             self.client.call_async(self.request)
@@ -105,7 +102,7 @@ def listen(observer, plugin, stimulus=None):
 
         def on_message(msg, topic=demo_topic.topic):
             received[topic].append(canonical(msg))
-            if stimulus is not None:
+            if hasattr(stimulus, 'on_message'):
                 stimulus.on_message(topic, msg)
         observer.node.create_subscription(demo_topic.msg_type, f'{observer.ns}/{demo_topic.topic}',
                                           on_message, 10)

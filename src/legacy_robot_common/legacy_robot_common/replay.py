@@ -157,6 +157,7 @@ class _LinkServer:
         self._lock = threading.Lock()
         self._next = 0
         self.transport = None
+        self.play_from = 0.0    # monotonic time the recording starts to play (--delay)
 
     def start(self):
         self.play_from = time.monotonic() + self.options.delay
@@ -197,11 +198,14 @@ class _LinkServer:
         peer.read_until(self.play_from)     # --delay: what the driver sends meanwhile is kept
         while True:
             connection = self._take_connection()
-            last = connection is None or connection is self.connections[-1]
+            if connection is None:      # nothing (more) to play: a silent robot
+                self.counters.finished = True
+                peer.hold()
+                return
+            last = connection is self.connections[-1]
+            play = _play_replies if self.spec.mode == 'reply' else _play_stream
             try:
-                if connection is not None:
-                    play = _play_replies if self.spec.mode == 'reply' else _play_stream
-                    play(peer, connection, self.spec, self.counters, last, self.options.loop)
+                play(peer, connection, self.spec, self.counters, last, self.options.loop)
             finally:            # played out, or the driver left the last one: either is the end
                 self.counters.finished |= last
             if self.spec.serial and (self.options.loop or not last):

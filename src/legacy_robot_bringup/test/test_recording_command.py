@@ -1,0 +1,51 @@
+"""`recording info / csv / replay` as real processes, on the recordings in recordings/."""
+import csv
+import io
+import json
+import subprocess
+import sys
+
+from legacy_robot_bringup.paths import recording_file
+
+
+def recording(*args, timeout=120):
+    return subprocess.run([sys.executable, '-m', 'legacy_robot_bringup.recordings', *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_info_lists_links_and_decodes_with_the_driver():
+    path = str(recording_file('p2os'))
+    counted = recording('info', path, '--no-decode')
+    assert counted.returncode == 0, counted.stderr
+    assert 'p2os_driver' in counted.stdout and 'p2os: 1 connections, from robot' in counted.stdout
+    assert 'decoded' not in counted.stdout
+    decoded = recording('info', path, '--speed', '0')
+    assert decoded.returncode == 0, decoded.stderr
+    line = next(line for line in decoded.stdout.splitlines() if 'decoded:' in line)
+    assert 'StandardSip' in line and 'decode errors: 0' in line, decoded.stdout
+    assert 'replay p2os: 1 connections' in decoded.stdout
+
+
+def test_csv_has_a_row_per_decoded_record_on_the_recorded_clock(tmp_path):
+    out = tmp_path / 'pleo.csv'
+    done = recording('csv', str(recording_file('pleo')), '--speed', '0', '-o', str(out))
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert rows and set(rows[0]) == {'time_s', 'link', 'record', 'fields'}
+    kinds = {row['record'] for row in rows}
+    assert {'JointDump', 'SensorDump'} <= kinds, kinds
+    times = [float(row['time_s']) for row in rows]
+    assert times == sorted(times) and 0 <= times[0] < times[-1] < 30
+    assert all(row['link'] == 'monitor' for row in rows)
+    json.loads(rows[-1]['fields'])
+    assert f'{len(rows)} records written' in done.stdout
+
+
+def test_user_errors_exit_2_with_a_message(tmp_path):
+    not_mcap = tmp_path / 'notes.mcap'
+    not_mcap.write_text('hello')
+    for args in (('info', str(not_mcap)), ('replay', str(tmp_path / 'absent.mcap')),
+                 ('replay', str(recording_file('p2os')), '--speed', '-1')):
+        done = recording(*args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert done.stderr.startswith('error: ') and 'Traceback' not in done.stderr, done.stderr
