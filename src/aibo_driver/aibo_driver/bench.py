@@ -24,7 +24,8 @@ import time
 from sensor_msgs.msg import Image
 
 from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
-                                       record_parameter, recording_overhead, report,
+                                       cpu_and_recorder_percent, record_parameter,
+                                       recording_overhead, report,
                                        wait_ready)
 from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
@@ -78,9 +79,11 @@ def _keep_a_core_busy(stop):
 
 
 def recording_cpu(seconds, record_path):
-    """Driver CPU at real-dog pacing (YUV10, colour, audio), recording to record_path or not."""
-    return _run_driver(EmulatorOptions(), record_parameter(record_path), CPU_TOPICS,
-                       lambda _emulator, driver, _listener: cpu_percent(driver.pid, seconds))
+    """(driver CPU, its recorder thread's CPU) at real-dog pacing (YUV10, colour, audio),
+    recording to record_path or not."""
+    def measure(_emulator, driver, _listener):
+        return cpu_and_recorder_percent(driver.pid, seconds)
+    return _run_driver(EmulatorOptions(), record_parameter(record_path), CPU_TOPICS, measure)
 
 
 def real_dog_run(cpu_seconds, audio_seconds):

@@ -22,7 +22,8 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Range
 
 from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
-                                       record_parameter, recording_overhead, report,
+                                       cpu_and_recorder_percent, record_parameter,
+                                       recording_overhead, report,
                                        wait_ready)
 from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import TrackingResult
@@ -85,9 +86,10 @@ def driver_cpu(seconds):
 
 
 def recording_cpu(seconds, record_path):
-    """Driver CPU at 17 Hz tracking + 10 Hz poll, recording to record_path or not."""
+    """(driver CPU, its recorder thread's CPU) at 17 Hz tracking + 10 Hz poll, recording to
+    record_path or not."""
     with _tracking_driver(CPU_TOPICS, parameters=record_parameter(record_path)) as (_, driver, _):
-        return cpu_percent(driver.pid, seconds)
+        return cpu_and_recorder_percent(driver.pid, seconds)
 
 
 def unthrottled_rate(seconds):

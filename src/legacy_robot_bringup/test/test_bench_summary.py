@@ -49,11 +49,14 @@ def test_unknown_robot_is_a_usage_error(tmp_path):
 
 
 def test_the_recording_column_and_its_target(tmp_path):
-    write_robot(tmp_path, 'p2os', 2000.0, recording=RecordingCost(2.0, 2.1, 60_000, 10.0))
-    write_robot(tmp_path, 'pleo', 2000.0, recording=RecordingCost(2.0, 2.5, 60_000, 10.0))
+    # the target is on the recording's own CPU: writer thread + messages/s x one tap call
+    write_robot(tmp_path, 'p2os', 2000.0, recording=RecordingCost(
+        2.0, 2.3, 60_000, 10.0, writer_cpu=0.08, messages_per_second=200, tap_call=1e-6))
+    write_robot(tmp_path, 'pleo', 2000.0, recording=RecordingCost(
+        2.0, 1.9, 60_000, 10.0, writer_cpu=0.45, messages_per_second=500, tap_call=1e-6))
     done = summarize(tmp_path, 'p2os', 'pleo')
     assert done.returncode == 1, done.stdout
     assert '+5.0 % ok' in done.stdout and '+25.0 % MISSED' in done.stdout
     written = json.loads((tmp_path / 'summary.json').read_text())
-    assert written['missed'] == ['Pleo: pleo stream: recording, extra driver CPU (%)']
-    assert written['robots']['p2os']['summary']['recording']['cpu_on'] == 2.1
+    assert written['missed'] == ['Pleo: pleo stream: recording, its CPU / driver CPU (%)']
+    assert written['robots']['p2os']['summary']['recording']['cpu_on'] == 2.3

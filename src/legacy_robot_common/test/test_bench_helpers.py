@@ -57,19 +57,27 @@ def test_pipeline_summary_rows_and_json(tmp_path):
     assert written['targets'][headroom_label] == ['>=', HEADROOM_TARGET]
 
 
-def test_recording_overhead_alternates_runs_without_and_with_a_recording():
+def test_recording_overhead_alternates_runs_and_counts_what_the_recording_spends():
     from legacy_robot_common.bench import recording_overhead
+    from legacy_robot_common.recording import Recorder
     calls = []
 
     def measure(record_path):
         calls.append(record_path)
         if record_path is None:
-            return 2.0
-        with open(record_path, 'wb') as stream:      # the driver would write its MCAP here
-            stream.write(bytes(3 * 2**20))
-        return 2.2
+            return 2.0, 0.0
+        recorder = Recorder(record_path, 'bench', '0', {})    # what the driver would write
+        tap = recorder.tap('link')
+        recorder.start()
+        for _ in range(300):
+            tap.received(bytes(100))
+        recorder.stop()
+        return 2.2, 0.05
     cost = recording_overhead(measure, seconds=30.0, pairs=2)
     assert [path is None for path in calls] == [True, False, True, False]
     assert calls[1] != calls[3] and calls[1].endswith('.mcap')
-    assert (cost.cpu_off, cost.cpu_on) == (2.0, 2.2)
-    assert abs(cost.extra - 10.0) < 1e-9 and abs(cost.mb_per_minute - 6.0) < 1e-9
+    assert (cost.cpu_off, cost.cpu_on, cost.writer_cpu) == (2.0, 2.2, 0.05)
+    assert cost.messages_per_second == 10.0 and 0 < cost.tap_call < 1e-4
+    assert cost.recording_cpu == 0.05 + 100 * 10.0 * cost.tap_call
+    assert abs(cost.extra - 100 * cost.recording_cpu / 2.0) < 1e-9
+    assert abs(cost.measured_difference - 10.0) < 1e-9 and cost.mb_per_minute > 0

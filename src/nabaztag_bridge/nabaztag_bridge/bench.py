@@ -28,8 +28,8 @@ import threading
 import time
 
 from legacy_robot_common.bench import (Listener, PipelineSummary, cpu_seconds, record_parameter,
-                                       recording_overhead, report, start_driver, stop_process,
-                                       wait_ready)
+                                       recorder_seconds, recording_overhead, report,
+                                       start_driver, stop_process, wait_ready)
 from legacy_robot_common.emulator import SendLog, free_port
 from legacy_robot_interfaces.msg import RabbitEvent
 
@@ -74,6 +74,10 @@ def start_bridge(port, record_path=None):
     return bridge
 
 
+def _cpus(result):
+    return result['cpu'], result['recorder_cpu']
+
+
 def start_canned(port):
     server = subprocess.Popen([sys.executable, '-m', 'nabaztag_bridge.canned_server',
                                str(port)], stderr=subprocess.PIPE, text=True)
@@ -91,15 +95,18 @@ def rss_megabytes(pid):
 
 def open_loop(program, rabbits, interval, seconds, drain, record_path=None):
     """rabbit_load against a fresh bridge (recording to record_path, if given) → its JSON
-    plus the bridge's CPU % and RSS MB."""
+    plus the bridge's CPU % (and its recorder thread's), and RSS MB."""
     if drain:
         loadgen.drain_time_wait()
     port = free_port()
     bridge = start_bridge(port, record_path)
     try:
         before, started = cpu_seconds(bridge.pid), time.monotonic()
+        writer_before = recorder_seconds(bridge.pid)
         result = loadgen.open_loop(program, port, rabbits, interval, seconds)
-        result['cpu'] = 100 * (cpu_seconds(bridge.pid) - before) / (time.monotonic() - started)
+        elapsed = time.monotonic() - started
+        result['cpu'] = 100 * (cpu_seconds(bridge.pid) - before) / elapsed
+        result['recorder_cpu'] = 100 * (recorder_seconds(bridge.pid) - writer_before) / elapsed
         result['rss_mb'] = rss_megabytes(bridge.pid)
         return result
     finally:
@@ -222,8 +229,8 @@ def main(argv=None):
                   for fleet in fleets]
         closed = closed_loop(args.requests, args.drain)
         half = args.seconds / 2
-        recording = recording_overhead(lambda path: open_loop(
-            program, args.rabbits, 1, half, args.drain, path)['cpu'], half)
+        recording = recording_overhead(lambda path: _cpus(open_loop(
+            program, args.rabbits, 1, half, args.drain, path)), half)
         events = unthrottled_event_rate(args.seconds)
         wire = click_latency(args.seconds)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:

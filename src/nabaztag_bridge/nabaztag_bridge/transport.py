@@ -137,15 +137,18 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
         self.server.connections.add(self)
         if self.tap is not None:
-            self.number = self.tap.opened(_peer(transport))
+            self.number = self.tap.next_connection()
         self.deadline = asyncio.get_running_loop().call_later(self.limits.client_timeout,
                                                               self._timed_out)
 
     def connection_lost(self, exc):
         self.deadline.cancel()
         self.server.connections.discard(self)
-        if self.tap is not None:
-            self.tap.closed(str(exc) if exc else 'closed', self.number)
+        if self.tap is not None and (exc is not None or not self.answered):
+            # an exchange that ended as HTTP/1.0 ends, after its reply, needs no events: its
+            # connection number is the boundary (events were 2 of 4 messages at 500 rabbits)
+            reason = str(exc) if exc else 'closed unanswered'
+            self.tap.closed(f'{_peer(self.transport)}: {reason}', self.number)
 
     def data_received(self, data):
         if self.tap is not None:

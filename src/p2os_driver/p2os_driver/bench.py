@@ -22,7 +22,8 @@ from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 
 from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
-                                       percentile, record_parameter, recording_overhead,
+                                       percentile, cpu_and_recorder_percent, record_parameter,
+                                       recording_overhead,
                                        report, wait_ready)
 from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import EncoderCounts, SonarArray
@@ -77,13 +78,14 @@ def driver_cpu(seconds):
 
 
 def recording_cpu(seconds, record_path):
-    """Driver CPU at the real robot's fastest SIP cycle, recording to record_path or not."""
+    """(driver CPU, its recorder thread's CPU) at the real robot's fastest SIP cycle,
+    recording to record_path or not."""
     emulator = P2osEmulator(EmulatorOptions(sip_cycle=1.0 / REAL_SIP_RATE))
     with _driver(emulator, CPU_TOPICS, encoder_stream=True,
                  **record_parameter(record_path)) as (driver, listener):
         wait_ready(driver, lambda: emulator.robot.enabled and all(listener.counts.values()),
                    'driver did not connect')
-        return cpu_percent(driver.pid, seconds)
+        return cpu_and_recorder_percent(driver.pid, seconds)
 
 
 def unthrottled_rate(seconds):

@@ -26,7 +26,8 @@ import time
 from sensor_msgs.msg import JointState
 
 from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
-                                       record_parameter, recording_overhead, report,
+                                       cpu_and_recorder_percent, record_parameter,
+                                       recording_overhead, report,
                                        wait_ready)
 from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import NamedValues
@@ -111,13 +112,14 @@ def driver_cpu(seconds):
 
 
 def recording_cpu(seconds, record_path):
-    """Driver CPU at the real dump rate, recording to record_path or not."""
+    """(driver CPU, its recorder thread's CPU) at the real dump rate, recording to record_path
+    or not."""
     emulator = PleoEmulator(EmulatorOptions(dump_rate=REAL_DUMP_RATE)).start()
     with driver_against(emulator, 'pleo_driver.node', NAMESPACE,
                         {**emulator.parameters, **record_parameter(record_path)},
                         CPU_TOPICS, 'pleo_bench_listener') as (driver, listener):
         wait_ready(driver, lambda: all(listener.counts.values()), 'driver did not connect')
-        return cpu_percent(driver.pid, seconds)
+        return cpu_and_recorder_percent(driver.pid, seconds)
 
 
 def unthrottled_rate(seconds):
