@@ -178,7 +178,7 @@ def latency_summary(latencies):
 
 HEADROOM_TARGET = 20.0     # issue 8: every pipeline sustains 20x the real robot's rate
 FLOOR_RATIO_TARGET = 1.25  # a driver's CPU over that of its structure without the robot
-RECORDING_TARGET = 10.0    # % more driver CPU with record_path set (issue 20)
+RECORDING_TARGET = 10.0    # the recording's own CPU, % of the driver's without it (issue 20)
 RECORDING_PAIRS = 2        # runs without and with a recording, alternately
 
 
