@@ -35,7 +35,7 @@ def test_robot_runs_with_its_emulator_and_stops_cleanly(listener, stop_signal):
     node.create_subscription(UInt32, '/lab/ticks', lambda m: ticks.append(m.data), 10)
 
     def on_diagnostics(msg):
-        link_status.extend(s for s in msg.status if s.name == 'tick_driver: link')
+        link_status.extend(s for s in msg.status if s.name.endswith('tick_driver: link'))
 
     node.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics, 10)
     process = start_module(BRINGUP, *TICK, 'tick', '--sim', '--namespace', '/lab')

@@ -36,7 +36,8 @@ class LinkLevels:
 
     def __call__(self, msg):
         for status in msg.status:
-            node, _, task = status.name.partition(': ')
+            path, _, task = status.name.partition(': ')
+            node = path.rpartition('/')[2]     # statuses are named "<namespace>/<node>: <task>"
             if is_link_task(task):
                 self.latest[(node, task)] = status.level
 

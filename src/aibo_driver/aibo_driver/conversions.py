@@ -25,9 +25,10 @@ def header(seconds, frame_id):
     return Header(stamp=stamp(seconds), frame_id=frame_id)
 
 
-def camera_msgs(frame, frame_id, fov=FIELD_OF_VIEW):
+# offset: seconds from the host's time.time() to the node's clock (simulated time), 0 otherwise
+def camera_msgs(frame, frame_id, fov=FIELD_OF_VIEW, offset=0.0):
     """CameraFrame → (Image or None, CompressedImage or None, CameraInfo)."""
-    h = header(frame.received, frame_id)
+    h = header(frame.received + offset, frame_id)
     image = image_msg(frame.rgb, 'rgb8', h) if frame.rgb is not None else None
     compressed = compressed_image_msg(frame.jpeg, JPEG_FORMAT, h) if frame.jpeg else None
     height, width = (frame.rgb.shape[:2] if frame.rgb is not None
@@ -35,22 +36,22 @@ def camera_msgs(frame, frame_id, fov=FIELD_OF_VIEW):
     return image, compressed, camera_info_msg(width, height, *fov, h)
 
 
-def color_detection_msg(frame, frame_id, labels):
-    h = header(frame.received, frame_id)
+def color_detection_msg(frame, frame_id, labels, offset=0.0):
+    h = header(frame.received + offset, frame_id)
     return ColorDetection(header=h, mask=image_msg(frame.mask, 'mono8', h),
                           channel_labels=list(labels))
 
 
-def chunk_start_times(reply):
+def chunk_start_times(reply, offset=0.0):
     """Host time of each chunk's first sample: the last chunk ends at reception."""
     count = len(reply.chunks)
-    return [reply.received - (count - i) * p.CHUNK_SECONDS for i in range(count)]
+    return [reply.received + offset - (count - i) * p.CHUNK_SECONDS for i in range(count)]
 
 
-def audio_msgs(reply, frame_id):
+def audio_msgs(reply, frame_id, offset=0.0):
     """AudioReply → [(AudioDataStamped, AiboSensorWords)] per chunk, S16LE interleaved L, R."""
     out = []
-    for chunk, start in zip(reply.chunks, chunk_start_times(reply)):
+    for chunk, start in zip(reply.chunks, chunk_start_times(reply, offset)):
         h = header(start, frame_id)
         out.append((audio_chunk_msg(chunk.pcm.astype('<i2', copy=False).tobytes(), h),
                     AiboSensorWords(header=h, sequence=chunk.sequence, word0=chunk.word0,
@@ -58,13 +59,13 @@ def audio_msgs(reply, frame_id):
     return out
 
 
-def voice_msg(record, frame_id):
-    return VoiceMatches(header=header(record.received, frame_id),
+def voice_msg(record, frame_id, offset=0.0):
+    return VoiceMatches(header=header(record.received + offset, frame_id),
                         ids=[ident for ident, _ in record.matches],
                         confidences=[confidence for _, confidence in record.matches])
 
 
-def semantic_msgs(records, frame_id):
-    h = header(records.received, frame_id)
+def semantic_msgs(records, frame_id, offset=0.0):
+    h = header(records.received + offset, frame_id)
     return [SemanticEvent(header=h, sequence=sequence, raw=list(raw))
             for sequence, raw in records.records]

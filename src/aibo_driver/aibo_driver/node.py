@@ -12,6 +12,7 @@ from std_msgs.msg import String
 
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
+from legacy_robot_common.frames import mount_transform
 from legacy_robot_common.messages import audio_info_msg
 from legacy_robot_common.params import ParameterError, declare
 from legacy_robot_interfaces.msg import (AiboSensorWords, AudioData, AudioDataStamped, AudioInfo,
@@ -23,12 +24,19 @@ from . import protocol as p
 from .client import (AudioReply, CameraFrame, ColorFrame, Connected, RcodeClient, RcodeLine,
                      SemanticRecords, Settings, TelemetryClient, VoiceRecord)
 
+# The body → head → camera chain with the head in its neutral pose (no joint angle is reported):
+# [x, y, z, roll, pitch, yaw] in m and rad. Estimates from the ERS-210/220's outer size (about
+# 0.27 m long, 0.27 m high standing): the neck pivot above the front of the trunk, the camera
+# in the nose. Parameters head_mount and camera_mount.
+DEFAULT_MOUNTS = {'head': [0.07, 0.0, 0.08, 0.0, 0.0, 0.0],
+                  'camera': [0.07, 0.0, 0.01, 0.0, 0.0, 0.0]}
 
 
 class AiboNode(DriverNode):
     def __init__(self, **kwargs):
         super().__init__('aibo_driver', hardware_id='Sony AIBO', **kwargs)
         self._declare_parameters()
+        self.name_hardware(f'{self.host}:{self.ports["telemetry_port"]}')
         settings = self._settings()
         self.telemetry = TelemetryClient(settings, logger=self.get_logger())
         self.attach_client(self.telemetry, 'telemetry link', link_name='telemetry')
@@ -118,9 +126,15 @@ class AiboNode(DriverNode):
                                maximum=120.0)
         self.rcode_quiet_time = d('rcode_quiet_time', 0.3, 's of silence that ends an RCODE '
                                   'reply', minimum=0.01, maximum=10.0)
-        self.frame_ids = {name: d(f'{name}_frame_id', default, f'{name} frame')
-                          for name, default in (('camera', 'aibo_camera'),
-                                                ('audio', 'aibo_head'), ('base', 'aibo_base'))}
+        camera, optical = self.frames.camera('camera', 'aibo_camera', 'camera frame (x forward)')
+        self.frame_ids = {'camera': camera, 'optical': optical,
+                          **{name: self.frames.declare(name, default, f'{name} frame')
+                             for name, default in (('head', 'aibo_head'), ('base', 'aibo_base'),
+                                                   ('audio', 'aibo_head'))}}
+        self.mounts = {name: d(f'{name}_mount', list(default), f'{name} frame in its parent (base '
+                               '→ head → camera): [x, y, z] m, [roll, pitch, yaw] rad '
+                               '(defaults: estimates, head in its neutral pose)')
+                       for name, default in DEFAULT_MOUNTS.items()}
         self.field_of_view = d('camera_field_of_view', list(convert.FIELD_OF_VIEW),
                                'horizontal and vertical field of view, rad')
 
@@ -128,6 +142,9 @@ class AiboNode(DriverNode):
         try:
             if len(self.color_labels) != 8 or len(self.field_of_view) != 2:
                 raise ValueError('color_labels needs 8 labels and camera_field_of_view 2 angles')
+            if any(len(mount) != 6 for mount in self.mounts.values()):
+                raise ValueError('head_mount and camera_mount need 6 numbers [x, y, z, roll, '
+                                 'pitch, yaw]')
             self.preset_table = {name: (index, value) for name, index, value in
                                  (p.parse_preset(text) for text in self.presets if text.strip())}
             return Settings(
@@ -161,6 +178,12 @@ class AiboNode(DriverNode):
         self.voice_pub = pub(VoiceMatches, 'voice')
         self.semantic_pub = pub(SemanticEvent, 'semantic', 20)
         self.rcode_pub = pub(String, 'rcode/output', 50)
+        stamp = self.get_clock().now().to_msg()
+        chain = (('base', 'head'), ('head', 'camera'))
+        self.frames.send_static([mount_transform(stamp, self.frame_ids[parent],
+                                                 self.frame_ids[child], self.mounts[child][:3],
+                                                 self.mounts[child][3:])
+                                 for parent, child in chain])
 
     def _create_services(self):
         group = self.callback_group
@@ -248,12 +271,13 @@ class AiboNode(DriverNode):
             self._publish_camera(record)
         elif isinstance(record, ColorFrame):
             self.rates['color'].tick()
-            self.color_pub.publish(convert.color_detection_msg(record, self.frame_ids['camera'],
-                                                               self.color_labels))
+            self.color_pub.publish(convert.color_detection_msg(
+                record, self.frame_ids['optical'], self.color_labels, self.clock_offset()))
         elif isinstance(record, VoiceRecord):
-            self.voice_pub.publish(convert.voice_msg(record, self.frame_ids['base']))
+            self.voice_pub.publish(convert.voice_msg(record, self.frame_ids['base'],
+                                                     self.clock_offset()))
         elif isinstance(record, SemanticRecords):
-            for msg in convert.semantic_msgs(record, self.frame_ids['base']):
+            for msg in convert.semantic_msgs(record, self.frame_ids['base'], self.clock_offset()):
                 self.semantic_pub.publish(msg)
         elif isinstance(record, RcodeLine):
             self.rcode_pub.publish(String(data=record.text))
@@ -262,8 +286,8 @@ class AiboNode(DriverNode):
 
     def _publish_camera(self, frame):
         self.rates['camera'].tick()
-        image, compressed, info = convert.camera_msgs(frame, self.frame_ids['camera'],
-                                                      self.field_of_view)
+        image, compressed, info = convert.camera_msgs(frame, self.frame_ids['optical'],
+                                                      self.field_of_view, self.clock_offset())
         if image is not None:
             self.image_pub.publish(image)
         if compressed is not None:
@@ -280,7 +304,8 @@ class AiboNode(DriverNode):
                   if pub.get_subscription_count()]
         if not wanted:
             return
-        for stamped, words in convert.audio_msgs(reply, self.frame_ids['audio']):
+        for stamped, words in convert.audio_msgs(reply, self.frame_ids['audio'],
+                                                 self.clock_offset()):
             for pub, msg in ((self.audio_pub, stamped.audio), (self.audio_stamped_pub, stamped),
                              (self.words_pub, words)):
                 if pub in wanted:

@@ -53,7 +53,7 @@ def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
                                                           'sensor_words', 'audio/audio')), 20)
     image = topics['camera/image_raw'][-1]
     assert (image.width, image.height, image.encoding) == (176, 144, 'rgb8')
-    assert image.header.frame_id == 'aibo_camera'
+    assert image.header.frame_id == 'aibo_camera_optical_frame'
     assert ros.spin_until(lambda: topics['camera/camera_info'], 5)
     assert topics['camera/camera_info'][-1].k[0] == pytest.approx(88 / np.tan(np.radians(28.8)))
     color = topics['color_detection'][-1]

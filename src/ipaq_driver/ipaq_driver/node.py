@@ -7,17 +7,16 @@ Topic, service and parameter tables: README.md ("iPaq driver").
 import sys
 import time
 
-from geometry_msgs.msg import Twist
-from nav_msgs.msg import Odometry
-from sensor_msgs.msg import Image, JointState, Range
+from sensor_msgs.msg import CameraInfo, Image, JointState, Range
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
 from legacy_robot_common.driver_node import DriverNode, run_node
-from legacy_robot_common.messages import odometry_msg, uint8_array
+from legacy_robot_common.frames import mount_transform
+from legacy_robot_common.messages import camera_info_msg, uint8_array
+from legacy_robot_common.mobile_base import MobileBase, planar_covariance
 from legacy_robot_common.params import ParameterError, declare
-from legacy_robot_common.tf import make_broadcasters, planar_transform
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import (BytesCommand, ColorTracking, SetDistance, SetPose,
                                          TextCommand, WindowTracking)
@@ -40,28 +39,39 @@ UNIT_PARAMETERS = {   # Units field → (description, minimum)
     'range_scale': ('m per range step (range_conversion linear)', 1e-6),
     'vel_timeout_scale': ('s per vel_timeout step', 1e-6),
 }
+# Where the camera (its pan/tilt neck at rest) and the IR ranger sit in base_link: no document
+# gives the Trikebot's geometry, so these are guesses for a small tricycle (parameters).
+DEFAULT_MOUNTS = {'camera': [0.10, 0.0, 0.25, 0.0], 'range': [0.15, 0.0, 0.10, 0.0]}
+# CMUcam1 with its stock lens: about 50° across (users' measurements range 44-60°); the
+# vertical angle follows from the 160 × 143 frame with square pixels (parameter).
+FIELD_OF_VIEW = [0.87, 0.79]
+# Odometry variances (pose/twist_covariance_diagonal): the integrated pose's scales are
+# themselves guesses (spec §4), so larger than a Pioneer's: pose σ 0.2 m and 0.2 rad, speed
+# σ 0.1 m/s and 0.2 rad/s.
+POSE_COVARIANCE = planar_covariance(0.04, 0.04)
+TWIST_COVARIANCE = planar_covariance(0.01, 0.04)
 
 
 class IpaqNode(DriverNode):
     def __init__(self, **kwargs):
         super().__init__('ipaq_driver', hardware_id='iPaq robot', **kwargs)
         self._declare_parameters()
+        self.name_hardware(f'{self.host}:{self.ports["control_port"]}')
         settings = self._settings()
         self.control = ControlClient(settings, logger=self.get_logger())
         self.control.motion_timeout = self.cmd_vel_timeout
         self.streams = [StreamClient(settings, port, logger=self.get_logger())
                         for port in settings.stream_ports]
         self.attach_client(self.control, 'control link', link_name='control')
-        # recorded by the parameter that names the port, which replay points at its own
+        # recorded by the parameter that names the port, which replay points at its own;
+        # status names without port numbers (stable for a diagnostic_aggregator)
         for stream, link_name in zip(self.streams, ('frame_dump', 'tracking')):
-            self.attach_client(stream, f'port {stream.port} link', link_name=link_name)
+            self.attach_client(stream, f'{link_name} port link', link_name=link_name)
         self.diagnostics.add_task('robot', self._robot_status)
         self._create_publishers()
         self._create_services()
-        group = self.callback_group
-        self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10, callback_group=group)
         self.create_subscription(JointState, 'camera/pan_tilt', self._on_pan_tilt, 10,
-                                 callback_group=group)
+                                 callback_group=self.callback_group)
         self.pose = convert.PoseTracker(self.units)
         self.last_telemetry = None
         self.tracking_rate = RateMeter()
@@ -120,26 +130,33 @@ class IpaqNode(DriverNode):
         self.vel_timeout = d('vel_timeout', -1, 'raw vel_timeout sent with drive commands '
                              '(-1 = not sent)', minimum=-1, maximum=255, read_only=True)
         self.cmd_vel_timeout = d('cmd_vel_timeout', 0.5, 'stop when cmd_vel stops for this '
-                                 'long, s (0 = never)', minimum=0.0, maximum=60.0, read_only=True)
+                                 'long, and ignore stamped commands older than this, s (0 = never)',
+                                 minimum=0.0, maximum=60.0, read_only=True)
         self.max_linear = d('max_linear_speed', 0.8, 'cmd_vel clamp, m/s', minimum=0.0,
                             read_only=True)
         self.safety_distance = d('safety_distance', 0.0, 'm; stop when the IR range is '
                                  'shorter (0 = off), set at connect', minimum=0.0, read_only=True)
         self.range_fov = d('range_field_of_view', 0.1, 'IR beam width, rad', minimum=0.001,
                            maximum=3.14, read_only=True)
-        self.frame_ids = {name: d(f'{name}_frame_id', default, f'{name} frame', read_only=True)
-                           for name, default in (('odom', 'odom'), ('base', 'base_link'),
-                                                 ('range', 'ir_range'), ('camera', 'camera'))}
-        self.publish_tf = d('publish_tf', True, 'broadcast odom → base_link on /tf and the '
-                            'camera and IR range mounts on /tf_static', read_only=True)
-        # where the camera and the IR ranger sit on the robot: no document gives it
-        self.mounts = {name: d(f'{name}_mount', [0.0, 0.0, 0.0, 0.0], f'{name} frame in the base '
-                               'frame: [x, y, z] m and yaw rad', read_only=True)
-                       for name in ('camera', 'range')}
+        self.base = MobileBase(self, self._on_cmd_vel, lambda: self.cmd_vel_timeout,
+                               POSE_COVARIANCE, TWIST_COVARIANCE)
+        camera, optical = self.frames.camera('camera', 'camera', 'camera frame (x forward, on '
+                                             'the pan/tilt neck at rest)')
+        self.frame_ids = {'base': self.base.base_frame, 'camera': camera, 'optical': optical,
+                          'range': self.frames.declare('range', 'ir_range', 'IR ranger frame')}
+        self.field_of_view = d('camera_field_of_view', list(FIELD_OF_VIEW), 'horizontal and '
+                               'vertical field of view of the CMUcam, rad (camera_info)',
+                               read_only=True)
+        self.mounts = {name: d(f'{name}_mount', list(default), f'{name} frame in the base '
+                               'frame: [x, y, z] m and yaw rad (defaults: guesses)', read_only=True)
+                       for name, default in DEFAULT_MOUNTS.items()}
         for name, mount in self.mounts.items():
             if len(mount) != 4:
                 raise ParameterError(f'ipaq_driver: parameter \'{name}_mount\' needs 4 numbers '
                                      f'[x, y, z, yaw], not {list(mount)}')
+        if len(self.field_of_view) != 2 or not all(0 < a < 3.14 for a in self.field_of_view):
+            raise ParameterError('ipaq_driver: parameter \'camera_field_of_view\' needs 2 '
+                                 f'angles in 0..3.14 rad, not {list(self.field_of_view)}')
         self.request_timeout = d('request_timeout', 3.0, 'service wait for a response, s',
                                  minimum=0.1, maximum=60.0, read_only=True)
 
@@ -165,19 +182,17 @@ class IpaqNode(DriverNode):
         pub = self.publisher
         self.range_pub = pub(Range, 'range')
         self.wheel_pub = pub(WheelPower, 'wheel_power')
-        self.odom_pub = pub(Odometry, 'odom')
         self.tracking_pub = pub(TrackingResult, 'tracking')
         self.bitmap_pub = pub(Image, 'tracking/bitmap', 5)
+        self.bitmap_info_pub = pub(CameraInfo, 'tracking/camera_info', 5)
         self.image_pub = pub(Image, 'camera/image_raw', 2)
-        self.tf, static_tf = make_broadcasters(self, self.publish_tf)
-        if static_tf is not None:
-            static_tf.sendTransform([self._mount_transform(name) for name in self.mounts])
+        self.image_info_pub = pub(CameraInfo, 'camera/camera_info', 2)
+        self.frames.send_static([self._mount_transform(name) for name in self.mounts])
 
     def _mount_transform(self, name):
         x, y, z, yaw = self.mounts[name]
-        transform = planar_transform(self._header('base'), self.frame_ids[name], x, y, yaw)
-        transform.transform.translation.z = float(z)
-        return transform
+        return mount_transform(self.get_clock().now().to_msg(), self.frame_ids['base'],
+                               self.frame_ids[name], (x, y, z), (0.0, 0.0, yaw))
 
     def _create_services(self):
         group = self.callback_group
@@ -291,9 +306,9 @@ class IpaqNode(DriverNode):
         return response
 
     # ---- subscriptions ------------------------------------------------------------------------
-    def _on_cmd_vel(self, msg):
-        linear = max(-self.max_linear, min(self.max_linear, msg.linear.x))
-        self.control.set_drive(*self.units.twist_to_drive(linear, msg.angular.z))
+    def _on_cmd_vel(self, linear, angular):
+        linear = max(-self.max_linear, min(self.max_linear, linear))
+        self.control.set_drive(*self.units.twist_to_drive(linear, angular))
 
     def _on_pan_tilt(self, msg):
         """JointState with 'pan' and/or 'tilt' positions in radians (0 = straight ahead)."""
@@ -318,13 +333,21 @@ class IpaqNode(DriverNode):
             self._publish_telemetry(record)
         elif isinstance(record, p.TrackingPacket):
             self.tracking_rate.tick()
-            self.tracking_pub.publish(convert.tracking_msg(record, self._header('camera')))
+            self.tracking_pub.publish(convert.tracking_msg(record, self._header('optical')))
         elif isinstance(record, p.Bitmap):
-            self.bitmap_pub.publish(convert.bitmap_msg(record, self._header('camera')))
+            self._publish_image(convert.bitmap_msg(record, self._header('optical')),
+                                self.bitmap_pub, self.bitmap_info_pub)
         elif isinstance(record, p.FrameDump):
             self.frames_dumped += 1
-            self.image_pub.publish(convert.frame_msg(record, self._header('camera'),
-                                                     self.double_width, self.flip_vertical))
+            self._publish_image(convert.frame_msg(record, self._header('optical'),
+                                                  self.double_width, self.flip_vertical),
+                                self.image_pub, self.image_info_pub)
+
+    def _publish_image(self, image, image_pub, info_pub):
+        """An image and its camera_info (ideal pinhole from the field of view), one stamp."""
+        image_pub.publish(image)
+        info_pub.publish(camera_info_msg(image.width, image.height, *self.field_of_view,
+                                         image.header))
 
     def _header(self, frame):
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frame_ids[frame])
@@ -333,14 +356,13 @@ class IpaqNode(DriverNode):
         self.last_telemetry = response
         header = self._header('base')
         self.range_pub.publish(convert.range_msg(response.range, self.units,
-                                                 self._header('range'), self.range_fov))
+                                                 Header(stamp=header.stamp,
+                                                        frame_id=self.frame_ids['range']),
+                                                 self.range_fov))
         self.wheel_pub.publish(convert.wheel_power_msg(response, self.units, header))
         x, y, yaw = self.pose.update(response, time.monotonic())
-        odom_header = Header(stamp=header.stamp, frame_id=self.frame_ids['odom'])
-        self.odom_pub.publish(odometry_msg(odom_header, self.frame_ids['base'], x, y, yaw,
-                                           self.pose.linear, self.pose.angular))
-        if self.tf is not None:
-            self.tf.sendTransform(planar_transform(odom_header, self.frame_ids['base'], x, y, yaw))
+        self.base.publish(Header(stamp=header.stamp), x, y, yaw, self.pose.linear,
+                          self.pose.angular)
 
     def _on_connected(self):
         """A new session (the iPaq may have restarted): settings it lost are sent again."""

@@ -54,7 +54,8 @@ def test_tf_odom_to_base_link_and_the_camera_and_range_mounts(setup):
     assert (transform.header.stamp.sec, transform.header.stamp.nanosec) in {
         (m.header.stamp.sec, m.header.stamp.nanosec) for m in odom}
     mounts = {t.child_frame_id: t for t in static[-1].transforms}
-    assert set(mounts) == {'camera', 'ir_range'}
+    assert set(mounts) == {'camera', 'ir_range', 'camera_optical_frame', 'base_footprint'}
+    assert mounts['camera_optical_frame'].header.frame_id == 'camera'
     camera = mounts['camera'].transform.translation
     assert mounts['camera'].header.frame_id == 'base_link' and (camera.x, camera.z) == (0.05, 0.3)
 
@@ -73,7 +74,7 @@ def _robot_status(ros):
     arrays = []
     ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
     return lambda: next((s for a in reversed(arrays) for s in a.status
-                         if s.name == 'ipaq_driver: robot'), None)
+                         if s.name.endswith('ipaq_driver: robot')), None)
 
 
 def test_signed_wheel_power_decodes_negative_when_configured(setup):

@@ -236,9 +236,9 @@ class NoiseWatch:
             self.diagnostics[status.name] = {v.key: v.value for v in status.values}
 
     def of(self, robot):
-        """{status name: values} of robot's driver (names start with its node name)."""
+        """{status name: values} of robot's driver (names are "<namespace>/<node>: <task>")."""
         return {name: values for name, values in self.diagnostics.items()
-                if name.startswith(f'{robot.package}: ')}
+                if name.partition(': ')[0].rpartition('/')[2] == robot.package}
 
     def close(self):
         self.listener.close()

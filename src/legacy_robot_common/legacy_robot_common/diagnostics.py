@@ -15,30 +15,52 @@ STALE = DiagnosticStatus.STALE
 
 
 class DiagnosticsPublisher:
+    """One status per task, named "<namespace>/<node>: <task>" (stable: no ports, unique per
+    robot, as a diagnostic_aggregator groups them) with hardware_id naming the robot."""
+
     def __init__(self, node, hardware_id, period=1.0):
         self._node = node
         self.hardware_id = hardware_id
         self._tasks = []
+        self._groups = []
         self._pub = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._timer = node.create_timer(period, self.publish)
+
+    @property
+    def prefix(self):
+        return self._node.get_fully_qualified_name().lstrip('/')
 
     def add_task(self, name, task):
         self._tasks.append((name, task))
 
+    def add_group(self, group):
+        """group() → [(name, hardware_id, level, message, values)]: a status per item of a
+        changing set (one per rabbit)."""
+        self._groups.append(group)
+
     def collect(self):
-        statuses = []
-        for name, task in self._tasks:
-            status = DiagnosticStatus(name=f'{self._node.get_name()}: {name}',
-                                      hardware_id=self.hardware_id)
+        statuses = [self._status(name, self.hardware_id, task) for name, task in self._tasks]
+        for group in self._groups:
             try:
-                level, message, values = task()
-            except Exception as exc:  # a broken task must not stop the others
-                level, message, values = ERROR, f'diagnostic task failed: {exc!r}', {}
-            status.level = level
-            status.message = message
-            status.values = [KeyValue(key=str(k), value=_text(v)) for k, v in values.items()]
-            statuses.append(status)
+                items = group()
+            except Exception as exc:  # a broken group must not stop the others
+                items = [('group', self.hardware_id, ERROR, f'diagnostic group failed: {exc!r}',
+                          {})]
+            for name, hardware_id, level, message, values in items:
+                statuses.append(self._status(name, hardware_id,
+                                             lambda: (level, message, values)))
         return statuses
+
+    def _status(self, name, hardware_id, task):
+        status = DiagnosticStatus(name=f'{self.prefix}: {name}', hardware_id=hardware_id)
+        try:
+            level, message, values = task()
+        except Exception as exc:  # a broken task must not stop the others
+            level, message, values = ERROR, f'diagnostic task failed: {exc!r}', {}
+        status.level = level
+        status.message = message
+        status.values = [KeyValue(key=str(k), value=_text(v)) for k, v in values.items()]
+        return status
 
     def publish(self):
         msg = DiagnosticArray()

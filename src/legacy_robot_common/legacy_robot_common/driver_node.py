@@ -10,6 +10,7 @@ import importlib.metadata
 import queue
 import sys
 import threading
+import time
 
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -22,6 +23,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.task import Future
 
 from .diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
+from .frames import RobotFrames
 from .params import ParameterError, declare
 from .ratelimit import RateLimitedLogger
 from .recording import Recorder, RecordingError
@@ -50,6 +52,7 @@ class DriverNode(Node):
     direct_records = ()
 
     def __init__(self, node_name, hardware_id, **kwargs):
+        """hardware_id: the kind of robot ("P2OS robot"); name_hardware() adds its address."""
         super().__init__(node_name, **kwargs)
         self.links = []
         self.log = RateLimitedLogger(self.get_logger())
@@ -61,7 +64,12 @@ class DriverNode(Node):
         self._wake_pending = threading.Event()
         self._wake = self.create_guard_condition(self._drain_records,
                                                  callback_group=self.callback_group)
+        self.robot_kind = hardware_id
         self.diagnostics = DiagnosticsPublisher(self, hardware_id)
+        self._hardware_id = declare(self, 'hardware_id', '', 'hardware_id of this driver\'s '
+                                    'diagnostics ("" = the kind of robot and its address)',
+                                    read_only=True)
+        self.frames = RobotFrames(self)
         self.records_dropped = 0
         self.link_names = []
         self.recorder = None
@@ -70,6 +78,19 @@ class DriverNode(Node):
         # Ctrl-C shuts the context down before destroy_node() stops the links: tell them at
         # once, so a robot side that closes in that moment is shutdown, not a link fault
         self.context.on_shutdown(self._request_links_stop)
+
+    def name_hardware(self, address):
+        """Diagnostics name the robot (two of a kind must differ): the hardware_id parameter,
+        else "<kind> <address>" (a port, a host, a serial)."""
+        self.diagnostics.hardware_id = self._hardware_id or f'{self.robot_kind} {address}'
+
+    def clock_offset(self):
+        """Seconds to add to a time.time() reception time to get the node's clock: 0 on the
+        wall clock, the difference under simulated time (use_sim_time and /clock)."""
+        clock = self.get_clock()
+        if not clock.ros_time_is_active:
+            return 0.0
+        return clock.now().nanoseconds / 1e9 - time.time()
 
     def publisher(self, msg_type, topic, qos=10):
         """A publisher without the default QoS-event handlers: each is a waitable the

@@ -22,7 +22,7 @@ from legacy_robot_interfaces.srv import (RabbitAmbient, RabbitChoreography, Rabb
 from . import choreography as chor
 from . import conversions as convert
 from . import protocol as p
-from .rabbits import PLUGINS, RabbitRegistry, UnknownRabbit
+from .rabbits import PLUGINS, RabbitRegistry, UnknownRabbit, is_online
 from .server import BridgeServer, RabbitEvent as EventRecord, RabbitsChanged, Recording, Settings
 
 
@@ -34,9 +34,11 @@ class NabaztagBridge(DriverNode):
     def __init__(self, **kwargs):
         super().__init__('nabaztag_bridge', hardware_id='Nabaztag/tag rabbits', **kwargs)
         settings, registry = self._declare_parameters()
+        self.name_hardware(f'{settings.host}:{settings.port}')
         self.bridge = BridgeServer(settings, registry, logger=self.log)
         self.registry = registry
         self.attach_client(self.bridge, 'http server', self._server_status, link_name='http')
+        self.diagnostics.add_group(self._rabbit_statuses)
         self.event_pub = self.publisher(RabbitEvent, 'events', 50)
         self.recording_pub = self.publisher(RabbitRecording, 'recordings', 5)
         self.rabbits_pub = self.publisher(RabbitList, 'rabbits', LATCHED)
@@ -73,10 +75,13 @@ class NabaztagBridge(DriverNode):
                       'bytecode may use .php)', read_only=True)
         media_root = d('media_root', '', 'folder served under /local/ and /broadcast/ ("" = '
                        'none)', read_only=True)
+        self.max_rabbit_statuses = d('diagnostics_max_rabbits', 100, 'rabbits with a '
+                                     'diagnostics status of their own (the most recently seen)',
+                                     minimum=0, maximum=100000, read_only=True)
         self.rabbits_period = d('rabbits_period', 1.0, 's between rabbit list messages',
                                 minimum=0.1, maximum=60.0, read_only=True)
-        self.frame_id = d('frame_id', '', 'header frame_id of events and recordings',
-                          read_only=True)
+        self.frame_id = self.frames.prefixed(d('frame_id', '', 'header frame_id of events and '
+                                               'recordings', read_only=True))
         allowed = d('allowed_serials', '', 'comma-separated serials allowed to register ("" = '
                     'any rabbit)', read_only=True)
         for name, value in (('path_prefix', prefix), ('locate_ping', ping),
@@ -244,6 +249,28 @@ class NabaztagBridge(DriverNode):
         if counters['bad_requests'] > bad_before:
             return WARN, f'listening; bad requests: {counters["last_error"]}', values
         return OK, f'listening; {online} of {known} rabbits online', values
+
+
+    def _rabbit_statuses(self):
+        """One status per rabbit (a diagnostic_aggregator groups them by name), the most
+        recently seen first, at most diagnostics_max_rabbits."""
+        now = time.time()
+        rabbits = sorted(self.registry.snapshot(), key=lambda r: r.last_seen, reverse=True)
+        return [_rabbit_status(rabbit, now) for rabbit in rabbits[:self.max_rabbit_statuses]]
+
+
+def _rabbit_status(rabbit, now):
+    """A RabbitView → (name, hardware_id, level, message, values) for the diagnostics."""
+    ago = now - rabbit.last_seen
+    values = {'serial': rabbit.serial, 'state': rabbit.state, 'last seen s ago': ago,
+              'ping interval s': rabbit.ping_interval, 'bytecode version': rabbit.bytecode_version,
+              'plugin': rabbit.plugin, 'ears': list(rabbit.ears),
+              'queued packets': rabbit.queued_packets}
+    if is_online(rabbit.last_seen, rabbit.ping_interval, now):
+        level, message = OK, f'online, {rabbit.state}'
+    else:
+        level, message = WARN, f'offline: last seen {ago:.0f} s ago'
+    return f'rabbit {rabbit.serial}', f'Nabaztag/tag {rabbit.serial}', level, message, values
 
 
 def _answering(handler):

@@ -59,7 +59,12 @@ class Rabbit:
                                           and self.tc not in (p.IDLE_ID, p.SLEEP_ID))
 
     def online(self, now):
-        return now - self.last_seen <= 2 * self.ping_interval + 10
+        return is_online(self.last_seen, self.ping_interval, now)
+
+
+def is_online(last_seen, ping_interval, now):
+    """A rabbit that missed two pings (and 10 s of slack) is offline."""
+    return now - last_seen <= 2 * ping_interval + 10
 
 
 RabbitView = collections.namedtuple('RabbitView', 'serial bytecode_version last_seen state tc '

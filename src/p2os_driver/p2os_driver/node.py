@@ -11,8 +11,6 @@ import math
 import sys
 import time
 
-from geometry_msgs.msg import Twist
-from nav_msgs.msg import Odometry as OdometryMsg
 from rcl_interfaces.msg import SetParametersResult
 from sensor_msgs.msg import BatteryState, PointCloud2, Range
 from std_msgs.msg import Header
@@ -21,9 +19,10 @@ from std_srvs.srv import SetBool, Trigger
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.errors import ConnectionLost
-from legacy_robot_common.messages import odometry_msg, point_cloud_msg, uint8_array
+from legacy_robot_common.messages import point_cloud_msg, uint8_array
+from legacy_robot_common.mobile_base import MobileBase, planar_covariance
 from legacy_robot_common.params import ParameterError, declare
-from legacy_robot_common.tf import make_broadcasters, planar_transform
+from legacy_robot_common.tf import planar_transform
 from legacy_robot_interfaces.msg import (BumperState, DigitalAnalogIO, EncoderCounts, GripperState,
                                          MotorState, RobotInfo, SerialBytes, SonarArray)
 from legacy_robot_interfaces.srv import (BytesCommand, DigitalOutput, GripperCommand, Playlist,
@@ -43,12 +42,18 @@ STREAMS = {'encoder': (C.ENCODER, p.PacketType.ENCODER),
            'io': (C.IOREQUEST, p.PacketType.IO)}
 CMD_VEL_DISABLED_WINDOW = 2.0   # s: a cmd_vel this recent to a motors-off SIP makes diagnostics WARN
 RUNTIME_PARAMETERS = ('use_sonar', 'cmd_vel_timeout', 'max_linear_speed', 'max_angular_speed')
+# Odometry variances (parameters pose/twist_covariance_diagonal): estimates for a Pioneer's
+# dead reckoning on a hard floor (encoder resolution is far finer; wheel slip dominates):
+# pose σ 0.1 m and 0.1 rad after typical runs, speed σ 0.02 m/s and 0.05 rad/s.
+POSE_COVARIANCE = planar_covariance(0.01, 0.01)
+TWIST_COVARIANCE = planar_covariance(0.0004, 0.0025)
 
 
 class P2osNode(DriverNode):
     def __init__(self, **kwargs):
         super().__init__('p2os_driver', hardware_id='P2OS robot', **kwargs)
         self._declare_parameters()
+        self.name_hardware(self.port)
         self.client = P2osClient(self._settings(), logger=self.get_logger())
         self.client.startup_commands = self._startup_commands
         self.client.motion_timeout = self.cmd_vel_timeout
@@ -57,8 +62,6 @@ class P2osNode(DriverNode):
         self.diagnostics.add_task('robot', self._robot_status)
         self._create_publishers()
         self._create_services()
-        self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10,
-                                 callback_group=self.callback_group)
         self.add_on_set_parameters_callback(self._on_parameters)
         self.identity = None
         self.has_gripper = None                 # None until CONFIGpac or GRIPPERpac says
@@ -97,19 +100,19 @@ class P2osNode(DriverNode):
                         for name in FACTOR_NAMES}
         self.gripper_high = d('sip_gripper_in_high_byte', True, 'P2OS SIP layout (gripper state '
                               'in the high byte); false for ARCOS / AMRISim', read_only=True)
-        self.odom_frame = d('odom_frame_id', 'odom', 'odometry frame', read_only=True)
-        self.base_frame = d('base_frame_id', 'base_link', 'robot body frame', read_only=True)
-        self.sonar_prefix = d('sonar_frame_prefix', 'sonar_', 'sonar frames: prefix + disc number',
-                              read_only=True)
-        self.publish_tf = d('publish_tf', True, 'broadcast odom → base_link on /tf and the sonar '
-                            'poses on /tf_static', read_only=True)
+        self.sonar_prefix = self.frames.prefixed(d('sonar_frame_prefix', 'sonar_', 'sonar '
+                                                   'frames: prefix + disc number', read_only=True))
         self.max_linear = d('max_linear_speed', 1.0, 'cmd_vel clamp, m/s', minimum=0.0, maximum=2.2)
         self.max_angular = d('max_angular_speed', 1.75, 'cmd_vel clamp, rad/s', minimum=0.0,
                              maximum=6.3)
         self.wheel_mode = d('wheel_mode', False, 'send cmd_vel as VEL2 wheel speeds instead of '
                             'VEL + RVEL', read_only=True)
         self.cmd_vel_timeout = d('cmd_vel_timeout', 0.5, 'stop when cmd_vel stops for this long, '
-                                 's (0 = never)', minimum=0.0, maximum=60.0)
+                                 'and ignore stamped commands older than this, s (0 = never)',
+                                 minimum=0.0, maximum=60.0)
+        self.base = MobileBase(self, self._on_cmd_vel, lambda: self.cmd_vel_timeout,
+                               POSE_COVARIANCE, TWIST_COVARIANCE)
+        self.base_frame = self.base.base_frame
         self.repeat_period = d('command_repeat_period', 0.5, 'resend the motion command this '
                                'often, s', minimum=0.05, maximum=1.9, read_only=True)
         self.enable_on_start = d('enable_motors_on_start', False, 'enable the motors after '
@@ -212,7 +215,6 @@ class P2osNode(DriverNode):
     # ---- publishers and services --------------------------------------------------
     def _create_publishers(self):
         pub = self.publisher
-        self.odom_pub = pub(OdometryMsg, 'odom')
         self.battery_pub = pub(BatteryState, 'battery')
         self.motor_pub = pub(MotorState, 'motor_state')
         self.bumper_pub = pub(BumperState, 'bumpers')
@@ -224,7 +226,6 @@ class P2osNode(DriverNode):
         self.io_pub = pub(DigitalAnalogIO, 'io')
         self.aux_pub = pub(SerialBytes, 'aux_serial')
         self.info_pub = pub(RobotInfo, 'robot_info', LATCHED)
-        self.tf, self.static_tf = make_broadcasters(self, self.publish_tf)
 
     def _create_services(self):
         group = self.callback_group
@@ -394,10 +395,10 @@ class P2osNode(DriverNode):
         return response
 
     # ---- cmd_vel ------------------------------------------------------------------------
-    def _on_cmd_vel(self, msg):
-        """Twist → VEL + RVEL (or VEL2); the client resends it and stops after cmd_vel_timeout."""
-        linear = max(-self.max_linear, min(self.max_linear, msg.linear.x))
-        angular = max(-self.max_angular, min(self.max_angular, msg.angular.z))
+    def _on_cmd_vel(self, linear, angular):
+        """cmd_vel → VEL + RVEL (or VEL2); the client resends it and stops after cmd_vel_timeout."""
+        linear = max(-self.max_linear, min(self.max_linear, linear))
+        angular = max(-self.max_angular, min(self.max_angular, angular))
         if self.last_sip is not None and not self.last_sip.motors_enabled and (linear or angular):
             self.cmd_vel_while_disabled = time.monotonic()
             self.log.warning('cmd-vel-disabled', 'cmd_vel has no effect: the motors are disabled '
@@ -498,11 +499,7 @@ class P2osNode(DriverNode):
     def _publish_odometry(self, sip, header):
         o = self.odometry
         o.update(sip)
-        odom_header = Header(stamp=header.stamp, frame_id=self.odom_frame)
-        self.odom_pub.publish(odometry_msg(odom_header, self.base_frame, o.x, o.y, o.yaw,
-                                           o.linear, o.angular))
-        if self.tf is not None:
-            self.tf.sendTransform(planar_transform(odom_header, self.base_frame, o.x, o.y, o.yaw))
+        self.base.publish(Header(stamp=header.stamp), o.x, o.y, o.yaw, o.linear, o.angular)
 
     def _publish_sonar(self, sip, header):
         model = self.identity.model
@@ -535,13 +532,11 @@ class P2osNode(DriverNode):
             self.sonar_cloud_pub.publish(point_cloud_msg(points, header))
 
     def _publish_sonar_frames(self, model):
-        if self.static_tf is None:
-            return
         transforms = []
         for i, (x, y, heading) in enumerate(model.sonar):
             transforms.append(planar_transform(self._header(), f'{self.sonar_prefix}{i}',
                                                x / 1000.0, y / 1000.0, math.radians(heading)))
-        self.static_tf.sendTransform(transforms)
+        self.frames.send_static(transforms)
 
     # ---- diagnostics ------------------------------------------------------------------
     def _robot_status(self):

@@ -139,8 +139,8 @@ def test_topics_services_and_diagnostics(setup):
     assert ros.call(Trigger, 'io_request', Trigger.Request()).message.startswith('digital in')
     assert ros.call(Trigger, 'e_stop', Trigger.Request()).success
 
-    assert ros.spin_until(lambda: any(s.name == 'p2os_driver: robot' for s in diagnostics), 5)
-    robot_status = [s for s in diagnostics if s.name == 'p2os_driver: robot'][-1]
+    assert ros.spin_until(lambda: any(s.name.endswith('p2os_driver: robot') for s in diagnostics), 5)
+    robot_status = [s for s in diagnostics if s.name.endswith('p2os_driver: robot')][-1]
     values = {kv.key: kv.value for kv in robot_status.values}
     assert values['model'].startswith('p2pb') and float(values['SIP rate Hz']) > 5
 
@@ -233,6 +233,8 @@ def test_tf_odom_to_base_link_and_the_sonar_frames(setup):
     assert transform.transform.translation.x == pytest.approx(
         stamps[stamp].pose.pose.position.x) and transform.transform.translation.x > 0.05
     sonar = {t.child_frame_id: t for t in static[-1].transforms}
+    footprint = sonar.pop('base_footprint')         # REP-105, on the floor below base_link
+    assert footprint.header.frame_id == 'base_link'
     assert set(sonar) == {f'sonar_{i}' for i in range(16)}
     assert all(t.header.frame_id == 'base_link' and t.header.stamp.sec > 0 for t in sonar.values())
     assert (sonar['sonar_0'].transform.translation.x, sonar['sonar_0'].transform.translation.y) == \

@@ -24,9 +24,13 @@ def sensors_msg(dump, header):
 
 
 def battery_msg(value, header):
-    """The monitor's battery sensor (0..100) → BatteryState (percentage 0..1, voltage unknown)."""
+    """The monitor's battery sensor (0..100) → BatteryState (percentage 0..1). The monitor
+    reports nothing else: voltage, temperature, current, charge and capacities are NaN, as
+    sensor_msgs/BatteryState says for unmeasured fields."""
+    nan = float('nan')
     return BatteryState(header=header, percentage=max(0.0, min(1.0, value / 100.0)),
-                        voltage=float('nan'), present=True,
+                        voltage=nan, temperature=nan, current=nan, charge=nan, capacity=nan,
+                        design_capacity=nan, present=True,
                         power_supply_technology=BatteryState.POWER_SUPPLY_TECHNOLOGY_NIMH,
                         power_supply_status=BatteryState.POWER_SUPPLY_STATUS_DISCHARGING)
 

@@ -26,6 +26,7 @@ class PleoNode(DriverNode):
     def __init__(self, **kwargs):
         super().__init__('pleo_driver', hardware_id='Ugobe Pleo', **kwargs)
         self._declare_parameters()
+        self.name_hardware(self.port)
         try:
             settings = Settings(
                 port=self.port, baud=self.baud, open_timeout=self.open_timeout,
@@ -66,8 +67,8 @@ class PleoNode(DriverNode):
         self.extra_startup = d('startup_commands', [''], 'further monitor commands after '
                                'connecting (e.g. the one that starts the sensor/joint dumps)',
                                read_only=True)
-        self.frame_id = d('frame_id', 'base_link', 'frame of sensors, battery and log '
-                          'messages', read_only=True)
+        self.frame_id = self.frames.prefixed(d('frame_id', 'base_link', 'frame of sensors, '
+                                               'battery and log messages', read_only=True))
         self.joint_prefix = d('joint_name_prefix', '', 'prefix for joint_states names (several '
                               'Pleos in one tf tree)', read_only=True)
 
