@@ -22,7 +22,7 @@ from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
 
-from .launch_plan import per_robot_by_default, robot_namespace
+from .launch_plan import FRAME_MODES, frame_isolation, per_robot_by_default, robot_namespace
 from .paths import config_file
 from .recordings import open_replay
 from .registry import PluginError, discover_plugins, select
@@ -35,7 +35,7 @@ class Composition:
     """
 
     def __init__(self, plugins, sim=False, namespace='', namespace_per_robot=False, replays=None,
-                 record_folder=None):
+                 record_folder=None, frames='prefix'):
         self.plugins = list(plugins)
         self.sim = sim
         self.record_folder = record_folder      # each driver records to <folder>/<robot>.mcap
@@ -43,6 +43,7 @@ class Composition:
         #                                        of its emulator
         self.namespace = namespace
         self.namespace_per_robot = namespace_per_robot
+        self.frames = frames                    # launch_plan.FRAME_MODES
         self.emulators = {}
         self.nodes = {}
         self.executor = make_executor()
@@ -64,8 +65,12 @@ class Composition:
             if self.record_folder is not None:
                 path = pathlib.Path(self.record_folder) / f'{plugin.name}.mcap'
                 overrides.append(Parameter('record_path', value=str(path)))
-            node = plugin.create_node(namespace=self.robot_namespace(plugin),
-                                      parameter_overrides=overrides)
+            namespace = self.robot_namespace(plugin)
+            parameters, remappings = frame_isolation(namespace, self.frames)
+            overrides += [Parameter(k, value=v) for k, v in parameters.items()]
+            remap_args = [arg for rule in remappings for arg in ('-r', ':='.join(rule))]
+            node = plugin.create_node(namespace=namespace, parameter_overrides=overrides,
+                                      cli_args=['--ros-args', *remap_args] if remap_args else None)
             self.nodes[plugin.name] = node
             self.executor.add_node(node)
 
@@ -97,7 +102,7 @@ class Composition:
 def running(plugins, extra_params_files=(), **options):
     """rclpy initialised with the robots' parameter files and their Composition started;
     everything stopped again on exit. Composition options: sim, namespace, namespace_per_robot,
-    replays, record_folder.
+    replays, record_folder, frames.
     Raises ParameterError or OSError (emulator port) for user errors."""
     rclpy.init(args=ros_args(plugins, extra_params_files))
     composition = Composition(plugins, **options)
@@ -135,7 +140,8 @@ def choose(plugins, names, recordings=(), loop=False):
 def build_parser():
     parser = argparse.ArgumentParser(
         prog='bringup', description='Run legacy robot drivers in one process.')
-    parser.add_argument('robots', nargs='*', help='robots to run (default: every installed robot)')
+    parser.add_argument('robots', nargs='*', help='robots to run (default: every installed robot); '
+                        'KIND:NAME names one, so two of a kind can run: p2os:r1 p2os:r2')
     parser.add_argument('--sim', action='store_true',
                         help='start each robot emulator in this process and connect to it')
     parser.add_argument('--replay', action='append', default=[], metavar='MCAP',
@@ -149,6 +155,10 @@ def build_parser():
     parser.add_argument('--namespace-per-robot', action=argparse.BooleanOptionalAction,
                         default=None, help='put each robot under <namespace>/<robot name> '
                         '(default: yes for several robots, as all_robots.launch.py does)')
+    parser.add_argument('--frames', choices=FRAME_MODES, default='prefix',
+                        help='robots in namespaces keep their TF frames apart by a frame prefix '
+                        '(r1/base_link, one /tf; default) or by /tf and /tf_static in their '
+                        'namespace (Nav2 multi-robot style)')
     parser.add_argument('--duration', type=float, default=None,
                         help='seconds to run (default: until Ctrl-C)')
     parser.add_argument('--plugin', action='append', default=[], metavar='MODULE:ATTR',
@@ -180,7 +190,7 @@ def main(argv=None):
     try:
         with running(chosen, args.params_file, sim=args.sim, namespace=args.namespace,
                      namespace_per_robot=per_robot, replays=replays,
-                     record_folder=args.record) as composition:
+                     record_folder=args.record, frames=args.frames) as composition:
             for name, emulator in composition.emulators.items():
                 print(f'{name}: emulator {emulator.description}', flush=True)
             print(f'running: {", ".join(composition.nodes)}', flush=True)

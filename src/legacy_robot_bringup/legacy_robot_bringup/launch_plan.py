@@ -7,6 +7,8 @@ from typing import Dict, List, Tuple
 from ament_index_python.packages import (PackageNotFoundError, get_package_prefix,
                                          get_package_share_directory)
 
+from legacy_robot_common.frames import namespace_prefix
+
 from .paths import PACKAGE
 
 
@@ -30,6 +32,26 @@ def robot_namespace(plugin, namespace='', per_robot=False):
     if per_robot:
         return f'{namespace}/{plugin.name}'
     return namespace or None
+
+
+# How robots in namespaces keep their frames apart in one TF world (bringup --frames, launch
+# argument frames): "prefix" (default) stamps every frame with the namespace, "r1/base_link",
+# in the one global /tf tree that rviz shows whole; "namespace" keeps the frame names and
+# moves /tf and /tf_static into the namespace, as Nav2's multi-robot bringup does.
+FRAME_MODES = ('prefix', 'namespace')
+TF_REMAPPINGS = (('/tf', 'tf'), ('/tf_static', 'tf_static'))
+
+
+def frame_isolation(namespace, mode='prefix'):
+    """({parameter: value}, [(from, to) remappings]) that isolate a robot's frames in namespace
+    (None: the root, where a robot needs nothing)."""
+    if mode not in FRAME_MODES:
+        raise ValueError(f'frames must be one of {", ".join(FRAME_MODES)}, not {mode!r}')
+    if not namespace:
+        return {}, []
+    if mode == 'namespace':
+        return {}, list(TF_REMAPPINGS)
+    return {'frame_prefix': namespace_prefix(namespace)}, []
 
 
 def per_robot_by_default(robot_names):

@@ -1,5 +1,7 @@
 """Find the installed robot packages (entry points) and any extra plugins named by the user."""
+import dataclasses
 import importlib
+import re
 from importlib import metadata
 
 from legacy_robot_common.plugin import ENTRY_POINT_GROUP, RobotPlugin
@@ -35,11 +37,31 @@ def discover_plugins(extra=()):
 
 
 def select(plugins, names):
-    """The plugins named (all when names is empty), or PluginError naming the unknown ones."""
+    """The plugins named (all when names is empty), or PluginError naming the unknown ones.
+
+    "p2os:r1" is an instance of a robot kind with a name of its own (its namespace, its
+    recording's name): the kind's plugin under that name, so two of a kind can run together."""
     if not names:
         return list(plugins.values())
-    unknown = [n for n in names if n not in plugins]
+    kinds = [name.partition(':')[0] for name in names]
+    unknown = [kind for kind in kinds if kind not in plugins]
     if unknown:
         known = ', '.join(sorted(plugins)) or 'none installed'
         raise PluginError(f'unknown robot(s): {", ".join(unknown)} (known: {known})')
-    return [plugins[n] for n in names]
+    chosen = [_instance(plugins[kind], name) for kind, name in zip(kinds, names)]
+    taken = [plugin.name for plugin in chosen]
+    repeated = sorted({name for name in taken if taken.count(name) > 1})
+    if repeated:
+        raise PluginError(f'robot name(s) {", ".join(repeated)} given twice: name each robot of '
+                          'a kind, e.g. p2os:r1 p2os:r2')
+    return chosen
+
+
+def _instance(plugin, spec):
+    kind, colon, name = spec.partition(':')
+    if not colon:
+        return plugin
+    if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', name):
+        raise PluginError(f'{spec!r}: a robot name must be a ROS name token (letters, digits, _; '
+                          'not starting with a digit)')
+    return dataclasses.replace(plugin, name=name)

@@ -39,7 +39,8 @@ class RobotPlugin:
     executable: str               # console script that runs the node alone
     emulator_executable: str      # console script that runs the emulator alone
     config_file: str              # parameter file name in config/: "p2os.yaml"
-    # create_node(**node_kwargs) -> DriverNode (node_kwargs: namespace, parameter_overrides)
+    # create_node(**node_kwargs) -> DriverNode (node_kwargs: namespace, parameter_overrides,
+    # cli_args)
     create_node: Callable[..., Any]
     # start_emulator() -> a started emulator with .parameters (dict of node parameter
     # overrides that point the driver at it), .description (str) and .stop()

@@ -5,7 +5,7 @@ import time
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import Twist
+from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import BatteryState, Range
 from std_srvs.srv import SetBool, Trigger
@@ -309,3 +309,79 @@ def test_bad_parameters_exit_2_with_a_clear_message(parameter, message):
     process = start_module('p2os_driver.node', '--ros-args', '-p', parameter)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 2 and message in err, err
+
+
+# ---- the stacks around the driver (Nav2, ros2_control, robot_localization) -----------------
+def publish_stamped(ros, topic, linear_x, messages, age=0.0):
+    """TwistStamped at 10 Hz, as Nav2 (enable_stamped_cmd_vel) and ros2_control send it;
+    age: how old each stamp is when it is sent, s."""
+    cmd = ros.node.create_publisher(TwistStamped, topic, 10)
+    for _ in range(messages):
+        msg = TwistStamped()
+        now = ros.node.get_clock().now().nanoseconds - int(age * 1e9)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(now, 1_000_000_000)
+        msg.twist.linear.x = linear_x
+        cmd.publish(msg)
+        ros.spin_until(lambda: False, 0.1)
+
+
+def test_cmd_vel_as_twist_stamped_moves_the_robot_and_stale_commands_do_not(setup):
+    emulator, process, ros = setup(enable_motors_on_start=True, cmd_vel_timeout=0.5)
+    motor = ros.listen(MotorState, 'motor_state')
+    assert ros.spin_until(lambda: motor and motor[-1].motors_enabled, 20)
+    publish_stamped(ros, '/pioneer/cmd_vel', 0.3, 30, age=2.0)       # 2 s old: never executed
+    assert not any((n, a) == (C.VEL, 300) for _, n, a in emulator.received_commands())
+    publish_stamped(ros, '/pioneer/cmd_vel', 0.3, 15)                 # the driver follows the type
+    assert wait_for(lambda: emulator.robot.vel_setpoint == 300, 3.0)
+    diagnostics = []
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+    assert ros.spin_until(lambda: latest_status(diagnostics, 'p2os_driver: cmd_vel'), 5)
+    values = {v.key: v.value for v in latest_status(diagnostics, 'p2os_driver: cmd_vel').values}
+    assert values['cmd_vel type'] == 'geometry_msgs/msg/TwistStamped'
+    assert int(values['stale commands']) >= 10
+
+
+def test_cmd_vel_type_forced_to_twist_stamped(setup):
+    emulator, process, ros = setup(enable_motors_on_start=True, cmd_vel_type='twist_stamped')
+    motor = ros.listen(MotorState, 'motor_state')
+    assert ros.spin_until(lambda: motor and motor[-1].motors_enabled, 20)
+    assert ros.spin_until(lambda: ros.node.get_subscriptions_info_by_topic('/pioneer/cmd_vel'), 10)
+    [info] = ros.node.get_subscriptions_info_by_topic('/pioneer/cmd_vel')
+    assert info.topic_type == 'geometry_msgs/msg/TwistStamped'
+    publish_stamped(ros, '/pioneer/cmd_vel', -0.2, 10)
+    assert wait_for(lambda: emulator.robot.vel_setpoint == -200, 3.0)
+
+
+def test_odometry_carries_covariances_for_an_ekf(setup):
+    emulator, process, ros = setup(enable_motors_on_start=True,
+                                   twist_covariance_diagonal='[0.001,0.001,1000.0,1000.0,1000.0,0.002]')
+    odom = ros.listen(Odometry, 'odom')
+    assert ros.spin_until(lambda: odom, 20)
+    pose, twist = odom[-1].pose.covariance, odom[-1].twist.covariance
+    assert [pose[7 * i] for i in range(6)] == pytest.approx([0.01, 0.01, 1e3, 1e3, 1e3, 0.01])
+    assert [twist[7 * i] for i in range(6)] == pytest.approx([0.001, 0.001, 1e3, 1e3, 1e3, 0.002])
+    assert all(pose[i] == 0 for i in range(36) if i % 7)     # diagonal
+
+
+def test_publish_tf_false_leaves_odom_to_an_ekf_and_keeps_the_sensor_mounts(setup):
+    emulator, process, ros = setup(publish_tf=False, odom_child_frame='footprint', base_height=0.2)
+    dynamic, static = ros.listen_tf()
+    odom = ros.listen(Odometry, 'odom')
+    assert ros.spin_until(lambda: odom and static and len(static[-1].transforms) >= 17, 20)
+    ros.spin_until(lambda: False, 1.0)
+    assert not dynamic                                  # no odom → base transform
+    assert odom[-1].child_frame_id == 'base_footprint'
+    frames = {t.child_frame_id: t for t in static[-1].transforms}
+    assert {f'sonar_{i}' for i in range(16)} <= set(frames)
+    base = frames['base_link']                          # base_footprint → base_link, 0.2 m up
+    assert base.header.frame_id == 'base_footprint' and base.transform.translation.z == 0.2
+
+
+def test_diagnostics_name_the_robot_by_its_port(setup):
+    emulator, process, ros = setup()
+    diagnostics = []
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+    assert ros.spin_until(lambda: latest_status(diagnostics, ': robot'), 10)
+    status = latest_status(diagnostics, ': robot')
+    assert status.name == 'pioneer/p2os_driver: robot'
+    assert status.hardware_id == f'P2OS robot tcp://127.0.0.1:{emulator.tcp.port}'
