@@ -5,9 +5,9 @@ import signal
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from geometry_msgs.msg import Twist
+from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import Image, JointState, Range
+from sensor_msgs.msg import CameraInfo, Image, JointState, Range
 from std_srvs.srv import Trigger
 
 from helpers import run_module, wait_for
@@ -18,7 +18,7 @@ from legacy_robot_common.messages import image_to_array
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import (BytesCommand, ColorTracking, SetDistance, SetPose,
                                          TextCommand, WindowTracking)
-from ros_observer import DriverProcesses
+from ros_observer import DriverProcesses, latest_status
 
 L = p.Letter
 FREE_PORTS = dict(control_port=0, frame_dump_port=0, tracking_port=0)
@@ -116,7 +116,8 @@ def test_telemetry_tracking_bitmap_and_frame_topics(setup):
     emulator, process, ros = setup(ball_orbit=0.0)
     topics = {name: ros.listen(kind, name) for name, kind in (
         ('range', Range), ('wheel_power', WheelPower), ('odom', Odometry),
-        ('tracking', TrackingResult), ('tracking/bitmap', Image), ('camera/image_raw', Image))}
+        ('tracking', TrackingResult), ('tracking/bitmap', Image), ('camera/image_raw', Image),
+        ('tracking/camera_info', CameraInfo), ('camera/camera_info', CameraInfo))}
     diagnostics = []
     ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
     assert ros.spin_until(lambda: topics['odom'] and topics['range'] and topics['wheel_power'],
@@ -144,6 +145,16 @@ def test_telemetry_tracking_bitmap_and_frame_topics(setup):
     assert (frame.width, frame.height, frame.encoding) == (160, 143, 'rgb8')
     pixels = image_to_array(frame)
     assert ((pixels[..., 0] > 180) & (pixels[..., 1] < 90)).sum() > 20        # the ball
+    # every image has its camera_info beside it, same stamp, in the optical frame
+    for image_topic, info_topic in (('camera/image_raw', 'camera/camera_info'),
+                                    ('tracking/bitmap', 'tracking/camera_info')):
+        image = topics[image_topic][-1]
+        assert ros.spin_until(lambda: any(i.header == image.header for i in topics[info_topic]), 5)
+        info = next(i for i in topics[info_topic] if i.header == image.header)
+        assert image.header.frame_id == 'camera_optical_frame'
+        assert (info.width, info.height) == (image.width, image.height)
+        assert info.k[0] > 0 and info.k[2] == pytest.approx((image.width - 1) / 2)
+    assert topics['tracking'][-1].header.frame_id == 'camera_optical_frame'
 
     _ok(ros.call(Trigger, 'stop_tracking', Trigger.Request()))
     assert emulator.tracking is None
@@ -284,3 +295,34 @@ def test_safety_distance_parameter_is_sent_on_every_connect(setup):
     emulator.trike.safety_raw = 0          # as after an iPaq restart
     emulator.drop_clients()
     assert wait_for(lambda: emulator.trike.safety_raw == raw, 20)
+
+
+def test_cmd_vel_as_twist_stamped_drives_the_trike(setup):
+    emulator, process, ros = setup()
+    cmd = ros.node.create_publisher(TwistStamped, '/trike/cmd_vel', 10)
+    for _ in range(20):
+        msg = TwistStamped()
+        msg.header.stamp = ros.node.get_clock().now().to_msg()
+        msg.twist.linear.x = 0.3
+        cmd.publish(msg)
+        ros.spin_until(lambda: False, 0.1)
+    assert emulator.trike.v_setpoint == pytest.approx(0.3, abs=0.02)
+
+
+def test_default_mounts_optical_frame_and_stable_status_names(setup):
+    emulator, process, ros = setup()
+    dynamic, static = ros.listen_tf()
+    diagnostics = []
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+    assert ros.spin_until(lambda: static and latest_status(diagnostics, 'tracking port link'), 20)
+    frames = {t.child_frame_id: t for t in static[-1].transforms}
+    camera = frames['camera'].transform.translation
+    assert (camera.x, camera.z) == (0.10, 0.25)              # not identity: the documented guess
+    optical = frames['camera_optical_frame'].transform.rotation
+    assert (optical.x, optical.y, optical.z, optical.w) == (-0.5, 0.5, -0.5, 0.5)
+    names = {s.name for array in diagnostics for s in array.status}
+    assert {'trike/ipaq_driver: control link', 'trike/ipaq_driver: frame_dump port link',
+            'trike/ipaq_driver: tracking port link', 'trike/ipaq_driver: robot'} <= names
+    assert not any(ch.isdigit() for name in names for ch in name)     # no port numbers
+    hardware = latest_status(diagnostics, ': robot').hardware_id
+    assert hardware == f'iPaq robot 127.0.0.1:{emulator.parameters["control_port"]}'
