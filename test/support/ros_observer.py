@@ -10,7 +10,7 @@ from tf2_msgs.msg import TFMessage
 
 from helpers import spin_until, start_module
 from legacy_robot_common.bench import ros_args
-from legacy_robot_common.tf import TF_QOS, TF_STATIC_QOS
+from legacy_robot_common.tf import TF_QOS, TF_STATIC_LISTENER_QOS
 
 
 def latest_status(diagnostic_arrays, suffix):
@@ -70,7 +70,8 @@ class Observer:
         """([TFMessage on /tf], [TFMessage on /tf_static]) with tf2's QoS (static: latched)."""
         dynamic, static = [], []
         self.node.create_subscription(TFMessage, '/tf', dynamic.append, TF_QOS)
-        self.node.create_subscription(TFMessage, '/tf_static', static.append, TF_STATIC_QOS)
+        self.node.create_subscription(TFMessage, '/tf_static', static.append,
+                                      TF_STATIC_LISTENER_QOS)
         return dynamic, static
 
     def call(self, srv_type, name, request, timeout=10.0):

@@ -1,11 +1,10 @@
 """Decoded AIBO records → ROS messages (plain functions, testable without a graph)."""
 import math
 
-from builtin_interfaces.msg import Time
 from std_msgs.msg import Header
 
 from legacy_robot_common.messages import (audio_chunk_msg, camera_info_msg, compressed_image_msg,
-                                          image_msg)
+                                          image_msg, time_msg)
 from legacy_robot_interfaces.msg import (AiboSensorWords, ColorDetection, SemanticEvent,
                                          VoiceMatches)
 
@@ -15,14 +14,8 @@ JPEG_FORMAT = 'rgb8; jpeg compressed bgr8'   # image_transport's name for a colo
 FIELD_OF_VIEW = (math.radians(57.6), math.radians(47.8))   # ERS-2xx camera (spec §2.4)
 
 
-def stamp(seconds):
-    """time.time() seconds → builtin_interfaces/Time."""
-    whole = int(seconds)
-    return Time(sec=whole, nanosec=int((seconds - whole) * 1e9))
-
-
 def header(seconds, frame_id):
-    return Header(stamp=stamp(seconds), frame_id=frame_id)
+    return Header(stamp=time_msg(seconds), frame_id=frame_id)
 
 
 # offset: seconds from the host's time.time() to the node's clock (simulated time), 0 otherwise

@@ -35,7 +35,7 @@ class Composition:
     """
 
     def __init__(self, plugins, sim=False, namespace='', namespace_per_robot=False, replays=None,
-                 record_folder=None, frames='prefix'):
+                 record_folder=None, frames='prefix', use_sim_time=False):
         self.plugins = list(plugins)
         self.sim = sim
         self.record_folder = record_folder      # each driver records to <folder>/<robot>.mcap
@@ -44,6 +44,7 @@ class Composition:
         self.namespace = namespace
         self.namespace_per_robot = namespace_per_robot
         self.frames = frames                    # launch_plan.FRAME_MODES
+        self.use_sim_time = use_sim_time
         self.emulators = {}
         self.nodes = {}
         self.executor = make_executor()
@@ -68,6 +69,8 @@ class Composition:
             namespace = self.robot_namespace(plugin)
             parameters, remappings = frame_isolation(namespace, self.frames)
             overrides += [Parameter(k, value=v) for k, v in parameters.items()]
+            if self.use_sim_time:
+                overrides.append(Parameter('use_sim_time', value=True))
             remap_args = [arg for rule in remappings for arg in ('-r', ':='.join(rule))]
             node = plugin.create_node(namespace=namespace, parameter_overrides=overrides,
                                       cli_args=['--ros-args', *remap_args] if remap_args else None)
@@ -102,7 +105,7 @@ class Composition:
 def running(plugins, extra_params_files=(), **options):
     """rclpy initialised with the robots' parameter files and their Composition started;
     everything stopped again on exit. Composition options: sim, namespace, namespace_per_robot,
-    replays, record_folder, frames.
+    replays, record_folder, frames, use_sim_time.
     Raises ParameterError or OSError (emulator port) for user errors."""
     rclpy.init(args=ros_args(plugins, extra_params_files))
     composition = Composition(plugins, **options)
@@ -159,6 +162,8 @@ def build_parser():
                         help='robots in namespaces keep their TF frames apart by a frame prefix '
                         '(r1/base_link, one /tf; default) or by /tf and /tf_static in their '
                         'namespace (Nav2 multi-robot style)')
+    parser.add_argument('--use-sim-time', action='store_true',
+                        help='stamp with the simulated clock on /clock (use_sim_time)')
     parser.add_argument('--duration', type=float, default=None,
                         help='seconds to run (default: until Ctrl-C)')
     parser.add_argument('--plugin', action='append', default=[], metavar='MODULE:ATTR',
@@ -190,7 +195,8 @@ def main(argv=None):
     try:
         with running(chosen, args.params_file, sim=args.sim, namespace=args.namespace,
                      namespace_per_robot=per_robot, replays=replays,
-                     record_folder=args.record, frames=args.frames) as composition:
+                     record_folder=args.record, frames=args.frames,
+                     use_sim_time=args.use_sim_time) as composition:
             for name, emulator in composition.emulators.items():
                 print(f'{name}: emulator {emulator.description}', flush=True)
             print(f'running: {", ".join(composition.nodes)}', flush=True)

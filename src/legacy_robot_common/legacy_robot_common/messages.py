@@ -113,6 +113,15 @@ def point_cloud_msg(points, header):
                        data=uint8_array(xyz.tobytes()))
 
 
+def time_msg(seconds):
+    """Seconds (time.time(), or on the node's clock) → builtin_interfaces/Time; never before 0
+    (under simulated time the clock reads 0 until /clock speaks)."""
+    from builtin_interfaces.msg import Time
+    seconds = max(0.0, seconds)
+    whole = int(seconds)
+    return Time(sec=whole, nanosec=min(999_999_999, int((seconds - whole) * 1e9)))
+
+
 def yaw_quaternion(yaw):
     """A rotation about z → geometry_msgs/Quaternion."""
     return Quaternion(z=math.sin(yaw / 2), w=math.cos(yaw / 2))

@@ -13,6 +13,9 @@ from .messages import yaw_quaternion
 
 TF_QOS = QoSProfile(depth=100)
 TF_STATIC_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# A listener keeps 100, as tf2's static listener does: every robot's latched message arrives in
+# one burst when it joins, and a depth of 1 would keep only the last robot's.
+TF_STATIC_LISTENER_QOS = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class TransformPublisher:

@@ -1,7 +1,6 @@
 """Bridge records ↔ ROS messages (plain functions, testable without a graph)."""
-from builtin_interfaces.msg import Time
 
-from legacy_robot_common.messages import int16_array, uint8_array
+from legacy_robot_common.messages import int16_array, time_msg, uint8_array
 from legacy_robot_interfaces.msg import RabbitEvent, RabbitList, RabbitRecording, RabbitState
 
 from . import choreography as chor
@@ -15,19 +14,15 @@ EVENT_KINDS = {'boot': RabbitEvent.BOOT, 'ping': RabbitEvent.PING, 'click': Rabb
                'recording': RabbitEvent.RECORDING, 'locate': RabbitEvent.LOCATE}
 
 
-def wall_time(seconds):
-    whole = int(seconds)
-    return Time(sec=whole, nanosec=int((seconds - whole) * 1e9))
-
-
-def event_msg(event, frame_id=''):
+# offset: seconds from the host's time.time() to the node's clock (simulated time), 0 otherwise
+def event_msg(event, frame_id='', offset=0.0):
     """server.RabbitEvent → RabbitEvent, or None for kinds the message has no constant for."""
     kind = EVENT_KINDS.get(event.kind)
     if kind is None:
         return None
     msg = RabbitEvent(serial=event.serial, kind=kind, rfid=event.rfid,
                       double_click=event.double_click)
-    msg.header.stamp = wall_time(event.time)
+    msg.header.stamp = time_msg(event.time + offset)
     msg.header.frame_id = frame_id
     msg.ear0, msg.ear1 = event.ears if event.ears else (-1, -1)
     if event.program_id is not None:
@@ -35,10 +30,10 @@ def event_msg(event, frame_id=''):
     return msg
 
 
-def recording_msg(record, frame_id=''):
+def recording_msg(record, frame_id='', offset=0.0):
     msg = RabbitRecording(serial=record.serial, sample_rate=record.sample_rate,
                           double_click=record.double_click)
-    msg.header.stamp = wall_time(record.time)
+    msg.header.stamp = time_msg(record.time + offset)
     msg.header.frame_id = frame_id
     msg.wav = uint8_array(record.wav)
     msg.pcm = int16_array(record.pcm)
@@ -48,7 +43,7 @@ def recording_msg(record, frame_id=''):
 def rabbit_state_msg(rabbit):
     """A RabbitView (RabbitRegistry.snapshot) → RabbitState."""
     return RabbitState(serial=rabbit.serial, bytecode_version=rabbit.bytecode_version,
-                       last_seen=wall_time(rabbit.last_seen), state=rabbit.state,
+                       last_seen=time_msg(rabbit.last_seen), state=rabbit.state,
                        program_id=format(rabbit.tc, 'x'), ping_interval=rabbit.ping_interval,
                        plugin=rabbit.plugin, ear0=rabbit.ears[0], ear1=rabbit.ears[1],
                        queued_packets=rabbit.queued_packets)

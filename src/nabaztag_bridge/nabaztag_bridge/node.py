@@ -221,11 +221,12 @@ class NabaztagBridge(DriverNode):
     # ---- records from the HTTP server -------------------------------------------------
     def handle_record(self, record):
         if isinstance(record, EventRecord):
-            msg = convert.event_msg(record, self.frame_id)
+            msg = convert.event_msg(record, self.frame_id, self.clock_offset())
             if msg is not None:        # unknown sd values: counted and logged by the server
                 self.event_pub.publish(msg)
         elif isinstance(record, Recording):
-            self.recording_pub.publish(convert.recording_msg(record, self.frame_id))
+            self.recording_pub.publish(convert.recording_msg(record, self.frame_id,
+                                                             self.clock_offset()))
         elif isinstance(record, RabbitsChanged):
             # a new rabbit is listed at once, unless a list just went out: then the timer's
             # next list has it (thousands of rabbits registering must not mean thousands of
