@@ -1,4 +1,6 @@
 """aibo_driver as a real process against the emulator, observed over DDS from this process."""
+import math
+
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
@@ -217,3 +219,19 @@ def test_no_audio_chunk_lost_in_two_minutes(setup):
     assert len(sequences) >= 0.95 * 120 / p.CHUNK_SECONDS
     assert sequences == list(range(sequences[0], sequences[0] + len(sequences)))
     assert emulator.audio.overruns == overruns
+
+
+def test_body_head_camera_chain_and_optical_frame_on_tf_static(setup):
+    emulator, process, ros = setup(head_mount=[0.08, 0.0, 0.09, 0.0, -0.3, 0.0])
+    dynamic, static = ros.listen_tf()
+    info = ros.listen(CameraInfo, 'camera/camera_info')
+    assert ros.spin_until(lambda: static and info, 20)
+    frames = {t.child_frame_id: t for m in static for t in m.transforms}
+    assert frames['aibo_head'].header.frame_id == 'aibo_base'
+    assert frames['aibo_camera'].header.frame_id == 'aibo_head'
+    assert frames['aibo_camera_optical_frame'].header.frame_id == 'aibo_camera'
+    head = frames['aibo_head'].transform
+    assert head.translation.z == pytest.approx(0.09)
+    assert 2 * math.asin(head.rotation.y) == pytest.approx(-0.3)     # pitched down
+    assert info[-1].header.frame_id == 'aibo_camera_optical_frame'
+    assert not dynamic

@@ -180,3 +180,28 @@ def test_rabbits_registering_together_get_a_few_lists_not_one_each(setup):
     assert ros.spin_until(lambda: len(lists[-1].rabbits) == newcomers + 1, 10), \
         len(lists[-1].rabbits)
     assert len(lists) - before <= 30, f'{len(lists) - before} lists for {newcomers} rabbits'
+
+
+def test_one_diagnostics_status_per_rabbit():
+    drivers = DriverProcesses()
+    port = free_port()
+    emulator = RabbitEmulator(RabbitOptions(server=f'127.0.0.1:{port}/vl', boot=False),
+                              count=2).start()
+    try:
+        _, _, ros = drivers.start('nabaztag_bridge.node', '/rabbit', emulator,
+                                  {'host': '127.0.0.1', 'port': port, 'ping_interval': 1})
+        diagnostics = []
+        ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+        serials = [rabbit.serial for rabbit in emulator.rabbits]
+
+        def per_rabbit():
+            return {s.name: s for s in (diagnostics[-1].status if diagnostics else ())
+                    if ': rabbit ' in s.name}
+        assert ros.spin_until(lambda: len(per_rabbit()) == 2, 20), per_rabbit()
+        statuses = per_rabbit()
+        for serial in serials:
+            status = statuses[f'rabbit/nabaztag_bridge: rabbit {serial}']
+            assert status.hardware_id == f'Nabaztag/tag {serial}'
+            assert status.level == DiagnosticStatus.OK and status.message.startswith('online')
+    finally:
+        drivers.stop_all()

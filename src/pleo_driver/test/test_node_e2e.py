@@ -53,6 +53,8 @@ def test_topics_and_diagnostics(setup):
     assert joints[-1].position[1] == pytest.approx(math.radians(45))   # elbow at neutral
     assert sensors[-1].names[6] == 'head' and len(sensors[-1].values) == 41
     assert 0.5 < battery[-1].percentage <= 0.87
+    unmeasured = ('voltage', 'temperature', 'current', 'charge', 'capacity', 'design_capacity')
+    assert all(math.isnan(getattr(battery[-1], field)) for field in unmeasured)   # not 0.0
     emulator.touch('head', 0.5)
     assert ros.spin_until(lambda: any(e.sensor == 'head' and e.event == 'touched'
                                       for e in events), 10)
