@@ -22,7 +22,7 @@ def test_stopping_robot_and_driver_together_prints_no_traceback(name, emulator_f
                                                emulator.parameters)
         running = []
         ros.node.create_subscription(DiagnosticArray, '/diagnostics', lambda m: running.extend(
-            s for s in m.status if s.name.startswith(plugin.node_name)
+            s for s in m.status if s.name.partition(': ')[0].endswith(plugin.node_name)
             and s.level == DiagnosticStatus.OK), 10)
         assert ros.spin_until(lambda: running, 30), process.stderr.read() if process.poll() else ''
         ros.spin_until(lambda: False, 1.0)
