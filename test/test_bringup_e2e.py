@@ -84,3 +84,31 @@ def test_selecting_from_no_installed_robots_names_the_problem():
     assert select({}, []) == []
     with pytest.raises(PluginError, match='known: none installed'):
         select({}, ['p2os'])
+
+
+def test_missing_or_unparsable_parameter_file_is_exit_2_not_a_traceback(tmp_path):
+    result = run_module(BRINGUP, *TICK, 'tick', '--sim', '--params-file', 'nosuch.yaml')
+    assert result.returncode == 2 and 'no such file: nosuch.yaml' in result.stderr
+    broken = tmp_path / 'broken.yaml'
+    broken.write_text('/**:\n  ros__parameters: [unclosed\n')
+    result = run_module(BRINGUP, *TICK, 'tick', '--sim', '--params-file', str(broken))
+    assert result.returncode == 2 and 'Traceback' not in result.stderr
+    assert 'bad ROS arguments or parameter file' in result.stderr
+
+
+def test_ros_args_reach_every_node(listener):
+    """Everything after --ros-args goes to rclpy: here autostart:=false leaves the driver
+    unconfigured (no link, no ticks), waiting for a lifecycle manager."""
+    node, executor = listener
+    ticks = []
+    node.create_subscription(UInt32, '/ticks', ticks.append, 10)
+    process = start_module(BRINGUP, *TICK, 'tick', '--sim', '--log-level', 'warn',
+                           '--ros-args', '-p', 'autostart:=false')
+    try:
+        assert not spin_until(executor, lambda: ticks, 3)
+        assert spin_until(executor, lambda: node.count_publishers('/ticks') == 1, 10)
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert 'waiting for configure' not in err            # --log-level warn: no INFO lines

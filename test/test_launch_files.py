@@ -76,3 +76,36 @@ def test_sim_plan_adds_the_emulator_and_points_the_node_at_it():
     assert sim[0].arguments == ('--port', '9000') and not sim[0].is_node
     assert sim[1].parameters == {'port': 9000} and plain[0].parameters == {}
     assert plain[0].params_files == (('legacy_robot_bringup', 'config/tick.yaml'),)
+
+
+def test_launch_plan_two_pioneers_and_an_ipaq_with_sim_time_and_a_parameter_file(tmp_path):
+    """What the launch files start for robots:=p2os:r1,p2os:r2,ipaq use_sim_time:=true
+    params_file:=...: each robot in its namespace with its frame prefix, every node with
+    use_sim_time, autostart and the user's file after the package's."""
+    from legacy_robot_bringup.launch_plan import LaunchOptions, launch_plan
+    from legacy_robot_bringup.registry import select
+    user_file = tmp_path / 'robots.yaml'
+    user_file.write_text('/r1/p2os_driver:\n  ros__parameters: {port: /dev/ttyUSB0}\n')
+    chosen = select(discover_plugins(), ['p2os:r1', 'p2os:r2', 'ipaq'])
+    plan = launch_plan(chosen, LaunchOptions(use_sim_time=True, params_file=str(user_file),
+                                             log_level='warn'))
+    assert [namespace for namespace, _ in plan] == ['/r1', '/r2', '/ipaq']
+    for namespace, [node] in plan:
+        assert node.is_node and node.parameters['use_sim_time'] is True
+        assert node.parameters['frame_prefix'] == namespace.strip('/') + '/'
+        assert node.parameters['autostart'] is True
+        assert node.user_params_files == (str(user_file),)
+        assert node.ros_arguments == ('--log-level', 'warn')
+    frames_in_namespace = launch_plan(chosen, LaunchOptions(frames='namespace'))
+    assert all(node.remappings == (('/tf', 'tf'), ('/tf_static', 'tf_static'))
+               and 'frame_prefix' not in node.parameters for _, [node] in frames_in_namespace)
+
+
+def test_launch_plan_refuses_what_cannot_work(tmp_path):
+    from legacy_robot_bringup.launch_plan import LaunchOptions, launch_plan
+    from legacy_robot_bringup.registry import select
+    two = select(discover_plugins(), ['p2os:r1', 'p2os:r2'])
+    with pytest.raises(ValueError, match='one robot of a kind'):
+        launch_plan(two, LaunchOptions(sim=True))
+    with pytest.raises(ValueError, match='params_file: no such file'):
+        launch_plan(two, LaunchOptions(params_file=str(tmp_path / 'none.yaml')))

@@ -101,7 +101,7 @@ class TickNode(DriverNode):
                           minimum=0.01)
         self.pub = self.create_publisher(UInt32, 'ticks', 10)
         self.attach_client(TickClient(host, port, read_timeout=timeout, logger=self.get_logger()))
-        self.start_links()
+        self.begin()
 
     def handle_record(self, record):
         n, _value = record

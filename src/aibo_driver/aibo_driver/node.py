@@ -50,7 +50,7 @@ class AiboNode(DriverNode):
         self._create_publishers()
         self._create_services()
         self.create_timer(1.0, self._publish_audio_info, callback_group=self.callback_group)
-        self.start_links()
+        self.begin()
 
     # ---- parameters ----------------------------------------------------------------------------
     def _declare_parameters(self):

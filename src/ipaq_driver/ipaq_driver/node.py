@@ -76,7 +76,7 @@ class IpaqNode(DriverNode):
         self.last_telemetry = None
         self.tracking_rate = RateMeter()
         self.frames_dumped = 0
-        self.start_links()
+        self.begin()
 
     # ---- parameters -------------------------------------------------------------------
     def _declare_parameters(self):
@@ -304,6 +304,9 @@ class IpaqNode(DriverNode):
         response.success = True
         response.message = 'the iPaq control program was told to end (restart it on the iPaq)'
         return response
+
+    def stop_robot(self):
+        self.base.stop()
 
     # ---- subscriptions ------------------------------------------------------------------------
     def _on_cmd_vel(self, linear, angular):

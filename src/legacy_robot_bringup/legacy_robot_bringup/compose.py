@@ -17,7 +17,7 @@ import time
 import rclpy
 from rclpy.parameter import Parameter
 
-from legacy_robot_common.driver_node import make_executor, spin_until_shutdown
+from legacy_robot_common.driver_node import RCLError, make_executor, spin_until_shutdown
 from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
@@ -102,12 +102,16 @@ class Composition:
 
 
 @contextlib.contextmanager
-def running(plugins, extra_params_files=(), **options):
-    """rclpy initialised with the robots' parameter files and their Composition started;
-    everything stopped again on exit. Composition options: sim, namespace, namespace_per_robot,
-    replays, record_folder, frames, use_sim_time.
-    Raises ParameterError or OSError (emulator port) for user errors."""
-    rclpy.init(args=ros_args(plugins, extra_params_files))
+def running(plugins, extra_params_files=(), extra_ros_args=(), **options):
+    """rclpy initialised with the robots' parameter files (and extra_ros_args, what followed
+    --ros-args) and their Composition started; everything stopped again on exit. Composition
+    options: sim, namespace, namespace_per_robot, replays, record_folder, frames, use_sim_time.
+    Raises ParameterError or OSError (emulator port) for user errors, RCLError for ROS
+    arguments rclpy cannot parse."""
+    args = ros_args(plugins, extra_params_files)
+    if extra_ros_args:
+        args = (args or ['--ros-args']) + list(extra_ros_args)
+    rclpy.init(args=args)
     composition = Composition(plugins, **options)
     try:
         composition.start()
@@ -164,6 +168,8 @@ def build_parser():
                         'namespace (Nav2 multi-robot style)')
     parser.add_argument('--use-sim-time', action='store_true',
                         help='stamp with the simulated clock on /clock (use_sim_time)')
+    parser.add_argument('--log-level', choices=('debug', 'info', 'warn', 'error', 'fatal'),
+                        help='ROS log level of every node (as --ros-args --log-level)')
     parser.add_argument('--duration', type=float, default=None,
                         help='seconds to run (default: until Ctrl-C)')
     parser.add_argument('--plugin', action='append', default=[], metavar='MODULE:ATTR',
@@ -172,8 +178,29 @@ def build_parser():
     return parser
 
 
+def split_ros_args(argv):
+    """(bringup's own arguments, ROS arguments): everything after --ros-args goes to rclpy
+    (-p name:=value for every node, -r remappings, --params-file, --log-level, ...)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if '--ros-args' not in argv:
+        return argv, []
+    index = argv.index('--ros-args')
+    return argv[:index], argv[index + 1:]
+
+
+def missing_files(paths):
+    return [path for path in paths if not pathlib.Path(path).is_file()]
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    own, extra_ros_args = split_ros_args(argv)
+    args = build_parser().parse_args(own)
+    if args.log_level:
+        extra_ros_args += ['--log-level', args.log_level]
+    missing = missing_files(args.params_file)
+    if missing:
+        print(f'error: --params-file: no such file: {", ".join(missing)}', file=sys.stderr)
+        return 2
     try:
         plugins = discover_plugins(args.plugin)
         if args.list:
@@ -193,7 +220,8 @@ def main(argv=None):
     if per_robot is None:
         per_robot = per_robot_by_default(chosen)
     try:
-        with running(chosen, args.params_file, sim=args.sim, namespace=args.namespace,
+        with running(chosen, args.params_file, extra_ros_args, sim=args.sim,
+                     namespace=args.namespace,
                      namespace_per_robot=per_robot, replays=replays,
                      record_folder=args.record, frames=args.frames,
                      use_sim_time=args.use_sim_time) as composition:
@@ -203,6 +231,11 @@ def main(argv=None):
             composition.spin(args.duration)
     except (ParameterError, OSError) as exc:
         print(f'error: {exc}', file=sys.stderr)
+        return 2
+    except RCLError as exc:
+        if rclpy.ok():
+            raise
+        print(f'error: bad ROS arguments or parameter file: {exc}', file=sys.stderr)
         return 2
     return 0
 

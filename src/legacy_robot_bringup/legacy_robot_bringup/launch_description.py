@@ -5,56 +5,76 @@ from launch.actions import DeclareLaunchArgument, ExecuteProcess, GroupAction, O
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
-from .launch_plan import (FRAME_MODES, executable_path, frame_isolation, params_path,
-                          per_robot_by_default, robot_namespace, robot_processes)
-from .registry import discover_plugins
+from .launch_plan import (FRAME_MODES, LaunchOptions, executable_path, launch_plan,
+                          params_path)
+from .registry import discover_plugins, select
 
 
-def _actions(spec, frame_parameters, remappings):
+def _actions(spec):
     if not spec.is_node:
         return ExecuteProcess(cmd=[executable_path(spec), *spec.arguments], name=spec.name,
                               output='screen')
     params = [params_path(package, path) for package, path in spec.params_files]
-    if spec.parameters or frame_parameters:
-        params.append({**spec.parameters, **frame_parameters})
+    params.append(dict(spec.parameters))
+    params += list(spec.user_params_files)            # the user's file wins
     return Node(package=spec.package, executable=spec.executable, name=spec.name,
-                parameters=params, remappings=remappings, output='screen')
+                parameters=params, remappings=list(spec.remappings),
+                ros_arguments=list(spec.ros_arguments), output='screen')
+
+
+def _value(context, name):
+    return LaunchConfiguration(name).perform(context)
 
 
 def _true(context, name):
-    return LaunchConfiguration(name).perform(context).lower() in ('1', 'true', 'yes')
+    return _value(context, name).lower() in ('1', 'true', 'yes')
 
 
 def _robots(context, names):
-    sim = _true(context, 'sim')
-    namespace = LaunchConfiguration('namespace').perform(context)
-    per_robot = _true(context, 'namespace_per_robot')
-    frames = LaunchConfiguration('frames').perform(context)
-    plugins = discover_plugins()
-    chosen = [plugins[n] for n in names] if names else list(plugins.values())
+    listed = [n.strip() for n in _value(context, 'robots').split(',') if n.strip()]
+    per_robot = _value(context, 'namespace_per_robot')
+    options = LaunchOptions(
+        sim=_true(context, 'sim'), namespace=_value(context, 'namespace'),
+        namespace_per_robot=None if per_robot == 'auto' else _true(context, 'namespace_per_robot'),
+        frames=_value(context, 'frames'), use_sim_time=_true(context, 'use_sim_time'),
+        autostart=_true(context, 'autostart'), params_file=_value(context, 'params_file'),
+        log_level=_value(context, 'log_level'))
+    chosen = select(discover_plugins(), listed or names)
     groups = []
-    for plugin in chosen:
-        robot_ns = robot_namespace(plugin, namespace, per_robot)
-        isolation = frame_isolation(robot_ns, frames)
-        actions = [_actions(spec, *isolation) for spec in robot_processes(plugin, sim)]
-        groups += [GroupAction([PushRosNamespace(robot_ns), *actions])] if robot_ns else actions
+    for namespace, specs in launch_plan(chosen, options):
+        actions = [_actions(spec) for spec in specs]
+        groups += [GroupAction([PushRosNamespace(namespace), *actions])] if namespace else actions
     return groups
 
 
 def robots_launch_description(*names):
     """Launch the named robots (all installed robots when none is named)."""
-    per_robot = 'true' if per_robot_by_default(names) else 'false'
     return LaunchDescription([
         DeclareLaunchArgument('sim', default_value='false',
                               description='also start each robot emulator and connect to it'),
+        DeclareLaunchArgument('robots', default_value='',
+                              description='comma-separated robots instead of this file\'s, '
+                              'KIND or KIND:NAME (two of a kind: p2os:r1,p2os:r2)'),
         DeclareLaunchArgument('namespace', default_value='',
                               description='ROS namespace for every node'),
-        DeclareLaunchArgument('namespace_per_robot', default_value=per_robot,
+        DeclareLaunchArgument('namespace_per_robot', default_value='auto',
+                              choices=['auto', 'true', 'false'],
                               description='put each robot under <namespace>/<robot name> (robots '
-                              'share topic names such as odom and cmd_vel)'),
+                              'share topic names such as odom and cmd_vel); auto: for several'),
         DeclareLaunchArgument('frames', default_value='prefix', choices=list(FRAME_MODES),
                               description='robots in namespaces keep their TF frames apart by a '
                               'frame prefix (r1/base_link, one /tf) or by /tf and /tf_static in '
                               'their namespace (Nav2 multi-robot style)'),
+        DeclareLaunchArgument('use_sim_time', default_value='false',
+                              description='stamp with the simulated clock on /clock'),
+        DeclareLaunchArgument('params_file', default_value='',
+                              description='your parameter file, applied after the package\'s '
+                              '(keys /**/<node>: for all, /<namespace>/<node>: for one robot)'),
+        DeclareLaunchArgument('log_level', default_value='info',
+                              choices=['debug', 'info', 'warn', 'error', 'fatal'],
+                              description='log level of every driver'),
+        DeclareLaunchArgument('autostart', default_value='true',
+                              description='configure and activate each driver at start (false: '
+                              'leave them to a lifecycle manager)'),
         OpaqueFunction(function=_robots, args=[list(names)]),
     ])

@@ -2,7 +2,7 @@
 checked on machines without `launch` and turned into launch actions where it exists."""
 import dataclasses
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ament_index_python.packages import (PackageNotFoundError, get_package_prefix,
                                          get_package_share_directory)
@@ -22,6 +22,22 @@ class ProcessSpec:
     parameters: Dict[str, object] = dataclasses.field(default_factory=dict)
     arguments: Tuple[str, ...] = ()
     is_node: bool = True
+    user_params_files: Tuple[str, ...] = ()      # absolute paths, applied last
+    remappings: Tuple[Tuple[str, str], ...] = ()
+    ros_arguments: Tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchOptions:
+    """The launch arguments of every launch file (launch/*.launch.py)."""
+    sim: bool = False
+    namespace: str = ''
+    namespace_per_robot: Optional[bool] = None   # None: yes for several robots
+    frames: str = 'prefix'
+    use_sim_time: bool = False
+    autostart: bool = True
+    params_file: str = ''
+    log_level: str = 'info'
 
 
 def robot_namespace(plugin, namespace='', per_robot=False):
@@ -57,6 +73,37 @@ def frame_isolation(namespace, mode='prefix'):
 def per_robot_by_default(robot_names):
     """all_robots (no names) and any launch of several robots: one namespace per robot."""
     return len(robot_names) != 1
+
+
+def launch_plan(chosen, options):
+    """[(robot namespace or None, [ProcessSpec])] for the chosen plugins (KIND:NAME instances
+    included) with options (LaunchOptions); ValueError for combinations that cannot work."""
+    kinds = [plugin.package for plugin in chosen]
+    if options.sim and len(set(kinds)) < len(kinds):
+        raise ValueError('sim:=true starts each kind\'s emulator on its fixed port, so one robot '
+                         'of a kind; several of a kind on emulators: bringup KIND:NAME ... --sim')
+    if options.params_file and not os.path.isfile(options.params_file):
+        raise ValueError(f'params_file: no such file: {options.params_file}')
+    per_robot = options.namespace_per_robot
+    if per_robot is None:
+        per_robot = per_robot_by_default(chosen)
+    plan = []
+    for plugin in chosen:
+        namespace = robot_namespace(plugin, options.namespace, per_robot)
+        frame_parameters, remappings = frame_isolation(namespace, options.frames)
+        processes = []
+        for spec in robot_processes(plugin, options.sim):
+            if spec.is_node:
+                spec = dataclasses.replace(
+                    spec, parameters={**spec.parameters, **frame_parameters,
+                                      'use_sim_time': options.use_sim_time,
+                                      'autostart': options.autostart},
+                    user_params_files=(options.params_file,) if options.params_file else (),
+                    remappings=tuple(remappings),
+                    ros_arguments=('--log-level', options.log_level))
+            processes.append(spec)
+        plan.append((namespace, processes))
+    return plan
 
 
 def robot_processes(plugin, sim) -> List[ProcessSpec]:

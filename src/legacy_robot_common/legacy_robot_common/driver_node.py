@@ -1,10 +1,17 @@
 """The ROS side every driver shares: records from the link thread into ROS context.
 
-A robot node subclasses DriverNode, builds its client, calls attach_client()
-and implements handle_record(). The link thread never touches rclpy: it puts
-records on a queue and triggers a guard condition; the executor then calls
+A robot node subclasses DriverNode, builds its client, calls attach_client(), implements
+handle_record() and ends its __init__ with begin(). The link thread never touches rclpy: it
+puts records on a queue and triggers a guard condition; the executor then calls
 handle_record() for each, where publishing happens.
+
+Every driver is a managed (lifecycle) node: configure opens the links, activate starts
+publishing and accepting commands (services, cmd_vel), deactivate stops the robot and the
+publishing, cleanup closes the links, shutdown says goodbye. With `autostart` (default) begin()
+configures and activates at once, so a plain launch behaves as an unmanaged node.
 """
+import functools
+import inspect
 import contextlib
 import importlib.metadata
 import queue
@@ -18,7 +25,7 @@ from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation
-from rclpy.node import Node
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.task import Future
 
@@ -45,7 +52,7 @@ def make_executor(context=None):
     return SingleThreadedExecutor(context=context)
 
 
-class DriverNode(Node):
+class DriverNode(LifecycleNode):
     # Record types handle_record() may publish on the link thread that delivered them,
     # without the executor round trip (a wake-up costs about 0.7 ms of CPU): only those
     # whose handling touches nothing but their own publishers, each used by one thread.
@@ -70,6 +77,12 @@ class DriverNode(Node):
                                     'diagnostics ("" = the kind of robot and its address)',
                                     read_only=True)
         self.frames = RobotFrames(self)
+        self.autostart = declare(self, 'autostart', True, 'configure and activate at start '
+                                 '(false: wait for a lifecycle manager)', read_only=True)
+        self.active = False
+        self.inactive_refusals = 0          # commands refused while not active
+        self._configure_error = None
+        self._gate_commands = True           # from here on, services and subscriptions
         self.records_dropped = 0
         self.link_names = []
         self.recorder = None
@@ -93,12 +106,109 @@ class DriverNode(Node):
         return clock.now().nanoseconds / 1e9 - time.time()
 
     def publisher(self, msg_type, topic, qos=10):
-        """A publisher without the default QoS-event handlers: each is a waitable the
-        executor walks on every record (measured on P2OS: about a third of the driver's
-        CPU); a subscriber with an incompatible QoS still gets its own warning."""
-        return self.create_publisher(msg_type, topic, qos,
-                                     event_callbacks=PublisherEventCallbacks(
-                                         use_default_callbacks=False))
+        """A lifecycle publisher (silent unless the node is active) without the default
+        QoS-event handlers: each is a waitable the executor walks on every record (measured on
+        P2OS: about a third of the driver's CPU); a subscriber with an incompatible QoS still
+        gets its own warning."""
+        return self.create_lifecycle_publisher(msg_type, topic, qos,
+                                               event_callbacks=PublisherEventCallbacks(
+                                                   use_default_callbacks=False))
+
+    # ---- managed node ------------------------------------------------------------------------
+    def begin(self):
+        """The end of a robot node's __init__: with autostart, configure and activate now
+        (a ParameterError of configure, such as a record_path that cannot be opened, raises)."""
+        if not self.autostart:
+            self.get_logger().info('autostart is false: waiting for configure and activate '
+                                   '(lifecycle)')
+            return
+        self.trigger_configure()
+        if self._configure_error is not None:
+            raise self._configure_error
+        self.trigger_activate()
+
+    def on_configure(self, state):
+        self._configure_error = None
+        try:
+            self.start_links()
+        except ParameterError as exc:
+            self._configure_error = exc
+            self.get_logger().error(str(exc))
+            self.stop_links()
+            return TransitionCallbackReturn.FAILURE
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state):
+        self.active = True
+        return super().on_activate(state)
+
+    def on_deactivate(self, state):
+        self.active = False
+        self.stop_robot()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state):
+        self.stop_links()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state):
+        if self.active:
+            self.stop_robot()
+        self.active = False
+        self.stop_links()                  # each link says its goodbye to the robot
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state):
+        self.active = False
+        self.stop_links()
+        return TransitionCallbackReturn.SUCCESS
+
+    def stop_robot(self):
+        """Deactivate: bring the robot to a stop (a mobile base overrides it)."""
+
+    def create_service(self, srv_type, srv_name, callback, **kwargs):
+        """Services of a robot node answer only while it is active (success false before)."""
+        if getattr(self, '_gate_commands', False):
+            callback = self._when_active_service(srv_name, callback)
+        return super().create_service(srv_type, srv_name, callback, **kwargs)
+
+    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
+        """Commands (cmd_vel, pan/tilt, ...) are obeyed only while the node is active."""
+        if getattr(self, '_gate_commands', False):
+            callback = self._when_active_message(topic, callback)
+        return super().create_subscription(msg_type, topic, callback, qos_profile, **kwargs)
+
+    def _refuse(self, what):
+        self.inactive_refusals += 1
+        self.log.warning(f'inactive-{what}', f'{what}: refused, the driver is not active '
+                         '(lifecycle: configure and activate it)')
+
+    def _when_active_service(self, name, callback):
+        def refusal(response):
+            self._refuse(name)
+            if hasattr(response, 'success'):
+                response.success = False
+            if hasattr(response, 'message'):
+                response.message = 'the driver is not active (lifecycle state)'
+            return response
+        if inspect.iscoroutinefunction(callback):
+            @functools.wraps(callback)
+            async def gated(request, response):
+                return refusal(response) if not self.active else await callback(request, response)
+        else:
+            @functools.wraps(callback)
+            def gated(request, response):
+                return refusal(response) if not self.active else callback(request, response)
+        return gated
+
+    def _when_active_message(self, topic, callback):
+        @functools.wraps(callback)
+        def gated(msg):
+            if self.active:
+                callback(msg)
+            else:
+                self._refuse(topic)
+        return gated
 
     def attach_client(self, client, diagnostic_name='link', status_task=None, link_name=None):
         """Route client records into handle_record() and report its link in diagnostics
@@ -110,7 +220,7 @@ class DriverNode(Node):
         self.diagnostics.add_task(diagnostic_name, status_task or LinkStatusTask(client))
 
     def start_links(self):
-        if self.record_path:
+        if self.record_path and self.recorder is None:
             self._start_recording()
         for link_client in self.links:
             link_client.start()
@@ -224,16 +334,17 @@ class DriverNode(Node):
                 request_stop()
 
     def stop_links(self):
-        """Stop every link (each says its goodbye to the robot), then finish the recording;
-        safe to call twice."""
+        """Stop every link (each says its goodbye to the robot); safe to call twice. The
+        recording goes on across cleanup and configure (it ends with the node)."""
         for link_client in self.links:
             link_client.stop()
-        if self.recorder is not None:
-            self.recorder.stop()
 
     def destroy_node(self):
         self.stop_links()
+        if self.recorder is not None:
+            self.recorder.stop()
         super().destroy_node()
+
 
 
 def _plain(value):

@@ -110,6 +110,11 @@ def moved(name, shape, namespace):
     return name
 
 
+def is_lifecycle(entry):
+    """A managed node's own interface (change_state, transition_event, ...)."""
+    return entry['type'].startswith('lifecycle_msgs/')
+
+
 class Feed:
     """(publisher, message, rate) entries sent in bursts at burst_rate, each burst with every
     entry's share (rate / burst_rate, carried over as a fraction); rate 0: once at the start
@@ -150,6 +155,8 @@ class FloorNode(DriverNode):
                                      moved(subscription['topic'], shape, namespace),
                                      lambda msg: None, 10, callback_group=self.callback_group)
         for service in shape['services']:
+            if is_lifecycle(service):
+                continue                     # the floor is a managed node itself
             kind = ros_type(service['type'])
             self.create_service(kind, moved(service['name'], shape, namespace),
                                 lambda request, response: response,
@@ -157,11 +164,14 @@ class FloorNode(DriverNode):
         self.feeder = threading.Thread(target=self.feed.run,
                                        args=(lambda pub, msg: self._enqueue((pub, msg)),),
                                        daemon=True)
+        self.begin()
 
     @staticmethod
     def feed_entries(shape, namespace, create):
         entries = []
         for entry in shape['publishers']:
+            if is_lifecycle(entry):
+                continue
             kind = ros_type(entry['type'])
             qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE
                              if entry['reliable'] else ReliabilityPolicy.BEST_EFFORT,

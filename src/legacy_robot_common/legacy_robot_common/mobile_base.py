@@ -73,6 +73,7 @@ class MobileBase:
             else self.base_frame
         self.odom_pub = node.publisher(Odometry, 'odom')
         self.tf = TransformPublisher(node) if self.publish_tf else None
+        self._on_velocity = on_velocity
         self.commands = VelocityCommands(node, on_velocity, cmd_vel_timeout)
         node.diagnostics.add_task('cmd_vel', self.commands.status)
         frames.send_static(self._footprint_transforms())
@@ -95,6 +96,10 @@ class MobileBase:
                                     (0.0, 0.0, self.base_height))]
         return [mount_transform(stamp, self.base_frame, self.footprint_frame,
                                 (0.0, 0.0, -self.base_height))]
+
+    def stop(self):
+        """Zero velocity (lifecycle deactivate)."""
+        self._on_velocity(0.0, 0.0)
 
     def publish(self, header, x, y, yaw, linear, angular):
         """Odometry (header: stamp; its frame is set here) and, with publish_tf, the transform."""

@@ -22,7 +22,9 @@ class TransformPublisher:
     """Dynamic transforms on /tf (the topic is absolute: TF is global, whatever the namespace)."""
 
     def __init__(self, node):
-        self._publisher = node.create_publisher(TFMessage, '/tf', TF_QOS)
+        # on a managed node, silent unless it is active (as its odometry)
+        create = getattr(node, 'create_lifecycle_publisher', node.create_publisher)
+        self._publisher = create(TFMessage, '/tf', TF_QOS)
 
     def sendTransform(self, transforms):   # noqa: N802 (tf2_ros's name: a drop-in)
         if isinstance(transforms, TransformStamped):

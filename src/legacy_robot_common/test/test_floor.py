@@ -50,6 +50,7 @@ class ShapedDriver(DriverNode):
                             callback_group=self.callback_group)
         self.create_timer(0.05, lambda: self.chatter.publish(String(data='x' * 100)),
                           callback_group=self.callback_group)
+        self.begin()
 
 
 def test_a_captured_shape_runs_as_a_floor_process_at_the_same_rate(tmp_path):

@@ -97,6 +97,7 @@ class RecordingDriver(DriverNode):
         super().__init__('recording_driver', 'test hw', context=context)
         self.handled = []
         self.handler_threads = set()
+        self.begin()                 # autostart: configured and active
 
     def handle_record(self, record):
         self.handler_threads.add(threading.get_ident())

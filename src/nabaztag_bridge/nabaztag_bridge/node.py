@@ -47,8 +47,14 @@ class NabaztagBridge(DriverNode):
         self._create_services()
         self.create_timer(self.rabbits_period, self._publish_rabbits,
                           callback_group=self.callback_group)
+        self.settings = settings
+        self.begin()
+
+    def start_links(self):
+        """configure: the HTTP server listens (a port in use is a user error)."""
+        settings = self.settings
         try:
-            self.start_links()
+            super().start_links()
         except OSError as exc:
             raise ParameterError(f'nabaztag_bridge: cannot listen on {settings.host}:'
                                  f'{settings.port}: {exc.strerror or exc}') from None

@@ -64,6 +64,7 @@ class P2osNode(DriverNode):
         self._create_services()
         self.add_on_set_parameters_callback(self._on_parameters)
         self.identity = None
+        self.last_config = None
         self.has_gripper = None                 # None until CONFIGpac or GRIPPERpac says
         self.sessions = 0
         self.cmd_vel_while_disabled = None      # monotonic time of the last one
@@ -72,7 +73,7 @@ class P2osNode(DriverNode):
         self.last_sip = None
         self.sip_rate = RateMeter()
         self._last_state = {}                   # topic → (value, time) last published
-        self.start_links()
+        self.begin()
 
     # ---- parameters ---------------------------------------------------------------
     def _declare_parameters(self):
@@ -394,6 +395,9 @@ class P2osNode(DriverNode):
                                      f'{reply.digital_outputs.hex()}, analog {reply.analog}')
         return response
 
+    def stop_robot(self):
+        self.base.stop()
+
     # ---- cmd_vel ------------------------------------------------------------------------
     def _on_cmd_vel(self, linear, angular):
         """cmd_vel → VEL + RVEL (or VEL2); the client resends it and stops after cmd_vel_timeout."""
@@ -462,8 +466,14 @@ class P2osNode(DriverNode):
         self._publish_sonar_frames(model)
         self._publish_info(record.config)
 
+    def on_activate(self, state):
+        result = super().on_activate(state)
+        self._publish_info(self.last_config)       # latched: what came in while inactive
+        return result
+
     def _publish_info(self, config):
-        if self.identity is not None:
+        self.last_config = config
+        if self.identity is not None and config is not None:
             self.info_pub.publish(convert.robot_info_msg(self.identity, config, self._header()))
 
     def _publish_sip(self, sip):

@@ -36,6 +36,7 @@ class UrfBuilderNode(DriverNode):
         self.diagnostics.add_task('builds', self._status)
         self.create_service(BuildProject, 'build_project', self._build,
                             callback_group=self.callback_group)
+        self.begin()
 
     async def _build(self, request, response):
         if not self._busy.acquire(blocking=False):

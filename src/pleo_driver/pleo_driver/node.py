@@ -41,7 +41,7 @@ class PleoNode(DriverNode):
         self._create_services()
         self.last_joints = self.last_sensors = None
         self.log_lines = 0
-        self.start_links()
+        self.begin()
 
     # ---- parameters ----------------------------------------------------------------------
     def _declare_parameters(self):
