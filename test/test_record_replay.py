@@ -24,6 +24,10 @@ from ros_observer import Observer
 
 ROBOTS = discover_plugins()
 LIVE_SECONDS = 6.0
+# Snapshots taken on a timer and throttled (the Nabaztag's list of rabbits: a change within
+# 0.2 s of the last list waits for the next one): which intermediate states get a list of their
+# own depends on the timing of the requests, not on what they say, so only the last is compared.
+SNAPSHOT_TOPICS = {'rabbits'}
 ACT_PERIOD = 0.1
 QUIET_AFTER_END = 2.0      # s of replay after its end, for the driver's last messages
 REPLAY_PATIENCE = 40.0     # s at most for the replayed run
@@ -61,12 +65,19 @@ class StartTracking:
                                                   f'{observer.ns}/start_color_tracking')
         self.request = ColorTracking.Request(r_min=200, r_max=255, g_min=0, g_max=60,
                                              b_min=0, b_max=60)
-        self.sent = False
+        self.pending = None
+        self.started = False
 
     def act(self, elapsed):
-        if not self.sent and self.client.service_is_ready():
-            self.client.call_async(self.request)
-            self.sent = True
+        """Ask until the driver says yes: until its control link is up it answers 'not
+        connected', and how soon that is depends on the machine's load."""
+        if self.started or not self.client.service_is_ready():
+            return
+        if self.pending is not None and self.pending.done():
+            self.started = self.pending.result().success
+            self.pending = None
+        if self.pending is None and not self.started:
+            self.pending = self.client.call_async(self.request)
 
 
 STIMULI = {'p2os': DemoScriptStimulus, 'pleo': DemoScriptStimulus,
@@ -121,11 +132,18 @@ def record_live(plugin, path):
     emulator = plugin.start_emulator()
     stimulus = STIMULI.get(plugin.name, lambda plugin: None)(plugin)
     namespace = f'/live_{plugin.name}'
+    # the listener first: what the driver publishes in its first second (the rabbit's first
+    # events) must not go out before anyone listens
+    observer = Observer(namespace)
+    received = listen(observer, plugin, stimulus)
     driver = start_module(f'{plugin.package}.node', *ros_args(
         namespace, {**emulator.parameters, 'record_path': str(path)}))
-    observer = Observer(namespace)
     try:
-        received = listen(observer, plugin, stimulus)
+        # the window starts once this process sees the driver's publishers: the rabbit's first
+        # events come within a second or two of the bridge, and DDS matching takes about as long
+        assert observer.spin_until(lambda: all(
+            observer.node.count_publishers(f'{namespace}/{topic.topic}')
+            for topic in plugin.demo_topics), 15), 'the driver\'s publishers were not discovered'
         if stimulus is not None:
             stimulus.setup(observer)
         start = time.monotonic()
@@ -207,6 +225,10 @@ def test_a_replayed_recording_makes_the_driver_publish_what_it_published_live(na
         before, after = collapse(messages), collapse(replayed[topic])
         if not before:
             continue            # nothing live on this topic in these few seconds
+        if topic in SNAPSHOT_TOPICS:
+            assert after and after[-1] == before[-1], f'{topic}: the last snapshots differ'
+            compared += 1
+            continue
         block = difflib.SequenceMatcher(None, before, after, autojunk=False).find_longest_match(
             0, len(before), 0, len(after))
         # the live run's tail must be there in full, in order; its head may hold messages
@@ -217,7 +239,7 @@ def test_a_replayed_recording_makes_the_driver_publish_what_it_published_live(na
         assert block.a + block.size == len(before), f'the live tail is not replayed: {why}'
         assert block.size >= math.ceil(0.75 * len(before)), f'too few in order: {why}'
         compared += block.size
-    assert compared >= 5, f'only {compared} messages compared'
+    assert compared >= 5, (f"only {compared} messages compared", {t: (len(collapse(m)), len(collapse(replayed[t]))) for t, m in live.items()})
 
 
 # ---- damaged recordings ---------------------------------------------------------------------
