@@ -24,9 +24,13 @@ from ros_observer import Observer
 
 ROBOTS = discover_plugins()
 LIVE_SECONDS = 6.0
+# The rabbit's scenario acts 2, 4, 8 and 11 s after the emulator starts; on a loaded machine
+# the first actions can come before this process has matched the bridge's volatile topics, so
+# the live run lasts the whole scenario and its later events (and the recording) count.
+LIVE_SECONDS_OF = {'nabaztag': 14.0}
 # Snapshots taken on a timer and throttled (the Nabaztag's list of rabbits: a change within
 # 0.2 s of the last list waits for the next one): which intermediate states get a list of their
-# own depends on the timing of the requests, not on what they say, so only the last is compared.
+# own depends on the timing of the requests, not on what they say, so only the end is compared.
 SNAPSHOT_TOPICS = {'rabbits'}
 ACT_PERIOD = 0.1
 QUIET_AFTER_END = 2.0      # s of replay after its end, for the driver's last messages
@@ -147,7 +151,7 @@ def record_live(plugin, path):
         if stimulus is not None:
             stimulus.setup(observer)
         start = time.monotonic()
-        while time.monotonic() - start < LIVE_SECONDS:
+        while time.monotonic() - start < LIVE_SECONDS_OF.get(plugin.name, LIVE_SECONDS):
             observer.spin_until(lambda: False, ACT_PERIOD)
             if stimulus is not None:
                 stimulus.act(time.monotonic() - start)
@@ -226,7 +230,10 @@ def test_a_replayed_recording_makes_the_driver_publish_what_it_published_live(na
         if not before:
             continue            # nothing live on this topic in these few seconds
         if topic in SNAPSHOT_TOPICS:
-            assert after and after[-1] == before[-1], f'{topic}: the last snapshots differ'
+            # either run may end in the middle of a change: the state one ended in is one the
+            # other went through
+            assert before[-1] in after or (after and after[-1] in before), \
+                f'{topic}: the runs end in states the other never had'
             compared += 1
             continue
         block = difflib.SequenceMatcher(None, before, after, autojunk=False).find_longest_match(
