@@ -173,8 +173,9 @@ class DriverNode(LifecycleNode):
         return super().create_service(srv_type, srv_name, callback, **kwargs)
 
     def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
-        """Commands (cmd_vel, pan/tilt, ...) are obeyed only while the node is active."""
-        if getattr(self, '_gate_commands', False):
+        """Commands (cmd_vel, pan/tilt, ...) are obeyed only while the node is active; /clock
+        (rclpy subscribes to it when use_sim_time is set at run time) always."""
+        if getattr(self, '_gate_commands', False) and topic != '/clock':
             callback = self._when_active_message(topic, callback)
         return super().create_subscription(msg_type, topic, callback, qos_profile, **kwargs)
 

@@ -6,7 +6,9 @@ import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from builtin_interfaces.msg import Time
 from rclpy.parameter import Parameter
+from std_msgs.msg import String
 
 from legacy_robot_common.backoff import Backoff
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
@@ -236,3 +238,44 @@ def test_spin_until_shutdown_swallows_only_the_shutdown_race():
             raise KeyboardInterrupt
     finally:
         rclpy.shutdown()
+
+
+class IdleDriver(DriverNode):
+    """A driver with no link, left unconfigured (autostart false)."""
+
+    def __init__(self, context):
+        super().__init__('idle_driver', 'test hw', context=context,
+                         parameter_overrides=[Parameter('autostart', value=False)])
+        self.commands = []
+        self.create_subscription(String, 'command', self.commands.append, 10)
+        self.begin()
+
+    def handle_record(self, record):
+        pass
+
+
+def test_an_inactive_driver_ignores_commands_but_follows_clock_set_at_run_time(context):
+    from rosgraph_msgs.msg import Clock
+    node = IdleDriver(context)
+    peer = Node('clock_peer', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    executor.add_node(peer)
+    try:
+        node.set_parameters([Parameter('use_sim_time', value=True)])   # rclpy subscribes /clock
+        clock_pub = peer.create_publisher(Clock, '/clock', 10)
+        command_pub = peer.create_publisher(String, 'command', 10)
+
+        def step():
+            clock_pub.publish(Clock(clock=Time(sec=500)))
+            command_pub.publish(String(data='go'))
+            executor.spin_once(timeout_sec=0.05)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and node.get_clock().now().nanoseconds == 0:
+            step()
+        assert node.get_clock().now().nanoseconds == 500 * 10**9
+        assert node.commands == [] and node.inactive_refusals > 0
+    finally:
+        executor.shutdown()
+        peer.destroy_node()
+        node.destroy_node()
