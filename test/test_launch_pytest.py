@@ -19,6 +19,7 @@ from ament_index_python.packages import get_package_share_directory  # noqa: E40
 import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 
+from helpers import wait_for  # noqa: E402
 from legacy_robot_bringup.registry import discover_plugins  # noqa: E402
 from ros_observer import LinkLevels  # noqa: E402
 
@@ -89,10 +90,8 @@ def three_robots_launch(three_robots):
 def test_two_pioneers_on_their_own_ports_and_an_ipaq_from_one_launch(three_robots):
     from rcl_interfaces.srv import GetParameters
     pioneers, ipaq, _ = three_robots
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (all(p.received_commands() for p in pioneers)
-                                               and ipaq.received_commands()):
-        time.sleep(0.2)
+    wait_for(lambda: all(p.received_commands() for p in pioneers) and ipaq.received_commands(),
+             30)
     assert all(p.received_commands() for p in pioneers), 'a Pioneer was not reached on its port'
     assert ipaq.received_commands(), 'the iPaq was not reached'
     rclpy.init()

@@ -22,7 +22,8 @@ from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
 
-from .launch_plan import FRAME_MODES, frame_isolation, per_robot_by_default, robot_namespace
+from .launch_plan import (FRAME_MODES, FRAMES_HELP, LOG_LEVELS, frame_isolation,
+                          per_robot_by_default, robot_namespace)
 from .paths import config_file
 from .recordings import open_replay
 from .registry import PluginError, discover_plugins, select
@@ -162,13 +163,10 @@ def build_parser():
     parser.add_argument('--namespace-per-robot', action=argparse.BooleanOptionalAction,
                         default=None, help='put each robot under <namespace>/<robot name> '
                         '(default: yes for several robots, as all_robots.launch.py does)')
-    parser.add_argument('--frames', choices=FRAME_MODES, default='prefix',
-                        help='robots in namespaces keep their TF frames apart by a frame prefix '
-                        '(r1/base_link, one /tf; default) or by /tf and /tf_static in their '
-                        'namespace (Nav2 multi-robot style)')
+    parser.add_argument('--frames', choices=FRAME_MODES, default='prefix', help=FRAMES_HELP)
     parser.add_argument('--use-sim-time', action='store_true',
                         help='stamp with the simulated clock on /clock (use_sim_time)')
-    parser.add_argument('--log-level', choices=('debug', 'info', 'warn', 'error', 'fatal'),
+    parser.add_argument('--log-level', choices=LOG_LEVELS,
                         help='ROS log level of every node (as --ros-args --log-level)')
     parser.add_argument('--duration', type=float, default=None,
                         help='seconds to run (default: until Ctrl-C)')

@@ -5,8 +5,8 @@ from launch.actions import DeclareLaunchArgument, ExecuteProcess, GroupAction, O
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
-from .launch_plan import (FRAME_MODES, LaunchOptions, executable_path, launch_plan,
-                          params_path)
+from .launch_plan import (FRAME_MODES, FRAMES_HELP, LOG_LEVELS, LaunchOptions, executable_path,
+                          launch_plan, params_path)
 from .registry import discover_plugins, select
 
 
@@ -62,16 +62,13 @@ def robots_launch_description(*names):
                               description='put each robot under <namespace>/<robot name> (robots '
                               'share topic names such as odom and cmd_vel); auto: for several'),
         DeclareLaunchArgument('frames', default_value='prefix', choices=list(FRAME_MODES),
-                              description='robots in namespaces keep their TF frames apart by a '
-                              'frame prefix (r1/base_link, one /tf) or by /tf and /tf_static in '
-                              'their namespace (Nav2 multi-robot style)'),
+                              description=FRAMES_HELP),
         DeclareLaunchArgument('use_sim_time', default_value='false',
                               description='stamp with the simulated clock on /clock'),
         DeclareLaunchArgument('params_file', default_value='',
                               description='your parameter file, applied after the package\'s '
                               '(keys /**/<node>: for all, /<namespace>/<node>: for one robot)'),
-        DeclareLaunchArgument('log_level', default_value='info',
-                              choices=['debug', 'info', 'warn', 'error', 'fatal'],
+        DeclareLaunchArgument('log_level', default_value='info', choices=list(LOG_LEVELS),
                               description='log level of every driver'),
         DeclareLaunchArgument('autostart', default_value='true',
                               description='configure and activate each driver at start (false: '

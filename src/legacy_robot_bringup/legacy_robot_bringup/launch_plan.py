@@ -56,6 +56,10 @@ def robot_namespace(plugin, namespace='', per_robot=False):
 # moves /tf and /tf_static into the namespace, as Nav2's multi-robot bringup does.
 FRAME_MODES = ('prefix', 'namespace')
 TF_REMAPPINGS = (('/tf', 'tf'), ('/tf_static', 'tf_static'))
+FRAMES_HELP = ('robots in namespaces keep their TF frames apart by a frame prefix (r1/base_link, '
+               'one /tf; default) or by /tf and /tf_static in their namespace (Nav2 multi-robot '
+               'style)')
+LOG_LEVELS = ('debug', 'info', 'warn', 'error', 'fatal')
 
 
 def frame_isolation(namespace, mode='prefix'):
