@@ -112,3 +112,9 @@ def test_ros_args_reach_every_node(listener):
         _, err = process.communicate(timeout=20)
     assert process.returncode == 0, err
     assert 'waiting for configure' not in err            # --log-level warn: no INFO lines
+
+
+def test_a_bad_value_for_a_shared_parameter_is_exit_2_not_a_traceback():
+    result = run_module(BRINGUP, *TICK, 'tick', '--sim', '--ros-args', '-p', 'autostart:=maybe')
+    assert result.returncode == 2 and 'Traceback' not in result.stderr, result.stderr
+    assert "parameter 'autostart' must be true or false" in result.stderr

@@ -71,6 +71,13 @@ class DriverNode(LifecycleNode):
         self._wake_pending = threading.Event()
         self._wake = self.create_guard_condition(self._drain_records,
                                                  callback_group=self.callback_group)
+        # state first: a parameter declared below may raise, and shutdown still reads these
+        self.records_dropped = 0
+        self.link_names = []
+        self.recorder = None
+        self.active = False
+        self.inactive_refusals = 0          # commands refused while not active
+        self._configure_error = None
         self.robot_kind = hardware_id
         self.diagnostics = DiagnosticsPublisher(self, hardware_id)
         self._hardware_id = declare(self, 'hardware_id', '', 'hardware_id of this driver\'s '
@@ -79,13 +86,7 @@ class DriverNode(LifecycleNode):
         self.frames = RobotFrames(self)
         self.autostart = declare(self, 'autostart', True, 'configure and activate at start '
                                  '(false: wait for a lifecycle manager)', read_only=True)
-        self.active = False
-        self.inactive_refusals = 0          # commands refused while not active
-        self._configure_error = None
         self._gate_commands = True           # from here on, services and subscriptions
-        self.records_dropped = 0
-        self.link_names = []
-        self.recorder = None
         self.record_path = declare(self, 'record_path', '', 'MCAP file to record the raw bytes '
                                    'of every link to (empty: no recording)', read_only=True)
         # Ctrl-C shuts the context down before destroy_node() stops the links: tell them at
