@@ -16,7 +16,7 @@ from legacy_robot_common.params import declare
 from legacy_robot_interfaces.srv import BuildProject
 
 from .pdk.errors import BuildError, MalformedResource
-from .pdk.project import BuildSettings, build_project
+from .pdk.project import LINE_ENDINGS, BuildSettings, build_project
 
 
 class UrfBuilderNode(DriverNode):
@@ -28,6 +28,9 @@ class UrfBuilderNode(DriverNode):
                                'used instead of compiling; "" = none')
         self.build_time = declare(self, 'build_time', -1, 'build time stored in URFs, Unix '
                                   's; -1 = SOURCE_DATE_EPOCH or now', minimum=-1)
+        self.line_endings = declare(self, 'line_endings', 'crlf', 'of the generated .inc and '
+                                    '.xml files: crlf (as the PDK) or lf',
+                                    choices=sorted(LINE_ENDINGS))
         self.build_timeout = declare(self, 'build_timeout', 600.0, 's a build may take',
                                      minimum=1.0)
         self.builds = self.failures = 0
@@ -46,7 +49,8 @@ class UrfBuilderNode(DriverNode):
         settings = BuildSettings(
             action=request.action or 'build', pawn_executable=self.pawncc or None,
             amx_dir=self.amx_dir or None,
-            build_time=None if self.build_time < 0 else self.build_time, log=log.append)
+            build_time=None if self.build_time < 0 else self.build_time, log=log.append,
+            line_ending=LINE_ENDINGS[self.line_endings])
 
         def work(resolve):
             def run():

@@ -14,7 +14,7 @@ import sys
 from . import urf_inspect
 from .pdk import urf
 from .pdk.errors import BuildError, MalformedResource
-from .pdk.project import BuildSettings, build_project
+from .pdk.project import LINE_ENDINGS, BuildSettings, build_project
 
 PROJECT_COMMANDS = ('build', 'clean', 'rebuild')
 FILE_COMMANDS = ('inspect', 'verify', 'extract')
@@ -51,6 +51,9 @@ def parser():
     p.add_argument('--build-time', type=int, metavar='SECONDS',
                    help='the build time stored in the URF (default: $SOURCE_DATE_EPOCH, '
                    'else now) for reproducible builds')
+    p.add_argument('--line-endings', choices=sorted(LINE_ENDINGS), default='crlf',
+                   help='of the generated include/*.inc and *.xml files (default crlf, as the '
+                   'PDK writes them)')
     p.add_argument('--output', '-o', metavar='DIR', help='extract: where to write the files')
     p.add_argument('--wav', action='store_true', help='extract: also write sounds as WAV')
     p.add_argument('--quiet', '-q', action='store_true', help='print only errors and the result')
@@ -76,6 +79,7 @@ def run_project(args, command):
         action=command, build_time=args.build_time, pawn_template=args.pawn,
         pawn_executable=args.pawncc, amx_dir=args.amx_dir, exclusive_clean=args.exclusive,
         preprocess_only=args.preprocess, skip_fresh_scripts=args.noscriptrebuild,
+        line_ending=LINE_ENDINGS[args.line_endings],
         log=(lambda line: None) if args.quiet else print,
         progress=progress_printer(args.progress or sys.stderr.isatty()))
     result = build_project(args.target, settings)

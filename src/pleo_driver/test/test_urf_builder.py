@@ -48,9 +48,12 @@ def test_template_project_reproduces_the_ppg_build_log(template):
     assert f'Adler32 crc is {result.checksum:08X}' in log
     assert struct.unpack_from('<I', data, 8)[0] == TIME
     folder = template.parent
-    assert (folder / 'sounds.xml').read_text().endswith('name="growl" />\n</enum>')
-    assert (folder / 'include' / 'scripts.inc').read_text().endswith(
-        '  scr_sensors = 16384,\n  scr_main    = 16385,\n  scr_max\n};\n')
+    assert (folder / 'sounds.xml').read_bytes() == (
+        b'<enum max="32767" min="4096" name="sound" namesoff="true" short="snd">\r\n'
+        b'  <e id=" 4096" name="growl" />\r\n</enum>')
+    assert (folder / 'include' / 'scripts.inc').read_bytes().endswith(
+        b'  scr_sensors = 16384,\r\n  scr_main    = 16385,\r\n  scr_max\r\n};\r\n')
+    assert b'\n' not in (folder / 'include' / 'scripts.inc').read_bytes().replace(b'\r\n', b'')
     assert sorted(os.listdir(folder / 'build')) == ['4096.usf', '8192.umf', 'main.amx',
                                                     'sensors.amx', 'template.urf']
 
@@ -63,6 +66,27 @@ def test_builds_are_reproducible_and_incremental(template):
     second, _ = build(template, amx_dir=str(template.parent / 'prebuilt'))
     assert open(second.urf_path, 'rb').read() == data
     assert os.path.getmtime(usf) == stamp               # up to date: not converted again
+
+
+def test_generated_text_files_are_crlf_as_the_pdk_writes_them_or_lf_when_asked(template):
+    """A project built by the PDK and by urf_builder in turn keeps its .inc and .xml bytes."""
+    folder = template.parent
+    generated = [folder / 'sounds.xml', folder / 'motions.xml', folder / 'include' / 'sounds.inc']
+    pdk_ids = (b'<enum max="32767" min="4096" name="sound" namesoff="true" short="snd">\r\n'
+               b'  <e id=" 4100" name="growl" />\r\n</enum>')
+    (folder / 'sounds.xml').write_bytes(pdk_ids)           # as the PDK left it, with its IDs
+    run = run_cli(template, 'build', '--amx-dir', folder / 'prebuilt', '--quiet')
+    assert run.returncode == 0, run.stderr
+    assert (folder / 'sounds.xml').read_bytes() == pdk_ids
+    assert b' 4100,\r\n' in (folder / 'include' / 'sounds.inc').read_bytes()
+    stamps = [os.stat(path).st_mtime_ns for path in generated]
+    assert run_cli(template, 'build', '--amx-dir', folder / 'prebuilt').returncode == 0
+    assert [os.stat(path).st_mtime_ns for path in generated] == stamps   # not rewritten
+    run = run_cli(template, 'build', '--line-endings', 'lf', '--amx-dir', folder / 'prebuilt')
+    assert run.returncode == 0, run.stderr
+    for path in generated:
+        assert b'\r' not in path.read_bytes() and path.read_bytes().count(b'\n') >= 2
+    assert run_cli(template, '--line-endings', 'cr').returncode == 2
 
 
 def test_source_date_epoch(template):

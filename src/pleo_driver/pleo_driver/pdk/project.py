@@ -31,6 +31,10 @@ PAWN_INCLUDES = ('pleo/properties.inc', 'pleo/age.inc', 'pleo/mood.inc', 'pleo/p
 FALLBACK_PROPERTIES = {'property_command': 9, 'property_motion': 13, 'property_sound': 29}
 
 
+# the generated .inc and .xml files: CRLF is what the PDK writes
+LINE_ENDINGS = {'crlf': '\r\n', 'lf': '\n'}
+
+
 @dataclasses.dataclass
 class BuildSettings:
     action: str = 'build'                 # build, clean, rebuild
@@ -42,6 +46,7 @@ class BuildSettings:
     preprocess_only: bool = False         # -p
     skip_fresh_scripts: bool = False      # -s
     environment: Optional[dict] = None    # macro keys (default: os.environ)
+    line_ending: str = LINE_ENDINGS['crlf']  # of the generated .inc and .xml files
     log: Callable[[str], None] = print
     progress: Callable[[int, int, str], None] = lambda done, total, what: None
 
@@ -107,7 +112,7 @@ class Builder:
                 xml_path) else []
             entries = enums.assign_ids(existing, names, kind)
             self.log(f"  Updating enumeration XML '{kind.file_stem}.xml'")
-            _write_if_changed(xml_path, enums.write_xml(entries, kind))
+            _write_if_changed(xml_path, self._line_endings(enums.write_xml(entries, kind)))
             self.ids[kind_name] = entries
             if not entries:
                 self.log(f"  no data for {kind.file_stem.replace('_', ' ')}")
@@ -115,7 +120,10 @@ class Builder:
             inc_path = os.path.join(self.include_dir, f'{kind.file_stem}.inc')
             self.log(f"  Creating enumeration '{self.rel(inc_path)}'")
             os.makedirs(self.include_dir, exist_ok=True)
-            _write_if_changed(inc_path, enums.write_inc(entries, kind))
+            _write_if_changed(inc_path, self._line_endings(enums.write_inc(entries, kind)))
+
+    def _line_endings(self, text):
+        return text.replace('\n', self.settings.line_ending)
 
     def id_of(self, resource):
         return dict(self.ids[resource.kind])[resource.stem]
