@@ -13,15 +13,16 @@ from std_srvs.srv import Trigger
 
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
 from legacy_robot_common.driver_node import DriverNode, run_node
-from legacy_robot_common.frames import mount_transform
 from legacy_robot_common.messages import camera_info_msg, uint8_array
 from legacy_robot_common.mobile_base import MobileBase, planar_covariance
 from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import (BytesCommand, ColorTracking, SetDistance, SetPose,
                                          TextCommand, WindowTracking)
 
 from . import conversions as convert
+from . import description
 from . import protocol as p
 from .client import Connected, ControlClient, Settings, StreamClient
 from .units import Units
@@ -187,12 +188,23 @@ class IpaqNode(DriverNode):
         self.bitmap_info_pub = pub(CameraInfo, 'tracking/camera_info', 5)
         self.image_pub = pub(Image, 'camera/image_raw', 2)
         self.image_info_pub = pub(CameraInfo, 'camera/camera_info', 2)
-        self.frames.send_static([self._mount_transform(name) for name in self.mounts])
+        self.joint_pub = pub(JointState, 'joint_states')   # the neck: pan and tilt, rad
+        self.model = RobotStatePublisher(self)
+        unprefixed = self.frames.unprefixed
+        self.model.describe(description.describe(
+            *(unprefixed(self.frame_ids[name]) for name in ('base', 'camera', 'range')),
+            self.units.wheelbase, self.mounts['camera'], self.mounts['range'],
+            (self.units.raw_to_servo(0), self.units.raw_to_servo(255))))
 
-    def _mount_transform(self, name):
-        x, y, z, yaw = self.mounts[name]
-        return mount_transform(self.get_clock().now().to_msg(), self.frame_ids['base'],
-                               self.frame_ids[name], (x, y, z), (0.0, 0.0, yaw))
+    def _publish_neck(self, pan=None, tilt=None):
+        """joint_states of the neck from raw servo settings (a tracking packet's, or the ones
+        just commanded: the robot reports its servos only while tracking)."""
+        raw = {description.PAN_JOINT: pan, description.TILT_JOINT: tilt}
+        names = [name for name, value in raw.items() if value is not None]
+        joints = JointState(header=self._header('base'), name=names,
+                            position=[self.units.raw_to_servo(raw[name]) for name in names])
+        self.joint_pub.publish(joints)
+        self.model.move(joints)
 
     def _create_services(self):
         group = self.callback_group
@@ -323,6 +335,7 @@ class IpaqNode(DriverNode):
             return
         raw = {name: self.units.servo_to_raw(value) for name, value in angles.items()}
         self.control.set_camera(raw.get('pan'), raw.get('tilt'))
+        self._publish_neck(raw.get('pan'), raw.get('tilt'))
 
     # ---- records from the robot ------------------------------------------------------------------
     # the camera stream's records are published by the stream's link thread itself: they need
@@ -337,6 +350,7 @@ class IpaqNode(DriverNode):
         elif isinstance(record, p.TrackingPacket):
             self.tracking_rate.tick()
             self.tracking_pub.publish(convert.tracking_msg(record, self._header('optical')))
+            self._publish_neck(record.pan, record.tilt)
         elif isinstance(record, p.Bitmap):
             self._publish_image(convert.bitmap_msg(record, self._header('optical')),
                                 self.bitmap_pub, self.bitmap_info_pub)

@@ -49,15 +49,22 @@ def test_tf_odom_to_base_link_and_the_camera_and_range_mounts(setup):
     dynamic, static = ros.listen_tf()
     odom = ros.listen(Odometry, 'odom')
     assert ros.spin_until(lambda: dynamic and static and odom, 20)
-    transform = dynamic[-1].transforms[0]
-    assert (transform.header.frame_id, transform.child_frame_id) == ('odom', 'base_link')
+    assert ros.spin_until(lambda: any(t.child_frame_id == 'base_link'
+                                      for m in dynamic for t in m.transforms), 10)
+    transform = next(t for m in dynamic for t in m.transforms if t.child_frame_id == 'base_link')
+    assert transform.header.frame_id == 'odom'
     assert (transform.header.stamp.sec, transform.header.stamp.nanosec) in {
         (m.header.stamp.sec, m.header.stamp.nanosec) for m in odom}
     mounts = {t.child_frame_id: t for t in static[-1].transforms}
-    assert set(mounts) == {'camera', 'ir_range', 'camera_optical_frame', 'base_footprint'}
+    assert set(mounts) == {'ir_range', 'camera_optical_frame', 'base_footprint'}
     assert mounts['camera_optical_frame'].header.frame_id == 'camera'
-    camera = mounts['camera'].transform.translation
-    assert mounts['camera'].header.frame_id == 'base_link' and (camera.x, camera.z) == (0.05, 0.3)
+    # the camera hangs on its pan/tilt neck (moving joints, /tf), the neck where camera_mount says
+    assert ros.spin_until(lambda: {'camera_pan_link', 'camera'} <= {
+        t.child_frame_id for m in dynamic for t in m.transforms}, 5)
+    neck = {t.child_frame_id: t for m in dynamic for t in m.transforms}
+    pan = neck['camera_pan_link'].transform.translation
+    assert neck['camera_pan_link'].header.frame_id == 'base_link' and (pan.x, pan.z) == (0.05, 0.3)
+    assert neck['camera'].header.frame_id == 'camera_pan_link'
 
 
 def _reverse(ros, wheel):
@@ -316,7 +323,10 @@ def test_default_mounts_optical_frame_and_stable_status_names(setup):
     ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
     assert ros.spin_until(lambda: static and latest_status(diagnostics, 'tracking port link'), 20)
     frames = {t.child_frame_id: t for t in static[-1].transforms}
-    camera = frames['camera'].transform.translation
+    assert ros.spin_until(lambda: any(t.child_frame_id == 'camera_pan_link'
+                                      for m in dynamic for t in m.transforms), 10)
+    neck = next(t for m in dynamic for t in m.transforms if t.child_frame_id == 'camera_pan_link')
+    camera = neck.transform.translation
     assert (camera.x, camera.z) == (0.10, 0.25)              # not identity: the documented guess
     optical = frames['camera_optical_frame'].transform.rotation
     assert (optical.x, optical.y, optical.z, optical.w) == (-0.5, 0.5, -0.5, 0.5)

@@ -84,6 +84,7 @@ class DriverNode(LifecycleNode):
                                     'diagnostics ("" = the kind of robot and its address)',
                                     read_only=True)
         self.frames = RobotFrames(self)
+        self.model = None                    # a RobotStatePublisher, for robots with a model
         self.autostart = declare(self, 'autostart', True, 'configure and activate at start '
                                  '(false: wait for a lifecycle manager)', read_only=True)
         self._gate_commands = True           # from here on, services and subscriptions

@@ -70,6 +70,7 @@ class RobotFrames:
             'footprint frames) on /tf_static; false when robot_state_publisher does it',
             read_only=True)
         self._static = None
+        self._sent = {}            # child frame → its latest static transform
 
     def declare(self, name, default, description):
         """Declare `<name>_frame_id` (read-only) and return the prefixed frame id."""
@@ -79,13 +80,24 @@ class RobotFrames:
     def prefixed(self, frame_id):
         return self.prefix + frame_id if frame_id else frame_id
 
+    def unprefixed(self, frame_id):
+        """A frame id as the robot model names its link (frame_prefix off)."""
+        return frame_id[len(self.prefix):] if self.prefix and frame_id.startswith(
+            self.prefix) else frame_id
+
     def send_static(self, transforms):
         """Add transforms to the node's /tf_static message (latest per child frame)."""
+        self._sent.update((t.child_frame_id, t) for t in transforms)
         if not self.publish_static or not transforms:
             return
         if self._static is None:
             self._static = StaticTransformPublisher(self._node)
         self._static.sendTransform(transforms)
+
+    def static_transforms(self):
+        """Every static transform this driver has sent (also when publish_static_tf is false):
+        the robot model's fixed joints include them."""
+        return list(self._sent.values())
 
     def camera(self, name, default, description):
         """Declare `<name>_frame_id` and `<name>_optical_frame_id` (default: the camera frame +

@@ -12,7 +12,7 @@ import sys
 import time
 
 from rcl_interfaces.msg import SetParametersResult
-from sensor_msgs.msg import BatteryState, PointCloud2, Range
+from sensor_msgs.msg import BatteryState, JointState, PointCloud2, Range
 from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
@@ -22,7 +22,7 @@ from legacy_robot_common.errors import ConnectionLost
 from legacy_robot_common.messages import point_cloud_msg, uint8_array
 from legacy_robot_common.mobile_base import MobileBase, planar_covariance
 from legacy_robot_common.params import ParameterError, declare
-from legacy_robot_common.tf import planar_transform
+from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_interfaces.msg import (BumperState, DigitalAnalogIO, EncoderCounts, GripperState,
                                          MotorState, RobotInfo, SerialBytes, SonarArray)
 from legacy_robot_interfaces.srv import (BytesCommand, DigitalOutput, GripperCommand, Playlist,
@@ -32,6 +32,8 @@ from . import protocol as p
 from . import conversions as convert
 from .client import (DEFAULT_BAUD_CYCLE, AuxBytes, Connected, Encoders, P2osClient, Settings,
                      unknown_model_text)
+from . import description
+from .description import DEFAULT_TICKS_PER_REVOLUTION
 from .models import FACTOR_NAMES, MODELS, model_key
 from .odometry import Odometry
 
@@ -114,6 +116,13 @@ class P2osNode(DriverNode):
         self.base = MobileBase(self, self._on_cmd_vel, lambda: self.cmd_vel_timeout,
                                POSE_COVARIANCE, TWIST_COVARIANCE)
         self.base_frame = self.base.base_frame
+        self.model = RobotStatePublisher(self)
+        self.wheel_radius = d('wheel_radius', 0.0, 'm, for the robot model and the wheel '
+                              'joints (0 = the model\'s estimate, README)', minimum=0.0,
+                              read_only=True)
+        self.ticks_per_revolution = d('wheel_ticks_per_revolution', float(
+            DEFAULT_TICKS_PER_REVOLUTION), 'encoder counts per wheel turn (wheel joints from '
+            'the encoder stream; a guess: a P3-DX\'s)', minimum=1.0, read_only=True)
         self.repeat_period = d('command_repeat_period', 0.5, 'resend the motion command this '
                                'often, s', minimum=0.05, maximum=1.9, read_only=True)
         self.enable_on_start = d('enable_motors_on_start', False, 'enable the motors after '
@@ -223,6 +232,7 @@ class P2osNode(DriverNode):
         self.range_pub = pub(Range, 'sonar/ranges')   # one message per new reading, frame sonar_<n>
         self.sonar_cloud_pub = pub(PointCloud2, 'sonar/points')
         self.encoder_pub = pub(EncoderCounts, 'encoders')
+        self.joint_pub = pub(JointState, 'joint_states')   # wheels, from the encoder stream
         self.gripper_pub = pub(GripperState, 'gripper_state')
         self.io_pub = pub(DigitalAnalogIO, 'io')
         self.aux_pub = pub(SerialBytes, 'aux_serial')
@@ -428,8 +438,10 @@ class P2osNode(DriverNode):
         if isinstance(record, p.StandardSip):
             self._publish_sip(record)
         elif isinstance(record, Encoders):
-            self.encoder_pub.publish(EncoderCounts(header=self._header(), left=record.left,
+            header = self._header()
+            self.encoder_pub.publish(EncoderCounts(header=header, left=record.left,
                                                    right=record.right))
+            self._publish_wheels(header, record)
         elif isinstance(record, p.GripperPacket):
             self.has_gripper = record.gripper_type != 0
             if not self.has_gripper:
@@ -463,7 +475,10 @@ class P2osNode(DriverNode):
             self.odometry.resume()
         self.sonar_ranges = [math.nan] * len(model.sonar)
         self.sonar_frames = [f'{self.sonar_prefix}{i}' for i in range(len(model.sonar))]
-        self._publish_sonar_frames(model)
+        unprefixed = self.frames.unprefixed
+        self.model.describe(description.describe(
+            model, unprefixed(self.base_frame), unprefixed(self.sonar_prefix),
+            self.base.base_height, self.wheel_radius, bool(self.has_gripper)))
         self._publish_info(record.config)
 
     def on_activate(self, state):
@@ -541,12 +556,14 @@ class P2osNode(DriverNode):
                                           self.sonar_max)
             self.sonar_cloud_pub.publish(point_cloud_msg(points, header))
 
-    def _publish_sonar_frames(self, model):
-        transforms = []
-        for i, (x, y, heading) in enumerate(model.sonar):
-            transforms.append(planar_transform(self._header(), f'{self.sonar_prefix}{i}',
-                                               x / 1000.0, y / 1000.0, math.radians(heading)))
-        self.frames.send_static(transforms)
+    def _publish_wheels(self, header, encoders):
+        if self.identity is None:
+            return
+        angles = description.wheel_positions(self.identity.model, encoders.left, encoders.right,
+                                             self.ticks_per_revolution)
+        joints = JointState(header=header, name=list(angles), position=list(angles.values()))
+        self.joint_pub.publish(joints)
+        self.model.move(joints)
 
     # ---- diagnostics ------------------------------------------------------------------
     def _robot_status(self):

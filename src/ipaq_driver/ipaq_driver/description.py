@@ -1,0 +1,47 @@
+"""The URDF of the Trikebot: a tricycle base, the iPaq, the CMUcam on its pan/tilt neck, the
+IR ranger.
+
+No document gives the Trikebot's geometry (spec §1): the wheelbase is the driver's `wheelbase`
+parameter and the mounts are its `camera_mount` / `range_mount` parameters; the body and wheel
+sizes below are guesses for a small tricycle (README). base_link sits on the rear axle, the
+steered front wheel `wheelbase` ahead. The neck's joints are named as camera/pan_tilt names
+them, `pan` (about z, positive left) and `tilt` (about y: REP-103, positive turns the camera
+down), so joint_states and the pan/tilt command speak the same names.
+"""
+import math
+
+from legacy_robot_common.robot_model import Urdf, box, cylinder
+
+WHEEL_RADIUS, WHEEL_WIDTH = 0.05, 0.03
+BODY_WIDTH, BODY_HEIGHT = 0.22, 0.06
+PAN_JOINT, TILT_JOINT = 'pan', 'tilt'
+
+
+def describe(base_frame, camera_frame, range_frame, wheelbase, camera_mount, range_mount,
+             servo_range):
+    """Urdf of the Trikebot; mounts [x, y, z, yaw]; servo_range (low, high) rad of the neck."""
+    urdf = Urdf('trikebot')
+    axle_z = WHEEL_RADIUS
+    body_z = axle_z + BODY_HEIGHT / 2
+    urdf.link(base_frame,
+              box((wheelbase + 0.1, BODY_WIDTH, BODY_HEIGHT), (wheelbase / 2, 0, body_z),
+                  colour='accent'),
+              box((0.08, 0.13, 0.015), (wheelbase / 2, 0, body_z + BODY_HEIGHT / 2 + 0.01),
+                  colour='light'),                                      # the iPaq, lying flat
+              *(cylinder(WHEEL_RADIUS, WHEEL_WIDTH, (0, y, axle_z), (math.pi / 2, 0, 0), 'dark')
+                for y in (BODY_WIDTH / 2 + WHEEL_WIDTH, -BODY_WIDTH / 2 - WHEEL_WIDTH)),
+              cylinder(WHEEL_RADIUS, WHEEL_WIDTH, (wheelbase, 0, axle_z), (math.pi / 2, 0, 0),
+                       'dark'))                                          # steered front wheel
+    x, y, z, yaw = camera_mount
+    neck = f'{camera_frame}_pan_link'
+    urdf.link(neck, cylinder(0.012, 0.04, (0, 0, -0.02), colour='dark'))
+    urdf.link(camera_frame, box((0.03, 0.055, 0.045), colour='body'),
+              cylinder(0.008, 0.015, (0.02, 0, 0), (0, math.pi / 2, 0), 'dark'))   # the lens
+    urdf.joint(PAN_JOINT, base_frame, neck, (x, y, z), (0, 0, yaw), kind='revolute',
+               axis=(0, 0, 1), limits=servo_range)
+    urdf.joint(TILT_JOINT, neck, camera_frame, kind='revolute', axis=(0, 1, 0),
+               limits=servo_range)
+    urdf.link(range_frame, box((0.015, 0.04, 0.015), colour='sensor'))
+    x, y, z, yaw = range_mount
+    urdf.fixed(base_frame, range_frame, (x, y, z), (0, 0, yaw))
+    return urdf
