@@ -13,6 +13,7 @@ from std_msgs.msg import String
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.frames import mount_transform
+from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_common.messages import audio_info_msg
 from legacy_robot_common.params import ParameterError, declare
 from legacy_robot_interfaces.msg import (AiboSensorWords, AudioData, AudioDataStamped, AudioInfo,
@@ -20,6 +21,7 @@ from legacy_robot_interfaces.msg import (AiboSensorWords, AudioData, AudioDataSt
 from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand, UploadFile
 
 from . import conversions as convert
+from . import description
 from . import protocol as p
 from .client import (AudioReply, CameraFrame, ColorFrame, Connected, RcodeClient, RcodeLine,
                      SemanticRecords, Settings, TelemetryClient, VoiceRecord)
@@ -184,6 +186,9 @@ class AiboNode(DriverNode):
                                                  self.frame_ids[child], self.mounts[child][:3],
                                                  self.mounts[child][3:])
                                  for parent, child in chain])
+        self.model = RobotStatePublisher(self)
+        self.model.describe(description.describe(
+            *(self.frames.unprefixed(self.frame_ids[name]) for name in ('base', 'head', 'camera'))))
 
     def _create_services(self):
         group = self.callback_group

@@ -14,10 +14,12 @@ from std_srvs.srv import Trigger
 from legacy_robot_common.diagnostics import ERROR, OK, WARN
 from legacy_robot_common.driver_node import DriverNode, run_node
 from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_interfaces.msg import MonitorLog, NamedValues, NxpPacket, SensorEvent
 from legacy_robot_interfaces.srv import JointCommand, PlayNamed, SetPercent, TextCommand
 
 from . import conversions as convert
+from . import description
 from . import protocol as p
 from .client import Battery, Connected, PleoClient, Settings
 
@@ -87,6 +89,9 @@ class PleoNode(DriverNode):
         self.battery_pub = pub(BatteryState, 'battery')
         self.log_pub = pub(MonitorLog, 'monitor_log', 50)
         self.nxp_pub = pub(NxpPacket, 'nxp_packets', 20)
+        self.model = RobotStatePublisher(self)
+        self.model.describe(description.describe(self.frames.unprefixed(self.frame_id),
+                                                 self.joint_prefix))
 
     def _create_services(self):
         service = lambda kind, name, handler: self.create_service(  # noqa: E731
@@ -181,7 +186,9 @@ class PleoNode(DriverNode):
         header = self._header()
         if isinstance(record, p.JointDump):
             self.last_joints = record
-            self.joint_pub.publish(convert.joint_state_msg(record, header, self.joint_prefix))
+            joints = convert.joint_state_msg(record, header, self.joint_prefix)
+            self.joint_pub.publish(joints)
+            self.model.move(joints)
         elif isinstance(record, p.SensorDump):
             for event in convert.sensor_events(self.last_sensors, record, header):
                 self.events_pub.publish(event)
