@@ -14,27 +14,9 @@ from helpers import start_module
 from legacy_robot_bringup.compose import running
 from legacy_robot_bringup.registry import discover_plugins
 from legacy_robot_common.tf import TF_QOS, TF_STATIC_LISTENER_QOS
-from ros_observer import Observer
+from ros_observer import Observer, parents_by_child, reachable
 
 SIM_START = 1000          # s: a simulated clock far from the wall clock's 1.7e9 s
-
-
-def parents_by_child(messages):
-    """{child frame: {parent frames}} over TFMessages."""
-    found = {}
-    for message in messages:
-        for transform in message.transforms:
-            found.setdefault(transform.child_frame_id, set()).add(transform.header.frame_id)
-    return found
-
-
-def reachable(tree, root):
-    """Frames below root in {child: parent}."""
-    below, frontier = set(), {root}
-    while frontier:
-        frontier = {child for child, parent in tree.items() if parent in frontier} - below
-        below |= frontier
-    return below
 
 
 def drive_stamped(ros, topic, linear_x, seconds):

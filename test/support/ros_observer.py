@@ -109,3 +109,21 @@ class DriverProcesses:
                 process.communicate(timeout=20)
             observer.close()
             emulator.stop()
+
+
+def parents_by_child(messages):
+    """{child frame: {parent frames}} over TFMessages."""
+    found = {}
+    for message in messages:
+        for transform in message.transforms:
+            found.setdefault(transform.child_frame_id, set()).add(transform.header.frame_id)
+    return found
+
+
+def reachable(tree, root):
+    """Frames below root in {child: parent}."""
+    below, frontier = set(), {root}
+    while frontier:
+        frontier = {child for child, parent in tree.items() if parent in frontier} - below
+        below |= frontier
+    return below

@@ -30,7 +30,7 @@ REPUBLISH_PERIOD = 1.0        # s
 
 
 def _numbers(values):
-    return ' '.join(f'{float(v):.6g}' for v in values)
+    return ' '.join(f'{float(v):.12g}' for v in values)
 
 
 def _origin(parent, xyz, rpy):
