@@ -109,3 +109,37 @@ def test_launch_plan_refuses_what_cannot_work(tmp_path):
         launch_plan(two, LaunchOptions(sim=True))
     with pytest.raises(ValueError, match='params_file: no such file'):
         launch_plan(two, LaunchOptions(params_file=str(tmp_path / 'none.yaml')))
+
+
+def test_launch_plan_hands_each_robot_model_to_robot_state_publisher(tmp_path):
+    """robot_state_publisher:=true: a robot_state_publisher beside every driver with a model,
+    its robot_description built from the same parameter files the driver reads; the driver
+    leaves the model and its joints to it. auto: only where the package is installed."""
+    from urdf_parser_py.urdf import URDF
+    from legacy_robot_bringup.launch_plan import LaunchOptions, launch_plan
+    from legacy_robot_bringup.registry import select
+    user_file = tmp_path / 'robots.yaml'
+    user_file.write_text('/r1/p2os_driver:\n  ros__parameters: {model: p3at}\n'
+                         '/**/ipaq_driver:\n  ros__parameters: {camera_mount: [0.2, 0, 0.3, 0]}\n')
+    chosen = select(discover_plugins(), ['p2os:r1', 'ipaq', 'pleo', 'aibo', 'nabaztag'])
+    plan = dict(launch_plan(chosen, LaunchOptions(robot_state_publisher='true',
+                                                  params_file=str(user_file))))
+    models = {}
+    for namespace in ('/r1', '/ipaq', '/pleo', '/aibo'):
+        driver, publisher = plan[namespace]
+        assert driver.parameters['publish_joint_tf'] is False
+        assert driver.parameters['publish_robot_description'] is False
+        assert (publisher.package, publisher.executable) == ('robot_state_publisher',
+                                                             'robot_state_publisher')
+        assert publisher.parameters['frame_prefix'] == namespace.strip('/') + '/'
+        models[namespace] = URDF.from_xml_string(publisher.parameters['robot_description'])
+    assert [node.executable for node in plan['/nabaztag']] == ['nabaztag_bridge']  # no model
+    wheels = [j.name for j in models['/r1'].joints if j.type == 'continuous']
+    assert len(wheels) == 4                                        # the user's p3at: skid steer
+    assert models['/ipaq'].joint_map['pan'].origin.xyz == [0.2, 0, 0.3]
+    assert models['/aibo'].get_root() == 'aibo_base'
+    own = launch_plan(chosen, LaunchOptions(robot_state_publisher='false'))
+    assert all(len(nodes) == 1 and 'publish_joint_tf' not in nodes[0].parameters
+               for _, nodes in own)
+    with pytest.raises(ValueError, match='robot_state_publisher must be one of'):
+        launch_plan(chosen, LaunchOptions(robot_state_publisher='maybe'))

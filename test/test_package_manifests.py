@@ -14,7 +14,8 @@ PACKAGES = sorted(p.parent for p in (ROOT / 'src').glob('*/package.xml'))
 PYTHON_KEYS = {'numpy': 'python3-numpy', 'PIL': 'python3-pil', 'serial': 'python3-serial',
                'matplotlib': 'python3-matplotlib', 'pytest': 'python3-pytest',
                'hypothesis': 'python3-hypothesis', 'uvloop': 'python3-uvloop',
-               'httptools': 'python3-httptools', 'mcap': 'python3-mcap', 'yaml': 'python3-yaml'}
+               'httptools': 'python3-httptools', 'mcap': 'python3-mcap', 'yaml': 'python3-yaml',
+               'urdf_parser_py': 'urdfdom_py'}   # ROS's URDF parser (urdfdom_py)
 # ROS packages a full install has and these machines may not (no wheels): declared all the same
 ROS_ELSEWHERE = {'launch', 'launch_ros'}
 # not dependencies: setup.py's build tool, and the test support folder (test/support)

@@ -146,3 +146,29 @@ def _follows(ros, joint_state, name, dynamic, child, axis):
     assert ros.spin_until(same_stamp, 5), f'no {child} transform with the joint_states stamp'
     assert quaternion_rpy(same_stamp()[-1].transform.rotation)[axis] == pytest.approx(
         position, abs=1e-6)
+
+
+# ---- the demo's model pictures --------------------------------------------------------------------
+def test_the_model_picture_takes_the_live_pose_of_each_joint():
+    from legacy_robot_common.model_picture import link_poses
+    from legacy_robot_common.robot_model import joint_transform
+    robot = URDF.from_xml_string(pleo_description.describe('base_link').xml())
+    tail = robot.joint_map['tail_horizontal']
+    moved = {'r/tail_base': joint_transform(tail, math.radians(30), None, 'r/')}
+    at_rest, posed = link_poses(robot, {}, 'r/'), link_poses(robot, moved, 'r/')
+    assert at_rest['tail'][1, 0] == pytest.approx(0.0)              # tail straight back
+    assert math.degrees(math.atan2(posed['tail'][1, 0], posed['tail'][0, 0])) == pytest.approx(30)
+    assert set(posed) == {link.name for link in robot.links}        # every link placed
+
+
+def test_the_demo_draws_each_robot_from_its_model(tmp_path):
+    from helpers import run_module
+    from PIL import Image
+    result = run_module('legacy_robot_bringup.demo', 'pleo', 'ipaq', '--duration', '8',
+                        '--output', str(tmp_path), '--plain')
+    assert result.returncode == 0, result.stdout + result.stderr
+    for robot in ('pleo', 'ipaq'):
+        path = tmp_path / robot / 'model.png'
+        assert f'{path}' in result.stdout
+        with Image.open(path) as picture:
+            assert picture.size[0] > 500 and len(picture.getcolors(1 << 16) or ()) > 10

@@ -12,7 +12,6 @@ from std_msgs.msg import String
 
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
-from legacy_robot_common.frames import mount_transform
 from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_common.messages import audio_info_msg
 from legacy_robot_common.params import ParameterError, declare
@@ -26,12 +25,6 @@ from . import protocol as p
 from .client import (AudioReply, CameraFrame, ColorFrame, Connected, RcodeClient, RcodeLine,
                      SemanticRecords, Settings, TelemetryClient, VoiceRecord)
 
-# The body → head → camera chain with the head in its neutral pose (no joint angle is reported):
-# [x, y, z, roll, pitch, yaw] in m and rad. Estimates from the ERS-210/220's outer size (about
-# 0.27 m long, 0.27 m high standing): the neck pivot above the front of the trunk, the camera
-# in the nose. Parameters head_mount and camera_mount.
-DEFAULT_MOUNTS = {'head': [0.07, 0.0, 0.08, 0.0, 0.0, 0.0],
-                  'camera': [0.07, 0.0, 0.01, 0.0, 0.0, 0.0]}
 
 
 class AiboNode(DriverNode):
@@ -128,15 +121,17 @@ class AiboNode(DriverNode):
                                maximum=120.0)
         self.rcode_quiet_time = d('rcode_quiet_time', 0.3, 's of silence that ends an RCODE '
                                   'reply', minimum=0.01, maximum=10.0)
-        camera, optical = self.frames.camera('camera', 'aibo_camera', 'camera frame (x forward)')
+        frames = description.DEFAULT_FRAMES
+        camera, optical = self.frames.camera('camera', frames['camera'], 'camera frame (x forward)')
         self.frame_ids = {'camera': camera, 'optical': optical,
                           **{name: self.frames.declare(name, default, f'{name} frame')
-                             for name, default in (('head', 'aibo_head'), ('base', 'aibo_base'),
-                                                   ('audio', 'aibo_head'))}}
+                             for name, default in (('head', frames['head']),
+                                                   ('base', frames['base']),
+                                                   ('audio', frames['head']))}}
         self.mounts = {name: d(f'{name}_mount', list(default), f'{name} frame in its parent (base '
                                '→ head → camera): [x, y, z] m, [roll, pitch, yaw] rad '
                                '(defaults: estimates, head in its neutral pose)')
-                       for name, default in DEFAULT_MOUNTS.items()}
+                       for name, default in description.DEFAULT_MOUNTS.items()}
         self.field_of_view = d('camera_field_of_view', list(convert.FIELD_OF_VIEW),
                                'horizontal and vertical field of view, rad')
 
@@ -180,15 +175,8 @@ class AiboNode(DriverNode):
         self.voice_pub = pub(VoiceMatches, 'voice')
         self.semantic_pub = pub(SemanticEvent, 'semantic', 20)
         self.rcode_pub = pub(String, 'rcode/output', 50)
-        stamp = self.get_clock().now().to_msg()
-        chain = (('base', 'head'), ('head', 'camera'))
-        self.frames.send_static([mount_transform(stamp, self.frame_ids[parent],
-                                                 self.frame_ids[child], self.mounts[child][:3],
-                                                 self.mounts[child][3:])
-                                 for parent, child in chain])
-        self.model = RobotStatePublisher(self)
-        self.model.describe(description.describe(
-            *(self.frames.unprefixed(self.frame_ids[name]) for name in ('base', 'head', 'camera'))))
+        self.model = RobotStatePublisher(self)          # base → head → camera, its fixed joints
+        self.model.describe(description.from_parameters(self.parameter_values()))
 
     def _create_services(self):
         group = self.callback_group

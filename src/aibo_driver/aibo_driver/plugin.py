@@ -16,6 +16,7 @@ from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
 from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand
 
+from . import description
 from . import protocol as p
 from .emulator import AiboEmulator, EmulatorOptions
 from .node import AiboNode
@@ -113,6 +114,7 @@ PLUGIN = RobotPlugin(
     name='aibo', package='aibo_driver', node_name='aibo_driver', executable='aibo_driver',
     emulator_executable='aibo_emulator', config_file='aibo.yaml',
     create_node=AiboNode,
+    describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
     emulator_arguments=('--telemetry-port', '21001', '--rcode-port', '21002'),
     sim_parameters={'host': '127.0.0.1', 'telemetry_port': 21001, 'rcode_port': 21002},

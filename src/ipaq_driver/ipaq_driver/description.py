@@ -8,13 +8,33 @@ steered front wheel `wheelbase` ahead. The neck's joints are named as camera/pan
 them, `pan` (about z, positive left) and `tilt` (about y: REP-103, positive turns the camera
 down), so joint_states and the pan/tilt command speak the same names.
 """
+import dataclasses
 import math
 
 from legacy_robot_common.robot_model import Urdf, box, cylinder
 
+from .units import Units
+
 WHEEL_RADIUS, WHEEL_WIDTH = 0.05, 0.03
 BODY_WIDTH, BODY_HEIGHT = 0.22, 0.06
 PAN_JOINT, TILT_JOINT = 'pan', 'tilt'
+# Where the camera (its pan/tilt neck at rest) and the IR ranger sit in base_link: no document
+# gives the Trikebot's geometry, so these are guesses for a small tricycle (parameters).
+DEFAULT_MOUNTS = {'camera': [0.10, 0.0, 0.25, 0.0], 'range': [0.15, 0.0, 0.10, 0.0]}
+DEFAULT_FRAMES = {'base': 'base_link', 'camera': 'camera', 'range': 'ir_range'}
+
+
+def from_parameters(parameters):
+    """The URDF from the driver's parameter values (defaults for those not given): what the
+    driver publishes, and what a launch hands robot_state_publisher."""
+    fields = {field.name for field in dataclasses.fields(Units)}
+    units = Units(**{name: value for name, value in parameters.items() if name in fields})
+    frames = [parameters.get(f'{name}_frame_id', default)
+              for name, default in DEFAULT_FRAMES.items()]
+    mounts = {name: list(parameters.get(f'{name}_mount', default))
+              for name, default in DEFAULT_MOUNTS.items()}
+    return describe(*frames, units.wheelbase, mounts['camera'], mounts['range'],
+                    (units.raw_to_servo(0), units.raw_to_servo(255)))
 
 
 def describe(base_frame, camera_frame, range_frame, wheelbase, camera_mount, range_mount,

@@ -40,9 +40,6 @@ UNIT_PARAMETERS = {   # Units field → (description, minimum)
     'range_scale': ('m per range step (range_conversion linear)', 1e-6),
     'vel_timeout_scale': ('s per vel_timeout step', 1e-6),
 }
-# Where the camera (its pan/tilt neck at rest) and the IR ranger sit in base_link: no document
-# gives the Trikebot's geometry, so these are guesses for a small tricycle (parameters).
-DEFAULT_MOUNTS = {'camera': [0.10, 0.0, 0.25, 0.0], 'range': [0.15, 0.0, 0.10, 0.0]}
 # CMUcam1 with its stock lens: about 50° across (users' measurements range 44-60°); the
 # vertical angle follows from the 160 × 143 frame with square pixels (parameter).
 FIELD_OF_VIEW = [0.87, 0.79]
@@ -110,14 +107,14 @@ class IpaqNode(DriverNode):
                               'width (CMUcam1 samples every other column)', read_only=True)
         self.flip_vertical = d('frame_flip_vertical', False, 'flip dumped frames upside down',
                                read_only=True)
-        unit_values = {name: d(name, getattr(Units, name), description, minimum=minimum,
+        unit_values = {name: d(name, getattr(Units, name), text, minimum=minimum,
                                read_only=True)
-                       for name, (description, minimum) in UNIT_PARAMETERS.items()}
-        for name, description in (('velocity_signed', 'vel is two\'s complement (else 128 = '
+                       for name, (text, minimum) in UNIT_PARAMETERS.items()}
+        for name, text in (('velocity_signed', 'vel is two\'s complement (else 128 = '
                                    'stop)'), ('pose_signed', 'integrated X/Y/TH are signed'),
                                   ('voltage_signed', 'wheel voltage is signed (negative '
                                    'reversing)'), ('current_signed', 'wheel current is signed')):
-            unit_values[name] = d(name, getattr(Units, name), description, read_only=True)
+            unit_values[name] = d(name, getattr(Units, name), text, read_only=True)
         for name in ('steering_center', 'servo_center'):
             unit_values[name] = d(name, 128, 'servo setting for straight ahead', minimum=0,
                                   maximum=255, read_only=True)
@@ -141,16 +138,18 @@ class IpaqNode(DriverNode):
                            maximum=3.14, read_only=True)
         self.base = MobileBase(self, self._on_cmd_vel, lambda: self.cmd_vel_timeout,
                                POSE_COVARIANCE, TWIST_COVARIANCE)
-        camera, optical = self.frames.camera('camera', 'camera', 'camera frame (x forward, on '
+        camera, optical = self.frames.camera('camera', description.DEFAULT_FRAMES['camera'],
+                                             'camera frame (x forward, on '
                                              'the pan/tilt neck at rest)')
         self.frame_ids = {'base': self.base.base_frame, 'camera': camera, 'optical': optical,
-                          'range': self.frames.declare('range', 'ir_range', 'IR ranger frame')}
+                          'range': self.frames.declare('range', description.DEFAULT_FRAMES['range'],
+                                                       'IR ranger frame')}
         self.field_of_view = d('camera_field_of_view', list(FIELD_OF_VIEW), 'horizontal and '
                                'vertical field of view of the CMUcam, rad (camera_info)',
                                read_only=True)
         self.mounts = {name: d(f'{name}_mount', list(default), f'{name} frame in the base '
                                'frame: [x, y, z] m and yaw rad (defaults: guesses)', read_only=True)
-                       for name, default in DEFAULT_MOUNTS.items()}
+                       for name, default in description.DEFAULT_MOUNTS.items()}
         for name, mount in self.mounts.items():
             if len(mount) != 4:
                 raise ParameterError(f'ipaq_driver: parameter \'{name}_mount\' needs 4 numbers '
@@ -190,11 +189,7 @@ class IpaqNode(DriverNode):
         self.image_info_pub = pub(CameraInfo, 'camera/camera_info', 2)
         self.joint_pub = pub(JointState, 'joint_states')   # the neck: pan and tilt, rad
         self.model = RobotStatePublisher(self)
-        unprefixed = self.frames.unprefixed
-        self.model.describe(description.describe(
-            *(unprefixed(self.frame_ids[name]) for name in ('base', 'camera', 'range')),
-            self.units.wheelbase, self.mounts['camera'], self.mounts['range'],
-            (self.units.raw_to_servo(0), self.units.raw_to_servo(255))))
+        self.model.describe(description.from_parameters(self.parameter_values()))
 
     def _publish_neck(self, pan=None, tilt=None):
         """joint_states of the neck from raw servo settings (a tracking packet's, or the ones

@@ -18,8 +18,9 @@ from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import ColorTracking
 
+from . import description
 from .emulator import EmulatorOptions, IpaqEmulator
-from .node import IpaqNode
+from .node import FIELD_OF_VIEW, IpaqNode
 from .units import Units
 
 RED_BALL = dict(r_min=180, r_max=240, g_min=16, g_max=90, b_min=16, b_max=110)
@@ -54,6 +55,15 @@ class BallFollower(DemoScript):
         self.path = []           # (x, y) from odom
         self.frame = None
         self.elapsed = 0.0
+        self.range = None        # the last IR reading: a beam in the model picture
+
+    def model_overlays(self):
+        """The camera's view along its neck, and the IR beam as long as its reading."""
+        cones = [(description.DEFAULT_FRAMES['camera'], 0.5, FIELD_OF_VIEW[0], 'tab:blue')]
+        if self.range is not None:
+            cones.append((self.range.header.frame_id, self.range.range,
+                          self.range.field_of_view, 'tab:red'))
+        return cones
 
     def setup(self, node, namespace):
         self.cmd_pub = node.create_publisher(Twist, f'{namespace}/cmd_vel', 10)
@@ -86,6 +96,8 @@ class BallFollower(DemoScript):
             self.path.append((msg.pose.pose.position.x, msg.pose.pose.position.y))
         elif topic == 'camera/image_raw':
             self.frame = image_to_array(msg).copy()
+        elif topic == 'range':
+            self.range = msg
 
     def write_artifacts(self, folder):
         paths = []
@@ -118,6 +130,7 @@ PLUGIN = RobotPlugin(
     name='ipaq', package='ipaq_driver', node_name='ipaq_driver', executable='ipaq_driver',
     emulator_executable='ipaq_emulator', config_file='ipaq.yaml',
     create_node=IpaqNode,
+    describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
     emulator_arguments=('--control-port', '5000', '--frame-dump-port', '5001',
                         '--tracking-port', '5002'),

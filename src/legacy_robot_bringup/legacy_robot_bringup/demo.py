@@ -13,10 +13,16 @@ import time
 
 from rclpy.node import Node
 
-from legacy_robot_common.artifacts import save_lines
-from legacy_robot_common.params import ParameterError
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
 
+from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
+from legacy_robot_common.frames import namespace_prefix
+from legacy_robot_common.model_picture import draw_model
+from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
+from legacy_robot_common.robot_model import DESCRIPTION_QOS
+from legacy_robot_common.tf import TF_QOS, TF_STATIC_LISTENER_QOS
 
 from .compose import choose, running
 from .registry import PluginError, discover_plugins
@@ -55,8 +61,11 @@ class DemoMonitor(Node):
         super().__init__('demo_monitor')
         self.stats = []
         self.scripts = {}
+        self.models = RobotModels(self)
         for plugin in composition.plugins:
             namespace = composition.robot_namespace(plugin) or ''
+            if plugin.describe_robot is not None:
+                self.models.watch(plugin.name, namespace)
             script = plugin.make_demo_script() if plugin.make_demo_script else None
             if script is not None and hasattr(script, 'setup'):
                 script.setup(self, namespace)
@@ -83,6 +92,43 @@ class DemoMonitor(Node):
         for script in self.scripts.values():
             if script is not None and hasattr(script, 'act'):
                 script.act(elapsed)
+
+
+class RobotModels:
+    """Each robot's robot_description and the live TF, for the model pictures (model.png): the
+    robot drawn from its URDF in the pose its transforms give, with its script's overlays."""
+
+    def __init__(self, node):
+        self._node = node
+        self.descriptions = {}          # robot name → (URDF text, frame prefix)
+        self.transforms = {}            # child frame → latest TransformStamped
+        self._listening = False
+
+    def watch(self, name, namespace):
+        def keep(msg):
+            self.descriptions[name] = (msg.data, namespace_prefix(namespace))
+        self._node.create_subscription(String, f'{namespace}/robot_description', keep,
+                                       DESCRIPTION_QOS)
+        if not self._listening:
+            self._listening = True
+            for topic, qos in (('/tf', TF_QOS), ('/tf_static', TF_STATIC_LISTENER_QOS)):
+                self._node.create_subscription(TFMessage, topic, self._keep_transforms, qos)
+
+    def _keep_transforms(self, msg):
+        for transform in msg.transforms:
+            self.transforms[transform.child_frame_id] = transform
+
+    def write(self, name, folder, script):
+        """model.png of robot name, or [] when its description never came."""
+        if name not in self.descriptions:
+            return []
+        text, prefix = self.descriptions[name]
+        overlays = script.model_overlays() if hasattr(script, 'model_overlays') else ()
+        figure = new_figure(10.0, 4.5)
+        robot = draw_model(figure, text, self.transforms, prefix, overlays)
+        figure.suptitle(f'{name}: the {robot.name} model in its last pose (robot_description '
+                        'and TF)')
+        return [save_figure(figure, folder / 'model.png')]
 
 
 def render_table(composition, stats, elapsed, duration):
@@ -187,12 +233,13 @@ def _run(args, output, composition, monitor):
     ok, problems = verdict(composition, monitor.stats)
     paths = []
     for name, script in monitor.scripts.items():
-        if script is not None and hasattr(script, 'write_artifacts'):
-            try:
+        try:
+            if script is not None and hasattr(script, 'write_artifacts'):
                 paths += script.write_artifacts(output / name)
-            except Exception as exc:  # one robot's broken output must not hide the others'
-                ok = False
-                problems.append(f'{name}: writing its output files failed: {exc!r}')
+            paths += monitor.models.write(name, output / name, script)
+        except Exception as exc:  # one robot's broken output must not hide the others'
+            ok = False
+            problems.append(f'{name}: writing its output files failed: {exc!r}')
     paths.insert(0, save_lines(output / 'summary.txt',
                                [table, '', 'result: ' + ('ok' if ok else 'FAILED'), *problems]))
     print('\n' + table + '\n')

@@ -5,8 +5,9 @@ from launch.actions import DeclareLaunchArgument, ExecuteProcess, GroupAction, O
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node, PushRosNamespace
 
-from .launch_plan import (FRAME_MODES, FRAMES_HELP, LOG_LEVELS, LaunchOptions, executable_path,
-                          launch_plan, params_path)
+from .launch_plan import (FRAME_MODES, FRAMES_HELP, LOG_LEVELS, STATE_PUBLISHER_CHOICES,
+                          STATE_PUBLISHER_HELP, LaunchOptions, executable_path, launch_plan,
+                          params_path)
 from .registry import discover_plugins, select
 
 
@@ -38,7 +39,8 @@ def _robots(context, names):
         namespace_per_robot=None if per_robot == 'auto' else _true(context, 'namespace_per_robot'),
         frames=_value(context, 'frames'), use_sim_time=_true(context, 'use_sim_time'),
         autostart=_true(context, 'autostart'), params_file=_value(context, 'params_file'),
-        log_level=_value(context, 'log_level'))
+        log_level=_value(context, 'log_level'),
+        robot_state_publisher=_value(context, 'robot_state_publisher'))
     chosen = select(discover_plugins(), listed or names)
     groups = []
     for namespace, specs in launch_plan(chosen, options):
@@ -73,5 +75,8 @@ def robots_launch_description(*names):
         DeclareLaunchArgument('autostart', default_value='true',
                               description='configure and activate each driver at start (false: '
                               'leave them to a lifecycle manager)'),
+        DeclareLaunchArgument('robot_state_publisher', default_value='auto',
+                              choices=list(STATE_PUBLISHER_CHOICES),
+                              description=STATE_PUBLISHER_HELP),
         OpaqueFunction(function=_robots, args=[list(names)]),
     ])

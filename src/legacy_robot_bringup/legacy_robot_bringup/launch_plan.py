@@ -2,6 +2,8 @@
 checked on machines without `launch` and turned into launch actions where it exists."""
 import dataclasses
 import os
+
+import yaml
 from typing import Dict, List, Optional, Tuple
 
 from ament_index_python.packages import (PackageNotFoundError, get_package_prefix,
@@ -38,6 +40,7 @@ class LaunchOptions:
     autostart: bool = True
     params_file: str = ''
     log_level: str = 'info'
+    robot_state_publisher: str = 'auto'          # auto: when the package is installed
 
 
 def robot_namespace(plugin, namespace='', per_robot=False):
@@ -79,6 +82,26 @@ def per_robot_by_default(robot_names):
     return len(robot_names) != 1
 
 
+# robot_state_publisher instead of the drivers' own joint transforms (launch argument
+# robot_state_publisher): auto = when a full ROS install has it
+STATE_PUBLISHER_CHOICES = ('auto', 'true', 'false')
+STATE_PUBLISHER_HELP = ('robot_state_publisher publishes each robot model\'s transforms '
+                        'instead of the drivers (auto: when it is installed)')
+
+
+def use_state_publisher(choice):
+    if choice not in STATE_PUBLISHER_CHOICES:
+        raise ValueError(f'robot_state_publisher must be one of '
+                         f'{", ".join(STATE_PUBLISHER_CHOICES)}, not {choice!r}')
+    if choice != 'auto':
+        return choice == 'true'
+    try:
+        get_package_prefix('robot_state_publisher')
+    except PackageNotFoundError:
+        return False
+    return True
+
+
 def launch_plan(chosen, options):
     """[(robot namespace or None, [ProcessSpec])] for the chosen plugins (KIND:NAME instances
     included) with options (LaunchOptions); ValueError for combinations that cannot work."""
@@ -91,23 +114,67 @@ def launch_plan(chosen, options):
     per_robot = options.namespace_per_robot
     if per_robot is None:
         per_robot = per_robot_by_default(chosen)
+    state_publisher = use_state_publisher(options.robot_state_publisher)
     plan = []
     for plugin in chosen:
         namespace = robot_namespace(plugin, options.namespace, per_robot)
         frame_parameters, remappings = frame_isolation(namespace, options.frames)
+        common = {'use_sim_time': options.use_sim_time}
+        with_model = state_publisher and plugin.describe_robot is not None
         processes = []
         for spec in robot_processes(plugin, options.sim):
             if spec.is_node:
                 spec = dataclasses.replace(
-                    spec, parameters={**spec.parameters, **frame_parameters,
-                                      'use_sim_time': options.use_sim_time,
-                                      'autostart': options.autostart},
+                    spec, parameters={**spec.parameters, **frame_parameters, **common,
+                                      'autostart': options.autostart,
+                                      **(STATE_PUBLISHER_DRIVER_PARAMETERS if with_model else {})},
                     user_params_files=(options.params_file,) if options.params_file else (),
                     remappings=tuple(remappings),
                     ros_arguments=('--log-level', options.log_level))
             processes.append(spec)
+        if with_model:
+            driver = processes[-1]
+            processes.append(ProcessSpec(
+                package='robot_state_publisher', executable='robot_state_publisher',
+                name='robot_state_publisher', parameters={
+                    'robot_description': plugin.describe_robot(node_parameter_values(
+                        driver, namespace)),
+                    'frame_prefix': frame_parameters.get('frame_prefix', ''), **common},
+                remappings=tuple(remappings), ros_arguments=('--log-level', options.log_level)))
         plan.append((namespace, processes))
     return plan
+
+
+# a driver beside robot_state_publisher leaves the model and its joints to it (its other
+# static frames, optical and footprint, stay on /tf_static)
+STATE_PUBLISHER_DRIVER_PARAMETERS = {'publish_joint_tf': False,
+                                     'publish_robot_description': False}
+
+
+def node_parameter_values(spec, namespace):
+    """{name: value} a node of spec gets from its parameter files and parameters, in the
+    order launch applies them (package file, launch parameters, the user's file)."""
+    values = {}
+    for package, path in spec.params_files:
+        values.update(_file_parameters(params_path(package, path), spec.name, namespace))
+    values.update(spec.parameters)
+    for path in spec.user_params_files:
+        values.update(_file_parameters(path, spec.name, namespace))
+    return values
+
+
+def _file_parameters(path, node_name, namespace):
+    with open(path, encoding='utf-8') as handle:
+        sections = yaml.safe_load(handle) or {}
+    own = '/'.join(part for part in ((namespace or '').strip('/'), node_name) if part)
+    values = {}
+    for key, section in sections.items():
+        name = key.strip('/')
+        wildcard = name in ('**', '*') or (name.startswith('**/') and
+                                           name.rsplit('/', 1)[-1] == node_name)
+        if (wildcard or name == own) and isinstance(section, dict):
+            values.update(section.get('ros__parameters') or {})
+    return values
 
 
 def robot_processes(plugin, sim) -> List[ProcessSpec]:

@@ -99,6 +99,10 @@ class DriverNode(LifecycleNode):
         else "<kind> <address>" (a port, a host, a serial)."""
         self.diagnostics.hardware_id = self._hardware_id or f'{self.robot_kind} {address}'
 
+    def parameter_values(self):
+        """{name: value} of every parameter declared so far (robot models are built from it)."""
+        return {name: parameter.value for name, parameter in self._parameters.items()}
+
     def clock_offset(self):
         """Seconds to add to a time.time() reception time to get the node's clock: 0 on the
         wall clock, the difference under simulated time (use_sim_time and /clock)."""

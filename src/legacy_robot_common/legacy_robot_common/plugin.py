@@ -63,6 +63,9 @@ class RobotPlugin:
     label: str = ''                          # in tables: "P2OS"
     bench_quick_arguments: Tuple[str, ...] = ()   # for `make bench BENCH_ARGS=--quick`
     soak_parts: Tuple[SoakPart, ...] = ()
+    # describe_robot(parameters) -> URDF text from the driver's parameter values ({name: value},
+    # defaults for the rest): the robot model a launch hands robot_state_publisher
+    describe_robot: Optional[Callable[[dict], str]] = None
 
     @property
     def title(self):

@@ -13,6 +13,7 @@ import math
 import time
 import xml.etree.ElementTree as ElementTree
 
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Quaternion, TransformStamped
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Header, String
@@ -158,7 +159,7 @@ def joint_transform(joint, position, stamp, prefix=''):
         s = math.sin(position / 2) / norm
         turn = Quaternion(w=math.cos(position / 2), x=axis[0] * s, y=axis[1] * s, z=axis[2] * s)
         rotation = _multiply(rotation, turn)
-    transform = TransformStamped(header=Header(stamp=stamp, frame_id=prefix + joint.parent),
+    transform = TransformStamped(header=Header(stamp=stamp or Time(), frame_id=prefix + joint.parent),
                                  child_frame_id=prefix + joint.child)
     t = transform.transform.translation
     t.x, t.y, t.z = (float(v) for v in xyz)
@@ -186,8 +187,11 @@ class RobotStatePublisher:
             node, 'publish_joint_tf', True, 'broadcast the moving joints of the robot model '
             '(from joint_states) on /tf; false when robot_state_publisher does it',
             read_only=True)
-        self._description_pub = node.create_publisher(String, 'robot_description',
-                                                      DESCRIPTION_QOS)
+        publish_description = declare(
+            node, 'publish_robot_description', True, 'publish the robot model on '
+            'robot_description (false when robot_state_publisher does it)', read_only=True)
+        self._description_pub = node.create_publisher(
+            String, 'robot_description', DESCRIPTION_QOS) if publish_description else None
         self._tf = TransformPublisher(node) if self.publish_joint_tf else None
         self.description = ''
         self.robot = None
@@ -224,7 +228,8 @@ class RobotStatePublisher:
         self.moving = {joint.name: joint for joint in robot.joints if joint.type in MOVING}
         self.positions = {name: self.positions.get(name, rest_position(joint))
                           for name, joint in self.moving.items()}
-        self._description_pub.publish(String(data=text))
+        if self._description_pub is not None:
+            self._description_pub.publish(String(data=text))
         self.publish_joints()
 
     def move(self, joint_state):

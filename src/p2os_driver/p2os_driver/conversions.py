@@ -71,8 +71,9 @@ def io_packet_msg(packet, header):
                            selected_analog_port=-1)
 
 
-def sonar_points(model, ranges, updated, min_range, max_range):
-    """Body-frame echo points of the readings flagged in updated and within the range limits.
+def sonar_points(model, ranges, updated, min_range, max_range, height=0.0):
+    """Body-frame echo points of the readings flagged in updated and within the range limits,
+    at the sonar ring's height (m in the body frame).
 
     Older readings are left out: the robot has moved since, so their points
     would be drawn in the wrong place.
@@ -82,7 +83,7 @@ def sonar_points(model, ranges, updated, min_range, max_range):
         if fresh and min_range <= metres < max_range:
             angle = math.radians(heading)
             points.append((x / 1000.0 + metres * math.cos(angle),
-                           y / 1000.0 + metres * math.sin(angle), 0.0))
+                           y / 1000.0 + metres * math.sin(angle), height))
     return points
 
 

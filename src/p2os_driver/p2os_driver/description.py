@@ -11,6 +11,8 @@ import math
 
 from legacy_robot_common.robot_model import Urdf, box, cylinder
 
+from .models import DEFAULT_MODEL, MODELS, model_key
+
 # chassis → (wheel radius m, wheel width m, body height m, wheels per side, mast height m)
 CHASSIS = {
     'dx': (0.0975, 0.047, 0.237, 1, 0.0),      # Pioneer 2/3-DX, 2-CE, 2-DE, PatrolBot
@@ -22,7 +24,20 @@ CHASSIS = {
     'lx': (0.100, 0.050, 0.370, 1, 0.0),
 }
 SONAR_RADIUS, SONAR_DEPTH = 0.02, 0.02       # the Polaroid 6500 transducer's face
+SONAR_BELOW_TOP = 0.04                       # m, ring centre below the top of the body
 DEFAULT_TICKS_PER_REVOLUTION = 76_600       # 500-line encoder × 4 × 38.3:1 gear (a P3-DX)
+
+
+def from_parameters(parameters, model=None, gripper=False):
+    """The URDF from the driver's parameter values (defaults for those not given) and the model
+    the robot announced (None: the `model` parameter, else the default model): what the driver
+    publishes, and what a launch hands robot_state_publisher."""
+    if model is None:
+        model = MODELS[model_key(parameters.get('model') or DEFAULT_MODEL)]
+    return describe(model, parameters.get('base_frame_id', 'base_link'),
+                    parameters.get('sonar_frame_prefix', 'sonar_'),
+                    parameters.get('base_height', 0.0), parameters.get('wheel_radius', 0.0),
+                    gripper)
 
 
 def chassis(model):
@@ -40,6 +55,12 @@ def chassis(model):
     if subclass.startswith(('p2at', 'p2it', 'p3at')):
         return 'at'
     return 'dx'
+
+
+def sonar_height(model, base_height=0.0):
+    """z of the sonar discs in base_link: near the top of the body (an estimate), so echo
+    points and beams sit where the transducers are."""
+    return CHASSIS[chassis(model)][2] - SONAR_BELOW_TOP - base_height
 
 
 def wheel_joints(model):
@@ -89,7 +110,7 @@ def describe(model, base_frame, sonar_prefix, base_height=0.0, wheel_radius=0.0,
         frame = f'{sonar_prefix}{i}'
         urdf.link(frame, cylinder(SONAR_RADIUS, SONAR_DEPTH, rpy=(0, math.pi / 2, 0),
                                   colour='sensor'))
-        urdf.fixed(base_frame, frame, (x / 1000.0, y / 1000.0, 0.0),
+        urdf.fixed(base_frame, frame, (x / 1000.0, y / 1000.0, sonar_height(model, base_height)),
                    (0.0, 0.0, math.radians(heading)))
     return urdf
 

@@ -475,10 +475,8 @@ class P2osNode(DriverNode):
             self.odometry.resume()
         self.sonar_ranges = [math.nan] * len(model.sonar)
         self.sonar_frames = [f'{self.sonar_prefix}{i}' for i in range(len(model.sonar))]
-        unprefixed = self.frames.unprefixed
-        self.model.describe(description.describe(
-            model, unprefixed(self.base_frame), unprefixed(self.sonar_prefix),
-            self.base.base_height, self.wheel_radius, bool(self.has_gripper)))
+        self.model.describe(description.from_parameters(self.parameter_values(), model,
+                                                        bool(self.has_gripper)))
         self._publish_info(record.config)
 
     def on_activate(self, state):
@@ -553,7 +551,8 @@ class P2osNode(DriverNode):
             max_range=self.sonar_max, field_of_view=self.sonar_fov))
         if self.sonar_cloud_pub.get_subscription_count() > 0:
             points = convert.sonar_points(model, self.sonar_ranges, updated, self.sonar_min,
-                                          self.sonar_max)
+                                          self.sonar_max, description.sonar_height(
+                                              model, self.base.base_height))
             self.sonar_cloud_pub.publish(point_cloud_msg(points, header))
 
     def _publish_wheels(self, header, encoders):

@@ -19,6 +19,7 @@ from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState, SonarArray
 from legacy_robot_interfaces.srv import GripperCommand
 
+from . import description
 from .emulator import EmulatorOptions, P2osEmulator
 from .protocol import is_handshake_request
 from .node import P2osNode
@@ -56,6 +57,14 @@ class SquareDriver(DemoScript):
         self.leg = 0              # 0..7: even = straight, odd = turn; 8 = done
         self.leg_start = None
         self.motors_enabled = False
+        self.sonar = None         # the last SonarArray: beams in the model picture
+
+    def model_overlays(self):
+        """Each sonar beam of the last reading, as long as its echo (model.png)."""
+        if self.sonar is None:
+            return []
+        return [(frame, metres, self.sonar.field_of_view, 'tab:orange')
+                for frame, metres in zip(self.sonar.frame_ids, self.sonar.ranges)]
 
     def setup(self, node, namespace):
         self.node = node
@@ -102,6 +111,8 @@ class SquareDriver(DemoScript):
                 self.pose_at.popitem(last=False)
         elif topic == 'motor_state':
             self.motors_enabled = msg.motors_enabled
+        elif topic == 'sonar':
+            self.sonar = msg
         elif topic == 'sonar/points' and _stamp(msg) in self.pose_at:
             # odom and the echoes of one SIP share a stamp; topics may arrive in batches
             points = np.frombuffer(bytes(msg.data), dtype=np.float32).reshape(-1, 3)
@@ -154,6 +165,7 @@ PLUGIN = RobotPlugin(
     name='p2os', package='p2os_driver', node_name='p2os_driver', executable='p2os_driver',
     emulator_executable='p2os_emulator', config_file='p2os.yaml',
     create_node=P2osNode,
+    describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
     emulator_arguments=('--port', '8101'),
     sim_parameters={'port': 'tcp://127.0.0.1:8101', **DEMO_PARAMETERS},

@@ -22,6 +22,13 @@ def _limits(name):
     return math.radians(joint.low), math.radians(joint.high)
 
 
+def from_parameters(parameters):
+    """The URDF from the driver's parameter values: what the driver publishes, and what a
+    launch hands robot_state_publisher."""
+    return describe(parameters.get('frame_id', 'base_link'),
+                    parameters.get('joint_name_prefix', ''))
+
+
 def describe(base_frame, joint_prefix=''):
     """Urdf of the Pleo in its zero pose; links named after the parts they draw."""
     urdf = Urdf('pleo')

@@ -90,8 +90,7 @@ class PleoNode(DriverNode):
         self.log_pub = pub(MonitorLog, 'monitor_log', 50)
         self.nxp_pub = pub(NxpPacket, 'nxp_packets', 20)
         self.model = RobotStatePublisher(self)
-        self.model.describe(description.describe(self.frames.unprefixed(self.frame_id),
-                                                 self.joint_prefix))
+        self.model.describe(description.from_parameters(self.parameter_values()))
 
     def _create_services(self):
         service = lambda kind, name, handler: self.create_service(  # noqa: E731

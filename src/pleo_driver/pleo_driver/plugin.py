@@ -18,6 +18,7 @@ from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import MonitorLog, NamedValues
 from legacy_robot_interfaces.srv import PlayNamed
 
+from . import description
 from . import urf_inspect
 from .emulator import EmulatorOptions, PleoEmulator
 from .node import PleoNode
@@ -106,6 +107,7 @@ PLUGIN = RobotPlugin(
     name='pleo', package='pleo_driver', node_name='pleo_driver', executable='pleo_driver',
     emulator_executable='pleo_emulator', config_file='pleo.yaml',
     create_node=PleoNode,
+    describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
     emulator_arguments=('--sample', '--link', '/tmp/pleo_emulator'),
     sim_parameters={'port': '/tmp/pleo_emulator'},
