@@ -22,8 +22,8 @@ from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
 
-from .launch_plan import (FRAME_MODES, FRAMES_HELP, LOG_LEVELS, frame_isolation,
-                          per_robot_by_default, robot_namespace)
+from .launch_plan import (FRAME_MODES, FRAMES_HELP, LOG_LEVELS, file_parameters,
+                          frame_isolation, per_robot_by_default, robot_namespace)
 from .paths import config_file
 from .recordings import open_replay
 from .registry import PluginError, discover_plugins, select
@@ -36,9 +36,10 @@ class Composition:
     """
 
     def __init__(self, plugins, sim=False, namespace='', namespace_per_robot=False, replays=None,
-                 record_folder=None, frames='prefix', use_sim_time=False):
+                 record_folder=None, frames='prefix', use_sim_time=False, user_params_files=()):
         self.plugins = list(plugins)
         self.sim = sim
+        self.user_params_files = list(user_params_files)   # they win over the emulators' values
         self.record_folder = record_folder      # each driver records to <folder>/<robot>.mcap
         self.replays = dict(replays or {})     # robot name → replay (not started) in place
         #                                        of its emulator
@@ -63,7 +64,7 @@ class Composition:
             elif self.sim:
                 emulator = plugin.start_emulator()
                 self.emulators[plugin.name] = emulator
-                overrides = [Parameter(k, value=v) for k, v in emulator.parameters.items()]
+                overrides = self._emulator_parameters(plugin, emulator.parameters)
             if self.record_folder is not None:
                 path = pathlib.Path(self.record_folder) / f'{plugin.name}.mcap'
                 overrides.append(Parameter('record_path', value=str(path)))
@@ -77,6 +78,19 @@ class Composition:
                                       cli_args=['--ros-args', *remap_args] if remap_args else None)
             self.nodes[plugin.name] = node
             self.executor.add_node(node)
+
+    def _emulator_parameters(self, plugin, values):
+        """The emulator's parameters but those the user's parameter files set (as in a
+        launch, where the user's file is applied last); say which."""
+        namespace = self.robot_namespace(plugin)
+        mine = {}
+        for path in self.user_params_files:
+            mine.update(file_parameters(path, plugin.node_name, namespace))
+        kept = sorted(set(values) & set(mine))
+        if kept:
+            print(f'{plugin.name}: --sim: your parameter file sets {", ".join(kept)}: '
+                  'used instead of the emulator\'s', flush=True)
+        return [Parameter(k, value=v) for k, v in values.items() if k not in mine]
 
     def spin(self, duration=None, on_tick=None, tick=0.1):
         """Spin until duration passes (None: until shutdown), calling on_tick() between waits."""
@@ -113,7 +127,7 @@ def running(plugins, extra_params_files=(), extra_ros_args=(), **options):
     if extra_ros_args:
         args = (args or ['--ros-args']) + list(extra_ros_args)
     rclpy.init(args=args)
-    composition = Composition(plugins, **options)
+    composition = Composition(plugins, user_params_files=extra_params_files, **options)
     try:
         composition.start()
         yield composition

@@ -156,14 +156,16 @@ def node_parameter_values(spec, namespace):
     order launch applies them (package file, launch parameters, the user's file)."""
     values = {}
     for package, path in spec.params_files:
-        values.update(_file_parameters(params_path(package, path), spec.name, namespace))
+        values.update(file_parameters(params_path(package, path), spec.name, namespace))
     values.update(spec.parameters)
     for path in spec.user_params_files:
-        values.update(_file_parameters(path, spec.name, namespace))
+        values.update(file_parameters(path, spec.name, namespace))
     return values
 
 
-def _file_parameters(path, node_name, namespace):
+def file_parameters(path, node_name, namespace):
+    """{name: value} a ROS parameter file gives node_name in namespace (its wildcard sections
+    and its own)."""
     with open(path, encoding='utf-8') as handle:
         sections = yaml.safe_load(handle) or {}
     own = '/'.join(part for part in ((namespace or '').strip('/'), node_name) if part)

@@ -19,6 +19,7 @@ import ctypes
 import dataclasses
 import io
 import json
+import os
 import threading
 import time
 
@@ -53,6 +54,8 @@ class Recorder:
         self.path = str(path)
         self.max_pending_bytes = max_pending_bytes
         try:
+            # the folder is made as `ros2 bag record -o` makes its own
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             self._file = open(self.path, 'wb')
         except OSError as exc:
             raise RecordingError(f'cannot record to {self.path}: {exc.strerror or exc}') from None

@@ -26,6 +26,9 @@ KIND_NAMES = {getattr(RabbitEvent, name): name.lower() for name in (
     'EARS_MOVED', 'RFID', 'RECORDING', 'LOCATE')}
 SIM_PORT = 8080
 DEMO_SOUND = 'hello.wav'
+# one second of silence as MPEG-1 Layer III (the rabbit's format): 38 frames of 128 kbit/s at
+# 44.1 kHz, each a 4-byte header and 413 zero bytes (no side information: silence)
+SILENT_MP3 = (b'\xff\xfb\x90\x00' + bytes(413)) * 38
 # Emulator-only: a real rabbit's boot code would accept this wrapper and then fail to run it.
 STAND_IN_BYTECODE = p.wrap_bytecode(b'legacy_robots emulator stand-in, not a Nabaztag program; '
                                     b'for emulated rabbits only /vl/p4.jsp?sn=')
@@ -50,6 +53,7 @@ class DemoEmulator:
         (folder / 'bytecode.bin').write_bytes(STAND_IN_BYTECODE)
         (folder / 'media').mkdir()
         (folder / 'media' / DEMO_SOUND).write_bytes(recording.encode_wav(recording.tone(1.0)))
+        (folder / 'media' / 'hello.mp3').write_bytes(SILENT_MP3)   # the README's example
         port = free_port()
         self.parameters = {'host': '127.0.0.1', 'port': port, 'ping_interval': 1,
                            'plugin': 'echo', 'bytecode_file': str(folder / 'bytecode.bin'),

@@ -28,6 +28,22 @@ def _parser(tool, what, extension):
     return parser
 
 
+def _allow_missing_option(parser, what):
+    parser.add_argument('--allow-missing', action='store_true',
+                        help=f'write the file even when {what} cannot be found (the PDK wrote '
+                        'it, leaving them out); otherwise that is an error (exit 1)')
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a whole number') from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f'must be positive, not {value}')
+    return value
+
+
 def _enum_option(parser):
     parser.add_argument('--enums', default='.', metavar='DIR',
                         help='folder with the project\'s sounds.xml, motions.xml and '
@@ -35,7 +51,9 @@ def _enum_option(parser):
 
 
 def _run(tool, args, extension, convert):
-    """Read args.input, convert(bytes) → (output bytes, log lines), write, report."""
+    """Read args.input, convert(bytes) → (output bytes, log lines, what is missing), write,
+    report. Something missing from the output (a sound cue, a property) is an error, exit 1
+    and no file, unless --allow-missing."""
     target = args.output or f'{os.path.splitext(args.input)[0]}.{extension}'
     try:
         source = project.read_bytes(args.input)        # its error names the file
@@ -43,7 +61,12 @@ def _run(tool, args, extension, convert):
         print(f'{tool}: error: {exc}', file=sys.stderr)
         return 1
     try:
-        data, lines = convert(source)
+        data, lines, missing = convert(source)
+        if missing and not getattr(args, 'allow_missing', False):
+            for problem in missing:
+                print(f'{tool}: error: {args.input}: {problem}', file=sys.stderr)
+            print(f'{tool}: nothing written: {MISSING_HINTS[tool]}', file=sys.stderr)
+            return 1
         project.write_atomic(target, data)
     except (BuildError, MalformedResource, OSError) as exc:
         print(f'{tool}: error: {args.input}: {exc}', file=sys.stderr)
@@ -55,27 +78,38 @@ def _run(tool, args, extension, convert):
     return 0
 
 
+MISSING_HINTS = {
+    'csv2umf': 'give --enums DIR, the project folder with sounds.xml and commands.xml '
+               '(urf_builder PROJECT.upf -p writes them), or --allow-missing',
+    'csv2ucf': 'give --enums DIR (the project folder) and -I DIR (the include folder with '
+               'pleo/properties.inc), or --allow-missing',
+}
+
+
 def wav2usf_main(argv=None):
     parser = _parser('wav2usf', 'a WAV sound (8/16-bit, mono/stereo)', 'usf')
-    parser.add_argument('--frequency', type=int, default=usf.DEFAULT_RATE,
+    parser.add_argument('--frequency', type=_positive_int, default=usf.DEFAULT_RATE,
                         help=f'output samples/s (default {usf.DEFAULT_RATE})')
     parser.add_argument('--adpcm', action='store_true', help='IMA ADPCM instead of 8-bit PCM')
     parser.add_argument('--no-pitch', action='store_true', help='set the "no pitch shift" flag')
     args = parser.parse_args(argv)
     options = usf.SoundOptions(adpcm=args.adpcm, pitch=not args.no_pitch, frequency=args.frequency)
     return _run('wav2usf', args, 'usf', lambda data: (
-        usf.wav_to_usf(data, usf.sound_name(args.input), options), []))
+        usf.wav_to_usf(data, usf.sound_name(args.input), options), [], []))
 
 
 def csv2umf_main(argv=None):
     parser = _parser('csv2umf', 'a motion CSV (the 3ds Max exporter\'s format)', 'umf')
     _enum_option(parser)
+    _allow_missing_option(parser, 'a sound the motion cues')
     args = parser.parse_args(argv)
 
     def convert(data):
         ids = project.read_enum_ids(args.enums)
         sound_ids = {**ids['sound'], **ids['command']}      # a command name wins, as in the PDK
-        return umf.csv_to_umf(project.decode_text(data), umf.motion_name(args.input), sound_ids)
+        output, lines = umf.csv_to_umf(project.decode_text(data), umf.motion_name(args.input),
+                                       sound_ids)
+        return output, lines, [line for line in lines if line.startswith('missing sound')]
     return _run('csv2umf', args, 'umf', convert)
 
 
@@ -86,6 +120,7 @@ def csv2ucf_main(argv=None):
                         help='include folder holding pleo/properties.inc and the other kit '
                         'headers, and user_properties.inc (repeatable; default: DIR/include '
                         'of --enums)')
+    _allow_missing_option(parser, 'a property or value the command names')
     args = parser.parse_args(argv)
 
     def convert(data):
@@ -94,7 +129,6 @@ def csv2ucf_main(argv=None):
         output, missing, line = ucf.csv_to_ucf(project.decode_text(data),
                                                ucf.command_name(args.input), lookups)
         notes = [f'warning: {warning}'] if warning else []
-        if missing:
-            notes.append(f'warning: missing properties: {", ".join(missing)}')
-        return output, notes + [line]
+        problems = [f'missing properties: {", ".join(missing)}'] if missing else []
+        return output, notes + [f'warning: {p}' for p in problems] + [line], problems
     return _run('csv2ucf', args, 'ucf', convert)

@@ -242,3 +242,31 @@ def test_urf_builder_inspects_single_resource_files(tmp_path):
                               str(folder / 'build' / '8192.umf'), 'verify'],
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and 'can only be inspected' in refused.stderr
+
+
+def test_a_zero_or_negative_frequency_is_a_bad_command_line():
+    for value in ('0', '-5', 'fast'):
+        result = run('wav2usf', '--frequency', value, 'any.wav')
+        assert result.returncode == 2 and 'argument --frequency' in result.stderr, result
+
+
+def test_converters_refuse_to_leave_out_what_they_cannot_find(tmp_path):
+    """Without the project's enums a motion loses its sound cues and a command its properties:
+    that is an error with a hint, not a file that looks converted; --allow-missing writes it."""
+    folder = tmp_path / 'p'
+    build(command_project(str(folder)))
+    elsewhere = tmp_path / 'elsewhere'
+    elsewhere.mkdir()
+    sample.write(str(tmp_path / 'roar.csv'),
+                 sample.motion_csv({'NH': lambda f: 0.0}, 3, sounds={1: 'roar'}))
+    motion = run('csv2umf', tmp_path / 'roar.csv', '-o', tmp_path / 'g.umf', cwd=elsewhere)
+    assert motion.returncode == 1 and "missing sound 'roar'" in motion.stderr
+    assert '--enums DIR' in motion.stderr and not (tmp_path / 'g.umf').exists()
+    command = run('csv2ucf', folder / 'commands' / 'fall_cmd.csv', '-o', tmp_path / 'f.ucf',
+                  cwd=elsewhere)
+    assert command.returncode == 1 and 'missing properties' in command.stderr
+    assert '-I DIR' in command.stderr and not (tmp_path / 'f.ucf').exists()
+    allowed = run('csv2ucf', folder / 'commands' / 'fall_cmd.csv', '-o', tmp_path / 'f.ucf',
+                  '--allow-missing', cwd=elsewhere)
+    assert allowed.returncode == 0 and (tmp_path / 'f.ucf').exists()
+    assert 'warning: missing properties' in allowed.stdout
