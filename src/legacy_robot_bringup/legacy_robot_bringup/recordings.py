@@ -6,9 +6,10 @@ replay.
     ros2 run legacy_robot_bringup recording replay p2os.mcap [--speed 2] [--loop]
         [--params-out replay.yaml]
 
-info and csv decode the recording with the robot's own driver: the recording is replayed
-into the unchanged driver (in this process, at --speed), and every record its links decode
-is counted (csv: written), with the malformed frames its links reject. replay serves the
+info counts what the file holds (links, connections, chunks and bytes each way, duration) at
+once; info --decode and csv decode the recording with the robot's own driver: the recording is
+replayed into the unchanged driver (in this process, at --speed), and every record its links
+decode is counted (csv: written), with the malformed frames its links reject. replay serves the
 recording as the robot, like the robot's emulator, until Ctrl-C.
 """
 import argparse
@@ -17,6 +18,7 @@ import csv
 import dataclasses
 import enum
 import json
+import os
 import sys
 import threading
 import time
@@ -178,8 +180,12 @@ def build_parser():
         if name == 'replay':
             command.add_argument('--delay', type=float, default=0.0, help='seconds to wait '
                                  'before playing (subscribers find the driver meanwhile)')
-    commands.choices['info'].add_argument('--no-decode', action='store_true',
-                                          help='counts from the file only (no driver run)')
+    info = commands.choices['info']
+    info.add_argument('--decode', action='store_true',
+                      help='also replay the recording into its driver and count the records it '
+                      'decodes and the frames it rejects (takes about the recording\'s length '
+                      'at --speed 1); without it the counts come from the file alone, at once')
+    info.add_argument('--no-decode', action='store_true', help=argparse.SUPPRESS)  # the default
     commands.choices['csv'].add_argument('--output', '-o', help='CSV file (default: stdout)')
     replay = commands.choices['replay']
     replay.add_argument('--loop', action='store_true', help='start again after the end')
@@ -197,7 +203,9 @@ def main(argv=None):
             return _replay(args, options)
         recording = read_recording(args.path)
         plugin_for(recording)
-        if args.command == 'info' and args.no_decode:
+        if args.command == 'csv' and args.output:
+            _check_writable(args.output)       # before a decode that can take minutes
+        if args.command == 'info' and not args.decode:
             decoded = None
         else:
             decoded = decode(args.path, args.speed)
@@ -213,6 +221,14 @@ def main(argv=None):
     else:
         write_csv(decoded, recording, sys.stdout)
     return 0
+
+
+def _check_writable(path):
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise RecordingError(f'cannot write {path}: no folder {folder}')
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise RecordingError(f'cannot write {path}: permission denied')
 
 
 def _replay(args, options):

@@ -4,6 +4,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 
 from legacy_robot_bringup.paths import recording_file
 
@@ -15,11 +16,13 @@ def recording(*args, timeout=120):
 
 def test_info_lists_links_and_decodes_with_the_driver():
     path = str(recording_file('p2os'))
-    counted = recording('info', path, '--no-decode')
+    started = time.monotonic()
+    counted = recording('info', path)           # the file's own counts: at once
     assert counted.returncode == 0, counted.stderr
+    assert time.monotonic() - started < 10       # a process start, not the recording's 24 s
     assert 'p2os_driver' in counted.stdout and 'p2os: 1 connections, from robot' in counted.stdout
     assert 'decoded' not in counted.stdout
-    decoded = recording('info', path, '--speed', '0')
+    decoded = recording('info', path, '--decode', '--speed', '0')
     assert decoded.returncode == 0, decoded.stderr
     line = next(line for line in decoded.stdout.splitlines() if 'decoded:' in line)
     assert 'StandardSip' in line and 'decode errors: 0' in line, decoded.stdout
@@ -49,3 +52,19 @@ def test_user_errors_exit_2_with_a_message(tmp_path):
         done = recording(*args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert done.stderr.startswith('error: ') and 'Traceback' not in done.stderr, done.stderr
+
+
+def test_a_recording_cut_before_its_first_record_is_a_clear_error(tmp_path):
+    cut = tmp_path / 'cut.mcap'
+    cut.write_bytes(recording_file('p2os').read_bytes()[:3000])
+    for command in ('info', 'csv', 'replay'):
+        done = recording(command, str(cut))
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert 'damaged before its first record' in done.stderr
+
+
+def test_csv_checks_its_output_folder_before_decoding(tmp_path):
+    started = time.monotonic()
+    done = recording('csv', str(recording_file('pleo')), '-o', str(tmp_path / 'nodir' / 'x.csv'))
+    assert done.returncode == 2 and 'no folder' in done.stderr and 'Traceback' not in done.stderr
+    assert time.monotonic() - started < 10                 # not after the whole decode

@@ -269,8 +269,9 @@ class RecordingFile:
 def read_recording(path):
     """The recording at path (or in bytes), grouped by link and connection → RecordingFile.
 
-    RecordingError when it is no recording of ours; a file cut short (a driver killed
-    mid-recording) keeps what was read and says so in .problem.
+    RecordingError when it is no recording of ours or is damaged before its first record; a
+    file cut short later (a driver killed mid-recording) keeps what was read and says so in
+    .problem.
     """
     if isinstance(path, (bytes, bytearray)):
         return _read('<bytes>', io.BytesIO(path))
@@ -301,6 +302,9 @@ def _read(path, stream):
             _add_message(recording, channel, message)
     except Exception as exc:  # a damaged tail: keep what came before it
         recording.problem = f'read stopped early: {exc!r}'
+    if recording.problem and not recording.end_ns:
+        raise RecordingError(f'{path}: damaged before its first record '
+                             f'({recording.problem}): nothing to inspect or replay')
     return recording
 
 
