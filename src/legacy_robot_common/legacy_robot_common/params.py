@@ -1,6 +1,7 @@
 """Declaring parameters with a description and a clear error for invalid values."""
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.parameter import Parameter
 
 
 class ParameterError(ValueError):
@@ -20,6 +21,7 @@ def declare(node, name, default, description, *, minimum=None, maximum=None, cho
         else:
             descriptor.floating_point_range = [
                 FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+    _accept_integers_as_numbers(node, name, default)
     try:
         value = node.declare_parameter(name, default, descriptor).value
     except (InvalidParameterValueException, InvalidParameterTypeException) as exc:
@@ -28,6 +30,22 @@ def declare(node, name, default, description, *, minimum=None, maximum=None, cho
         raise ParameterError(f'{node.get_name()}: parameter {name!r} is {value!r}; '
                              f'expected one of {", ".join(map(repr, choices))}')
     return value
+
+
+def _accept_integers_as_numbers(node, name, default):
+    """ROS users type `-p max_linear_speed:=1` and `-p camera_mount:="[0, 0, 0.2, 0]"`: an
+    integer (or integer list) given at start where a number (number list) is expected is taken
+    as that number, as ros2 launch's YAML users expect."""
+    override = node._parameter_overrides.get(name)      # rclpy keeps the start values here
+    if override is None:
+        return
+    if isinstance(default, float) and override.type_ == Parameter.Type.INTEGER:
+        node._parameter_overrides[name] = Parameter(name, Parameter.Type.DOUBLE,
+                                                    float(override.value))
+    elif (isinstance(default, list) and default and all(isinstance(v, float) for v in default)
+          and override.type_ == Parameter.Type.INTEGER_ARRAY):
+        node._parameter_overrides[name] = Parameter(name, Parameter.Type.DOUBLE_ARRAY,
+                                                    [float(v) for v in override.value])
 
 
 def _explain(node, name, default, minimum, maximum, exc):
