@@ -6,11 +6,12 @@ Topic, service and parameter tables: README.md ("AIBO driver").
 """
 import os
 import sys
+import threading
 
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
-from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
+from legacy_robot_common.diagnostics import ERROR, OK, WARN, LinkStatusTask, RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_common.messages import audio_info_msg
@@ -27,6 +28,10 @@ from .client import (AudioReply, CameraFrame, ColorFrame, Connected, RcodeClient
 
 
 
+LIFEPLUS_HAS_NO_RCODE = ('LifePlus has no RCodePlus pipe: the RCODE link is not used '
+                         '(rcode_command refuses, rcode/output stays silent)')
+
+
 class AiboNode(DriverNode):
     def __init__(self, **kwargs):
         super().__init__('aibo_driver', hardware_id='Sony AIBO', **kwargs)
@@ -36,9 +41,15 @@ class AiboNode(DriverNode):
         self.telemetry = TelemetryClient(settings, logger=self.get_logger())
         self.attach_client(self.telemetry, 'telemetry link', link_name='telemetry')
         self.rcode = None
-        if self.rcode_enabled:
+        self.rcode_off = '' if self.rcode_enabled else 'the RCODE pipe is off (rcode_enabled)'
+        if self.rcode_enabled and self.product == p.Product.LIFEPLUS.value:
+            self.rcode_off = LIFEPLUS_HAS_NO_RCODE
+            self.get_logger().info(f'product lifeplus: {LIFEPLUS_HAS_NO_RCODE}')
+        elif self.rcode_enabled:
             self.rcode = RcodeClient(settings, self.rcode_quiet_time, logger=self.get_logger())
-            self.attach_client(self.rcode, 'RCODE link', link_name='rcode')
+            self._rcode_link_status = LinkStatusTask(self.rcode)
+            self.attach_client(self.rcode, 'RCODE link', link_name='rcode',
+                               status_task=self._rcode_status)
         self.diagnostics.add_task('dog', self._dog_status)
         self.rates = {name: RateMeter() for name in ('camera', 'color', 'audio')}
         self.audio_chunks = 0
@@ -240,15 +251,22 @@ class AiboNode(DriverNode):
         return (f'{sent}; unconfirmed: the dog sends no reply (rput_reply none), the link was still '
                 f'up {self.rput_grace:.1f} s later'), None
 
+    def _rcode_status(self):
+        level, message, values = self._rcode_link_status()
+        if self.rcode_off:                   # a LifePlus dog: nothing is wrong
+            return OK, f'off: {self.rcode_off}', values
+        return level, message, values
+
     async def _rcode_command(self, request, response):
-        if self.rcode is None:
-            response.success, response.message = False, 'the RCODE pipe is off (rcode_enabled)'
+        if self.rcode_off:
+            response.success, response.message = False, self.rcode_off
             return response
         timeout = request.timeout or self.rcode_timeout
         reply, error = await self.await_reply(
             lambda resolve: self.rcode.command(request.command, resolve, timeout), timeout + 2.0)
-        response.success = error is None
-        response.message = error or ('printed nothing' if not reply else 'ok')
+        refusal = p.rcode_error(reply or '')     # RCodePlus answers a bad command with ERROR:
+        response.success = error is None and not refusal
+        response.message = error or refusal or ('printed nothing' if not reply else 'ok')
         response.reply = reply or ''
         return response
 
@@ -276,6 +294,12 @@ class AiboNode(DriverNode):
             self.rcode_pub.publish(String(data=record.text))
         elif isinstance(record, Connected):
             self._publish_audio_info()
+            if record.product is p.Product.LIFEPLUS and self.rcode is not None \
+                    and not self.rcode_off:
+                # said once, not a connect failure every few seconds for ever
+                self.rcode_off = LIFEPLUS_HAS_NO_RCODE
+                self.get_logger().info(f'the dog runs LifePlus: {LIFEPLUS_HAS_NO_RCODE}')
+                threading.Thread(target=self.rcode.stop, name='rcode-stop', daemon=True).start()
 
     def _publish_camera(self, frame):
         self.rates['camera'].tick()

@@ -7,6 +7,7 @@ the TELEMVER type values, the YUV10 packing, the audio channel order, the RPUT l
 import dataclasses
 import enum
 import io
+import re
 import struct
 
 import numpy as np
@@ -614,3 +615,13 @@ class ConsoleText:
             i += 1
         del pending[:i]
         return lines
+
+
+_RCODE_ERROR = re.compile(r'^\s*(ERROR\b.*)$', re.I | re.M)
+
+
+def rcode_error(reply):
+    """The ERROR line RCodePlus prints for a command it refuses ("ERROR: unknown command
+    FOO"), or '' when the reply has none."""
+    found = _RCODE_ERROR.search(reply)
+    return found.group(1).strip() if found else ''

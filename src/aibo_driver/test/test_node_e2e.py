@@ -79,6 +79,8 @@ def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
     reply = ros.call(TextCommand, 'rcode_command',
                      TextCommand.Request(command='PRINT:"v%d":AP_Version'))
     assert reply.success and reply.reply == 'v252'
+    refused = ros.call(TextCommand, 'rcode_command', TextCommand.Request(command='FOO'))
+    assert not refused.success and refused.message == 'ERROR: unknown command FOO', refused
     assert ros.spin_until(lambda: any(m.data == 'v252' for m in topics['rcode/output']), 5)
 
     motion = tmp_path / 'wave.mtn'
@@ -176,6 +178,25 @@ def test_lifeplus_voice_and_semantic_topics(setup):
     assert not reply.success and 'rcode_enabled' in reply.message
     reply = ros.call(UploadFile, 'upload_file', UploadFile.Request(path='/etc/hostname'))
     assert not reply.success
+
+
+def test_a_lifeplus_dog_turns_the_rcode_link_off_once(setup):
+    """rcode_enabled is true by default; a LifePlus dog has no RCodePlus pipe: said once,
+    no connect attempt every few seconds for ever."""
+    emulator, process, ros = setup(EmulatorOptions(product='lifeplus'), rcode_enabled=True)
+    arrays = []
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
+
+    def rcode_link():
+        return latest_status(arrays, 'RCODE link')
+    assert ros.spin_until(lambda: rcode_link() is not None and 'LifePlus has no RCodePlus'
+                          in rcode_link().message, 15), rcode_link()
+    assert rcode_link().level == DiagnosticStatus.OK
+    failures = {v.key: v.value for v in rcode_link().values}['connect failures']
+    ros.spin_until(lambda: False, 6.0)
+    assert {v.key: v.value for v in rcode_link().values}['connect failures'] == failures
+    reply = ros.call(TextCommand, 'rcode_command', TextCommand.Request(command='PRINT:"x"'))
+    assert not reply.success and 'LifePlus has no RCodePlus' in reply.message
 
 
 def test_reconnects_when_the_dog_comes_back(setup):

@@ -103,10 +103,14 @@ class RabbitRegistry:
             return rabbit, new
 
     def select(self, serial):
-        """The rabbits a command addresses: one by serial, or all known for ''."""
+        """The rabbits a command addresses: one by serial, or all known for ''; UnknownRabbit
+        when that is none (a command that would reach nobody is not a success)."""
         key = p.normalize_serial(serial) if serial else ''
         with self._lock:
             if not key:
+                if not self._rabbits:
+                    raise UnknownRabbit('no rabbit has called the bridge yet: the command '
+                                        'would reach nobody')
                 return list(self._rabbits.values())
             if key not in self._rabbits:
                 raise UnknownRabbit(f'no rabbit {serial!r} has called the bridge yet')

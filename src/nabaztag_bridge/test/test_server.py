@@ -550,3 +550,12 @@ def test_other_path_layouts(bridge):
     assert ping(server.port)[0] == 404
     status, _, body = rabbit_get(server.port, f'/opennab/p4.php?sn={SERIAL}&v=1&sd=0&tc=0')
     assert status == 200 and p.decode_packet(body)
+
+
+def test_a_command_for_every_rabbit_with_none_known_is_refused():
+    """set_ears (and every other command) to serial '' before any rabbit called reached nobody
+    and answered success; now it says so."""
+    from nabaztag_bridge.rabbits import UnknownRabbit
+    registry = RabbitRegistry()
+    with pytest.raises(UnknownRabbit, match='would reach nobody'):
+        registry.select('')

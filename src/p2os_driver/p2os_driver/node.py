@@ -39,6 +39,8 @@ from .odometry import Odometry
 
 C = p.Command
 # the packet streams: their parameter / wanted-state name, command and reply packet type
+# BUMP_STALL #44's argument: which bumpers stall the motors (§2.5)
+BUMP_STALL_VALUES = {0: 'off', 1: 'front', 2: 'rear', 3: 'either'}
 STREAMS = {'encoder': (C.ENCODER, p.PacketType.ENCODER),
            'gripper': (C.GRIPREQUEST, p.PacketType.GRIPPER),
            'io': (C.IOREQUEST, p.PacketType.IO)}
@@ -250,9 +252,11 @@ class P2osNode(DriverNode):
             self.create_service(SetBool, f'set_{kind}_stream', self._stream_handler(kind),
                                 callback_group=group)
         self.create_service(SetBool, 'set_sonar', self._sonar_handler, callback_group=group)
-        for name, number in (('play_sound', C.SOUND), ('bump_stall', C.BUMP_STALL),
-                             ('select_analog_port', C.ADSEL)):
-            self.create_service(SetValue, name, self._value_handler(number), callback_group=group)
+        for name, number, valid in (('play_sound', C.SOUND, None),
+                                    ('bump_stall', C.BUMP_STALL, BUMP_STALL_VALUES),
+                                    ('select_analog_port', C.ADSEL, None)):
+            self.create_service(SetValue, name, self._value_handler(name, number, valid),
+                                callback_group=group)
         self.create_service(GripperCommand, 'gripper', self._gripper, callback_group=group)
         self.create_service(DigitalOutput, 'digital_output', self._digital_output, callback_group=group)
         self.create_service(SayTones, 'say', self._say, callback_group=group)
@@ -324,8 +328,14 @@ class P2osNode(DriverNode):
             return response
         return handle
 
-    def _value_handler(self, number):
+    def _value_handler(self, name, number, valid=None):
+        """A one-argument command; valid: {value: meaning}, others refused (not sent)."""
         def handle(request, response):
+            if valid is not None and request.value not in valid:
+                meanings = ', '.join(f'{v} {text}' for v, text in valid.items())
+                response.success = False
+                response.message = f'{name} takes {meanings}; not {request.value}'
+                return response
             self._try_command(number, request.value, response)
             return response
         return handle

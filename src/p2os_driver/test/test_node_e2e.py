@@ -389,3 +389,17 @@ def test_diagnostics_name_the_robot_by_its_port(setup):
     status = latest_status(diagnostics, ': robot')
     assert status.name == 'pioneer/p2os_driver: robot'
     assert status.hardware_id == f'P2OS robot tcp://127.0.0.1:{emulator.tcp.port}'
+
+
+def test_bump_stall_takes_only_its_four_values(setup):
+    emulator, process, ros = setup()
+    motor = ros.listen(MotorState, 'motor_state')
+    assert ros.spin_until(lambda: motor, 20)                # connected: SIPs arrive
+    refused = ros.call(SetValue, 'bump_stall', SetValue.Request(value=7))
+    assert not refused.success and 'bump_stall takes 0 off, 1 front, 2 rear, 3 either' in \
+        refused.message
+    accepted = ros.call(SetValue, 'bump_stall', SetValue.Request(value=2))
+    assert accepted.success, accepted.message
+    assert wait_for(lambda: (C.BUMP_STALL, 2) in [(n, a) for _, n, a in
+                                                  emulator.received_commands()], 3)
+    assert (C.BUMP_STALL, 7) not in [(n, a) for _, n, a in emulator.received_commands()]
