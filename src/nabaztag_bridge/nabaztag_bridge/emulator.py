@@ -86,6 +86,7 @@ class VirtualRabbit:
     def __init__(self, options):
         self.options = options
         self.serial = p.normalize_serial(options.serial)
+        self.last_error = ''        # the last failed request, for the reachability report
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -173,8 +174,9 @@ class VirtualRabbit:
         while not self._stop.is_set():
             try:
                 steps[self.phase]()
-            except (OSError, MalformedFrame):
+            except (OSError, MalformedFrame) as exc:
                 self.counters['errors'] += 1
+                self.last_error = f'{PHASE_REQUESTS[self.phase]}: {exc or type(exc).__name__}'
                 self._stop.wait(RETRY_DELAY if self.phase != 'ping' else self.ping_delay)
 
     def _boot(self):
@@ -411,6 +413,58 @@ class VirtualRabbit:
             self._streaming = False
 
 
+PHASE_REQUESTS = {'boot': 'bc.jsp', 'locate': 'locate.jsp', 'ping': 'p4.jsp'}
+UNREACHABLE_REPORT_PERIOD = 30.0     # s between "cannot reach" lines while it lasts
+
+
+class ReachabilityReport:
+    """Says when the rabbits cannot reach their server (at once, then every 30 s while it
+    lasts) and when they reach it again: an emulator pointed at nothing must not look fine."""
+
+    def __init__(self, emulator, server, write=print):
+        self._emulator, self._server, self._write = emulator, server, write
+        self._stop = threading.Event()
+        self._failing_since = None
+
+    def start(self):
+        threading.Thread(target=self._watch, name='reachability', daemon=True).start()
+
+    def stop(self):
+        self._stop.set()
+
+    def _watch(self):
+        errors, successes, last_said = 0, 0, 0.0
+        while not self._stop.wait(0.5):
+            rabbits = self._emulator.rabbits
+            now_errors = sum(r.counters['errors'] for r in rabbits)
+            now_successes = sum(r.counters['boots'] + r.counters['pings'] for r in rabbits)
+            if now_successes > successes and self._failing_since is not None:
+                self._write(f'nabaztag_emulator: the rabbits reach {self._server} again')
+                self._failing_since = None
+            elif now_errors > errors and now_successes == successes:
+                now = time.monotonic()
+                if self._failing_since is None or now - last_said >= UNREACHABLE_REPORT_PERIOD:
+                    self._failing_since = self._failing_since or now
+                    last_said = now
+                    detail = next((r.last_error for r in rabbits if r.last_error), '')
+                    self._write(f'nabaztag_emulator: cannot reach the server {self._server} '
+                                f'({detail}); {now_errors} failed requests so far, retrying')
+            errors, successes = now_errors, now_successes
+
+
+def server_setting(text):
+    """The rabbit's "Violet Platform" setting from a command line: host[:port]/path (an
+    http:// in front is dropped); ValueError for what a rabbit cannot call."""
+    if text.startswith('https://'):
+        raise ValueError(f'--server {text}: a Nabaztag/tag speaks plain HTTP only')
+    setting = text.removeprefix('http://')
+    host, slash, path = setting.partition('/')
+    if not host or not slash or not path.strip('/'):
+        raise ValueError(f'--server {text}: give host[:port]/path, the rabbit\'s "Violet '
+                         'Platform" setting, e.g. 127.0.0.1:8080/vl (the bridge serves /vl)')
+    return setting.rstrip('/')
+
+
 class RabbitEmulator:
     """Several rabbits with consecutive serials; what the command line and the demo run."""
 
@@ -545,13 +599,20 @@ def main(argv=None):
         print('error: --rabbits must be ≥ 1, --time-scale and --spread ≥ 0', file=sys.stderr)
         return 2
 
+    try:
+        server = server_setting(args.server)
+    except ValueError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+
     def make():
-        emulator = RabbitEmulator(RabbitOptions(server=args.server, serial=args.serial,
+        emulator = RabbitEmulator(RabbitOptions(server=server, serial=args.serial,
                                                 boot=not args.no_boot,
                                                 time_scale=args.time_scale),
                                   args.rabbits, args.scenario, args.spread)
         if args.console:
             threading.Thread(target=console, args=(emulator,), daemon=True).start()
+        ReachabilityReport(emulator, server, lambda line: print(line, flush=True)).start()
         return emulator
 
     return run_emulator('Nabaztag emulator', make)

@@ -2,12 +2,15 @@
 against a server that misbehaves the ways the spec says the rabbit copes with."""
 import http.server
 import io
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
 from helpers import run_module, start_module, wait_for
+from legacy_robot_common.emulator import free_port
 from nabaztag_bridge import choreography as chor
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge import recording
@@ -276,3 +279,19 @@ def test_command_line():
     finally:
         process.terminate()
         assert process.wait(10) == 0
+
+
+def test_the_emulator_says_when_it_cannot_reach_its_server():
+    command = [sys.executable, '-m', 'nabaztag_bridge.emulator', '--no-boot', '--server']
+    nothing_there = f'http://127.0.0.1:{free_port()}/vl'         # an http:// in front is fine
+    process = subprocess.Popen(command + [nothing_there], stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [process.stdout.readline() for _ in range(2)]
+        assert 'cannot reach the server 127.0.0.1' in lines[1], lines
+        assert 'locate.jsp' in lines[1] and 'retrying' in lines[1]
+    finally:
+        process.terminate()
+        process.wait(10)
+    for setting in ('http://127.0.0.1:8080', '127.0.0.1:8080/', 'https://example.org/vl'):
+        refused = subprocess.run(command + [setting], capture_output=True, text=True, timeout=30)
+        assert refused.returncode == 2 and refused.stderr.startswith('error: --server'), refused
