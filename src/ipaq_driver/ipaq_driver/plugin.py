@@ -30,14 +30,18 @@ CLOSE_ENOUGH = 55                   # blob height in camera rows (about 0.6 m aw
 DUMP_AT = (4.0, 14.0)               # s into the demo
 
 
+# The sim's ball circles slowly around a point 1.2 m ahead, always in the camera's view from
+# the start pose: tracking started at any moment finds it. (The ball used to circle around the
+# robot: from about 10 s on it was behind the camera, and tracking started then saw nothing.)
+DEMO_SCENE = dict(ball_centre=(1.2, 0.0), ball_orbit=0.4, ball_speed=0.12)
+
+
 class DemoEmulator:
     """The emulator as bringup sees it: the three ports on free port numbers."""
 
     def __init__(self):
-        # a ball circling slowly around a point 1 m ahead; the robot starts inside the circle
         self.emulator = IpaqEmulator(EmulatorOptions(
-            control_port=0, frame_dump_port=0, tracking_port=0, ball_centre=(1.0, 0.0),
-            ball_orbit=0.9, ball_speed=0.12)).start()
+            control_port=0, frame_dump_port=0, tracking_port=0, **DEMO_SCENE)).start()
         self.parameters = self.emulator.parameters
         self.description = self.emulator.description
 

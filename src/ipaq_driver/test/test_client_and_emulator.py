@@ -345,3 +345,19 @@ def test_twist_to_drive_turns_the_tricycle_as_asked():
     v, steer = units.raw_to_velocity(vel), units.raw_to_steering(direction)
     assert v == pytest.approx(0.5)
     assert v * math.tan(steer) / units.wheelbase == pytest.approx(0.5, rel=0.05)
+
+
+def test_the_sims_ball_is_in_view_whenever_tracking_starts():
+    """bringup ipaq --sim: tracking started 8 s (or any time) after the start finds the ball,
+    the camera still centred; the old scene's ball circled behind the robot after about 10 s
+    and a late start saw confidence 0 throughout."""
+    from ipaq_driver.plugin import DEMO_SCENE, RED_BALL
+    from ipaq_driver.simulation import Ball, Trike, track_colour
+    bounds = tuple(RED_BALL[k] for k in ('r_min', 'r_max', 'g_min', 'g_max', 'b_min', 'b_max'))
+    trike = Trike(ball=Ball(centre=DEMO_SCENE['ball_centre'], orbit=DEMO_SCENE['ball_orbit'],
+                            speed=DEMO_SCENE['ball_speed']))
+    orbit_seconds = 2 * math.pi * DEMO_SCENE['ball_orbit'] / DEMO_SCENE['ball_speed']
+    for step in range(int(orbit_seconds * 4) + 1):       # a whole orbit, every 0.25 s
+        _, blob = track_colour(trike.render(), bounds)
+        assert blob.confidence > 0 and blob.pixels > 0, f'ball lost at {step / 4:.2f} s'
+        trike.step(0.25, 0.0)
