@@ -59,6 +59,11 @@ class SquareDriver(DemoScript):
         self.motors_enabled = False
         self.sonar = None         # the last SonarArray: beams in the model picture
 
+    def sides_driven(self):
+        """Sides whose straight leg is done (legs: even = straight, odd = turn): the fourth
+        counts once it is driven, before the last turn."""
+        return min(4, (self.leg + 1) // 2)
+
     def model_overlays(self):
         """Each sonar beam of the last reading, as long as its echo (model.png)."""
         if self.sonar is None:
@@ -132,7 +137,7 @@ class SquareDriver(DemoScript):
         axes.set_aspect('equal')
         axes.set_xlabel('x (m)')
         axes.set_ylabel('y (m)')
-        axes.set_title(f'P2OS emulator: square drive, {self.leg // 2} of 4 sides')
+        axes.set_title(f'P2OS emulator: square drive, {self.sides_driven()} of 4 sides driven')
         axes.legend(loc='upper right')
         paths = [save_figure(figure, folder / 'odometry_square.png')]
         paths.append(save_lines(folder / 'odometry.csv',

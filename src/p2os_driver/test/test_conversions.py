@@ -67,3 +67,12 @@ def test_wheel_units_split_and_clamp():
     left, right = convert.wheel_units(model, 0.0, 0.56)        # (R-L)/2 = 100 mm/s
     assert (left, right) == (-5, 5)
     assert convert.wheel_units(model, 5000.0, 0.0) == (127, 127)
+
+
+def test_the_demo_counts_a_side_once_it_is_driven():
+    """The demo's picture said "3 of 4 sides" over a closed square (the last turn pending)."""
+    from p2os_driver.plugin import SquareDriver
+    script = SquareDriver()
+    for leg, sides in ((0, 0), (1, 1), (6, 3), (7, 4), (8, 4)):
+        script.leg = leg
+        assert script.sides_driven() == sides, leg

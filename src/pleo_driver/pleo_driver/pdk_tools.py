@@ -50,7 +50,7 @@ def _enum_option(parser):
                         'commands.xml (urf_builder writes them there); default: here')
 
 
-def _run(tool, args, extension, convert):
+def _run(tool, args, extension, convert, settings=''):
     """Read args.input, convert(bytes) → (output bytes, log lines, what is missing), write,
     report. Something missing from the output (a sound cue, a property) is an error, exit 1
     and no file, unless --allow-missing."""
@@ -72,6 +72,7 @@ def _run(tool, args, extension, convert):
         print(f'{tool}: error: {args.input}: {exc}', file=sys.stderr)
         return 1
     if not args.quiet:
+        print(f'Converting {args.input} to {target}{settings}')     # the PDK's log line
         for line in lines:
             print(line)
         print(f'{target}: {len(data)} bytes')
@@ -95,7 +96,8 @@ def wav2usf_main(argv=None):
     args = parser.parse_args(argv)
     options = usf.SoundOptions(adpcm=args.adpcm, pitch=not args.no_pitch, frequency=args.frequency)
     return _run('wav2usf', args, 'usf', lambda data: (
-        usf.wav_to_usf(data, usf.sound_name(args.input), options), [], []))
+        usf.wav_to_usf(data, usf.sound_name(args.input), options), [], []),
+        f' {usf.options_text(options)}')
 
 
 def csv2umf_main(argv=None):
@@ -110,7 +112,7 @@ def csv2umf_main(argv=None):
         output, lines = umf.csv_to_umf(project.decode_text(data), umf.motion_name(args.input),
                                        sound_ids)
         return output, lines, [line for line in lines if line.startswith('missing sound')]
-    return _run('csv2umf', args, 'umf', convert)
+    return _run('csv2umf', args, 'umf', convert, ', UMF3 format')
 
 
 def csv2ucf_main(argv=None):

@@ -207,9 +207,12 @@ def test_tools_write_what_the_project_build_writes(tmp_path):
     usf_run = run('wav2usf', '--adpcm', '--frequency', '8000', 'sounds/purr.wav', '-o',
                   tmp_path / 'purr.usf', cwd=folder)
     assert usf_run.returncode == 0 and 'purr.usf' in usf_run.stdout
+    assert f'Converting sounds/purr.wav to {tmp_path / "purr.usf"} adpcm:1 pitch:1 freq:8000' \
+        in usf_run.stdout                                  # the PDK's log line, then the size
     assert (tmp_path / 'purr.usf').read_bytes() == (folder / 'build' / '4096.usf').read_bytes()
     umf_run = run('csv2umf', 'motions/graze.csv', '-o', tmp_path / 'graze.umf', cwd=folder)
     assert umf_run.returncode == 0 and 'done writing umf3 file' in umf_run.stdout
+    assert ', UMF3 format' in umf_run.stdout.splitlines()[0]
     assert (tmp_path / 'graze.umf').read_bytes() == (folder / 'build' / '8192.umf').read_bytes()
     ucf_run = run('csv2ucf', 'commands/fall_cmd.csv', '-o', tmp_path / 'fall.ucf', cwd=folder)
     assert ucf_run.returncode == 0 and 'property count=2, record count=3' in ucf_run.stdout

@@ -63,9 +63,11 @@ def test_builds_are_reproducible_and_incremental(template):
     data = open(first.urf_path, 'rb').read()
     usf = template.parent / 'build' / '4096.usf'
     stamp = os.path.getmtime(usf)
-    second, _ = build(template, amx_dir=str(template.parent / 'prebuilt'))
+    second, log = build(template, amx_dir=str(template.parent / 'prebuilt'))
     assert open(second.urf_path, 'rb').read() == data
     assert os.path.getmtime(usf) == stamp               # up to date: not converted again
+    assert not [line for line in log if 'Converting' in line], log   # and not said to be
+    assert '  build/4096.usf is up to date' in log and '  build/8192.umf is up to date' in log
 
 
 def test_generated_text_files_are_crlf_as_the_pdk_writes_them_or_lf_when_asked(template):

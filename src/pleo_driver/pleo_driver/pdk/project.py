@@ -167,15 +167,21 @@ class Builder:
         built = os.path.getmtime(target)
         return all(os.path.getmtime(s) <= built for s in sources if os.path.exists(s))
 
+    def _up_to_date(self, target, *sources):
+        """_fresh, said in the log: an incremental build names what it leaves alone."""
+        if not self._fresh(target, *sources):
+            return False
+        self.log(f'  {self.rel(target)} is up to date')
+        return True
+
     def _sound(self, resource, source, target):
         if source.lower().endswith('.usf'):
             return _copy_checked(source, target, usf.parse)
         options = self.sound_options(resource)
-        self.log(f'  Converting {self.rel(source)} to {self.rel(target)} '
-                 f'adpcm:{int(options.adpcm)} pitch:{int(options.pitch)} '
-                 f'freq:{options.frequency}')
-        if self._fresh(target, source, self.upf_path):
+        if self._up_to_date(target, source, self.upf_path):
             return
+        self.log(f'  Converting {self.rel(source)} to {self.rel(target)} '
+                 f'{usf.options_text(options)}')
         write_atomic(target, self._convert(source, lambda data: usf.wav_to_usf(
             data, usf.sound_name(source), options)))
 
@@ -200,9 +206,10 @@ class Builder:
         if version.strip() != '3':
             raise BuildError(f'UMF version {version} was asked for; urf_builder writes UMF3 '
                              f'(the only version Pleo 1.1 and later play)')
-        self.log(f'  Converting {self.rel(source)} to {self.rel(target)}, UMF3 format')
-        if self._fresh(target, source, self.upf_path, self._xml('sounds'), self._xml('commands')):
+        if self._up_to_date(target, source, self.upf_path, self._xml('sounds'),
+                            self._xml('commands')):
             return
+        self.log(f'  Converting {self.rel(source)} to {self.rel(target)}, UMF3 format')
         sound_ids = dict(self.ids['sound'])
         sound_ids.update(self.ids['command'])
         data, lines = self._convert(source, lambda d: umf.csv_to_umf(
@@ -214,9 +221,10 @@ class Builder:
     def _command(self, resource, source, target):
         if source.lower().endswith('.ucf'):
             return _copy_checked(source, target, ucf.parse)
-        self.log(f'  Converting {self.rel(source)} to {self.rel(target)}')
-        if self._fresh(target, source, self.upf_path, self._xml('sounds'), self._xml('motions')):
+        if self._up_to_date(target, source, self.upf_path, self._xml('sounds'),
+                            self._xml('motions')):
             return
+        self.log(f'  Converting {self.rel(source)} to {self.rel(target)}')
         data, missing, line = self._convert(source, lambda d: ucf.csv_to_ucf(
             decode_text(d), ucf.command_name(source), self.command_lookups()))
         if missing:

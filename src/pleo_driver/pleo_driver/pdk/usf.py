@@ -151,3 +151,8 @@ def to_wav(usf):
         target.setframerate(usf.rate or DEFAULT_RATE)
         target.writeframes(pcm)
     return buffer.getvalue()
+
+
+def options_text(options):
+    """The conversion settings as the PDK's log line writes them."""
+    return f'adpcm:{int(options.adpcm)} pitch:{int(options.pitch)} freq:{options.frequency}'
