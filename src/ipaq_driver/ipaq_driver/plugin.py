@@ -76,7 +76,7 @@ class BallFollower(DemoScript):
 
     def act(self, elapsed):
         self.elapsed = elapsed
-        self.call_once('track', self.tracking, ColorTracking.Request(**RED_BALL))
+        self.call_until_success('track', self.tracking, ColorTracking.Request(**RED_BALL))
         for at in DUMP_AT:
             if elapsed >= at:
                 self.call_once(f'dump {at}', self.dump, Trigger.Request())

@@ -5,6 +5,7 @@ Each robot package exposes one RobotPlugin under the entry-point group
 Nothing here imports rclpy; the callables do that when called.
 """
 import dataclasses
+import time
 from typing import Any, Callable, Optional, Tuple
 
 ENTRY_POINT_GROUP = 'legacy_robots.robots'
@@ -73,15 +74,33 @@ class RobotPlugin:
 
 
 class DemoScript:
-    """Base for demo scripts: each named service call is made once, when its server is ready."""
+    """Base for demo scripts: each named service call is made once, when its server is ready
+    (call_until_success: again, at most once a second, until it answers success)."""
+
+    RETRY_PERIOD = 1.0      # s
 
     def __init__(self):
         self.requested = set()
+        self._pending = {}  # name → (future, time.monotonic() it was sent)
 
     def call_once(self, name, client, request):
         if name not in self.requested and client.service_is_ready():
             client.call_async(request)
             self.requested.add(name)
+
+    def call_until_success(self, name, client, request):
+        """For a call the robot may refuse while its link is still coming up (a service is
+        ready as soon as the node is, the robot a moment later)."""
+        if name in self.requested or not client.service_is_ready():
+            return
+        future, sent = self._pending.get(name, (None, 0.0))
+        if future is not None and not future.done():
+            return
+        if future is not None and getattr(future.result(), 'success', True):
+            self.requested.add(name)
+            return
+        if time.monotonic() - sent >= self.RETRY_PERIOD:
+            self._pending[name] = (client.call_async(request), time.monotonic())
 
 
 def make_replay(plugin, recording, options):

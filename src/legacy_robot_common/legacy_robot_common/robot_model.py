@@ -10,11 +10,12 @@ Foxglove draw is what the transforms come from. A user who runs robot_state_publ
 sets publish_joint_tf (and publish_static_tf) false.
 """
 import math
+import threading
 import time
 import xml.etree.ElementTree as ElementTree
 
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Quaternion, TransformStamped
+from geometry_msgs.msg import TransformStamped
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Header, String
 
@@ -131,40 +132,62 @@ def quaternion_rpy(q):
 
 
 def _multiply(a, b):
-    return Quaternion(w=a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
-                      x=a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
-                      y=a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
-                      z=a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w)
+    """Quaternion product of (x, y, z, w) tuples."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
 
 
 def _rotate(q, v):
-    """Vector v turned by unit quaternion q."""
-    x, y, z = v
-    p = _multiply(_multiply(q, Quaternion(w=0.0, x=float(x), y=float(y), z=float(z))),
-                  Quaternion(w=q.w, x=-q.x, y=-q.y, z=-q.z))
-    return p.x, p.y, p.z
+    """Vector v turned by unit quaternion q (x, y, z, w)."""
+    x, y, z, _ = _multiply(_multiply(q, (*v, 0.0)), (-q[0], -q[1], -q[2], q[3]))
+    return x, y, z
+
+
+class JointMotion:
+    """A urdf_parser_py joint, ready to move: its origin and unit axis as plain floats, so a
+    joint_states message costs a few multiplications per joint."""
+
+    def __init__(self, joint):
+        origin = joint.origin
+        self.parent, self.child, self.type = joint.parent, joint.child, joint.type
+        self.xyz = tuple(float(v) for v in (origin.xyz if origin and origin.xyz else (0, 0, 0)))
+        q = rpy_quaternion(*(origin.rpy if origin and origin.rpy else (0, 0, 0)))
+        self.rotation = (q.x, q.y, q.z, q.w)
+        axis = joint.axis or (1.0, 0.0, 0.0)
+        norm = math.sqrt(sum(a * a for a in axis)) or 1.0
+        self.axis = tuple(a / norm for a in axis)
+
+    def pose(self, position):
+        """(translation, rotation (x, y, z, w)) of the child in the parent at position."""
+        if self.type == 'prismatic':
+            shift = _rotate(self.rotation, [a * position for a in self.axis])
+            return tuple(o + d for o, d in zip(self.xyz, shift)), self.rotation
+        if self.type not in MOVING:
+            return self.xyz, self.rotation
+        s = math.sin(position / 2)
+        turn = (self.axis[0] * s, self.axis[1] * s, self.axis[2] * s, math.cos(position / 2))
+        return self.xyz, _multiply(self.rotation, turn)
+
+    def message(self, prefix=''):
+        return TransformStamped(header=Header(frame_id=prefix + self.parent),
+                                child_frame_id=prefix + self.child)
+
+    def fill(self, transform, position, stamp):
+        """Set transform (a message of this joint) to position, stamped."""
+        (x, y, z), (qx, qy, qz, qw) = self.pose(position)
+        transform.header.stamp = stamp
+        t, r = transform.transform.translation, transform.transform.rotation
+        t.x, t.y, t.z = x, y, z
+        r.x, r.y, r.z, r.w = qx, qy, qz, qw
+        return transform
 
 
 def joint_transform(joint, position, stamp, prefix=''):
     """A urdf_parser_py joint at position (rad or m) → parent → child TransformStamped."""
-    xyz = joint.origin.xyz if joint.origin is not None and joint.origin.xyz else (0, 0, 0)
-    rpy = joint.origin.rpy if joint.origin is not None and joint.origin.rpy else (0, 0, 0)
-    rotation = rpy_quaternion(*rpy)
-    axis = joint.axis or (1.0, 0.0, 0.0)
-    if joint.type == 'prismatic':
-        shift = _rotate(rotation, [a * position for a in axis])
-        xyz = [o + s for o, s in zip(xyz, shift)]
-    elif joint.type in MOVING:
-        norm = math.sqrt(sum(a * a for a in axis)) or 1.0
-        s = math.sin(position / 2) / norm
-        turn = Quaternion(w=math.cos(position / 2), x=axis[0] * s, y=axis[1] * s, z=axis[2] * s)
-        rotation = _multiply(rotation, turn)
-    transform = TransformStamped(header=Header(stamp=stamp or Time(), frame_id=prefix + joint.parent),
-                                 child_frame_id=prefix + joint.child)
-    t = transform.transform.translation
-    t.x, t.y, t.z = (float(v) for v in xyz)
-    transform.transform.rotation = rotation
-    return transform
+    motion = JointMotion(joint)
+    return motion.fill(motion.message(prefix), position, stamp or Time())
 
 
 def rest_position(joint):
@@ -196,8 +219,10 @@ class RobotStatePublisher:
         self.description = ''
         self.robot = None
         self.moving = {}          # joint name → urdf_parser_py joint
+        self._motions = {}        # joint name → (JointMotion, its TransformStamped)
         self.positions = {}       # joint name → last position reported (or the rest pose)
         self._reported = {}       # joint name → time.monotonic() of its last report
+        self._lock = threading.Lock()
         self.joint_updates = 0
         if self._tf is not None:
             # as joint_state_publisher does: joints nobody reports (a robot that never sends
@@ -226,6 +251,9 @@ class RobotStatePublisher:
                                   if joint.type == 'fixed' and joint.child not in already_sent])
         self.description, self.robot = text, robot
         self.moving = {joint.name: joint for joint in robot.joints if joint.type in MOVING}
+        # one message per joint, filled again for each report (building one costs more)
+        self._motions = {name: (JointMotion(joint), JointMotion(joint).message(prefix))
+                         for name, joint in self.moving.items()}
         self.positions = {name: self.positions.get(name, rest_position(joint))
                           for name, joint in self.moving.items()}
         if self._description_pub is not None:
@@ -254,6 +282,7 @@ class RobotStatePublisher:
         if self._tf is None or not positions or not getattr(self._node, 'active', True):
             return
         stamp = stamp or self._node.get_clock().now().to_msg()
-        prefix = self._frames.prefix
-        self._tf.sendTransform([joint_transform(self.moving[name], value, stamp, prefix)
-                                for name, value in positions.items()])
+        motions = self._motions
+        with self._lock:       # the reused messages: a link thread and the executor may both report
+            self._tf.sendTransform([motions[name][0].fill(motions[name][1], value, stamp)
+                                    for name, value in positions.items()])
