@@ -18,10 +18,15 @@ import yaml
 from rclpy.node import Node
 
 from helpers import ROOT, env_with_support, start_module
+from pleo_driver.sample import SAMPLE_PROJECT
 
 README = (ROOT / 'README.md').read_text()
 AS_MODULES = {'ros2 run legacy_robot_bringup bringup': 'python -m legacy_robot_bringup.compose',
-              'ros2 run legacy_robot_bringup recording': 'python -m legacy_robot_bringup.recordings'}
+              'ros2 run legacy_robot_bringup recording': 'python -m legacy_robot_bringup.recordings',
+              'urf_builder': 'python -m pleo_driver.urf_builder'}
+# "project" in the urf_builder lines is the reader's project: here the sample project, built
+# in the folder the commands run in
+YOUR_PROJECT = {'project.upf': 'sample.upf', 'project.urf': 'sample.urf'}
 PLACEHOLDER = re.compile(r'<|\[|\bDIR\b|\bFILE\b|my_robots|192\.168|/dev/tty|\$')
 RUN_SECONDS = '4'
 # which emulator answers a README service call (the sections name services without namespace)
@@ -47,8 +52,11 @@ def runnable(line):
     for prefix, module in AS_MODULES.items():
         if line.startswith(prefix):
             line = module + line[len(prefix):]
-    if not line.startswith('python -m legacy_robot_bringup.') or PLACEHOLDER.search(line):
+    if not re.match(r'python -m (legacy_robot_bringup|pleo_driver)\.', line) or \
+            PLACEHOLDER.search(line):
         return None
+    for name, sample in YOUR_PROJECT.items():
+        line = line.replace(name, sample)
     words = shlex.split(line)
     if words[2] == 'legacy_robot_bringup.compose' and ('--sim' in words or '--replay' in words):
         words += ['--duration', RUN_SECONDS]          # they run until Ctrl-C
@@ -58,6 +66,11 @@ def runnable(line):
 def test_every_runnable_readme_command_works_as_written(tmp_path):
     shutil.copytree(ROOT / 'recordings', tmp_path / 'recordings')
     shutil.copy(ROOT / 'recordings' / 'p2os.mcap', tmp_path / 'p2os.mcap')  # "your" recording
+    shutil.copytree(SAMPLE_PROJECT, tmp_path, dirs_exist_ok=True)            # "your" project,
+    built = subprocess.run([sys.executable, '-m', 'pleo_driver.urf_builder', 'sample.upf',
+                            'rebuild', '--amx-dir', 'prebuilt'], cwd=tmp_path, timeout=120,
+                           capture_output=True, text=True)                    # as the README says
+    assert built.returncode == 0, built.stderr
     ran = []
     for line in readme_command_lines():
         command = runnable(line)
@@ -70,7 +83,8 @@ def test_every_runnable_readme_command_works_as_written(tmp_path):
                                     capture_output=True, text=True)
             assert result.returncode == 0, (line, result.stdout[-2000:], result.stderr[-2000:])
         ran.append(line)
-    assert len(ran) >= 10, ran                  # the README's bringup and recording commands
+    assert len(ran) >= 14, ran      # the README's bringup, recording and urf_builder commands
+    assert any('4096.usf' in line for line in ran)
     assert (tmp_path / 'recordings-today' / 'p2os.mcap').is_file()
     assert (tmp_path / 'p2os.csv').stat().st_size > 0
 

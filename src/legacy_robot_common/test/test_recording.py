@@ -125,8 +125,16 @@ def test_a_writer_that_falls_behind_ends_the_recording(tmp_path):
 
 
 def test_an_unwritable_path_is_a_clear_error(tmp_path):
+    (tmp_path / 'a_file').write_text('not a folder')
     with pytest.raises(RecordingError, match='cannot record to'):
-        Recorder(tmp_path / 'missing' / 'r.mcap', 'test_driver', '0', {})
+        Recorder(tmp_path / 'a_file' / 'r.mcap', 'test_driver', '0', {})
+
+
+def test_a_missing_folder_is_made_as_ros2_bag_record_makes_its_own(tmp_path):
+    recorder = Recorder(tmp_path / 'new' / 'folder' / 'r.mcap', 'test_driver', '0', {})
+    recorder.start()
+    recorder.stop()
+    assert (tmp_path / 'new' / 'folder' / 'r.mcap').is_file()
 
 
 def test_a_file_cut_short_keeps_what_came_before_the_cut(tmp_path):
