@@ -50,11 +50,19 @@ def test_the_pleo_model_has_every_joint_the_driver_publishes_with_the_joint_tabl
 
 
 def test_the_trikebot_camera_hangs_on_a_pan_tilt_neck():
+    """Positive pan looks left and positive tilt up, as the emulator's camera (and so the
+    pan/tilt command and the tracking packets' servo positions) turn."""
+    from legacy_robot_common.model_picture import link_poses
+    from legacy_robot_common.robot_model import joint_transform
     robot = URDF.from_xml_string(ipaq_description.describe(
         'base_link', 'camera', 'ir_range', 0.35, [0.1, 0, 0.25, 0], [0.15, 0, 0.1, 0],
         (-1.5, 1.5)).xml())
     assert robot.get_chain('base_link', 'camera', links=False) == ['pan', 'tilt']
     assert robot.joint_map['pan'].origin.xyz == [0.1, 0, 0.25]
+    moved = {'camera_pan_link': joint_transform(robot.joint_map['pan'], 0.5, None),
+             'camera': joint_transform(robot.joint_map['tilt'], 0.3, None)}
+    looking = link_poses(robot, moved)['camera'][:3, 0]          # the camera's x axis in base
+    assert looking[1] > 0 and looking[2] == pytest.approx(math.sin(0.3))   # left, and up
 
 
 # ---- the running drivers ------------------------------------------------------------------------

@@ -5,8 +5,9 @@ No document gives the Trikebot's geometry (spec §1): the wheelbase is the drive
 parameter and the mounts are its `camera_mount` / `range_mount` parameters; the body and wheel
 sizes below are guesses for a small tricycle (README). base_link sits on the rear axle, the
 steered front wheel `wheelbase` ahead. The neck's joints are named as camera/pan_tilt names
-them, `pan` (about z, positive left) and `tilt` (about y: REP-103, positive turns the camera
-down), so joint_states and the pan/tilt command speak the same names.
+them, `pan` (about z, positive left) and `tilt` (positive turns the camera up: a servo setting
+above `servo_center`, as the emulator's camera moves; the real neck's direction is on record
+nowhere), so joint_states and the pan/tilt command speak the same names and angles.
 """
 import dataclasses
 import math
@@ -59,8 +60,8 @@ def describe(base_frame, camera_frame, range_frame, wheelbase, camera_mount, ran
               cylinder(0.008, 0.015, (0.02, 0, 0), (0, math.pi / 2, 0), 'dark'))   # the lens
     urdf.joint(PAN_JOINT, base_frame, neck, (x, y, z), (0, 0, yaw), kind='revolute',
                axis=(0, 0, 1), limits=servo_range)
-    urdf.joint(TILT_JOINT, neck, camera_frame, kind='revolute', axis=(0, 1, 0),
-               limits=servo_range)
+    urdf.joint(TILT_JOINT, neck, camera_frame, kind='revolute', axis=(0, -1, 0),
+               limits=servo_range)                     # about -y: positive looks up
     urdf.link(range_frame, box((0.015, 0.04, 0.015), colour='sensor'))
     x, y, z, yaw = range_mount
     urdf.fixed(base_frame, range_frame, (x, y, z), (0, 0, yaw))

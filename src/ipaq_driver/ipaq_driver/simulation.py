@@ -142,7 +142,8 @@ class Trike:
             x, y, yaw = self.x, self.y, self.yaw
             bx, by = self.ball.position
             colour = self.ball.colour
-        horizon = rows / 2 - tilt / (CAMERA_FOV_Y / rows)      # tilting up moves the horizon down
+        # positive tilt looks up (as for the ball below): the horizon moves down the image
+        horizon = rows / 2 + tilt / (CAMERA_FOV_Y / rows)
         depth = np.arange(rows, dtype=np.float32)[:, None, None] - horizon
         floor = np.clip(np.array([100, 95, 80]) + depth * 0.6, 16, 240)
         image = np.where(depth >= 0, floor, np.array([70, 90, 120])).astype(np.uint8)

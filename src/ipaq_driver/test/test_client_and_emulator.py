@@ -361,3 +361,21 @@ def test_the_sims_ball_is_in_view_whenever_tracking_starts():
         _, blob = track_colour(trike.render(), bounds)
         assert blob.confidence > 0 and blob.pixels > 0, f'ball lost at {step / 4:.2f} s'
         trike.step(0.25, 0.0)
+
+
+def test_the_sims_camera_tilts_the_same_way_for_the_floor_and_the_ball():
+    """Looking up (positive tilt) moves the ball and the horizon down the image alike."""
+    import numpy as np
+    from ipaq_driver.plugin import RED_BALL
+    from ipaq_driver.simulation import Ball, Trike, track_colour
+    bounds = tuple(RED_BALL[k] for k in ('r_min', 'r_max', 'g_min', 'g_max', 'b_min', 'b_max'))
+
+    def view(tilt_raw):
+        trike = Trike(ball=Ball(orbit=0.0))
+        trike.tilt = tilt_raw
+        image = trike.render()
+        sky = np.all(image == [70, 90, 120], axis=2).all(axis=1)   # rows of sky only
+        return int(sky.sum()), track_colour(image, bounds)[1].y
+    level_sky, level_ball = view(128)
+    up_sky, up_ball = view(140)
+    assert up_sky > level_sky and up_ball > level_ball
