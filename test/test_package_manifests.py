@@ -15,11 +15,14 @@ PYTHON_KEYS = {'numpy': 'python3-numpy', 'PIL': 'python3-pil', 'serial': 'python
                'matplotlib': 'python3-matplotlib', 'pytest': 'python3-pytest',
                'hypothesis': 'python3-hypothesis', 'uvloop': 'python3-uvloop',
                'httptools': 'python3-httptools', 'mcap': 'python3-mcap', 'yaml': 'python3-yaml',
-               'urdf_parser_py': 'urdfdom_py'}   # ROS's URDF parser (urdfdom_py)
+               'urdf_parser_py': 'urdfdom_py',   # ROS's URDF parser (urdfdom_py)
+               'foxglove': 'python3-foxglove-sdk-pip', 'rosbags': 'python3-rosbags-pip',
+               'mcap_ros2': 'python3-mcap-ros2-support-pip', 'websockets': 'python3-websockets'}
 # ROS packages a full install has and these machines may not (no wheels): declared all the same
 ROS_ELSEWHERE = {'launch', 'launch_ros'}
 # not dependencies: setup.py's build tool, and the test support folder (test/support)
-NOT_DEPENDENCIES = {'setuptools', 'helpers', 'ros_observer', 'tick_robot', 'interfaces_peer'}
+NOT_DEPENDENCIES = {'setuptools', 'helpers', 'ros_observer', 'tick_robot', 'interfaces_peer',
+                    'foxglove_client'}
 
 
 def imports(package):

@@ -31,6 +31,7 @@ setup(
             'demo = legacy_robot_bringup.demo:main',
             'bench = legacy_robot_bringup.bench:main',
             'recording = legacy_robot_bringup.recordings:main',
+            'foxglove_relay = legacy_robot_bringup.foxglove:main',
         ],
     },
 )

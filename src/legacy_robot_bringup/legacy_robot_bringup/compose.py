@@ -18,10 +18,12 @@ import rclpy
 from rclpy.parameter import Parameter
 
 from legacy_robot_common.driver_node import RCLError, make_executor, spin_until_shutdown
+from legacy_robot_common.foxglove_relay import DEFAULT_PORT
 from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
 
+from .foxglove import FOXGLOVE_ADDRESS_HELP, FOXGLOVE_HELP, start_relay
 from .launch_plan import (FRAME_MODES, FRAMES_HELP, LOG_LEVELS, file_parameters,
                           frame_isolation, per_robot_by_default, robot_namespace)
 from .paths import config_file
@@ -36,7 +38,8 @@ class Composition:
     """
 
     def __init__(self, plugins, sim=False, namespace='', namespace_per_robot=False, replays=None,
-                 record_folder=None, frames='prefix', use_sim_time=False, user_params_files=()):
+                 record_folder=None, frames='prefix', use_sim_time=False, user_params_files=(),
+                 foxglove=None):
         self.plugins = list(plugins)
         self.sim = sim
         self.user_params_files = list(user_params_files)   # they win over the emulators' values
@@ -47,6 +50,8 @@ class Composition:
         self.namespace_per_robot = namespace_per_robot
         self.frames = frames                    # launch_plan.FRAME_MODES
         self.use_sim_time = use_sim_time
+        self.foxglove = foxglove                # (address, port) of a Foxglove relay, or None
+        self.relay = None
         self.emulators = {}
         self.nodes = {}
         self.executor = make_executor()
@@ -78,6 +83,8 @@ class Composition:
                                       cli_args=['--ros-args', *remap_args] if remap_args else None)
             self.nodes[plugin.name] = node
             self.executor.add_node(node)
+        if self.foxglove is not None:
+            self.relay = start_relay(self.executor, *self.foxglove)
 
     def _emulator_parameters(self, plugin, values):
         """The emulator's parameters but those the user's parameter files set (as in a
@@ -103,7 +110,7 @@ class Composition:
 
     def stop(self):
         """Nodes first (each link says goodbye to its robot), then the emulators."""
-        for node in self.nodes.values():
+        for node in [*self.nodes.values(), *([self.relay] if self.relay else [])]:
             try:
                 node.destroy_node()
             except Exception as exc:  # keep shutting the others down
@@ -120,7 +127,8 @@ class Composition:
 def running(plugins, extra_params_files=(), extra_ros_args=(), **options):
     """rclpy initialised with the robots' parameter files (and extra_ros_args, what followed
     --ros-args) and their Composition started; everything stopped again on exit. Composition
-    options: sim, namespace, namespace_per_robot, replays, record_folder, frames, use_sim_time.
+    options: sim, namespace, namespace_per_robot, replays, record_folder, frames, use_sim_time,
+    foxglove.
     Raises ParameterError or OSError (emulator port) for user errors, RCLError for ROS
     arguments rclpy cannot parse."""
     args = ros_args(plugins, extra_params_files)
@@ -178,6 +186,7 @@ def build_parser():
                         default=None, help='put each robot under <namespace>/<robot name> '
                         '(default: yes for several robots, as all_robots.launch.py does)')
     parser.add_argument('--frames', choices=FRAME_MODES, default='prefix', help=FRAMES_HELP)
+    add_foxglove_arguments(parser)
     parser.add_argument('--use-sim-time', action='store_true',
                         help='stamp with the simulated clock on /clock (use_sim_time)')
     parser.add_argument('--log-level', choices=LOG_LEVELS,
@@ -188,6 +197,18 @@ def build_parser():
                         help='load an extra robot plugin (for robots outside this repository)')
     parser.add_argument('--list', action='store_true', help='list the installed robots and exit')
     return parser
+
+
+def add_foxglove_arguments(parser):
+    parser.add_argument('--foxglove', nargs='?', type=int, const=DEFAULT_PORT, metavar='PORT',
+                        help=FOXGLOVE_HELP)
+    parser.add_argument('--foxglove-address', default='127.0.0.1', metavar='ADDRESS',
+                        help=FOXGLOVE_ADDRESS_HELP)
+
+
+def foxglove_option(args):
+    """(address, port) from --foxglove / --foxglove-address, or None."""
+    return None if args.foxglove is None else (args.foxglove_address, args.foxglove)
 
 
 def split_ros_args(argv):
@@ -236,9 +257,12 @@ def main(argv=None):
                      namespace=args.namespace,
                      namespace_per_robot=per_robot, replays=replays,
                      record_folder=args.record, frames=args.frames,
-                     use_sim_time=args.use_sim_time) as composition:
+                     use_sim_time=args.use_sim_time,
+                     foxglove=foxglove_option(args)) as composition:
             for name, emulator in composition.emulators.items():
                 print(f'{name}: emulator {emulator.description}', flush=True)
+            if composition.relay is not None:
+                print(composition.relay.announcement, flush=True)
             print(f'running: {", ".join(composition.nodes)}', flush=True)
             composition.spin(args.duration)
     except (ParameterError, OSError) as exc:

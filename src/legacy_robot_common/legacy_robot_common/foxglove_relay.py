@@ -1,0 +1,324 @@
+"""A Foxglove WebSocket server for the ROS graph: live view and control without a ROS desktop.
+
+Foxglove (and Lichtblick) connect to ws://HOST:PORT and see every topic of the graph as a
+channel (CDR bytes with the full ros2msg definition, so the client needs nothing installed),
+every driver service (Foxglove's Service Call panel), and may publish on the topics the
+drivers subscribe to (the Teleop panel's geometry_msgs/Twist on cmd_vel). What the relay
+costs follows the clients: a topic gets a ROS subscription only while a client subscribes to
+its channel, and messages go to the server through one bounded queue, so a slow client or a
+flood drops (counted on /diagnostics) instead of holding up a driver.
+"""
+import importlib
+import queue
+import threading
+
+import foxglove
+from foxglove.websocket import Capability
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message, serialize_message
+
+from .diagnostics import OK, WARN, DiagnosticsPublisher
+from .message_definitions import UnknownType, shared
+
+DEFAULT_PORT = 8765
+GRAPH_PERIOD = 1.0            # s between looks at the graph (new topics, services, robots)
+QUEUE_LENGTH = 1000           # messages waiting for the server; beyond: dropped, counted
+SERVICE_TIMEOUT = 10.0        # s a Foxglove service call waits for the driver's answer
+# rclpy's own services of every node: parameters (Foxglove has no panel for their types) and
+# type descriptions; the lifecycle services stay (configure / activate from a button)
+HIDDEN_SERVICE_TYPES = ('rcl_interfaces/srv/', 'type_description_interfaces/srv/')
+
+
+def import_type(type_name):
+    """'pkg/msg/Name' (or srv) → the Python class rclpy uses."""
+    package, kind, name = type_name.split('/')
+    return getattr(importlib.import_module(f'{package}.{kind}'), name)
+
+
+def matching_qos(publishers, depth=10):
+    """The QoS that receives from every publisher of a topic: reliable / transient local only
+    when all of them offer it (a latched robot_description reaches a late subscriber)."""
+    reliable = bool(publishers) and all(
+        p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers)
+    latched = bool(publishers) and all(
+        p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers)
+    return QoSProfile(depth=depth,
+                      reliability=ReliabilityPolicy.RELIABLE if reliable
+                      else ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
+                      else DurabilityPolicy.VOLATILE)
+
+
+class _Topic:
+    """One ROS topic as a Foxglove channel, and its subscription while anyone watches."""
+
+    def __init__(self, name, type_name, channel):
+        self.name, self.type_name, self.channel = name, type_name, channel
+        self.watchers = set()          # Foxglove client ids subscribed
+        self.subscription = None
+        self.latched = None            # transient local topics: last message per publisher
+
+
+class FoxgloveRelay(Node):
+    """The relay node: a Foxglove server (started here) kept in step with the ROS graph."""
+
+    def __init__(self, executor, host='127.0.0.1', port=DEFAULT_PORT, **kwargs):
+        super().__init__('foxglove_relay', **kwargs)
+        self._ros_executor = executor     # ROS entities are made in its thread (executor tasks)
+        self._definitions = shared()
+        self._foxglove_context = foxglove.Context()
+        self._topics = {}             # topic → _Topic
+        self._by_channel = {}         # Foxglove channel id → _Topic
+        self._service_clients = {}           # service name → rclpy client
+        self._client_channels = {}    # (client id, client channel id) → ROS publisher
+        self._client_publishers = {}         # (topic, type) → ROS publisher
+        self._queue = queue.Queue(QUEUE_LENGTH)
+        self._lock = threading.Lock()
+        self.relayed = self.dropped = self.published = self.refused = 0
+        self._host = host
+        try:
+            self.server = foxglove.start_server(
+                name='legacy robots', host=host, port=port, context=self._foxglove_context,
+                capabilities=[Capability.ClientPublish, Capability.Services],
+                supported_encodings=['cdr'], server_listener=_Listener(self))
+        except Exception as exc:  # the SDK raises its own error types for bind failures
+            super().destroy_node()
+            raise OSError(f'foxglove: cannot listen on {host}:{port}: {exc}') from None
+        self._sender = threading.Thread(target=self._send_loop, name='foxglove-send', daemon=True)
+        self._sender.start()
+        diagnostics = DiagnosticsPublisher(self, f'foxglove ws://{host}:{self.port}')
+        diagnostics.add_task('foxglove', self._status)
+        self.create_timer(GRAPH_PERIOD, self.follow_graph)
+        self.follow_graph()
+
+    @property
+    def port(self):
+        return self.server.port
+
+    @property
+    def url(self):
+        host = 'localhost' if self._host in ('127.0.0.1', '0.0.0.0', '::') else self._host
+        return f'ws://{host}:{self.port}'
+
+    @property
+    def announcement(self):
+        return (f'foxglove: {self.url} (Foxglove or Lichtblick: Open connection → '
+                f'Foxglove WebSocket → {self.url})')
+
+    @property
+    def watching_clients(self):
+        """Ids of the clients that watch a topic now."""
+        with self._lock:
+            return set().union(*(t.watchers for t in self._topics.values()))
+
+    # ---- the graph → channels and services ---------------------------------------------------
+    def follow_graph(self):
+        self._follow_topics()
+        self._follow_services()
+
+    def _follow_topics(self):
+        present = {}
+        for name, types in self.get_topic_names_and_types():
+            if len(types) == 1:        # a topic with two types cannot be one channel
+                present[name] = types[0]
+        for name in [n for n, t in self._topics.items() if present.get(n) != t.type_name]:
+            self._close_topic(self._topics.pop(name))
+        for name, type_name in present.items():
+            if name not in self._topics:
+                self._open_topic(name, type_name)
+
+    def _open_topic(self, name, type_name):
+        try:
+            definition = self._definitions.definition(type_name)
+        except UnknownType as exc:
+            self.get_logger().warn(f'foxglove: {name} not relayed: {exc}', once=True)
+            return
+        channel = foxglove.Channel(
+            name, message_encoding='cdr', context=self._foxglove_context,
+            schema=foxglove.Schema(name=type_name, encoding='ros2msg',
+                                   data=definition.encode()))
+        topic = self._topics[name] = _Topic(name, type_name, channel)
+        self._by_channel[channel.id()] = topic
+
+    def _close_topic(self, topic):
+        self._unsubscribe(topic)
+        self._by_channel.pop(topic.channel.id(), None)
+        topic.channel.close()
+
+    def _follow_services(self):
+        present = {name: types[0] for name, types in self.get_service_names_and_types()
+                   if len(types) == 1 and not types[0].startswith(HIDDEN_SERVICE_TYPES)}
+        gone = [name for name in self._service_clients if name not in present]
+        if gone:
+            self.server.remove_services(gone)
+            for name in gone:
+                self.destroy_client(self._service_clients.pop(name))
+        added = []
+        for name, type_name in present.items():
+            if name not in self._service_clients:
+                service = self._offer_service(name, type_name)
+                if service is not None:
+                    added.append(service)
+        if added:
+            self.server.add_services(added)
+
+    def _offer_service(self, name, type_name):
+        try:
+            request, response = self._definitions.service_definitions(type_name)
+            srv_type = import_type(type_name)
+        except (UnknownType, ImportError, AttributeError) as exc:
+            self.get_logger().warn(f'foxglove: service {name} not offered: {exc}', once=True)
+            return None
+        client = self._service_clients[name] = self.create_client(srv_type, name)
+
+        def schema(part, text):
+            return foxglove.MessageSchema(encoding='cdr', schema=foxglove.Schema(
+                name=f'{type_name}_{part}', encoding='ros2msg', data=text.encode()))
+        return foxglove.Service(
+            name, schema=foxglove.ServiceSchema(type_name, request=schema('Request', request),
+                                                response=schema('Response', response)),
+            handler=lambda call: self._call(client, srv_type, call))
+
+    def _call(self, client, srv_type, call):
+        """A Foxglove service call (in the server's thread): the ROS call, its CDR answer."""
+        request = deserialize_message(bytes(call.payload), srv_type.Request)
+        done = threading.Event()
+        future = client.call_async(request)
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(SERVICE_TIMEOUT):
+            future.cancel()
+            raise TimeoutError(f'{call.service_name}: no answer in {SERVICE_TIMEOUT:g} s')
+        return serialize_message(future.result())
+
+    # ---- subscriptions follow the clients ----------------------------------------------------
+    def client_subscribed(self, client_id, channel_id):
+        topic = self._by_channel.get(channel_id)
+        if topic is None:
+            return
+        with self._lock:
+            topic.watchers.add(client_id)
+            first = len(topic.watchers) == 1
+        if first:
+            self._ros_executor.create_task(self._subscribe, topic)
+        elif topic.latched:            # a second client gets the latched messages too
+            for data in list(topic.latched.values()):
+                self._enqueue(topic, data)
+
+    def client_unsubscribed(self, client_id, channel_id):
+        topic = self._by_channel.get(channel_id)
+        if topic is None:
+            return
+        with self._lock:
+            topic.watchers.discard(client_id)
+            last = not topic.watchers
+        if last:
+            self._ros_executor.create_task(self._unsubscribe, topic)
+
+    def _subscribe(self, topic):
+        if topic.subscription is not None or not topic.watchers:
+            return
+        qos = matching_qos(self.get_publishers_info_by_topic(topic.name))
+        topic.latched = {} if qos.durability == DurabilityPolicy.TRANSIENT_LOCAL else None
+
+        def relay(data, info):
+            if topic.latched is not None:     # kept per publisher (/tf_static: one per driver)
+                topic.latched[repr(info.get('publisher_gid'))] = data
+            self._enqueue(topic, data)
+        topic.subscription = self.create_subscription(
+            import_type(topic.type_name), topic.name, relay, qos, raw=True)
+
+    def _unsubscribe(self, topic):
+        if topic.subscription is not None and not topic.watchers:
+            self.destroy_subscription(topic.subscription)
+            topic.subscription, topic.latched = None, None
+
+    def _enqueue(self, topic, data):
+        try:
+            self._queue.put_nowait((topic.channel, data))
+        except queue.Full:
+            self.dropped += 1
+
+    def _send_loop(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            channel, data = item
+            channel.log(data)
+            self.relayed += 1
+
+    # ---- client publishing -------------------------------------------------------------------
+    def client_advertised(self, client_id, channel):
+        """A client's channel: accepted for a topic a node other than this relay subscribes
+        to (the drivers' command topics), with the type given by the client's schema."""
+        subscribers = [info for info in self.get_subscriptions_info_by_topic(channel.topic)
+                       if info.node_name != self.get_name()]
+        if channel.encoding != 'cdr' or not subscribers:
+            self.refused += 1
+            self.get_logger().warn(f'foxglove: a client may not publish on {channel.topic} '
+                                   f'({channel.encoding}): only topics the drivers subscribe to, '
+                                   'in cdr')
+            return
+        try:
+            msg_type = import_type(channel.schema_name)
+        except (ValueError, ImportError, AttributeError):
+            self.refused += 1
+            self.get_logger().warn(f'foxglove: unknown type {channel.schema_name!r} for '
+                                   f'{channel.topic}')
+            return
+        key = (channel.topic, channel.schema_name)
+        publisher = self._client_publishers.get(key)
+        if publisher is None:
+            publisher = self._client_publishers[key] = self.create_publisher(msg_type, channel.topic, 10)
+        self._client_channels[(client_id, channel.id)] = publisher
+
+    def client_unadvertised(self, client_id, channel_id):
+        self._client_channels.pop((client_id, channel_id), None)
+
+    def client_message(self, client_id, channel_id, data):
+        publisher = self._client_channels.get((client_id, channel_id))
+        if publisher is None:
+            self.refused += 1
+            return
+        publisher.publish(bytes(data))
+        self.published += 1
+
+    # ---- state -------------------------------------------------------------------------------
+    def _status(self):
+        watched = sum(1 for t in self._topics.values() if t.subscription is not None)
+        values = {'url': self.url, 'clients': len(self.watching_clients), 'channels': len(self._topics),
+                  'topics watched': watched, 'services': len(self._service_clients),
+                  'messages relayed': self.relayed, 'messages dropped': self.dropped,
+                  'client messages published': self.published,
+                  'client messages refused': self.refused}
+        level = WARN if self.dropped else OK
+        return level, f'{len(self.watching_clients)} client(s), {watched} topic(s) watched', values
+
+    def destroy_node(self):
+        self.server.stop()
+        self._queue.put(None)
+        self._sender.join(timeout=2.0)
+        super().destroy_node()
+
+
+class _Listener:
+    """The server's callbacks (its threads), handed to the relay."""
+
+    def __init__(self, relay):
+        self._relay = relay
+
+    def on_subscribe(self, client, channel):
+        self._relay.client_subscribed(client.id, channel.id)
+
+    def on_unsubscribe(self, client, channel):
+        self._relay.client_unsubscribed(client.id, channel.id)
+
+    def on_client_advertise(self, client, channel):
+        self._relay.client_advertised(client.id, channel)
+
+    def on_client_unadvertise(self, client, client_channel_id):
+        self._relay.client_unadvertised(client.id, client_channel_id)
+
+    def on_message_data(self, client, client_channel_id, data):
+        self._relay.client_message(client.id, client_channel_id, data)

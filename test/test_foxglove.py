@@ -1,0 +1,131 @@
+"""The Foxglove relay as a user meets it: bringup --sim --foxglove, a WebSocket client that
+knows only the Foxglove protocol, the robot's data decoded from the advertised definitions,
+a service called and cmd_vel published from the client moving the emulated robot."""
+import re
+import signal
+import threading
+
+import pytest
+from geometry_msgs.msg import Twist, Vector3
+from rclpy.serialization import serialize_message
+from std_srvs.srv import Trigger
+
+from foxglove_client import FoxgloveClient
+from mcap_ros2._dynamic import generate_dynamic
+from helpers import start_module, wait_for
+from legacy_robot_common.message_definitions import MessageDefinitions, UnknownType
+
+ANNOUNCEMENT = re.compile(r'foxglove: (ws://localhost:\d+)')
+
+
+class _Lines:
+    """A process's stdout read in a thread (its pipe never fills), searchable."""
+
+    def __init__(self, process):
+        self.lines = []
+        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.lines.append(line)
+
+    def find(self, pattern):
+        for line in list(self.lines):
+            if (match := pattern.search(line)):
+                return match
+        return None
+
+
+@pytest.fixture
+def relay_url():
+    process = start_module('legacy_robot_bringup.compose', 'p2os', 'ipaq', '--sim',
+                           '--foxglove', '0')
+    lines = _Lines(process)
+    try:
+        assert wait_for(lambda: lines.find(ANNOUNCEMENT) or process.poll() is not None, 60)
+        match = lines.find(ANNOUNCEMENT)
+        assert match, f'no Foxglove announcement; stderr: {process.stderr.read()}'
+        yield match.group(1)
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+        assert 'Traceback' not in process.stderr.read()
+
+
+def test_a_foxglove_client_sees_calls_and_drives_the_robots(relay_url):
+    client = FoxgloveClient(relay_url)
+    try:
+        wanted = ['/p2os/odom', '/ipaq/camera/image_raw', '/p2os/robot_description', '/tf_static',
+                  '/diagnostics']
+        assert client.wait_for(lambda: all(t in client.channels for t in wanted)
+                               and '/p2os/enable_motors' in client.services, 20), \
+            ([t for t in wanted if t not in client.channels],
+             sorted(s for s in client.services if s.startswith('/p2os')))
+        odom = client.channels['/p2os/odom']
+        assert (odom['encoding'], odom['schemaName'], odom['schemaEncoding']) == \
+            ('cdr', 'nav_msgs/msg/Odometry', 'ros2msg')
+        assert 'MSG: geometry_msgs/PoseWithCovariance' in odom['schema']   # definitions inlined
+        assert 'legacy_robot_interfaces/msg/TrackingResult' in {
+            c['schemaName'] for c in client.channels.values()}               # our own types too
+        for topic in wanted[:4]:
+            client.subscribe(topic)
+        assert client.wait_for(lambda: all(client.messages.get(t) for t in wanted[2:4]), 20)
+        assert call_trigger(client, '/p2os/enable_motors').success
+        assert call_trigger(client, '/ipaq/dump_frame').success     # the frame follows
+        assert client.wait_for(lambda: all(client.messages.get(t) for t in wanted[:4]), 20), \
+            {t: len(client.messages.get(t, [])) for t in wanted[:4]}
+        image = client.messages['/ipaq/camera/image_raw'][-1]
+        assert image.width > 0 and len(image.data) == image.step * image.height
+        assert image.header.frame_id == 'ipaq/camera_optical_frame'
+        assert client.messages['/p2os/robot_description'][0].data.startswith('<?xml')
+        static_children = {t.child_frame_id for m in client.messages['/tf_static']
+                           for t in m.transforms}
+        assert 'p2os/sonar_0' in static_children and 'ipaq/ir_range' in static_children
+
+        start_x = client.messages['/p2os/odom'][-1].pose.pose.position.x
+        channel = client.advertise('/p2os/cmd_vel', 'geometry_msgs/msg/Twist')
+        forward = serialize_message(Twist(linear=Vector3(x=0.3)))
+        for _ in range(40):                      # 4 s at 10 Hz, as the Teleop panel sends
+            client.publish(channel, forward)
+            client.receive(0.1)
+        moved = client.messages['/p2os/odom'][-1].pose.pose.position.x - start_x
+        assert moved > 0.2, f'the robot moved {moved:.3f} m'
+    finally:
+        client.close()
+
+
+def call_trigger(client, name):
+    """A std_srvs/Trigger service called through Foxglove; its decoded response."""
+    answer = client.call(name, serialize_message(Trigger.Request()))
+    assert isinstance(answer, tuple) and answer[0] == 'cdr', answer
+    schema = client.services[name]['response']
+    return generate_dynamic(schema['schemaName'], schema['schema'])[schema['schemaName']](
+        answer[1])
+
+
+def test_a_client_may_publish_only_on_topics_the_drivers_subscribe_to(relay_url):
+    client = FoxgloveClient(relay_url)
+    try:
+        assert client.wait_for(lambda: '/p2os/odom' in client.channels, 20)
+        client.subscribe('/p2os/odom')
+        assert client.wait_for(lambda: client.messages.get('/p2os/odom'), 10)
+        before = len(client.messages['/p2os/odom'])
+        channel = client.advertise('/p2os/odom', 'nav_msgs/msg/Odometry')   # nobody listens
+        client.publish(channel, b'\x00\x01\x00\x00garbage')
+        client.receive(1.0)
+        decoded = client.messages['/p2os/odom'][before:]
+        assert decoded and all(m.header.frame_id == 'p2os/odom' for m in decoded)
+    finally:
+        client.close()
+
+
+def test_message_definitions_come_from_the_installed_interfaces():
+    definitions = MessageDefinitions()
+    text = definitions.definition('legacy_robot_interfaces/msg/GripperState')
+    assert 'std_msgs/Header header' in text.splitlines()
+    assert 'MSG: std_msgs/Header' in text
+    request, response = definitions.service_definitions('lifecycle_msgs/srv/ChangeState')
+    assert 'MSG: lifecycle_msgs/Transition' in request and response.startswith('bool success')
+    for bad in ('nav_msgs/msg/NoSuchThing', 'no_such_package/msg/X', 'Odometry'):
+        with pytest.raises(UnknownType):
+            definitions.definition(bad)
