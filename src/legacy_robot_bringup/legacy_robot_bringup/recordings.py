@@ -3,14 +3,16 @@ replay.
 
     ros2 run legacy_robot_bringup recording info p2os.mcap
     ros2 run legacy_robot_bringup recording csv p2os.mcap --output p2os.csv
+    ros2 run legacy_robot_bringup recording export p2os.mcap --rosbag2 p2os_bag
     ros2 run legacy_robot_bringup recording replay p2os.mcap [--speed 2] [--loop]
         [--params-out replay.yaml]
 
 info counts what the file holds (links, connections, chunks and bytes each way, duration) at
 once; info --decode and csv decode the recording with the robot's own driver: the recording is
 replayed into the unchanged driver (in this process, at --speed), and every record its links
-decode is counted (csv: written), with the malformed frames its links reject. replay serves the
-recording as the robot, like the robot's emulator, until Ctrl-C.
+decode is counted (csv: written), with the malformed frames its links reject; export writes
+what the driver publishes meanwhile as a rosbag2 (MCAP storage). replay serves the recording as
+the robot, like the robot's emulator, until Ctrl-C.
 """
 import argparse
 import collections
@@ -30,6 +32,7 @@ from legacy_robot_common.plugin import make_replay
 from legacy_robot_common.recording import FROM_ROBOT, TO_ROBOT, RecordingError, read_recording
 from legacy_robot_common.replay import ReplayOptions
 
+from .bag_export import check_bag_path
 from .registry import PluginError, discover_plugins
 
 QUIET_END = 1.0         # s without a new record after the replay's end: decoding is done
@@ -59,36 +62,54 @@ class Decoded:
     rows: list          # (recorded time ns, link, record)
     bad_frames: dict    # link → malformed frames the driver rejected
     report: list        # the replay's own report lines
+    bag: object = None  # with a bag: its BagCapture (message counts per topic, bytes)
 
 
-def decode(path, speed=1.0, plugins=None):
-    """Replay the recording into its driver (in this process) → Decoded."""
+def decode(path, speed=1.0, plugins=None, bag=None):
+    """Replay the recording into its driver (in this process) → Decoded; with bag (a new
+    folder), what the driver publishes is written there as a rosbag2."""
     import rclpy
     from rclpy.parameter import Parameter
 
     from legacy_robot_common.driver_node import make_executor
 
-    plugin, replay = open_replay(path, ReplayOptions(speed=speed), plugins)
+    from .bag_export import DISCOVERY_TIME, BagCapture
+
+    # with a bag, the recording waits until the bag subscribes to the driver's topics
+    options = ReplayOptions(speed=speed, delay=DISCOVERY_TIME + 1.0 if bag else 0.0)
+    plugin, replay = open_replay(path, options, plugins)
     context = rclpy.Context()
     rclpy.init(args=[], context=context)
     replay.start()
-    rows, node = [], None
+    rows, node, capture = [], None, None
     try:
-        node = plugin.create_node(namespace='/recording_decode', context=context,
+        node = plugin.create_node(namespace=f'/recording_decode_{os.getpid()}', context=context,
                                   parameter_overrides=[Parameter(name, value=value) for name, value
                                                        in replay.parameters.items()])
         for client, link in zip(node.links, node.link_names):
             _capture(client, link, replay, rows)
         executor = make_executor(context)
         executor.add_node(node)
+        if bag:
+            capture = BagCapture(node, bag, lambda: _recorded_now(replay), context)
+            executor.add_node(capture)
         _spin_to_end(executor, replay, rows, speed)
         bad = {link: client.counters.bad_frames for client, link in zip(node.links, node.link_names)}
-        return Decoded(rows, bad, replay.report())
+        return Decoded(rows, bad, replay.report(), capture)
     finally:
         if node is not None:
             node.destroy_node()
+        if capture is not None:
+            capture.close()
+            capture.destroy_node()
         replay.stop()
         rclpy.try_shutdown(context=context)
+
+
+def _recorded_now(replay):
+    """The recorded time of the newest chunk the replay has sent (its start before any)."""
+    return max([replay.recorded_time(link) for link in replay.recording.links] +
+               [replay.recording.start_ns])
 
 
 def _capture(client, link, replay, rows):
@@ -160,6 +181,14 @@ def _plain(value):
     return repr(value)
 
 
+def export_lines(capture, path, recording, seconds):
+    lines = [f'{path}: rosbag2 (mcap), {sum(capture.counts.values())} messages on '
+             f'{len(capture.counts)} topics, {capture.bytes} bytes of CDR, from '
+             f'{os.path.getsize(recording.path)} bytes of recording in {seconds:.1f} s']
+    lines += [f'  {topic}: {count}' for topic, count in sorted(capture.counts.items())]
+    return lines
+
+
 def write_params(path, parameters):
     """A parameter file that points the driver at a replay (loads under any namespace)."""
     with open(path, 'w') as stream:
@@ -172,6 +201,7 @@ def build_parser():
     commands = parser.add_subparsers(dest='command', required=True)
     for name, text in (('info', 'links, counts, duration and decode errors'),
                        ('csv', 'the decoded records as CSV'),
+                       ('export', 'the driver\'s ROS messages as a rosbag2 (MCAP storage)'),
                        ('replay', 'serve the recording as the robot until Ctrl-C')):
         command = commands.add_parser(name, help=text)
         command.add_argument('path', help='the recording (.mcap)')
@@ -187,6 +217,9 @@ def build_parser():
                       'at --speed 1); without it the counts come from the file alone, at once')
     info.add_argument('--no-decode', action='store_true', help=argparse.SUPPRESS)  # the default
     commands.choices['csv'].add_argument('--output', '-o', help='CSV file (default: stdout)')
+    commands.choices['export'].add_argument('--rosbag2', required=True, metavar='FOLDER',
+                                            help='the bag to write (a new folder, as ros2 bag '
+                                            'record -o makes)')
     replay = commands.choices['replay']
     replay.add_argument('--loop', action='store_true', help='start again after the end')
     replay.add_argument('--params-out', metavar='YAML',
@@ -205,15 +238,22 @@ def main(argv=None):
         plugin_for(recording)
         if args.command == 'csv' and args.output:
             _check_writable(args.output)       # before a decode that can take minutes
+        bag = getattr(args, 'rosbag2', None)
+        if bag:
+            check_bag_path(bag)
         if args.command == 'info' and not args.decode:
             decoded = None
         else:
-            decoded = decode(args.path, args.speed)
+            started = time.monotonic()
+            decoded = decode(args.path, args.speed, bag=bag)
+            seconds = time.monotonic() - started
     except (RecordingError, PluginError, ValueError, OSError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
     if args.command == 'info':
         print('\n'.join(info_lines(recording, decoded)))
+    elif args.command == 'export':
+        print('\n'.join(export_lines(decoded.bag, bag, recording, seconds)))
     elif args.output:
         with open(args.output, 'w', newline='') as stream:
             write_csv(decoded, recording, stream)

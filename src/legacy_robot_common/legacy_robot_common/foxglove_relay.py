@@ -8,18 +8,18 @@ costs follows the clients: a topic gets a ROS subscription only while a client s
 its channel, and messages go to the server through one bounded queue, so a slow client or a
 flood drops (counted on /diagnostics) instead of holding up a driver.
 """
-import importlib
 import queue
 import threading
 
 import foxglove
 from foxglove.websocket import Capability
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 
 from .diagnostics import OK, WARN, DiagnosticsPublisher
 from .message_definitions import UnknownType, shared
+from .topics import import_type, matching_qos
 
 DEFAULT_PORT = 8765
 GRAPH_PERIOD = 1.0            # s between looks at the graph (new topics, services, robots)
@@ -28,26 +28,6 @@ SERVICE_TIMEOUT = 10.0        # s a Foxglove service call waits for the driver's
 # rclpy's own services of every node: parameters (Foxglove has no panel for their types) and
 # type descriptions; the lifecycle services stay (configure / activate from a button)
 HIDDEN_SERVICE_TYPES = ('rcl_interfaces/srv/', 'type_description_interfaces/srv/')
-
-
-def import_type(type_name):
-    """'pkg/msg/Name' (or srv) → the Python class rclpy uses."""
-    package, kind, name = type_name.split('/')
-    return getattr(importlib.import_module(f'{package}.{kind}'), name)
-
-
-def matching_qos(publishers, depth=10):
-    """The QoS that receives from every publisher of a topic: reliable / transient local only
-    when all of them offer it (a latched robot_description reaches a late subscriber)."""
-    reliable = bool(publishers) and all(
-        p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers)
-    latched = bool(publishers) and all(
-        p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers)
-    return QoSProfile(depth=depth,
-                      reliability=ReliabilityPolicy.RELIABLE if reliable
-                      else ReliabilityPolicy.BEST_EFFORT,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
-                      else DurabilityPolicy.VOLATILE)
 
 
 class _Topic:
