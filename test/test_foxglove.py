@@ -129,3 +129,21 @@ def test_message_definitions_come_from_the_installed_interfaces():
     for bad in ('nav_msgs/msg/NoSuchThing', 'no_such_package/msg/X', 'Odometry'):
         with pytest.raises(UnknownType):
             definitions.definition(bad)
+
+
+def test_the_shipped_layouts_are_the_robots_views(tmp_path):
+    """config/foxglove/<robot>.json equal what the plugins' FoxgloveViews build now, and name
+    only topics and services the robots have (relative to their namespace)."""
+    from legacy_robot_bringup.foxglove import write_layouts
+    from legacy_robot_bringup.registry import discover_plugins
+    from helpers import ROOT
+    plugins = discover_plugins()
+    for path in write_layouts(tmp_path, plugins):
+        shipped = ROOT / 'config' / 'foxglove' / path.name
+        assert shipped.read_text() == path.read_text(), \
+            f'{shipped} is stale: python -m legacy_robot_bringup.foxglove --write-layouts ' \
+            'config/foxglove'
+    for name, plugin in plugins.items():
+        layout = (ROOT / 'config' / 'foxglove' / f'{name}.json').read_text()
+        assert f'/{name}/robot_description' in layout and f'"{name}/base_link"' in layout
+        assert ('/cmd_vel' in layout) == plugin.foxglove.teleop

@@ -11,7 +11,7 @@ from std_msgs.msg import String
 
 from legacy_robot_common.artifacts import save_lines, save_png, save_wav
 from legacy_robot_common.messages import image_to_array
-from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin, SoakPart
+from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin, SoakPart
 from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
 from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand
@@ -133,6 +133,7 @@ PLUGIN = RobotPlugin(
     ),
     make_demo_script=DogWatcher,
     label='AIBO',
+    foxglove=FoxgloveView(image='camera/image_raw', plots=('sensor_words.word0', 'sensor_words.word1'), services=(('rcode_command', 'RCODE command'),)),
     bench_quick_arguments=('--seconds', '5', '--audio-minutes', '0.2'),
     soak_parts=(SoakPart('audio', 'aibo_driver.soak:audio_rows', '--audio-minutes', 10.0,
                          'AIBO real-time audio run with a core kept busy', float),))

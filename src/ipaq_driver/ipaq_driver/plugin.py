@@ -13,7 +13,7 @@ from std_srvs.srv import Trigger
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines, save_png
 from legacy_robot_common.messages import image_to_array
-from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
+from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin
 from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import ColorTracking
@@ -155,4 +155,5 @@ PLUGIN = RobotPlugin(
     ),
     make_demo_script=BallFollower,
     label='iPaq',
+    foxglove=FoxgloveView(image='camera/image_raw', plots=('tracking.pan', 'tracking.tilt', 'tracking.confidence'), services=(('dump_frame', 'camera frame'), ('start_color_tracking', 'track colour'), ('stop_tracking', 'stop tracking')), teleop=True),
     bench_quick_arguments=('--seconds', '5'))

@@ -18,12 +18,11 @@ import rclpy
 from rclpy.parameter import Parameter
 
 from legacy_robot_common.driver_node import RCLError, make_executor, spin_until_shutdown
-from legacy_robot_common.foxglove_relay import DEFAULT_PORT
 from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
 
-from .foxglove import FOXGLOVE_ADDRESS_HELP, FOXGLOVE_HELP, start_relay
+from .foxglove import add_foxglove_arguments, foxglove_option, start_relay
 from .launch_plan import (FRAME_MODES, FRAMES_HELP, LOG_LEVELS, file_parameters,
                           frame_isolation, per_robot_by_default, robot_namespace)
 from .paths import config_file
@@ -197,18 +196,6 @@ def build_parser():
                         help='load an extra robot plugin (for robots outside this repository)')
     parser.add_argument('--list', action='store_true', help='list the installed robots and exit')
     return parser
-
-
-def add_foxglove_arguments(parser):
-    parser.add_argument('--foxglove', nargs='?', type=int, const=DEFAULT_PORT, metavar='PORT',
-                        help=FOXGLOVE_HELP)
-    parser.add_argument('--foxglove-address', default='127.0.0.1', metavar='ADDRESS',
-                        help=FOXGLOVE_ADDRESS_HELP)
-
-
-def foxglove_option(args):
-    """(address, port) from --foxglove / --foxglove-address, or None."""
-    return None if args.foxglove is None else (args.foxglove_address, args.foxglove)
 
 
 def split_ros_args(argv):

@@ -25,6 +25,7 @@ from legacy_robot_common.robot_model import DESCRIPTION_QOS
 from legacy_robot_common.tf import TF_QOS, TF_STATIC_LISTENER_QOS
 
 from .compose import choose, running
+from .foxglove import add_foxglove_arguments, foxglove_option
 from .registry import PluginError, discover_plugins
 
 RATE_WINDOW = 2.0  # seconds over which the table's rate is measured
@@ -169,6 +170,7 @@ def build_parser():
                         'its emulator; may repeat; without robot names only these robots run')
     parser.add_argument('--record', metavar='FOLDER', help='each driver records its links to '
                         'FOLDER/<robot>.mcap (how recordings/ was made)')
+    add_foxglove_arguments(parser)
     parser.add_argument('--plain', action='store_true',
                         help='print the table every few seconds instead of redrawing it')
     return parser
@@ -199,7 +201,8 @@ def run_demo(chosen, args, replays=None):
 
     try:
         with running(chosen, sim=True, namespace_per_robot=True, replays=replays,
-                     record_folder=getattr(args, 'record', None)) as composition:
+                     record_folder=getattr(args, 'record', None),
+                     foxglove=foxglove_option(args)) as composition:
             monitor = DemoMonitor(composition)
             composition.executor.add_node(monitor)
             try:
@@ -226,6 +229,8 @@ def _run(args, output, composition, monitor):
         if elapsed - last_draw[0] >= (0.5 if live else 5.0):
             last_draw[0] = elapsed
             table = render_table(composition, monitor.stats, elapsed, args.duration)
+            if composition.relay is not None:      # the URL stays on the redrawn screen
+                table += '\n' + composition.relay.announcement
             print(('\x1b[H\x1b[2J' if live else '\n') + table, flush=True)
 
     composition.spin(args.duration, on_tick=on_tick)

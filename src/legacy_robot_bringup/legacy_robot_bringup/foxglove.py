@@ -1,15 +1,20 @@
 """The Foxglove relay for bringup, the demo and launch files (legacy_robot_common's
-FoxgloveRelay), and its own executable:
+FoxgloveRelay), and its own executable; the robots' Foxglove layouts:
 
     ros2 run legacy_robot_bringup foxglove_relay [--port 8765] [--address 127.0.0.1]
+    ros2 run legacy_robot_bringup foxglove_relay --write-layouts config/foxglove
 """
 import argparse
+import pathlib
 import sys
 
 import rclpy
 
 from legacy_robot_common.driver_node import make_executor, spin_until_shutdown
+from legacy_robot_common.foxglove_layout import layout_json
 from legacy_robot_common.foxglove_relay import DEFAULT_PORT, FoxgloveRelay
+
+from .registry import discover_plugins
 
 FOXGLOVE_HELP = (f'serve every topic, service and robot model to Foxglove / Lichtblick on '
                  f'ws://localhost:PORT (default {DEFAULT_PORT}; 0: any free port)')
@@ -24,11 +29,42 @@ def start_relay(executor, address='127.0.0.1', port=DEFAULT_PORT, context=None):
     return relay
 
 
+def add_foxglove_arguments(parser):
+    """bringup's and the demo's --foxglove [PORT] and --foxglove-address."""
+    parser.add_argument('--foxglove', nargs='?', type=int, const=DEFAULT_PORT, metavar='PORT',
+                        help=FOXGLOVE_HELP)
+    parser.add_argument('--foxglove-address', default='127.0.0.1', metavar='ADDRESS',
+                        help=FOXGLOVE_ADDRESS_HELP)
+
+
+def foxglove_option(args):
+    """(address, port) from --foxglove / --foxglove-address, or None."""
+    return None if args.foxglove is None else (args.foxglove_address, args.foxglove)
+
+
+def write_layouts(folder, plugins=None):
+    """<folder>/<robot>.json for every installed robot; the paths written."""
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for plugin in (plugins or discover_plugins()).values():
+        path = folder / f'{plugin.name}.json'
+        path.write_text(layout_json(plugin))
+        paths.append(path)
+    return paths
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='foxglove_relay', description=__doc__.split('\n\n')[0])
     parser.add_argument('--port', type=int, default=DEFAULT_PORT, help=FOXGLOVE_HELP)
     parser.add_argument('--address', default='127.0.0.1', help=FOXGLOVE_ADDRESS_HELP)
+    parser.add_argument('--write-layouts', metavar='FOLDER',
+                        help='write each robot\'s Foxglove layout to FOLDER/<robot>.json and exit')
     args, ros_args = parser.parse_known_args(argv)
+    if args.write_layouts:
+        for path in write_layouts(args.write_layouts):
+            print(path)
+        return 0
     rclpy.init(args=['foxglove_relay', *ros_args])
     executor = make_executor()
     relay = None

@@ -33,6 +33,16 @@ class SoakPart:
 
 
 @dataclasses.dataclass(frozen=True)
+class FoxgloveView:
+    """What a robot's Foxglove layout shows (foxglove_layout.py builds it): relative topic
+    names, plot series as topic.field paths, services as (relative name, button text)."""
+    image: Optional[str] = None           # "camera/image_raw"
+    plots: Tuple[str, ...] = ()           # "battery.voltage"
+    services: Tuple[Tuple[str, str], ...] = ()
+    teleop: bool = False                  # a mobile base: a Teleop panel on cmd_vel
+
+
+@dataclasses.dataclass(frozen=True)
 class RobotPlugin:
     name: str                     # short robot name used on command lines: "p2os"
     package: str                  # ROS package: "p2os_driver"
@@ -62,6 +72,7 @@ class RobotPlugin:
     replay_links: Tuple[Any, ...] = ()
     make_replay: Optional[Callable[..., Any]] = None
     label: str = ''                          # in tables: "P2OS"
+    foxglove: FoxgloveView = FoxgloveView()  # its Foxglove layout
     bench_quick_arguments: Tuple[str, ...] = ()   # for `make bench BENCH_ARGS=--quick`
     soak_parts: Tuple[SoakPart, ...] = ()
     # describe_robot(parameters) -> URDF text from the driver's parameter values ({name: value},

@@ -11,7 +11,7 @@ import tempfile
 
 from legacy_robot_common.artifacts import save_lines, save_wav
 from legacy_robot_common.emulator import free_port
-from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin, SoakPart
+from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin, SoakPart
 from legacy_robot_interfaces.msg import ChoreographyStep, RabbitEvent, RabbitList, RabbitRecording
 from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSound
 
@@ -130,6 +130,7 @@ PLUGIN = RobotPlugin(
     # the rabbits are the clients: replay sends their recorded requests to the bridge
     make_replay=NabaztagReplay,
     label='Nabaztag',
+    foxglove=FoxgloveView(plots=('rabbits.rabbits[:].queued_packets',), services=(('set_ears', 'set ears'), ('play_sound', 'play sound'))),
     bench_quick_arguments=('--seconds', '5', '--rabbits', '100', '--many-rabbits',
                            '1000', '--requests', '5000', '--no-drain'),
     soak_parts=(SoakPart('nabaztag', 'nabaztag_bridge.soak:malformed_rows', '--requests', 10_000,

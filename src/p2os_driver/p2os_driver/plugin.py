@@ -14,7 +14,7 @@ from sensor_msgs.msg import BatteryState, PointCloud2
 from std_srvs.srv import Trigger
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
-from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin, SoakPart
+from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin, SoakPart
 from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState, SonarArray
 from legacy_robot_interfaces.srv import GripperCommand
@@ -187,6 +187,7 @@ PLUGIN = RobotPlugin(
     ),
     make_demo_script=SquareDriver,
     label='P2OS',
+    foxglove=FoxgloveView(plots=('odom.twist.twist.linear.x', 'odom.twist.twist.angular.z', 'battery.voltage'), services=(('enable_motors', 'enable motors'), ('disable_motors', 'disable motors'), ('reset_odometry', 'reset odometry')), teleop=True),
     bench_quick_arguments=('--seconds', '5', '--samples', '100'),
     soak_parts=(SoakPart('safety', 'p2os_driver.soak:safety_rows', '--repeats', 10,
                          'P2OS safety: cmd_vel stops and kills per signal'),))

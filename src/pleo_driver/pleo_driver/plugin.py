@@ -13,7 +13,7 @@ import tempfile
 from sensor_msgs.msg import BatteryState, JointState
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
-from legacy_robot_common.plugin import DemoScript, DemoTopic, RobotPlugin
+from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin
 from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import MonitorLog, NamedValues
 from legacy_robot_interfaces.srv import PlayNamed
@@ -123,4 +123,5 @@ PLUGIN = RobotPlugin(
     ),
     make_demo_script=MotionShow,
     label='Pleo',
+    foxglove=FoxgloveView(plots=('joint_states.position[0]', 'joint_states.position[1]', 'battery.percentage'), services=(('joint_neutral', 'neutral pose'), ('motion_play', 'play motion'))),
     bench_quick_arguments=('--seconds', '5', '--runs', '3'))
