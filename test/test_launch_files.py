@@ -143,3 +143,17 @@ def test_launch_plan_hands_each_robot_model_to_robot_state_publisher(tmp_path):
                for _, nodes in own)
     with pytest.raises(ValueError, match='robot_state_publisher must be one of'):
         launch_plan(chosen, LaunchOptions(robot_state_publisher='maybe'))
+
+
+def test_launch_plan_adds_the_foxglove_relay_when_asked():
+    import os
+    from legacy_robot_bringup.launch_plan import LaunchOptions, executable_path, launch_plan
+    plugins = discover_plugins()
+    plan = launch_plan([plugins['p2os']], LaunchOptions(sim=True, foxglove='8765'))
+    namespace, (relay,) = plan[-1]
+    assert namespace is None and relay.arguments == ('--port', '8765', '--address', '127.0.0.1')
+    assert os.access(executable_path(relay), os.X_OK)
+    assert all(spec.executable != 'foxglove_relay'
+               for _, specs in launch_plan([plugins['p2os']], LaunchOptions()) for spec in specs)
+    with pytest.raises(ValueError, match='port number'):
+        launch_plan([plugins['p2os']], LaunchOptions(foxglove='yes'))

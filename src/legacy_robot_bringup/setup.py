@@ -16,6 +16,7 @@ setup(
         ('share/' + package_name, ['package.xml']),
         ('share/' + package_name + '/launch', sorted(glob.glob(os.path.join(repo_root, 'launch', '*.launch.py')))),
         ('share/' + package_name + '/config', sorted(glob.glob(os.path.join(repo_root, 'config', '*.yaml')))),
+        ('share/' + package_name + '/config/foxglove', sorted(glob.glob(os.path.join(repo_root, 'config', 'foxglove', '*.json')))),
         ('share/' + package_name + '/recordings', sorted(glob.glob(os.path.join(repo_root, 'recordings', '*.mcap')))),
     ],
     install_requires=['setuptools'],

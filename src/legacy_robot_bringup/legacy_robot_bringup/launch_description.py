@@ -40,7 +40,8 @@ def _robots(context, names):
         frames=_value(context, 'frames'), use_sim_time=_true(context, 'use_sim_time'),
         autostart=_true(context, 'autostart'), params_file=_value(context, 'params_file'),
         log_level=_value(context, 'log_level'),
-        robot_state_publisher=_value(context, 'robot_state_publisher'))
+        robot_state_publisher=_value(context, 'robot_state_publisher'),
+        foxglove=_value(context, 'foxglove'), foxglove_address=_value(context, 'foxglove_address'))
     chosen = select(discover_plugins(), listed or names)
     groups = []
     for namespace, specs in launch_plan(chosen, options):
@@ -78,5 +79,11 @@ def robots_launch_description(*names):
         DeclareLaunchArgument('robot_state_publisher', default_value='auto',
                               choices=list(STATE_PUBLISHER_CHOICES),
                               description=STATE_PUBLISHER_HELP),
+        DeclareLaunchArgument('foxglove', default_value='',
+                              description='a port (8765): also serve every topic, service and '
+                              'robot model to Foxglove / Lichtblick on ws://localhost:PORT'),
+        DeclareLaunchArgument('foxglove_address', default_value='127.0.0.1',
+                              description='address the Foxglove server listens on (0.0.0.0: '
+                              'anyone on your network may watch and drive)'),
         OpaqueFunction(function=_robots, args=[list(names)]),
     ])

@@ -41,6 +41,8 @@ class LaunchOptions:
     params_file: str = ''
     log_level: str = 'info'
     robot_state_publisher: str = 'auto'          # auto: when the package is installed
+    foxglove: str = ''                           # a port: the Foxglove relay ('' = none)
+    foxglove_address: str = '127.0.0.1'
 
 
 def robot_namespace(plugin, namespace='', per_robot=False):
@@ -142,7 +144,17 @@ def launch_plan(chosen, options):
                     'frame_prefix': frame_parameters.get('frame_prefix', ''), **common},
                 remappings=tuple(remappings), ros_arguments=('--log-level', options.log_level)))
         plan.append((namespace, processes))
+    if options.foxglove:
+        plan.append((None, [foxglove_relay_process(options.foxglove, options.foxglove_address)]))
     return plan
+
+
+def foxglove_relay_process(port, address):
+    """The Foxglove relay (its own process: it follows the whole graph)."""
+    if not str(port).isdigit():
+        raise ValueError(f'foxglove must be a port number, not {port!r}')
+    return ProcessSpec(package=PACKAGE, executable='foxglove_relay', name='foxglove_relay',
+                       arguments=('--port', str(port), '--address', address), is_node=False)
 
 
 # a driver beside robot_state_publisher leaves the model and its joints to it (its other
