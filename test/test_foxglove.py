@@ -10,9 +10,9 @@ from geometry_msgs.msg import Twist, Vector3
 from rclpy.serialization import serialize_message
 from std_srvs.srv import Trigger
 
-from foxglove_client import FoxgloveClient
 from mcap_ros2._dynamic import generate_dynamic
 from helpers import start_module, wait_for
+from legacy_robot_bringup.foxglove_client import FoxgloveClient
 from legacy_robot_common.message_definitions import MessageDefinitions, UnknownType
 
 ANNOUNCEMENT = re.compile(r'foxglove: (ws://localhost:\d+)')

@@ -21,8 +21,7 @@ PYTHON_KEYS = {'numpy': 'python3-numpy', 'PIL': 'python3-pil', 'serial': 'python
 # ROS packages a full install has and these machines may not (no wheels): declared all the same
 ROS_ELSEWHERE = {'launch', 'launch_ros'}
 # not dependencies: setup.py's build tool, and the test support folder (test/support)
-NOT_DEPENDENCIES = {'setuptools', 'helpers', 'ros_observer', 'tick_robot', 'interfaces_peer',
-                    'foxglove_client'}
+NOT_DEPENDENCIES = {'setuptools', 'helpers', 'ros_observer', 'tick_robot', 'interfaces_peer'}
 
 
 def imports(package):

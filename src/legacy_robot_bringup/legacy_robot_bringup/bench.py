@@ -33,6 +33,7 @@ class Robot:
     package: str
     name: str                  # its benchmark's JSON file name
     quick: tuple = ()          # arguments for a short run (--quick)
+    module: str = ''           # its benchmark (default <package>.bench)
 
 
 def installed_robots():
@@ -42,7 +43,10 @@ def installed_robots():
                  for plugin in discover_plugins().values())
 
 
-ROBOTS = installed_robots()
+# beside the robots: what the Foxglove relay and the bag export cost (no pipeline row)
+TOOLS = (Robot('Foxglove / bags', 'legacy_robot_bringup', 'foxglove', ('--seconds', '5'),
+               'legacy_robot_bringup.foxglove_bench'),)
+ROBOTS = installed_robots() + TOOLS
 PIPELINE_COLUMNS = ('robot', 'main stream', 'decode /s', 'unthrottled /s', 'real max /s',
                     'headroom', 'CPU %', 'floor %', 'lean %', 'CPU / floor', 'recording',
                     'p50 ms', 'p99 ms')
@@ -50,7 +54,8 @@ PIPELINE_COLUMNS = ('robot', 'main stream', 'decode /s', 'unthrottled /s', 'real
 
 def run_benchmark(robot, output, quick):
     """Run one robot's benchmark as its own process; its table goes to our stdout."""
-    command = [sys.executable, '-m', f'{robot.package}.bench', '--output', str(output),
+    command = [sys.executable, '-m', robot.module or f'{robot.package}.bench',
+               '--output', str(output),
                *(robot.quick if quick else ())]
     print(f'--- {robot.label}: {" ".join(command[1:])}', flush=True)
     return subprocess.run(command).returncode
@@ -74,6 +79,8 @@ def pipeline_rows(results):
     rows = []
     for robot, result in results.items():
         summary = (result or {}).get('summary')
+        if result is not None and summary is None:      # a tool: its targets only
+            continue
         if summary is None:
             rows.append((robot.label, 'no result') + ('',) * (len(PIPELINE_COLUMNS) - 2))
             continue

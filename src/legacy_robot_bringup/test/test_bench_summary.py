@@ -60,3 +60,15 @@ def test_the_recording_column_and_its_target(tmp_path):
     written = json.loads((tmp_path / 'summary.json').read_text())
     assert written['missed'] == ['Pleo: pleo stream: recording, its CPU / driver CPU (%)']
     assert written['robots']['p2os']['summary']['recording']['cpu_on'] == 2.3
+
+
+def test_a_tool_benchmark_gives_target_rows_and_no_pipeline_row(tmp_path):
+    write_robot(tmp_path, 'p2os', 2000.0)
+    report('Foxglove relay and bag export', [('messages the relay dropped', 3, '3', ('<=', 0))],
+           tmp_path, 'foxglove')
+    done = summarize(tmp_path, 'p2os', 'foxglove')
+    assert done.returncode == 1
+    assert 'Foxglove / bags | messages the relay dropped' in done.stdout
+    assert 'no result' not in done.stdout
+    assert json.loads((tmp_path / 'summary.json').read_text())['missed'] == [
+        'Foxglove / bags: messages the relay dropped']

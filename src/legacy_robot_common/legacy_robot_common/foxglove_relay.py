@@ -13,6 +13,7 @@ import threading
 
 import foxglove
 from foxglove.websocket import Capability
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
@@ -28,6 +29,10 @@ SERVICE_TIMEOUT = 10.0        # s a Foxglove service call waits for the driver's
 # rclpy's own services of every node: parameters (Foxglove has no panel for their types) and
 # type descriptions; the lifecycle services stay (configure / activate from a button)
 HIDDEN_SERVICE_TYPES = ('rcl_interfaces/srv/', 'type_description_interfaces/srv/')
+# no QoS-event handlers: each is a waitable every executor wake-up walks (as DriverNode's
+# publishers do without them)
+NO_SUBSCRIPTION_EVENTS = SubscriptionEventCallbacks(use_default_callbacks=False)
+NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
 
 
 class _Topic:
@@ -133,7 +138,9 @@ class FoxgloveRelay(Node):
         if gone:
             self.server.remove_services(gone)
             for name in gone:
-                self.destroy_client(self._service_clients.pop(name))
+                client = self._service_clients.pop(name)
+                if client is not None:
+                    self.destroy_client(client)
         added = []
         for name, type_name in present.items():
             if name not in self._service_clients:
@@ -150,7 +157,7 @@ class FoxgloveRelay(Node):
         except (UnknownType, ImportError, AttributeError) as exc:
             self.get_logger().warn(f'foxglove: service {name} not offered: {exc}', once=True)
             return None
-        client = self._service_clients[name] = self.create_client(srv_type, name)
+        self._service_clients[name] = None      # its client is made at the first call
 
         def schema(part, text):
             return foxglove.MessageSchema(encoding='cdr', schema=foxglove.Schema(
@@ -158,11 +165,29 @@ class FoxgloveRelay(Node):
         return foxglove.Service(
             name, schema=foxglove.ServiceSchema(type_name, request=schema('Request', request),
                                                 response=schema('Response', response)),
-            handler=lambda call: self._call(client, srv_type, call))
+            handler=lambda call: self._call(name, srv_type, call))
 
-    def _call(self, client, srv_type, call):
+    def _client(self, name, srv_type):
+        """The service's rclpy client, made in the executor's thread at the first call (an
+        idle client still costs every executor wake-up)."""
+        client = self._service_clients.get(name)
+        if client is None:
+            made = threading.Event()
+
+            def make():
+                if self._service_clients.get(name) is None:
+                    self._service_clients[name] = self.create_client(srv_type, name)
+                made.set()
+            self._ros_executor.create_task(make)
+            if not made.wait(SERVICE_TIMEOUT):
+                raise TimeoutError(f'{name}: the relay is not spinning')
+            client = self._service_clients[name]
+        return client
+
+    def _call(self, name, srv_type, call):
         """A Foxglove service call (in the server's thread): the ROS call, its CDR answer."""
         request = deserialize_message(bytes(call.payload), srv_type.Request)
+        client = self._client(name, srv_type)
         done = threading.Event()
         future = client.call_async(request)
         future.add_done_callback(lambda _: done.set())
@@ -206,7 +231,8 @@ class FoxgloveRelay(Node):
                 topic.latched[repr(info.get('publisher_gid'))] = data
             self._enqueue(topic, data)
         topic.subscription = self.create_subscription(
-            import_type(topic.type_name), topic.name, relay, qos, raw=True)
+            import_type(topic.type_name), topic.name, relay, qos, raw=True,
+            event_callbacks=NO_SUBSCRIPTION_EVENTS)
 
     def _unsubscribe(self, topic):
         if topic.subscription is not None and not topic.watchers:
@@ -250,7 +276,8 @@ class FoxgloveRelay(Node):
         key = (channel.topic, channel.schema_name)
         publisher = self._client_publishers.get(key)
         if publisher is None:
-            publisher = self._client_publishers[key] = self.create_publisher(msg_type, channel.topic, 10)
+            publisher = self._client_publishers[key] = self.create_publisher(
+                msg_type, channel.topic, 10, event_callbacks=NO_PUBLISHER_EVENTS)
         self._client_channels[(client_id, channel.id)] = publisher
 
     def client_unadvertised(self, client_id, channel_id):

@@ -1,6 +1,7 @@
-"""A minimal Foxglove WebSocket client for tests (the protocol's JSON and binary frames over the
-`websockets` library), independent of the SDK the relay uses; CDR decoded by mcap_ros2's
-decoder from the definitions the server advertises."""
+"""A minimal Foxglove WebSocket client (the protocol's JSON and binary frames over the
+`websockets` library), independent of the SDK the relay uses: the tests and the benchmark watch
+the relay as Foxglove does. CDR is decoded by mcap_ros2's decoder from the definitions the
+server advertises."""
 import json
 import struct
 import time
@@ -21,7 +22,8 @@ class FoxgloveClient:
                           legacy=True)
         self.channels = {}       # topic → advertised channel
         self.services = {}       # name → advertised service
-        self.messages = {}       # topic → [decoded message]
+        self.messages = {}       # topic → [decoded message] (or [payload size] undecoded)
+        self.received = 0        # message frames
         self.responses = {}      # call id → (encoding, payload)
         self.failures = {}       # call id → message
         self._subscriptions = {}  # subscription id → (topic, decoder)
@@ -68,7 +70,9 @@ class FoxgloveClient:
         if opcode == MESSAGE_DATA:
             subscription, _log_time = struct.unpack_from('<IQ', frame, 1)
             topic, decode = self._subscriptions[subscription]
-            self.messages.setdefault(topic, []).append(decode(frame[13:]))
+            self.received += 1
+            self.messages.setdefault(topic, []).append(
+                decode(frame[13:]) if decode else len(frame) - 13)
         elif opcode == SERVICE_RESPONSE:
             _service, call, length = struct.unpack_from('<III', frame, 1)
             self.responses[call] = (frame[13:13 + length].decode(), frame[13 + length:])
@@ -77,11 +81,14 @@ class FoxgloveClient:
         self._next_id += 1
         return self._next_id
 
-    def subscribe(self, topic):
+    def subscribe(self, topic, decode=True):
         channel = self.channels[topic]
-        decoders = generate_dynamic(channel['schemaName'], channel['schema'])
+        decoder = None
+        if decode:
+            decoder = generate_dynamic(channel['schemaName'], channel['schema'])[
+                channel['schemaName']]
         subscription = self._id()
-        self._subscriptions[subscription] = (topic, decoders[channel['schemaName']])
+        self._subscriptions[subscription] = (topic, decoder)
         self.ws.send(json.dumps({'op': 'subscribe',
                                  'subscriptions': [{'id': subscription,
                                                     'channelId': channel['id']}]}))
