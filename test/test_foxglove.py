@@ -147,3 +147,25 @@ def test_the_shipped_layouts_are_the_robots_views(tmp_path):
         layout = (ROOT / 'config' / 'foxglove' / f'{name}.json').read_text()
         assert f'/{name}/robot_description' in layout and f'"{name}/base_link"' in layout
         assert ('/cmd_vel' in layout) == plugin.foxglove.teleop
+
+
+def test_the_demo_serves_every_robot_to_foxglove(tmp_path):
+    process = start_module('legacy_robot_bringup.demo', '--duration', '25', '--plain',
+                           '--output', str(tmp_path), '--foxglove', '0')
+    lines = _Lines(process)
+    try:
+        assert wait_for(lambda: lines.find(ANNOUNCEMENT) or process.poll() is not None, 60)
+        client = FoxgloveClient(lines.find(ANNOUNCEMENT).group(1))
+        try:
+            robots = ('aibo', 'ipaq', 'nabaztag', 'p2os', 'pleo')
+            assert client.wait_for(lambda: all(
+                any(t.startswith(f'/{robot}/') for t in client.channels) for robot in robots), 20)
+            for topic in ('/p2os/odom', '/pleo/joint_states', '/aibo/camera/image_raw'):
+                client.subscribe(topic)
+            assert client.wait_for(lambda: all(client.messages.get(t) for t in
+                                               ('/p2os/odom', '/pleo/joint_states',
+                                                '/aibo/camera/image_raw')), 15)
+        finally:
+            client.close()
+    finally:
+        assert process.wait(60) == 0, process.stderr.read()

@@ -39,7 +39,8 @@ def add_foxglove_arguments(parser):
 
 def foxglove_option(args):
     """(address, port) from --foxglove / --foxglove-address, or None."""
-    return None if args.foxglove is None else (args.foxglove_address, args.foxglove)
+    port = getattr(args, 'foxglove', None)       # callers may build args without the options
+    return None if port is None else (getattr(args, 'foxglove_address', '127.0.0.1'), port)
 
 
 def write_layouts(folder, plugins=None):

@@ -49,7 +49,8 @@ class FoxgloveRelay(Node):
     """The relay node: a Foxglove server (started here) kept in step with the ROS graph."""
 
     def __init__(self, executor, host='127.0.0.1', port=DEFAULT_PORT, **kwargs):
-        super().__init__('foxglove_relay', **kwargs)
+        # no parameter services: it has no parameters, and every entity costs each wake-up
+        super().__init__('foxglove_relay', start_parameter_services=False, **kwargs)
         self._ros_executor = executor     # ROS entities are made in its thread (executor tasks)
         self._definitions = shared()
         self._foxglove_context = foxglove.Context()
