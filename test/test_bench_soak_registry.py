@@ -2,7 +2,7 @@
 package names its label, quick benchmark arguments and its own soak parts there."""
 import importlib
 
-from legacy_robot_bringup.bench import ROBOTS, TOOLS
+from legacy_robot_bringup.bench import BENCHMARKS, ROBOTS, TOOLS
 from legacy_robot_bringup.registry import discover_plugins
 from legacy_robot_bringup.soak import COMMON_PARTS, robot_parts
 
@@ -10,10 +10,11 @@ PLUGINS = discover_plugins()
 
 
 def test_the_benchmark_runs_every_installed_robot_and_only_those():
-    assert [robot.name for robot in ROBOTS] == list(PLUGINS) + [tool.name for tool in TOOLS]
+    assert [robot.name for robot in ROBOTS] == list(PLUGINS)
+    assert [b.name for b in BENCHMARKS] == list(PLUGINS) + [tool.name for tool in TOOLS]
     for tool in TOOLS:                   # the Foxglove relay and bag export's costs
         assert callable(importlib.import_module(tool.module).main)
-    for robot in ROBOTS[:len(PLUGINS)]:
+    for robot in ROBOTS:
         plugin = PLUGINS[robot.name]
         assert (robot.label, robot.package, robot.quick) == (
             plugin.label, plugin.package, plugin.bench_quick_arguments)

@@ -46,7 +46,8 @@ def installed_robots():
 # beside the robots: what the Foxglove relay and the bag export cost (no pipeline row)
 TOOLS = (Robot('Foxglove / bags', 'legacy_robot_bringup', 'foxglove', ('--seconds', '5'),
                'legacy_robot_bringup.foxglove_bench'),)
-ROBOTS = installed_robots() + TOOLS
+ROBOTS = installed_robots()             # the soak and the fuzz tests take these too
+BENCHMARKS = ROBOTS + TOOLS
 PIPELINE_COLUMNS = ('robot', 'main stream', 'decode /s', 'unthrottled /s', 'real max /s',
                     'headroom', 'CPU %', 'floor %', 'lean %', 'CPU / floor', 'recording',
                     'p50 ms', 'p99 ms')
@@ -185,14 +186,15 @@ def summarize(results, output):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='bench', description=__doc__.split('\n\n')[0])
     parser.add_argument('--output', default='bench-output', help='folder for the JSON and PNG')
-    parser.add_argument('--only', nargs='+', choices=[r.name for r in ROBOTS], metavar='NAME',
-                        help=f'these robots only ({", ".join(r.name for r in ROBOTS)})')
+    parser.add_argument('--only', nargs='+', choices=[r.name for r in BENCHMARKS],
+                        metavar='NAME',
+                        help=f'these only ({", ".join(r.name for r in BENCHMARKS)})')
     parser.add_argument('--quick', action='store_true',
                         help='short runs (a smoke test; the numbers are rough)')
     parser.add_argument('--no-run', action='store_true',
                         help='only summarize the JSON files already in --output')
     args = parser.parse_args(argv)
-    robots = [r for r in ROBOTS if not args.only or r.name in args.only]
+    robots = [r for r in BENCHMARKS if not args.only or r.name in args.only]
     failed = []
     if not args.no_run:
         pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)
