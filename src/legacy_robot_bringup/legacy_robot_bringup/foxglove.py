@@ -10,7 +10,7 @@ import sys
 
 import rclpy
 
-from legacy_robot_common.driver_node import make_executor, spin_until_shutdown
+from legacy_robot_common.driver_node import make_executor, spin, spin_until_shutdown
 from legacy_robot_common.foxglove_layout import layout_json
 from legacy_robot_common.foxglove_relay import DEFAULT_PORT, FoxgloveRelay
 
@@ -73,7 +73,7 @@ def main(argv=None):
         relay = start_relay(executor, args.address, args.port)
         print(relay.announcement, flush=True)
         with spin_until_shutdown():
-            executor.spin()
+            spin(executor)
     except OSError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2

@@ -1,9 +1,10 @@
 """The ROS side every driver shares: records from the link thread into ROS context.
 
 A robot node subclasses DriverNode, builds its client, calls attach_client(), implements
-handle_record() and ends its __init__ with begin(). The link thread never touches rclpy: it
-puts records on a queue and triggers a guard condition; the executor then calls
-handle_record() for each, where publishing happens.
+handle_record() and ends its __init__ with begin(). The link thread never touches rclpy's
+entities: it puts records on a queue and hands the executor one task per burst
+(executor.create_task, which both executors take from any thread); the task calls
+handle_record() for each record, where publishing happens.
 
 Every driver is a managed (lifecycle) node: configure opens the links, activate starts
 publishing and accepting commands (services, cmd_vel), deactivate stops the robot and the
@@ -14,6 +15,7 @@ import functools
 import inspect
 import contextlib
 import importlib.metadata
+import os
 import queue
 import sys
 import threading
@@ -24,6 +26,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.experimental import EventsExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -41,15 +44,35 @@ RCLError = rclpy_implementation.RCLError
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-def make_executor(context=None):
-    """The executor every driver process uses.
+# LEGACY_ROBOTS_EXECUTOR chooses the executor of every driver process (bringup, run_node,
+# the demo, the floors of make bench): rclpy's SingleThreadedExecutor (default) or its events
+# executor, experimental here (README "Executors": what failed on it)
+EXECUTOR_VARIABLE = 'LEGACY_ROBOTS_EXECUTOR'
+EXECUTORS = {'single': SingleThreadedExecutor, 'events': EventsExecutor}
+DEFAULT_EXECUTOR = 'single'
 
-    Single-threaded on purpose: rclpy's MultiThreadedExecutor busy-waits while a
-    callback runs and starved the link and emulator threads of the GIL (measured:
-    3x the CPU, a 50 Hz stream intermittently down to 5 Hz). Nothing blocks it:
-    services that wait for a robot reply are async (DriverNode.reply_future).
+
+def executor_kind():
+    """'single' or 'events' from LEGACY_ROBOTS_EXECUTOR; ValueError for anything else."""
+    kind = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower() or DEFAULT_EXECUTOR
+    if kind not in EXECUTORS:
+        raise ValueError(f'{EXECUTOR_VARIABLE}={kind!r}: must be one of '
+                         f'{", ".join(EXECUTORS)}')
+    return kind
+
+
+def make_executor(context=None, kind=None):
+    """The executor every driver process uses: one, single-threaded.
+
+    SingleThreadedExecutor by default; rclpy's events executor (kind / LEGACY_ROBOTS_EXECUTOR=
+    events) waits in C++ and dispatches each event without rebuilding a wait set, but rclpy
+    9.1.2's raised SystemError in spin_once under our drivers (README "Executors").
+    Never the MultiThreadedExecutor: it busy-waits while a callback runs and starved the link
+    and emulator threads of the GIL (measured: 3x the CPU, a 50 Hz stream intermittently down
+    to 5 Hz). Nothing blocks the executor: services that wait for a robot reply are async
+    (DriverNode.reply_future).
     """
-    return SingleThreadedExecutor(context=context)
+    return EXECUTORS[kind or executor_kind()](context=context)
 
 
 class DriverNode(LifecycleNode):
@@ -69,8 +92,7 @@ class DriverNode(LifecycleNode):
         self.callback_group = ReentrantCallbackGroup()
         self._records = queue.SimpleQueue()
         self._wake_pending = threading.Event()
-        self._wake = self.create_guard_condition(self._drain_records,
-                                                 callback_group=self.callback_group)
+        self._destroyed = False
         # state first: a parameter declared below may raise, and shutdown still reads these
         self.records_dropped = 0
         self.link_names = []
@@ -265,14 +287,34 @@ class DriverNode(LifecycleNode):
                 self._handle(record)
             return
         self._records.put(record)
-        # One executor wake-up per burst: each costs about 0.7 ms of CPU in rclpy.
+        # One executor task per burst: each wake-up of the executor costs CPU in rclpy.
         if self._wake_pending.is_set():
             return
         self._wake_pending.set()
+        self._schedule_drain()
+
+    def _schedule_drain(self):
+        """A task in the executor that drains the records (from any thread). Before the node
+        is added to an executor (records of begin()'s configure) the executor setter does it."""
+        executor = self.executor
+        if executor is None or self._destroyed:
+            self._wake_pending.clear()
+            return
         try:
-            self._wake.trigger()
-        except InvalidHandle:
-            pass  # the node is gone (shutdown): a late record has nowhere to go
+            executor.create_task(self._drain_records)
+        except (RuntimeError, InvalidHandle):
+            pass  # the executor is shut down: a late record has nowhere to go
+
+    @property
+    def executor(self):
+        return LifecycleNode.executor.fget(self)
+
+    @executor.setter
+    def executor(self, new_executor):
+        LifecycleNode.executor.fset(self, new_executor)
+        if new_executor is not None and not self._records.empty():
+            self._wake_pending.set()
+            self._schedule_drain()
 
     def reply_future(self, timeout):
         """(future, resolve) for an async service handler waiting on the robot.
@@ -313,7 +355,7 @@ class DriverNode(LifecycleNode):
 
     def _drain_records(self):
         self._wake_pending.clear()   # before draining: a record put from now on wakes us again
-        while True:
+        while not self._destroyed:
             try:
                 record = self._records.get_nowait()
             except queue.Empty:
@@ -350,6 +392,7 @@ class DriverNode(LifecycleNode):
         self.stop_links()
         if self.recorder is not None:
             self.recorder.stop()
+        self._destroyed = True           # a drain task still queued finds nothing to publish to
         super().destroy_node()
 
 
@@ -390,6 +433,20 @@ def spin_until_shutdown():
             raise
 
 
+SPIN_TICK = 1.0     # s: the longest an idle spin_once waits (shutdown wakes it at once)
+
+
+def spin(executor):
+    """Spin until the executor's context shuts down, one spin_once at a time.
+
+    Not executor.spin(): rclpy's events executor keeps the GIL while it waits in spin() (seen
+    with rclpy 9.1: no other Python thread ran, and a create_task from a link thread waited
+    forever); its spin_once releases it, as SingleThreadedExecutor's does.
+    """
+    while rclpy.ok(context=executor.context):
+        executor.spin_once(timeout_sec=SPIN_TICK)
+
+
 def run_node(create_node, args=None):
     """Console-script main for one driver node: init, spin, clean shutdown, exit code.
 
@@ -406,7 +463,7 @@ def run_node(create_node, args=None):
         executor = make_executor()
         executor.add_node(node)
         with spin_until_shutdown():
-            executor.spin()
+            spin(executor)
     except ParameterError as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2

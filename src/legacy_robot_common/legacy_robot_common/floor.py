@@ -10,8 +10,8 @@ process with the same structure doing nothing else. So a benchmark, in the same 
    the ROS graph shows them;
 2. runs the floor (`python -m legacy_robot_common.floor SHAPE.json --namespace NS`): a
    DriverNode with that name and those publishers, subscriptions and services, whose feeding
-   thread hands the captured messages through the DriverNode's record queue and guard
-   condition at the captured rates, in bursts at the captured burst rate (a robot's packet
+   thread hands the captured messages through the DriverNode's record queue and executor
+   task at the captured rates, in bursts at the captured burst rate (a robot's packet
    gives several messages at once), spun by the drivers' executor;
 3. runs the lean floor (`--lean`): a plain node, no services, a thread publishing the same
    messages directly: the cost of the structure itself is the difference.
@@ -32,7 +32,7 @@ import rclpy
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 
-from .driver_node import DriverNode, make_executor, spin_until_shutdown
+from .driver_node import DriverNode, make_executor, spin, spin_until_shutdown
 
 SKIPPED_TOPICS = ('/rosout', '/parameter_events', '/diagnostics')   # every node has these
 SKIPPED_SERVICE_PACKAGES = ('rcl_interfaces', 'type_description_interfaces')
@@ -219,7 +219,7 @@ def main(argv=None):
         executor.add_node(node)
         feeder.start()
         with spin_until_shutdown():
-            executor.spin()
+            spin(executor)
         feed.stop.set()
     finally:
         rclpy.try_shutdown()

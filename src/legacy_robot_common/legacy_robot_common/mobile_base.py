@@ -136,8 +136,17 @@ class VelocityCommands:
                               callback_group=node.callback_group)
 
     def _subscribe(self, kind):
-        if self._subscription is not None:
-            self._node.destroy_subscription(self._subscription)
+        if self._subscription is None:
+            self._create_subscription(kind)
+            return
+        self._node.destroy_subscription(self._subscription)
+        self._subscription = None
+        self.kind = kind                   # the graph check sees it settled meanwhile
+        # the new type in a task of its own: the events executor lets the old subscription go
+        # only after this callback, and DDS refuses a second type on one topic meanwhile
+        self._node.executor.create_task(self._create_subscription, kind)
+
+    def _create_subscription(self, kind):
         msg_type = TWIST_TYPES[kind][0]
         callback = self._on_stamped if kind == 'twist_stamped' else self._on_twist
         self._subscription = self._node.create_subscription(

@@ -4,7 +4,6 @@ import time
 
 import pytest
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from builtin_interfaces.msg import Time
 from rclpy.parameter import Parameter
@@ -108,9 +107,13 @@ class RecordingDriver(DriverNode):
         self.handled.append(record)
 
 
-def test_records_from_the_link_thread_are_handled_in_the_executor(context):
+EXECUTOR_KINDS = list(driver_node.EXECUTORS)      # both executors a driver may run on
+
+
+@pytest.mark.parametrize('kind', EXECUTOR_KINDS)
+def test_records_from_the_link_thread_are_handled_in_the_executor(context, kind):
     node = RecordingDriver(context)
-    executor = SingleThreadedExecutor(context=context)
+    executor = driver_node.make_executor(context, kind)
     executor.add_node(node)
     producer = threading.Thread(target=lambda: [node._enqueue(i) for i in range(100)])
     producer.start()
@@ -161,18 +164,19 @@ class ReplyingDriver(RecordingDriver):
         return response
 
 
+@pytest.mark.parametrize('kind', EXECUTOR_KINDS)
 @pytest.mark.parametrize('reply_after, timeout, success, message', [
     (0.3, 2.0, True, 'pong'), (1.0, 0.3, False, 'no reply within 0.3 s')])
 def test_async_service_waits_for_the_robot_without_blocking_the_executor(
-        context, reply_after, timeout, success, message):
+        context, reply_after, timeout, success, message, kind):
     from std_srvs.srv import Trigger
     node = ReplyingDriver(context, reply_after, timeout)
     caller = Node('caller', context=context)
     client = caller.create_client(Trigger, 'ask')
-    executor = SingleThreadedExecutor(context=context)
+    executor = driver_node.make_executor(context, kind)
     executor.add_node(node)
     executor.add_node(caller)
-    assert client.wait_for_service(timeout_sec=5)
+    assert spin_until(executor, client.service_is_ready, 5)
     future = client.call_async(Trigger.Request())
     feeder = threading.Thread(target=lambda: [(node._enqueue(i), time.sleep(0.01)) for i in range(50)])
     feeder.start()
@@ -187,6 +191,28 @@ def test_async_service_waits_for_the_robot_without_blocking_the_executor(
     node.destroy_node()
 
 
+@pytest.mark.parametrize('kind', EXECUTOR_KINDS)
+def test_records_before_the_node_has_an_executor_are_handled_once_it_has_one(context, kind):
+    node = RecordingDriver(context)          # a link up during begin()'s configure
+    node._enqueue('early')
+    executor = driver_node.make_executor(context, kind)
+    executor.add_node(node)
+    spin_until(executor, lambda: node.handled, 5)
+    assert node.handled == ['early']
+    executor.shutdown()
+    node.destroy_node()
+
+
+def test_the_executor_is_chosen_by_an_environment_variable(monkeypatch):
+    monkeypatch.delenv(driver_node.EXECUTOR_VARIABLE, raising=False)
+    assert driver_node.executor_kind() == 'single'
+    monkeypatch.setenv(driver_node.EXECUTOR_VARIABLE, ' Events ')
+    assert driver_node.executor_kind() == 'events'
+    monkeypatch.setenv(driver_node.EXECUTOR_VARIABLE, 'multi')
+    with pytest.raises(ValueError, match='single, events'):
+        driver_node.executor_kind()
+
+
 def test_a_record_after_the_node_is_destroyed_is_dropped_quietly(context):
     node = RecordingDriver(context)
     node.destroy_node()
@@ -197,13 +223,15 @@ def test_a_record_after_the_node_is_destroyed_is_dropped_quietly(context):
 class _ExecutorOfADyingContext:
     """Builds its wait set just after a signal shut the context down (a CI race)."""
 
+    context = None          # rclpy's default context
+
     def __init__(self, shut_down_first):
         self.shut_down_first = shut_down_first
 
     def add_node(self, node):
         pass
 
-    def spin(self):
+    def spin_once(self, timeout_sec=None):
         if self.shut_down_first:
             rclpy.shutdown()
         raise driver_node.RCLError('failed to initialize wait set: the given context is '
@@ -254,11 +282,12 @@ class IdleDriver(DriverNode):
         pass
 
 
-def test_an_inactive_driver_ignores_commands_but_follows_clock_set_at_run_time(context):
+@pytest.mark.parametrize('kind', EXECUTOR_KINDS)
+def test_an_inactive_driver_ignores_commands_but_follows_clock_set_at_run_time(context, kind):
     from rosgraph_msgs.msg import Clock
     node = IdleDriver(context)
     peer = Node('clock_peer', context=context)
-    executor = SingleThreadedExecutor(context=context)
+    executor = driver_node.make_executor(context, kind)
     executor.add_node(node)
     executor.add_node(peer)
     try:
@@ -271,7 +300,8 @@ def test_an_inactive_driver_ignores_commands_but_follows_clock_set_at_run_time(c
             command_pub.publish(String(data='go'))
             executor.spin_once(timeout_sec=0.05)
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and node.get_clock().now().nanoseconds == 0:
+        while time.monotonic() < deadline and (node.get_clock().now().nanoseconds == 0
+                                                or node.inactive_refusals == 0):
             step()
         assert node.get_clock().now().nanoseconds == 500 * 10**9
         assert node.commands == [] and node.inactive_refusals > 0
