@@ -105,7 +105,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     decode = tracking_decode_rate()
     cpu, rates, wire, shape = driver_cpu(args.seconds)
-    floor, lean = floors(shape, CPU_TOPICS, args.seconds)
+    floor, lean, single = floors(shape, CPU_TOPICS, args.seconds)
     unthrottled = unthrottled_rate(args.seconds)
     rows = [('tracking packet decode rate (per s)', decode, f'{decode:,.0f}', ('>=', 50_000)),
             ('driver CPU, 17 Hz tracking + 10 Hz poll, 3 subscribers (% of a core)', cpu,
@@ -115,7 +115,7 @@ def main(argv=None):
     half = args.seconds / 2
     recording = recording_overhead(lambda path: recording_cpu(half, path), half)
     summary = PipelineSummary('CMUcam tracking', REAL_TRACKING_RATE, decode, unthrottled, cpu,
-                              wire, floor, lean, recording)
+                              wire, floor, lean, recording, single_floor=single)
     return report('iPaq benchmark', rows, args.output, 'ipaq', summary=summary)
 
 

@@ -22,7 +22,7 @@ import sys
 
 from legacy_robot_common.artifacts import new_figure, save_figure
 from legacy_robot_common.bench import (FLOOR_RATIO_TARGET, HEADROOM_TARGET, RECORDING_TARGET,
-                                       machine_description, verdict)
+                                       SINGLE_FLOOR_TARGET, machine_description, verdict)
 
 from .registry import discover_plugins
 
@@ -49,8 +49,8 @@ TOOLS = (Robot('Foxglove / bags', 'legacy_robot_bringup', 'foxglove', ('--second
 ROBOTS = installed_robots()             # the soak and the fuzz tests take these too
 BENCHMARKS = ROBOTS + TOOLS
 PIPELINE_COLUMNS = ('robot', 'main stream', 'decode /s', 'unthrottled /s', 'real max /s',
-                    'headroom', 'CPU %', 'floor %', 'lean %', 'CPU / floor', 'recording',
-                    'p50 ms', 'p99 ms')
+                    'headroom', 'CPU %', 'floor %', 'lean %', 'CPU / floor',
+                    'CPU / 1-thread floor', 'recording', 'p50 ms', 'p99 ms')
 
 
 def run_benchmark(robot, output, quick):
@@ -96,13 +96,18 @@ def pipeline_rows(results):
 
 
 def floor_cells(summary):
-    """floor %, lean %, CPU / floor with its verdict; '-' for a robot without a floor (the
-    Nabaztag bridge's reference is a canned-reply server, among its own targets)."""
+    """floor %, lean %, CPU / floor and CPU / single-threaded floor with their verdicts; '-'
+    for a robot without a floor (the Nabaztag bridge's reference is a canned-reply server,
+    among its own targets)."""
     if summary.get('floor') is None:
-        return '-', '-', '-'
+        return '-', '-', '-', '-'
     _, outcome = verdict(summary['floor_ratio'], ('<=', FLOOR_RATIO_TARGET))
+    single = summary.get('driver_over_single_threaded_floor')
+    single_cell = '-'
+    if single is not None:
+        single_cell = f'{single:.2f}x {verdict(single, ("<=", SINGLE_FLOOR_TARGET))[1]}'
     return (f'{summary["floor"]:.2f}', f'{summary["lean_floor"]:.2f}',
-            f'{summary["floor_ratio"]:.2f}x {outcome}')
+            f'{summary["floor_ratio"]:.2f}x {outcome}', single_cell)
 
 
 def recording_cell(summary):

@@ -72,3 +72,17 @@ def test_a_tool_benchmark_gives_target_rows_and_no_pipeline_row(tmp_path):
     assert 'no result' not in done.stdout
     assert json.loads((tmp_path / 'summary.json').read_text())['missed'] == [
         'Foxglove / bags: messages the relay dropped']
+
+
+def test_the_single_threaded_floor_column_and_its_target(tmp_path):
+    for name, single_floor in (('p2os', 2.0), ('pleo', 1.0)):      # driver CPU 1.0 %
+        summary = PipelineSummary(f'{name} stream', 10.0, 50_000.0, 2000.0, 1.0,
+                                  latency_summary([0.001]), floor=0.9, lean_floor=0.5,
+                                  single_floor=single_floor)
+        report(name, [], tmp_path, name, summary=summary)
+    done = summarize(tmp_path, 'p2os', 'pleo')
+    assert done.returncode == 1
+    assert '0.50x ok' in done.stdout and '1.00x MISSED' in done.stdout
+    written = json.loads((tmp_path / 'summary.json').read_text())
+    assert written['robots']['p2os']['summary']['driver_over_single_threaded_floor'] == 0.5
+    assert written['missed'] == ['Pleo: pleo stream: driver / single-threaded floor']

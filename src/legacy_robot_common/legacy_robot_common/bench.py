@@ -19,6 +19,7 @@ import time
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
+from .driver_node import EXECUTOR_VARIABLE, executor_kind
 from .recording import WRITER_THREAD, Recorder
 
 
@@ -178,6 +179,8 @@ def latency_summary(latencies):
 
 HEADROOM_TARGET = 20.0     # issue 8: every pipeline sustains 20x the real robot's rate
 FLOOR_RATIO_TARGET = 1.25  # a driver's CPU over that of its structure without the robot
+SINGLE_FLOOR_TARGET = 0.6  # issue 32: a driver's CPU over its structure's on rclpy's
+#                            SingleThreadedExecutor (the floor before the events executor)
 RECORDING_TARGET = 10.0    # the recording's own CPU, % of the driver's without it (issue 20)
 RECORDING_PAIRS = 2        # runs without and with a recording, alternately
 
@@ -302,6 +305,7 @@ class PipelineSummary:
     floor: float = None
     lean_floor: float = None
     recording: RecordingCost = None   # driver CPU without and with record_path, same rate
+    single_floor: float = None        # the floor on SingleThreadedExecutor, same run
 
     @property
     def headroom(self):
@@ -340,6 +344,10 @@ class PipelineSummary:
     def floor_ratio(self):
         return self.cpu / self.floor if self.floor else None
 
+    @property
+    def single_floor_ratio(self):
+        return self.cpu / self.single_floor if self.single_floor else None
+
     def floor_rows(self):
         if self.floor is None:
             return []
@@ -351,25 +359,35 @@ class PipelineSummary:
             (f'{self.stream}: lean floor, a thread publishing, no services (%)',
              self.lean_floor, f'{self.lean_floor:.2f} %', None),
             (f'{self.stream}: driver / floor', self.floor_ratio, f'{self.floor_ratio:.2f}x',
-             ('<=', FLOOR_RATIO_TARGET))]
+             ('<=', FLOOR_RATIO_TARGET))] + self.single_floor_rows()
+
+    def single_floor_rows(self):
+        if self.single_floor is None:
+            return []
+        return [(f'{self.stream}: floor on SingleThreadedExecutor (% of one core)',
+                 self.single_floor, f'{self.single_floor:.2f} %', None),
+                (f'{self.stream}: driver / single-threaded floor', self.single_floor_ratio,
+                 f'{self.single_floor_ratio:.2f}x', ('<=', SINGLE_FLOOR_TARGET))]
 
     def as_json(self):
         extra = {'recording_extra': self.recording.extra} if self.recording else {}
         return {**dataclasses.asdict(self), 'headroom': self.headroom,
-                'floor_ratio': self.floor_ratio, **extra}
+                'floor_ratio': self.floor_ratio,
+                'driver_over_single_threaded_floor': self.single_floor_ratio, **extra}
 
 
-def floor_cpu(shape, topics, seconds, lean=False, namespace='/floor'):
+def floor_cpu(shape, topics, seconds, lean=False, namespace='/floor', executor=None):
     """CPU (% of one core) of the floor process for a captured shape (floor.py), while a
     Listener here subscribes to topics {driver topic: class} moved to the floor's namespace,
-    as the driver's were."""
+    as the driver's were; executor: 'events' / 'single' (default: the drivers')."""
     from .floor import moved
     with tempfile.NamedTemporaryFile('w', suffix='.json') as file:
         json.dump(shape, file)
         file.flush()
+        env = dict(os.environ, **({EXECUTOR_VARIABLE: executor} if executor else {}))
         process = subprocess.Popen([sys.executable, '-m', 'legacy_robot_common.floor',
                                     file.name, '--namespace', namespace,
-                                    *(['--lean'] if lean else [])],
+                                    *(['--lean'] if lean else [])], env=env,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         listener = None
         try:
@@ -385,8 +403,14 @@ def floor_cpu(shape, topics, seconds, lean=False, namespace='/floor'):
 
 
 def floors(shape, topics, seconds):
-    """(floor, lean floor) CPU for a captured shape: see floor_cpu()."""
-    return floor_cpu(shape, topics, seconds), floor_cpu(shape, topics, seconds, lean=True)
+    """(floor, lean floor, floor on SingleThreadedExecutor) CPU for a captured shape: see
+    floor_cpu(); the last is None when the drivers run on SingleThreadedExecutor (it is the
+    floor itself)."""
+    single = None
+    if executor_kind() != 'single':
+        single = floor_cpu(shape, topics, seconds, executor='single')
+    return (floor_cpu(shape, topics, seconds), floor_cpu(shape, topics, seconds, lean=True),
+            single)
 
 
 def verdict(value, target):

@@ -129,7 +129,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     decode = sip_decode_rate()
     cpu, wire, shape = driver_cpu(args.seconds)
-    floor, lean = floors(shape, CPU_TOPICS, args.seconds)
+    floor, lean, single = floors(shape, CPU_TOPICS, args.seconds)
     unthrottled = unthrottled_rate(args.seconds)
     latency = cmd_vel_latency(args.samples)
     half = args.seconds / 2
@@ -141,7 +141,7 @@ def main(argv=None):
             ('cmd_vel -> wire p99 (ms)', latency['p99'], f'{latency["p99"]:.2f}', ('<=', 5.0)),
             ('cmd_vel -> wire max (ms)', latency['max'], f'{latency["max"]:.2f}', None)]
     summary = PipelineSummary('P2OS SIP', REAL_SIP_RATE, decode, unthrottled, cpu, wire,
-                              floor, lean, recording)
+                              floor, lean, recording, single_floor=single)
     return report('P2OS benchmark', rows, args.output, 'p2os',
                   {'cmd_vel_samples': latency['samples']}, summary)
 

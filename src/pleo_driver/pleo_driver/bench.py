@@ -148,7 +148,7 @@ def main(argv=None):
         size = os.path.getsize(os.path.join(folder, 'full', 'build', 'full.urf'))
     decode = decode_rate()
     cpu, wire, shape = driver_cpu(args.seconds)
-    floor, lean = floors(shape, CPU_TOPICS, args.seconds)
+    floor, lean, single = floors(shape, CPU_TOPICS, args.seconds)
     unthrottled = unthrottled_rate(args.seconds)
     start_up = interpreter_start_seconds(args.runs)
     own = template_time - start_up
@@ -167,7 +167,7 @@ def main(argv=None):
              f'{cpu:.2f}', None)]
     recording = recording_overhead(lambda path: recording_cpu(args.seconds, path), args.seconds)
     summary = PipelineSummary('Pleo dumps', REAL_DUMP_RATE, decode, unthrottled,
-                              cpu, wire, floor, lean, recording)
+                              cpu, wire, floor, lean, recording, single_floor=single)
     return report('Pleo benchmark', rows, args.output, 'pleo', {'full_urf_bytes': size}, summary)
 
 
