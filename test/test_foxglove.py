@@ -36,8 +36,10 @@ class _Lines:
         return None
 
 
-@pytest.fixture
-def relay_url():
+@pytest.fixture(params=['single', 'events'])
+def relay_url(request, monkeypatch):
+    # the relay shares bringup's executor: both executors the drivers may run on
+    monkeypatch.setenv('LEGACY_ROBOTS_EXECUTOR', request.param)
     process = start_module('legacy_robot_bringup.compose', 'p2os', 'ipaq', '--sim',
                            '--foxglove', '0')
     lines = _Lines(process)
@@ -48,8 +50,9 @@ def relay_url():
         yield match.group(1)
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(30) == 0
-        assert 'Traceback' not in process.stderr.read()
+        code = process.wait(30)
+        stderr = process.stderr.read()
+        assert code == 0 and 'Traceback' not in stderr, stderr[-3000:]
 
 
 def test_a_foxglove_client_sees_calls_and_drives_the_robots(relay_url):

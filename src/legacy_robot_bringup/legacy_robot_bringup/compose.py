@@ -111,6 +111,7 @@ class Composition:
         """Nodes first (each link says goodbye to its robot), then the emulators."""
         for node in [*self.nodes.values(), *([self.relay] if self.relay else [])]:
             try:
+                self.executor.remove_node(node)   # before its entities go
                 node.destroy_node()
             except Exception as exc:  # keep shutting the others down
                 print(f'warning: {node.get_name()}: {exc!r}', file=sys.stderr)
@@ -119,7 +120,10 @@ class Composition:
             if name in self.replays:     # what the recording could not answer, if anything
                 for line in emulator.report():
                     print(f'{name}: replay {line}', flush=True)
-        self.executor.shutdown()
+        try:
+            self.executor.shutdown()
+        except RuntimeError as exc:   # rclpy 9.1's events executor, once in a few runs
+            print(f'warning: executor shutdown: {exc}', file=sys.stderr)
 
 
 @contextlib.contextmanager

@@ -88,7 +88,9 @@ def decode(path, speed=1.0, plugins=None, bag=None):
                                                        in replay.parameters.items()])
         for client, link in zip(node.links, node.link_names):
             _capture(client, link, replay, rows)
-        executor = make_executor(context)
+        # single-threaded: the bag keeps only the driver's messages by their publisher (a
+        # MessageInfo callback, which rclpy 9.1's events executor cannot call)
+        executor = make_executor(context, 'single' if bag else None)
         executor.add_node(node)
         if bag:
             capture = BagCapture(node, bag, lambda: _recorded_now(replay), context)

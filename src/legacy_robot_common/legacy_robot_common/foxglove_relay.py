@@ -26,6 +26,7 @@ DEFAULT_PORT = 8765
 GRAPH_PERIOD = 1.0            # s between looks at the graph (new topics, services, robots)
 QUEUE_LENGTH = 1000           # messages waiting for the server; beyond: dropped, counted
 SERVICE_TIMEOUT = 10.0        # s a Foxglove service call waits for the driver's answer
+LATCHED_KEPT = 64             # distinct messages a latched topic keeps for late clients
 # rclpy's own services of every node: parameters (Foxglove has no panel for their types) and
 # type descriptions; the lifecycle services stay (configure / activate from a button)
 HIDDEN_SERVICE_TYPES = ('rcl_interfaces/srv/', 'type_description_interfaces/srv/')
@@ -42,7 +43,7 @@ class _Topic:
         self.name, self.type_name, self.channel = name, type_name, channel
         self.watchers = set()          # Foxglove client ids subscribed
         self.subscription = None
-        self.latched = None            # transient local topics: last message per publisher
+        self.latched = None            # transient local topics: their distinct messages
 
 
 class FoxgloveRelay(Node):
@@ -208,7 +209,7 @@ class FoxgloveRelay(Node):
         if first:
             self._ros_executor.create_task(self._subscribe, topic)
         elif topic.latched:            # a second client gets the latched messages too
-            for data in list(topic.latched.values()):
+            for data in list(topic.latched):
                 self._enqueue(topic, data)
 
     def client_unsubscribed(self, client_id, channel_id):
@@ -227,9 +228,13 @@ class FoxgloveRelay(Node):
         qos = matching_qos(self.get_publishers_info_by_topic(topic.name))
         topic.latched = {} if qos.durability == DurabilityPolicy.TRANSIENT_LOCAL else None
 
-        def relay(data, info):
-            if topic.latched is not None:     # kept per publisher (/tf_static: one per driver)
-                topic.latched[repr(info.get('publisher_gid'))] = data
+        def relay(data):
+            # latched topics keep their distinct messages (/tf_static: one per driver), not
+            # per publisher: rclpy 9.1's events executor fails on callbacks taking MessageInfo
+            if topic.latched is not None and data not in topic.latched:
+                if len(topic.latched) >= LATCHED_KEPT:
+                    topic.latched.pop(next(iter(topic.latched)))
+                topic.latched[data] = None
             self._enqueue(topic, data)
         topic.subscription = self.create_subscription(
             import_type(topic.type_name), topic.name, relay, qos, raw=True,
