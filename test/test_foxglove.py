@@ -3,7 +3,6 @@ knows only the Foxglove protocol, the robot's data decoded from the advertised d
 a service called and cmd_vel published from the client moving the emulated robot."""
 import re
 import signal
-import threading
 
 import pytest
 from geometry_msgs.msg import Twist, Vector3
@@ -11,29 +10,11 @@ from rclpy.serialization import serialize_message
 from std_srvs.srv import Trigger
 
 from mcap_ros2._dynamic import generate_dynamic
-from helpers import start_module, wait_for
+from helpers import Lines, start_module, wait_for
 from legacy_robot_bringup.foxglove_client import FoxgloveClient
 from legacy_robot_common.message_definitions import MessageDefinitions, UnknownType
 
 ANNOUNCEMENT = re.compile(r'foxglove: (ws://localhost:\d+)')
-
-
-class _Lines:
-    """A process's stdout read in a thread (its pipe never fills), searchable."""
-
-    def __init__(self, process):
-        self.lines = []
-        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
-
-    def _read(self, stream):
-        for line in stream:
-            self.lines.append(line)
-
-    def find(self, pattern):
-        for line in list(self.lines):
-            if (match := pattern.search(line)):
-                return match
-        return None
 
 
 @pytest.fixture(params=['single', 'events'])
@@ -42,7 +23,7 @@ def relay_url(request, monkeypatch):
     monkeypatch.setenv('LEGACY_ROBOTS_EXECUTOR', request.param)
     process = start_module('legacy_robot_bringup.compose', 'p2os', 'ipaq', '--sim',
                            '--foxglove', '0')
-    lines = _Lines(process)
+    lines = Lines(process)
     try:
         assert wait_for(lambda: lines.find(ANNOUNCEMENT) or process.poll() is not None, 60)
         match = lines.find(ANNOUNCEMENT)
@@ -155,7 +136,7 @@ def test_the_shipped_layouts_are_the_robots_views(tmp_path):
 def test_the_demo_serves_every_robot_to_foxglove(tmp_path):
     process = start_module('legacy_robot_bringup.demo', '--duration', '25', '--plain',
                            '--output', str(tmp_path), '--foxglove', '0')
-    lines = _Lines(process)
+    lines = Lines(process)
     try:
         assert wait_for(lambda: lines.find(ANNOUNCEMENT) or process.poll() is not None, 60)
         client = FoxgloveClient(lines.find(ANNOUNCEMENT).group(1))
@@ -172,3 +153,28 @@ def test_the_demo_serves_every_robot_to_foxglove(tmp_path):
             client.close()
     finally:
         assert process.wait(60) == 0, process.stderr.read()
+
+
+def test_the_relay_executable_beside_drivers_and_a_taken_port(tmp_path):
+    """foxglove_relay as its own process (the launch files' form) sees the graph of other
+    processes; a port that is taken is a clear error, exit 2."""
+    driver = start_module('p2os_driver.node', '--ros-args', '-r', '__ns:=/solo',
+                          '-p', 'port:=tcp://127.0.0.1:9')      # nothing there: it retries
+    relay = start_module('legacy_robot_bringup.foxglove', '--port', '0')
+    lines = Lines(relay)
+    try:
+        assert wait_for(lambda: lines.find(ANNOUNCEMENT) or relay.poll() is not None, 60)
+        url = lines.find(ANNOUNCEMENT).group(1)
+        client = FoxgloveClient(url)
+        try:
+            assert client.wait_for(lambda: '/solo/odom' in client.channels
+                                   and '/solo/enable_motors' in client.services, 20)
+        finally:
+            client.close()
+        taken = start_module('legacy_robot_bringup.foxglove', '--port', url.rsplit(':', 1)[1])
+        assert taken.wait(30) == 2
+        assert 'cannot listen' in taken.stderr.read()
+    finally:
+        for process in (relay, driver):
+            process.send_signal(signal.SIGINT)
+            assert process.wait(30) == 0

@@ -6,7 +6,6 @@ import difflib
 import math
 import random
 import signal
-import threading
 import time
 
 import pytest
@@ -14,7 +13,7 @@ import yaml
 from builtin_interfaces.msg import Time
 from std_srvs.srv import Trigger
 
-from helpers import start_module
+from helpers import Lines, start_module
 from legacy_robot_bringup.paths import recording_file
 from legacy_robot_bringup.recordings import _Announced
 from legacy_robot_bringup.registry import discover_plugins
@@ -164,21 +163,6 @@ def record_live(plugin, path):
         raise
     finally:
         observer.close()
-
-
-class Lines:
-    """A process's stdout lines, read on a thread."""
-
-    def __init__(self, process):
-        self.lines = []
-        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
-
-    def _read(self, stream):
-        for line in stream:
-            self.lines.append(line.rstrip('\n'))
-
-    def has(self, text):
-        return any(text in line for line in self.lines)
 
 
 def replay(plugin, path, folder, *options):

@@ -3,6 +3,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import threading
 import time
 
 from legacy_robot_common.bench import wait_until
@@ -39,3 +40,25 @@ def spin_until(executor, predicate, timeout):
     while time.monotonic() < deadline and not predicate():
         executor.spin_once(timeout_sec=0.05)
     return predicate()
+
+
+class Lines:
+    """A process's stdout lines, read on a thread (its pipe never fills)."""
+
+    def __init__(self, process):
+        self.lines = []
+        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.lines.append(line.rstrip('\n'))
+
+    def has(self, text):
+        return any(text in line for line in self.lines)
+
+    def find(self, pattern):
+        """The first match of a compiled regular expression in a line, or None."""
+        for line in list(self.lines):
+            if (match := pattern.search(line)):
+                return match
+        return None

@@ -8,9 +8,7 @@ import argparse
 import pathlib
 import sys
 
-import rclpy
-
-from legacy_robot_common.driver_node import make_executor, spin, spin_until_shutdown
+from legacy_robot_common.driver_node import run_node
 from legacy_robot_common.foxglove_layout import layout_json
 from legacy_robot_common.foxglove_relay import DEFAULT_PORT, FoxgloveRelay
 
@@ -22,9 +20,9 @@ FOXGLOVE_ADDRESS_HELP = ('address the Foxglove server listens on (default 127.0.
                          'machine only; 0.0.0.0 lets anyone on your network watch and drive)')
 
 
-def start_relay(executor, address='127.0.0.1', port=DEFAULT_PORT, context=None):
+def start_relay(executor, address='127.0.0.1', port=DEFAULT_PORT):
     """A FoxgloveRelay added to executor; OSError when it cannot listen there."""
-    relay = FoxgloveRelay(executor, host=address, port=port, context=context)
+    relay = FoxgloveRelay(host=address, port=port)
     executor.add_node(relay)
     return relay
 
@@ -66,22 +64,11 @@ def main(argv=None):
         for path in write_layouts(args.write_layouts):
             print(path)
         return 0
-    rclpy.init(args=['foxglove_relay', *ros_args])
-    executor = make_executor()
-    relay = None
-    try:
-        relay = start_relay(executor, args.address, args.port)
+    def create_relay():
+        relay = FoxgloveRelay(host=args.address, port=args.port)
         print(relay.announcement, flush=True)
-        with spin_until_shutdown():
-            spin(executor)
-    except OSError as exc:
-        print(f'error: {exc}', file=sys.stderr)
-        return 2
-    finally:
-        if relay is not None:
-            relay.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+        return relay
+    return run_node(create_relay, ['foxglove_relay', *ros_args], user_errors=(OSError,))
 
 
 if __name__ == '__main__':

@@ -447,10 +447,10 @@ def spin(executor):
         executor.spin_once(timeout_sec=SPIN_TICK)
 
 
-def run_node(create_node, args=None):
-    """Console-script main for one driver node: init, spin, clean shutdown, exit code.
+def run_node(create_node, args=None, user_errors=(ParameterError,)):
+    """Console-script main for one node: init, spin, clean shutdown, exit code.
 
-    A ParameterError (a user mistake) prints its message and exits with 2.
+    A user error (ParameterError: a user mistake) prints its message and exits with 2.
     """
     try:
         rclpy.init(args=args)
@@ -464,7 +464,7 @@ def run_node(create_node, args=None):
         executor.add_node(node)
         with spin_until_shutdown():
             spin(executor)
-    except ParameterError as exc:
+    except user_errors as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
     finally:

@@ -49,10 +49,9 @@ class _Topic:
 class FoxgloveRelay(Node):
     """The relay node: a Foxglove server (started here) kept in step with the ROS graph."""
 
-    def __init__(self, executor, host='127.0.0.1', port=DEFAULT_PORT, **kwargs):
+    def __init__(self, host='127.0.0.1', port=DEFAULT_PORT, **kwargs):
         # no parameter services: it has no parameters, and every entity costs each wake-up
         super().__init__('foxglove_relay', start_parameter_services=False, **kwargs)
-        self._ros_executor = executor     # ROS entities are made in its thread (executor tasks)
         self._definitions = shared()
         self._foxglove_context = foxglove.Context()
         self._topics = {}             # topic → _Topic
@@ -180,7 +179,7 @@ class FoxgloveRelay(Node):
                 if self._service_clients.get(name) is None:
                     self._service_clients[name] = self.create_client(srv_type, name)
                 made.set()
-            self._ros_executor.create_task(make)
+            self._in_executor(make)
             if not made.wait(SERVICE_TIMEOUT):
                 raise TimeoutError(f'{name}: the relay is not spinning')
             client = self._service_clients[name]
@@ -198,6 +197,13 @@ class FoxgloveRelay(Node):
             raise TimeoutError(f'{call.service_name}: no answer in {SERVICE_TIMEOUT:g} s')
         return serialize_message(future.result())
 
+    def _in_executor(self, function, *args):
+        """Run function in the executor's thread (ROS entities are made and destroyed there,
+        not in the server's threads); nothing before the relay is added to an executor."""
+        executor = self.executor
+        if executor is not None:
+            executor.create_task(function, *args)
+
     # ---- subscriptions follow the clients ----------------------------------------------------
     def client_subscribed(self, client_id, channel_id):
         topic = self._by_channel.get(channel_id)
@@ -207,7 +213,7 @@ class FoxgloveRelay(Node):
             topic.watchers.add(client_id)
             first = len(topic.watchers) == 1
         if first:
-            self._ros_executor.create_task(self._subscribe, topic)
+            self._in_executor(self._subscribe, topic)
         elif topic.latched:            # a second client gets the latched messages too
             for data in list(topic.latched):
                 self._enqueue(topic, data)
@@ -220,7 +226,7 @@ class FoxgloveRelay(Node):
             topic.watchers.discard(client_id)
             last = not topic.watchers
         if last:
-            self._ros_executor.create_task(self._unsubscribe, topic)
+            self._in_executor(self._unsubscribe, topic)
 
     def _subscribe(self, topic):
         if topic.subscription is not None or not topic.watchers:
