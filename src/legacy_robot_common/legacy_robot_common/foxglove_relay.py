@@ -56,9 +56,9 @@ class FoxgloveRelay(Node):
         self._foxglove_context = foxglove.Context()
         self._topics = {}             # topic → _Topic
         self._by_channel = {}         # Foxglove channel id → _Topic
-        self._service_clients = {}           # service name → rclpy client
+        self._service_clients = {}    # service name → rclpy client (None until its first call)
         self._client_channels = {}    # (client id, client channel id) → ROS publisher
-        self._client_publishers = {}         # (topic, type) → ROS publisher
+        self._client_publishers = {}  # (topic, type) → ROS publisher
         self._queue = queue.Queue(QUEUE_LENGTH)
         self._lock = threading.Lock()
         self.relayed = self.dropped = self.published = self.refused = 0
@@ -128,6 +128,9 @@ class FoxgloveRelay(Node):
         self._by_channel[channel.id()] = topic
 
     def _close_topic(self, topic):
+        """The topic left the graph: its channel goes (the server unsubscribes its clients)."""
+        with self._lock:
+            topic.watchers.clear()
         self._unsubscribe(topic)
         self._by_channel.pop(topic.channel.id(), None)
         topic.channel.close()
