@@ -17,10 +17,8 @@ from legacy_robot_common.message_definitions import MessageDefinitions, UnknownT
 ANNOUNCEMENT = re.compile(r'foxglove: (ws://localhost:\d+)')
 
 
-@pytest.fixture(params=['single', 'events'])
-def relay_url(request, monkeypatch):
-    # the relay shares bringup's executor: both executors the drivers may run on
-    monkeypatch.setenv('LEGACY_ROBOTS_EXECUTOR', request.param)
+@pytest.fixture
+def relay_url():
     process = start_module('legacy_robot_bringup.compose', 'p2os', 'ipaq', '--sim',
                            '--foxglove', '0')
     lines = Lines(process)
