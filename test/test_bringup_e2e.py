@@ -118,3 +118,10 @@ def test_a_bad_value_for_a_shared_parameter_is_exit_2_not_a_traceback():
     result = run_module(BRINGUP, *TICK, 'tick', '--sim', '--ros-args', '-p', 'autostart:=maybe')
     assert result.returncode == 2 and 'Traceback' not in result.stderr, result.stderr
     assert "parameter 'autostart' must be true or false" in result.stderr
+
+
+def test_an_unknown_executor_is_a_user_error(monkeypatch):
+    monkeypatch.setenv('LEGACY_ROBOTS_EXECUTOR', 'multi')
+    result = run_module(BRINGUP, *TICK, '--sim', '--duration', '1')
+    assert result.returncode == 2, result.stderr
+    assert 'LEGACY_ROBOTS_EXECUTOR' in result.stderr and 'Traceback' not in result.stderr

@@ -9,6 +9,7 @@ import pathlib
 import sys
 
 from legacy_robot_common.driver_node import run_node
+from legacy_robot_common.params import ParameterError
 from legacy_robot_common.foxglove_layout import layout_json
 from legacy_robot_common.foxglove_relay import DEFAULT_PORT, FoxgloveRelay
 
@@ -68,7 +69,7 @@ def main(argv=None):
         relay = FoxgloveRelay(host=args.address, port=args.port)
         print(relay.announcement, flush=True)
         return relay
-    return run_node(create_relay, ['foxglove_relay', *ros_args], user_errors=(OSError,))
+    return run_node(create_relay, ['foxglove_relay', *ros_args], user_errors=(ParameterError, OSError))
 
 
 if __name__ == '__main__':

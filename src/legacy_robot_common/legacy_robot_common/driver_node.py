@@ -53,10 +53,11 @@ DEFAULT_EXECUTOR = 'single'
 
 
 def executor_kind():
-    """'single' or 'events' from LEGACY_ROBOTS_EXECUTOR; ValueError for anything else."""
+    """'single' or 'events' from LEGACY_ROBOTS_EXECUTOR; ParameterError (a user error: exit 2
+    with its message) for anything else."""
     kind = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower() or DEFAULT_EXECUTOR
     if kind not in EXECUTORS:
-        raise ValueError(f'{EXECUTOR_VARIABLE}={kind!r}: must be one of '
+        raise ParameterError(f'{EXECUTOR_VARIABLE}={kind!r}: must be one of '
                          f'{", ".join(EXECUTORS)}')
     return kind
 
@@ -459,8 +460,8 @@ def run_node(create_node, args=None, user_errors=(ParameterError,)):
         return 2
     node = None
     try:
+        executor = make_executor()         # first: an unknown executor is a user error
         node = create_node()
-        executor = make_executor()
         executor.add_node(node)
         with spin_until_shutdown():
             spin(executor)
