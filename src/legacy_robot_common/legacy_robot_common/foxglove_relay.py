@@ -4,9 +4,10 @@ Foxglove (and Lichtblick) connect to ws://HOST:PORT and see every topic of the g
 channel (CDR bytes with the full ros2msg definition, so the client needs nothing installed),
 every driver service (Foxglove's Service Call panel), and may publish on the topics the
 drivers subscribe to (the Teleop panel's geometry_msgs/Twist on cmd_vel). What the relay
-costs follows the clients: a topic gets a ROS subscription only while a client subscribes to
-its channel, and messages go to the server through one bounded queue, so a slow client or a
-flood drops (counted on /diagnostics) instead of holding up a driver.
+costs follows the clients: a topic gets a ROS subscription when a client first subscribes to
+its channel, its messages are relayed only while one does, and they go to the server through
+one bounded queue, so a slow client or a flood drops (counted on /diagnostics) instead of
+holding up a driver.
 """
 import queue
 import threading
@@ -37,13 +38,23 @@ NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
 
 
 class _Topic:
-    """One ROS topic as a Foxglove channel, and its subscription while anyone watches."""
+    """One ROS topic as a Foxglove channel, and its subscription once anyone watched."""
 
     def __init__(self, name, type_name, channel):
         self.name, self.type_name, self.channel = name, type_name, channel
         self.watchers = set()          # Foxglove client ids subscribed
         self.subscription = None
         self.latched = None            # transient local topics: their distinct messages
+
+
+class _Subscription:
+    """A subscription the relay made, kept while the relay runs: rclpy 9.1.2's events
+    executor aborted the process at exit (7 of 25 runs) after the relay had destroyed
+    subscriptions while spinning, and none in 20 runs once it kept them. Messages of a topic
+    nobody watches are dropped on arrival."""
+
+    def __init__(self, type_name, subscription, latched):
+        self.type_name, self.subscription, self.latched = type_name, subscription, latched
 
 
 class FoxgloveRelay(Node):
@@ -55,6 +66,7 @@ class FoxgloveRelay(Node):
         self._definitions = shared()
         self._foxglove_context = foxglove.Context()
         self._topics = {}             # topic → _Topic
+        self._kept_subscriptions = {}      # topic → _Subscription (made at a first watcher, kept)
         self._by_channel = {}         # Foxglove channel id → _Topic
         self._service_clients = {}    # service name → rclpy client (None until its first call)
         self._client_channels = {}    # (client id, client channel id) → ROS publisher
@@ -128,10 +140,10 @@ class FoxgloveRelay(Node):
         self._by_channel[channel.id()] = topic
 
     def _close_topic(self, topic):
-        """The topic left the graph: its channel goes (the server unsubscribes its clients)."""
+        """The topic left the graph: its channel goes (the server unsubscribes its clients); its
+        subscription stays, for the topic's return."""
         with self._lock:
             topic.watchers.clear()
-        self._unsubscribe(topic)
         self._by_channel.pop(topic.channel.id(), None)
         topic.channel.close()
 
@@ -215,9 +227,9 @@ class FoxgloveRelay(Node):
         with self._lock:
             topic.watchers.add(client_id)
             first = len(topic.watchers) == 1
-        if first:
+        if first and topic.subscription is None:
             self._in_executor(self._subscribe, topic)
-        elif topic.latched:            # a second client gets the latched messages too
+        elif topic.latched:            # a later client gets the latched messages too
             for data in list(topic.latched):
                 self._enqueue(topic, data)
 
@@ -227,32 +239,37 @@ class FoxgloveRelay(Node):
             return
         with self._lock:
             topic.watchers.discard(client_id)
-            last = not topic.watchers
-        if last:
-            self._in_executor(self._unsubscribe, topic)
 
     def _subscribe(self, topic):
         if topic.subscription is not None or not topic.watchers:
             return
-        qos = matching_qos(self.get_publishers_info_by_topic(topic.name))
-        topic.latched = {} if qos.durability == DurabilityPolicy.TRANSIENT_LOCAL else None
+        kept = self._kept_subscriptions.get(topic.name)
+        if kept is not None and kept.type_name != topic.type_name:
+            self.destroy_subscription(kept.subscription)   # the topic came back as another type
+            kept = None
+        if kept is None:
+            qos = matching_qos(self.get_publishers_info_by_topic(topic.name))
+            kept = self._kept_subscriptions[topic.name] = _Subscription(
+                topic.type_name, self.create_subscription(
+                    import_type(topic.type_name), topic.name,
+                    lambda data, name=topic.name: self._on_message(name, data), qos, raw=True,
+                    event_callbacks=NO_SUBSCRIPTION_EVENTS),
+                qos.durability == DurabilityPolicy.TRANSIENT_LOCAL)
+        topic.latched = {} if kept.latched else None
+        topic.subscription = kept.subscription
 
-        def relay(data):
-            # latched topics keep their distinct messages (/tf_static: one per driver), not
-            # per publisher: rclpy 9.1's events executor fails on callbacks taking MessageInfo
-            if topic.latched is not None and data not in topic.latched:
-                if len(topic.latched) >= LATCHED_KEPT:
-                    topic.latched.pop(next(iter(topic.latched)))
-                topic.latched[data] = None
+    def _on_message(self, name, data):
+        topic = self._topics.get(name)
+        if topic is None:
+            return
+        # latched topics keep their distinct messages (/tf_static: one per driver), not per
+        # publisher: rclpy 9.1's events executor fails on callbacks taking MessageInfo
+        if topic.latched is not None and data not in topic.latched:
+            if len(topic.latched) >= LATCHED_KEPT:
+                topic.latched.pop(next(iter(topic.latched)))
+            topic.latched[data] = None
+        if topic.watchers:
             self._enqueue(topic, data)
-        topic.subscription = self.create_subscription(
-            import_type(topic.type_name), topic.name, relay, qos, raw=True,
-            event_callbacks=NO_SUBSCRIPTION_EVENTS)
-
-    def _unsubscribe(self, topic):
-        if topic.subscription is not None and not topic.watchers:
-            self.destroy_subscription(topic.subscription)
-            topic.subscription, topic.latched = None, None
 
     def _enqueue(self, topic, data):
         try:
@@ -308,7 +325,7 @@ class FoxgloveRelay(Node):
 
     # ---- state -------------------------------------------------------------------------------
     def _status(self):
-        watched = sum(1 for t in self._topics.values() if t.subscription is not None)
+        watched = sum(1 for t in self._topics.values() if t.watchers)
         values = {'url': self.url, 'clients': len(self.watching_clients), 'channels': len(self._topics),
                   'topics watched': watched, 'services': len(self._service_clients),
                   'messages relayed': self.relayed, 'messages dropped': self.dropped,
