@@ -9,8 +9,16 @@ PYTEST_ARGS ?=
 demo: bootstrap
 	. tools/env.sh && python -m legacy_robot_bringup.demo --duration $(DEMO_SECONDS) --output demo-output $(DEMO_ARGS)
 
+# The whole suite on the default executor (rclpy's events executor), then a subset of the
+# end-to-end tests again on SingleThreadedExecutor (LEGACY_ROBOTS_EXECUTOR=single): bringup,
+# lifecycle, shutdown, stack fit (cmd_vel types, several robots), Foxglove, two drivers' node
+# tests; about 3 minutes, so that make test stays under 25.
+SINGLE_EXECUTOR_TESTS = test/test_bringup_e2e.py test/test_lifecycle.py test/test_shutdown.py \
+	test/test_stack_fit.py test/test_foxglove.py src/ipaq_driver/test/test_node_e2e.py \
+	src/pleo_driver/test/test_node_e2e.py
 test: bootstrap
 	. tools/env.sh && python -m pytest -rs $(PYTEST_ARGS)
+	. tools/env.sh && LEGACY_ROBOTS_EXECUTOR=single python -m pytest -rs $(SINGLE_EXECUTOR_TESTS)
 
 # Speed and CPU numbers (not part of the tests): every robot's benchmark, then one table;
 # JSON and a PNG chart in bench-output/. BENCH_ARGS=--quick for a short smoke run.

@@ -45,11 +45,11 @@ LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 # LEGACY_ROBOTS_EXECUTOR chooses the executor of every driver process (bringup, run_node,
-# the demo, the floors of make bench): rclpy's SingleThreadedExecutor (default) or its events
-# executor, experimental here (README "Executors": what failed on it)
+# the demo, the floors of make bench): rclpy's events executor (default) or its
+# SingleThreadedExecutor (README "Executors": why, and what failed on the events executor)
 EXECUTOR_VARIABLE = 'LEGACY_ROBOTS_EXECUTOR'
 EXECUTORS = {'single': SingleThreadedExecutor, 'events': EventsExecutor}
-DEFAULT_EXECUTOR = 'single'
+DEFAULT_EXECUTOR = 'events'
 
 
 def executor_kind():
@@ -65,9 +65,9 @@ def executor_kind():
 def make_executor(context=None, kind=None):
     """The executor every driver process uses: one, single-threaded.
 
-    SingleThreadedExecutor by default; rclpy's events executor (kind / LEGACY_ROBOTS_EXECUTOR=
-    events) waits in C++ and dispatches each event without rebuilding a wait set, but rclpy
-    9.1.2's raised SystemError in spin_once under our drivers (README "Executors").
+    rclpy's events executor by default: it waits in C++ and dispatches each event without
+    rebuilding a wait set (about half the CPU of SingleThreadedExecutor for the same node);
+    SingleThreadedExecutor with kind / LEGACY_ROBOTS_EXECUTOR=single (README "Executors").
     Never the MultiThreadedExecutor: it busy-waits while a callback runs and starved the link
     and emulator threads of the GIL (measured: 3x the CPU, a 50 Hz stream intermittently down
     to 5 Hz). Nothing blocks the executor: services that wait for a robot reply are async

@@ -205,9 +205,9 @@ def test_records_before_the_node_has_an_executor_are_handled_once_it_has_one(con
 
 def test_the_executor_is_chosen_by_an_environment_variable(monkeypatch):
     monkeypatch.delenv(driver_node.EXECUTOR_VARIABLE, raising=False)
-    assert driver_node.executor_kind() == 'single'
-    monkeypatch.setenv(driver_node.EXECUTOR_VARIABLE, ' Events ')
     assert driver_node.executor_kind() == 'events'
+    monkeypatch.setenv(driver_node.EXECUTOR_VARIABLE, ' Single ')
+    assert driver_node.executor_kind() == 'single'
     monkeypatch.setenv(driver_node.EXECUTOR_VARIABLE, 'multi')
     with pytest.raises(ValueError, match='single, events'):
         driver_node.executor_kind()
