@@ -92,3 +92,18 @@ def audio_rows(minutes):
     return [Row('AIBO audio', f'{minutes:g} min real time, one core kept busy',
                 f'{lost} lost of {received:,} received; {dropped} dropped by the dog',
                 '0 lost', lost == 0 and dropped == 0)]
+
+
+# ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
+def mixed_emulator_arguments(rate):
+    """No line noise: the telemetry has no marker to resynchronise on (noise_spec), so a noisy
+    line would only measure reconnects; the noise part covers it."""
+    return []
+
+
+def mixed_activity(ros, robot, elapsed):
+    """The camera's frame rate switched every 20 s (a new snapshot rate on the robot)."""
+    from legacy_robot_interfaces.srv import SetCameraMode
+    if ros.due(robot, 'camera', 20.0):
+        ros.call(SetCameraMode, f'{robot.namespace}/set_camera_mode', SetCameraMode.Request(
+            mode='yuv10', image_rate=ros.random.choice([5.0, 10.0])))

@@ -4,7 +4,8 @@ from sensor_msgs.msg import Range
 
 from legacy_robot_common.emulator import free_port
 from legacy_robot_common.errors import MalformedFrame
-from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec, stream_rejects
+from legacy_robot_common.soak import (FuzzTarget, NoiseSpec, RestartSpec, noise_arguments,
+                                      stream_rejects)
 
 from . import protocol as p
 from .emulator import EmulatorOptions, IpaqEmulator
@@ -83,3 +84,20 @@ def noise_spec(rate):
     emulator = IpaqEmulator(EmulatorOptions(control_port=0, frame_dump_port=0, tracking_port=0,
                                             drop_rate=rate, corrupt_rate=rate)).start()
     return NoiseSpec(emulator, 'ipaq_driver.node', emulator.parameters, 'range', Range)
+
+
+# ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
+def mixed_emulator_arguments(rate):
+    return noise_arguments(rate)
+
+
+def mixed_activity(ros, robot, elapsed):
+    """cmd_vel at 10 Hz, turning one way and then the other; the cmd_vel clamp changed by its
+    parameter every minute."""
+    from geometry_msgs.msg import Twist, Vector3
+    turn = 0.4 if int(elapsed / 20) % 2 else -0.4
+    ros.publish(Twist, f'{robot.namespace}/cmd_vel',
+                Twist(linear=Vector3(x=0.1), angular=Vector3(z=turn)))
+    if ros.due(robot, 'clamp', 60.0):
+        ros.set_parameters(f'{robot.namespace}/{robot.plugin.node_name}',
+                           {'max_linear_speed': ros.random.choice([0.5, 0.8])})

@@ -26,6 +26,10 @@ The robots name their own parts in their plugins (RobotPlugin.soak_parts); today
   nabaztag 10,000 malformed requests (--requests) while 20 emulated rabbits ping and 5 of
            them upload recordings: every malformed request answered 4xx, the bridge stays
            up, the normal rabbits see no errors, each recording published exactly once.
+Not run unless asked for (--parts mixed):
+  mixed    every robot at once in one bringup for --minutes (120), with line noise, emulator
+           kills, commands, parameter changes, 500 rabbits and a slow image consumer; sampled
+           into <output>/mixed.csv and mixed.png (mixed_soak.py).
 Prints one table, writes <output>/soak.json (and the drivers' logs); exit 1 on a miss.
 """
 import argparse
@@ -323,6 +327,15 @@ def flow_row(subject, spec, per_minute):
     return Row('noise', subject, measured, 'keeps flowing', bool(per_minute) and min(per_minute) > 0)
 
 
+def mixed_part(robots, minutes, rate, output):
+    from . import mixed_soak
+    plugins = discover_plugins()
+    try:
+        return mixed_soak.run([plugins[robot.name] for robot in robots], minutes, rate, output)
+    except RuntimeError as exc:
+        return [Row('mixed', 'run', str(exc), 'runs', False)]
+
+
 def robot_part(robots, name, rows_of):
     """A part that belongs to one robot: run it if that robot is selected."""
     if not any(robot.name == name for robot in robots):
@@ -334,6 +347,7 @@ def robot_part(robots, name, rows_of):
 
 
 COMMON_PARTS = ('fuzz', 'restart', 'noise')
+ASKED_FOR_PARTS = ('mixed',)        # hours long: only with --parts
 
 
 def robot_parts():
@@ -351,7 +365,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='soak', description=__doc__.split('\n\n')[0])
     own_parts = robot_parts()
     parts = COMMON_PARTS + tuple(part.name for _, part in own_parts)
-    parser.add_argument('--parts', nargs='+', choices=parts, default=list(parts))
+    parser.add_argument('--parts', nargs='+', choices=parts + ASKED_FOR_PARTS,
+                        default=list(parts))
     parser.add_argument('--only', nargs='+', choices=[r.name for r in ROBOTS], metavar='NAME',
                         help=f'these robots only ({", ".join(r.name for r in ROBOTS)})')
     parser.add_argument('--cases', type=int, default=1_000_000, help='fuzz inputs per decoder')
@@ -360,6 +375,10 @@ def main(argv=None):
                         help='length of the link-noise run (all drivers at once)')
     parser.add_argument('--noise-rate', type=float, default=0.005,
                         help='fraction of bytes dropped, and as many corrupted (0.005: 1 %% in all)')
+    parser.add_argument('--minutes', type=float, default=120.0,
+                        help='length of the mixed run (all robots at once, --parts mixed)')
+    parser.add_argument('--mixed-noise-rate', type=float, default=0.0005,
+                        help='the mixed run\'s line noise (default 0.0005: 0.1 %% of the bytes)')
     for _, part in own_parts:
         parser.add_argument(part.option, type=part.kind, default=part.default,
                             help=f'{part.help} (default {part.default:g})')
@@ -367,9 +386,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     values = {part.name: getattr(args, part.option.lstrip('-').replace('-', '_'))
               for _, part in own_parts}
-    if min(args.cases, *values.values()) <= 0 or args.cycles < WARM_UP_CYCLES + 1:
-        parser.error(f'--cases and {", ".join(part.option for _, part in own_parts)} must be '
-                     f'positive, --cycles > {WARM_UP_CYCLES}')
+    if min(args.cases, args.minutes, *values.values()) <= 0 or args.cycles < WARM_UP_CYCLES + 1:
+        options = ', '.join(['--cases', '--minutes'] + [part.option for _, part in own_parts])
+        parser.error(f'{options} must be positive, --cycles > {WARM_UP_CYCLES}')
     robots = [r for r in ROBOTS if not args.only or r.name in args.only]
     pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)
     rows = []
@@ -380,6 +399,9 @@ def main(argv=None):
     if 'noise' in args.parts:
         print(f'noise: {args.noise_minutes:g} minutes', flush=True)
         rows += noise_part(robots, args.noise_minutes, args.noise_rate, args.output)
+    if 'mixed' in args.parts:
+        print(f'mixed: {args.minutes:g} minutes, every robot at once', flush=True)
+        rows += mixed_part(robots, args.minutes, args.mixed_noise_rate, args.output)
     for robot, part in own_parts:
         if part.name in args.parts:
             value = values[part.name]

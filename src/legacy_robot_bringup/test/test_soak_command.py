@@ -35,3 +35,29 @@ def test_restart_part_kills_the_emulator_under_a_running_driver(tmp_path):
 def test_bad_options_are_usage_errors(tmp_path):
     done = soak(tmp_path, '--cycles', '2')
     assert done.returncode == 2 and '--cycles' in done.stderr
+
+
+def test_mixed_part_runs_every_robot_at_once_and_samples_it(tmp_path):
+    """A 45-second mixed run (the real one is hours): every emulator killed once under the
+    one bringup and back, the CSV, the plot and the recordings; not the long run's targets."""
+    done = soak(tmp_path, '--parts', 'mixed', '--minutes', '0.75', timeout=300)
+    rows = rows_of(tmp_path)
+    assert rows and not [row for row in rows if row['subject'] == 'run'], done.stdout[-3000:]
+    by_subject = {}
+    for row in rows:
+        by_subject.setdefault(row['subject'], []).append(row)
+    robots = ('aibo', 'ipaq', 'nabaztag', 'p2os', 'pleo')
+    for robot in robots:
+        kills = [row for row in by_subject[robot] if 'emulator kills' in row['measured']]
+        assert kills and kills[0]['measured'].endswith('0 never'), by_subject[robot]
+        flow = [row for row in by_subject[robot] if row['measured'].startswith('main topic')]
+        assert flow and flow[0]['ok'], by_subject[robot]
+    for name in ('bringup', 'slow consumer'):
+        assert by_subject[name][0]['measured'] == 'running at the end'
+    assert by_subject['logs'][0]['ok'], by_subject['logs']
+    assert all(by_subject[f'recording {robot}.mcap'][0]['ok'] for robot in robots)
+    header, *samples = (tmp_path / 'mixed.csv').read_text().splitlines()
+    assert header.startswith('seconds,kind,name,pid,rss_mb,fds,threads')
+    named = {line.split(',')[2] for line in samples}
+    assert named >= {'bringup', 'slow consumer', *robots, *(f'{r} emulator' for r in robots)}
+    assert (tmp_path / 'mixed.png').stat().st_size > 10_000

@@ -160,3 +160,9 @@ def fuzz(target, cases, seed=0):
                                       f'{"…" if len(data) > EXAMPLE_BYTES else ""}')
     result.seconds = time.perf_counter() - started
     return result
+
+
+def noise_arguments(rate):
+    """An emulator's command-line options for line noise: rate of its bytes dropped and as
+    many corrupted (every stream emulator takes them)."""
+    return ['--drop-rate', str(rate), '--corrupt-rate', str(rate)]

@@ -159,3 +159,21 @@ def malformed_rows(count):
             Row('Nabaztag', subject, f'{recordings} recordings published for '
                 f'{RECORDING_RABBITS} made', 'each stored exactly once',
                 recordings == RECORDING_RABBITS)]
+
+
+# ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
+MIXED_RABBITS = 500
+
+
+def mixed_emulator_arguments(rate):
+    """500 rabbits pinging every second (the bridge's ping_interval), told what to do on the
+    emulator's console; HTTP over TCP has no line noise to add."""
+    return ['--rabbits', str(MIXED_RABBITS), '--console']
+
+
+def mixed_activity(ros, robot, elapsed):
+    """A random rabbit clicks every second; one records every minute."""
+    if ros.due(robot, 'click', 1.0):
+        robot.emulator.tell(f'click {ros.random.randrange(MIXED_RABBITS)}')
+    if ros.due(robot, 'record', 60.0):
+        robot.emulator.tell(f'record 1 {ros.random.randrange(MIXED_RABBITS)}')

@@ -6,7 +6,8 @@ import time
 from nav_msgs.msg import Odometry
 
 from legacy_robot_common.emulator import free_port
-from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec, Row, stream_rejects
+from legacy_robot_common.soak import (FuzzTarget, NoiseSpec, RestartSpec, Row, noise_arguments,
+                                      stream_rejects)
 
 from . import protocol as p
 from .emulator import EmulatorOptions, P2osEmulator, sip_body
@@ -191,3 +192,22 @@ def noise_spec(rate):
                      {**emulator.parameters, 'enable_motors_on_start': True,
                       'max_linear_speed': 1.5}, 'odom', Odometry, {'odom': Odometry},
                      drive, check)
+
+
+# ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
+def mixed_emulator_arguments(rate):
+    return noise_arguments(rate)
+
+
+def mixed_activity(ros, robot, elapsed):
+    """Drive a circle with cmd_vel at 10 Hz, motors enabled every 30 s (a restarted robot
+    starts disabled), sonar switched by its parameter every minute."""
+    from geometry_msgs.msg import Twist, Vector3
+    from std_srvs.srv import Trigger
+    ros.publish(Twist, f'{robot.namespace}/cmd_vel',
+                Twist(linear=Vector3(x=0.2), angular=Vector3(z=0.3)))
+    if ros.due(robot, 'enable', 30.0):
+        ros.call(Trigger, f'{robot.namespace}/enable_motors', Trigger.Request())
+    if ros.due(robot, 'sonar', 60.0):
+        ros.set_parameters(f'{robot.namespace}/{robot.plugin.node_name}',
+                           {'use_sonar': ros.random.random() < 0.5})

@@ -1,10 +1,11 @@
 """Pleo parts of the fault suite (`make soak`, legacy_robot_bringup.soak)."""
+import math
 import os
 import tempfile
 
 from sensor_msgs.msg import JointState
 
-from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec
+from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec, noise_arguments
 
 from . import protocol as p
 from .emulator import EmulatorOptions, PleoEmulator
@@ -58,3 +59,19 @@ def noise_spec(rate):
     emulator = PleoEmulator(EmulatorOptions(drop_rate=rate, corrupt_rate=rate)).start()
     return NoiseSpec(emulator, 'pleo_driver.node', emulator.parameters, 'joint_states',
                      JointState)
+
+
+# ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
+def mixed_emulator_arguments(rate):
+    return noise_arguments(rate)
+
+
+def mixed_activity(ros, robot, elapsed):
+    """A joint moved every 5 s (within its limits), a sound asked for every 30 s (the
+    emulator has no URF loaded: refused, which is an answer too)."""
+    from legacy_robot_interfaces.srv import JointCommand, PlayNamed
+    if ros.due(robot, 'joint', 5.0):
+        ros.call(JointCommand, f'{robot.namespace}/joint_command', JointCommand.Request(
+            joint='right_elbow', position=math.radians(ros.random.uniform(0, 90))))
+    if ros.due(robot, 'sound', 30.0):
+        ros.call(PlayNamed, f'{robot.namespace}/sound_play', PlayNamed.Request(name='1'))
