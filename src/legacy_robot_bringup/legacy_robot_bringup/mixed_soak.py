@@ -24,16 +24,16 @@ import dataclasses
 import importlib
 import pathlib
 import random
-import signal
 import subprocess
 import sys
-import threading
 import time
 
 import yaml
 
 from legacy_robot_common.bench import cpu_seconds, percentile, stop_process, wait_until
 from legacy_robot_common.soak import Row
+
+from .soak import Emulator
 
 NAMESPACE = '/mixed'
 TICK = 0.1                  # s between the activities' turns (cmd_vel at 10 Hz)
@@ -64,37 +64,6 @@ class Robot:
     @property
     def topic(self):
         return f'{self.namespace}/{self.spec.topic}'
-
-
-class Emulator:
-    """An emulator process; ready once it printed its address; its output goes to log (a
-    thread copies it, so that a chatty emulator never blocks on a full pipe)."""
-
-    def __init__(self, arguments, log):
-        self.process = subprocess.Popen([sys.executable, '-m', *arguments], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=log, text=True)
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f'emulator {arguments[0]} did not start (see {log.name})')
-        self.ready = time.monotonic()
-        log.write(line)
-        threading.Thread(target=self._copy, args=(log,), daemon=True).start()
-
-    def _copy(self, log):
-        for line in self.process.stdout:
-            log.write(line)
-
-    def tell(self, line):
-        """A line on the emulator's standard input (the Nabaztag's console)."""
-        try:
-            self.process.stdin.write(line + '\n')
-            self.process.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass                # killed meanwhile: the next one gets the next line
-
-    def kill(self):
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
 
 
 class Ros:

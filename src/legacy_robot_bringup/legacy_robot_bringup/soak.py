@@ -43,6 +43,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from legacy_robot_common.bench import machine_description, percentile, ros_args, wait_until
@@ -87,20 +88,37 @@ def fuzz_part(robots, cases):
 
 # ---- kill / restart -------------------------------------------------------------------------
 class Emulator:
-    """An emulator process started from a RestartSpec; ready once it printed its address."""
+    """An emulator process started from a RestartSpec; ready once it printed its address. Its
+    output goes on to log (a thread copies it, so a chatty emulator never blocks on a full
+    pipe); tell() writes a line to its standard input (the Nabaztag's console)."""
 
     def __init__(self, arguments, log):
-        self.process = subprocess.Popen([sys.executable, '-m', *arguments], stdout=subprocess.PIPE,
-                                        stderr=log, text=True)
+        self.process = subprocess.Popen([sys.executable, '-m', *arguments], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=log, text=True)
         line = self.process.stdout.readline()          # run_emulator's "… on <address>" line
         if not line:
             raise RuntimeError(f'emulator {arguments[0]} did not start (see {log.name})')
         self.ready = time.monotonic()
+        log.write(line)
+        threading.Thread(target=self._copy, args=(log,), daemon=True).start()
+
+    def _copy(self, log):
+        try:
+            for line in self.process.stdout:
+                log.write(line)
+        except ValueError:
+            pass                # the log was closed after the kill
+
+    def tell(self, line):
+        try:
+            self.process.stdin.write(line + '\n')
+            self.process.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass                # killed meanwhile: the next one gets the next line
 
     def kill(self):
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(10)
-        self.process.stdout.close()
 
 
 def resources(pid):
