@@ -74,7 +74,6 @@ class Ros:
         self.node, self.random = node, rng
         self._publishers, self._clients = {}, {}
         self._next = {}             # (robot, what) → when due() says yes again
-        self.calls = 0
 
     def due(self, robot, what, period):
         """True once every period seconds for robot's what (the first time at once)."""
@@ -95,7 +94,6 @@ class Ros:
         client = self._clients[name]
         if client.service_is_ready():
             client.call_async(request)
-            self.calls += 1
 
     def set_parameters(self, node_name, values):
         from rcl_interfaces.srv import SetParameters
