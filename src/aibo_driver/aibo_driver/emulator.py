@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import (FaultInjector, SendLog, TcpEmulatorServer,
+from legacy_robot_common.emulator import (FaultInjector, MainFrame, SendLog, TcpEmulatorServer,
                                            run_emulator)
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
@@ -293,7 +293,9 @@ class AiboEmulator:
                 self.files[name] = contents
             return p.encode_reply(f'OK {len(contents)}'.encode()) if o.rput_reply == 'standard' \
                 else None
-        return self._standard_reply(self._data(op, session))
+        data = self._data(op, session)
+        reply = self._standard_reply(data)
+        return MainFrame(reply) if op is Op.GET_YUV10 and data else reply   # a camera frame
 
     def _standard_reply(self, data):
         o = self.options

@@ -15,7 +15,8 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import FaultInjector, SendLog, TcpEmulatorServer, run_emulator
+from legacy_robot_common.emulator import (FaultInjector, MainFrame, SendLog, TcpEmulatorServer,
+                                          run_emulator)
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
@@ -271,7 +272,8 @@ class IpaqEmulator:
         threading.Thread(target=self.stop, daemon=True).start()
 
     def _frame(self, body):
-        return p.frame(body) if self.options.framed_responses else body
+        framed = p.frame(body) if self.options.framed_responses else body
+        return MainFrame(framed) if isinstance(body, MainFrame) else framed
 
     def _mini(self, status):
         return p.mini_body(status, self.options.checksum_over_stuffed)
@@ -351,7 +353,8 @@ class IpaqEmulator:
             if has('tilt'):
                 trike.tilt_target = params.tilt
             response = self._full_response(trike, units)
-        return p.full_body(response, self.options.checksum_over_stuffed)
+        # the telemetry (range, wheel power, pose): the driver's main stream
+        return MainFrame(p.full_body(response, self.options.checksum_over_stuffed))
 
     @staticmethod
     def _full_response(trike, units):

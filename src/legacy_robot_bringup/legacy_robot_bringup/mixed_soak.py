@@ -18,6 +18,13 @@ process (the drivers stamp each message when its frame arrives). <output>/mixed.
 them. The rows of the table are judged after the warm-up (WARM_UP, or a quarter of a short
 run): RSS growth, fds and threads, p99 at the end against the start, every reconnect, the
 processes still running, no traceback in any log, every recording readable to its end.
+
+Messages are accounted for per emulator lifetime. Before each kill (and at the end) the
+emulator is silenced (SIGUSR1) and says how many frames of its main stream it sent, each of
+them one message on the robot's main topic, and how many of those were at risk from the line
+noise (emulator.MainFrame); SETTLE later it is killed, and DOWN_TIME after that the
+messages this process received in that lifetime are counted. Lost = sent − at risk − received, when positive. The first lifetime is
+left out: its frames started before this process subscribed.
 """
 import csv
 import dataclasses
@@ -46,6 +53,7 @@ RECONNECT_LIMIT = 1.0       # s: emulator ready → the robot's topic flows agai
 RSS_GROWTH_LIMIT = 0.05
 P99_GROWTH_LIMIT = 1.5
 SLOW_CALLBACK = 0.5         # s the slow consumer spends on each image
+SETTLE = 0.3                # s for a silenced emulator's last messages to reach the soak
 
 
 @dataclasses.dataclass
@@ -56,6 +64,8 @@ class Robot:
     act: object             # mixed_activity(ros, namespace, elapsed) or None
     log: object
     emulator: object = None
+    counted_from: int = None    # the soak's count of the main topic when this emulator started
+    lifetimes: list = dataclasses.field(default_factory=list)   # (sent, at risk, received)
 
     @property
     def namespace(self):
@@ -232,6 +242,7 @@ def run(plugins, minutes, rate, output, seed=1):
                 raise RuntimeError(f'no data from {", ".join(silent)} (see {bringup_log.name})')
             drive(robots, bringup, slow, listener, ros, samples, reconnects, 60 * minutes)
             alive = {'bringup': bringup.poll() is None, 'slow consumer': slow.poll() is None}
+            end_lifetimes(robots, listener)
         finally:
             if listener is not None:
                 listener.close()
@@ -244,6 +255,7 @@ def run(plugins, minutes, rate, output, seed=1):
                 robot.log.close()
             samples.close()
     rows = judge(samples.rows, reconnects, alive, warm_up, window)
+    rows += [row for robot in robots for row in lost_rows(robot)]
     rows += log_rows(output)
     rows += recording_rows(output / 'mixed-recordings')
     plot(samples.rows, output / 'mixed.png')
@@ -281,7 +293,7 @@ def drive(robots, bringup, slow, listener, ros, samples, reconnects, seconds):
         if now >= next_kill:
             robot = robots[turn % len(robots)]
             reconnects[robot.plugin.name].append(restart(robot, listener))
-            turn, next_kill = turn + 1, time.monotonic() + restart_period
+            turn, next_kill = turn + 1, next_kill + restart_period
         if now >= next_sample:
             sample(robots, bringup, slow, listener, samples, counted, now - last_sample,
                    round(now - started))
@@ -292,13 +304,29 @@ def drive(robots, bringup, slow, listener, ros, samples, reconnects, seconds):
 def restart(robot, listener):
     """Kill the robot's emulator, start it again → seconds from ready to its topic flowing
     again (None: it never did within 30 s)."""
-    robot.emulator.kill()
-    time.sleep(DOWN_TIME)
+    end_lifetimes([robot], listener)
+    seen = robot.counted_from = listener.counts[robot.topic]
     robot.emulator = Emulator([*robot.spec.emulator, *robot.extra], robot.log)
-    seen = listener.counts[robot.topic]
     if wait_until(lambda: listener.counts[robot.topic] > seen, 30, poll=0.005):
         return time.monotonic() - robot.emulator.ready
     return None
+
+
+def end_lifetimes(robots, listener):
+    """Silence the robots' emulators, kill them and note each one's lifetime: (sent, at risk,
+    received). Counted once they are dead: a driver may hold a frame until its link ends (the
+    AIBO's client delivers a round of replies together)."""
+    counted = [robot.emulator.hold() for robot in robots]
+    time.sleep(SETTLE)
+    for robot in robots:
+        robot.emulator.kill()
+    time.sleep(DOWN_TIME)
+    for robot, frames in zip(robots, counted):
+        if frames is None or robot.counted_from is None:
+            continue        # the Nabaztag's rabbits do not count; nor does the first lifetime
+        received = listener.counts[robot.topic] - robot.counted_from
+        robot.lifetimes.append((*frames, received))
+        robot.log.write(f'soak: {received} messages on {robot.topic} in this lifetime\n')
 
 
 def sample(robots, bringup, slow, listener, samples, counted, interval, seconds):
@@ -363,6 +391,19 @@ def robot_rows(name, rows, reconnects, warm_up, window, end):
                        '(median of the 10 s windows, first and last)',
                        f'≤ {P99_GROWTH_LIMIT:g}x', after <= P99_GROWTH_LIMIT * before))
     return out
+
+
+def lost_rows(robot):
+    """Sent, at risk and received over the emulator lifetimes that were counted."""
+    if not robot.lifetimes:
+        return []
+    sent, at_risk, received = (sum(column) for column in zip(*robot.lifetimes))
+    lost = sum(max(0, s - r - g) for s, r, g in robot.lifetimes)
+    extra = sum(max(0, g - s) for s, r, g in robot.lifetimes)   # more messages than frames
+    return [Row('mixed', robot.plugin.name, f'{len(robot.lifetimes)} emulator lifetimes: '
+                f'{sent} frames sent ({at_risk} at risk from the noise), {received} messages '
+                f'received, {lost} lost, {extra} more than sent', '0 lost, 0 more',
+                lost == 0 and extra == 0)]
 
 
 def log_rows(output):

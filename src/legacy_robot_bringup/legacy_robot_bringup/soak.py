@@ -39,6 +39,7 @@ import json
 import multiprocessing
 import os
 import pathlib
+import queue
 import signal
 import subprocess
 import sys
@@ -47,6 +48,7 @@ import threading
 import time
 
 from legacy_robot_common.bench import machine_description, percentile, ros_args, wait_until
+from legacy_robot_common.emulator import MAIN_FRAMES, parse_main_frames
 from legacy_robot_common.soak import Row, fuzz
 
 from .bench import ROBOTS, format_table
@@ -90,7 +92,8 @@ def fuzz_part(robots, cases):
 class Emulator:
     """An emulator process started from a RestartSpec; ready once it printed its address. Its
     output goes on to log (a thread copies it, so a chatty emulator never blocks on a full
-    pipe); tell() writes a line to its standard input (the Nabaztag's console)."""
+    pipe); tell() writes a line to its standard input (the Nabaztag's console); hold() asks it
+    for its count of main-stream frames."""
 
     def __init__(self, arguments, log):
         self.process = subprocess.Popen([sys.executable, '-m', *arguments], stdin=subprocess.PIPE,
@@ -100,14 +103,27 @@ class Emulator:
             raise RuntimeError(f'emulator {arguments[0]} did not start (see {log.name})')
         self.ready = time.monotonic()
         log.write(line)
+        self._held = queue.Queue()
         threading.Thread(target=self._copy, args=(log,), daemon=True).start()
 
     def _copy(self, log):
         try:
             for line in self.process.stdout:
                 log.write(line)
+                if line.startswith(MAIN_FRAMES):
+                    self._held.put(line)
         except ValueError:
             pass                # the log was closed after the kill
+
+    def hold(self, timeout=5.0):
+        """Silence the emulator (SIGUSR1) → (main frames it sent, of them at risk), or None if
+        it does not count them (no reply within timeout counts as None too)."""
+        self.process.send_signal(signal.SIGUSR1)
+        try:
+            line = self._held.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        return parse_main_frames(line)
 
     def tell(self, line):
         try:

@@ -1,5 +1,6 @@
 """`make soak` as a process, on short runs: the table, soak.json, and the parts' rows."""
 import json
+import re
 import subprocess
 import sys
 
@@ -39,7 +40,8 @@ def test_bad_options_are_usage_errors(tmp_path):
 
 def test_mixed_part_runs_every_robot_at_once_and_samples_it(tmp_path):
     """A 45-second mixed run (the real one is hours): every emulator killed once under the
-    one bringup and back, the CSV, the plot and the recordings; not the long run's targets."""
+    one bringup and back, the stream emulators' frames counted against the messages, the CSV,
+    the plot and the recordings; not the long run's targets."""
     done = soak(tmp_path, '--parts', 'mixed', '--minutes', '0.75', timeout=300)
     rows = rows_of(tmp_path)
     assert rows and not [row for row in rows if row['subject'] == 'run'], done.stdout[-3000:]
@@ -52,6 +54,12 @@ def test_mixed_part_runs_every_robot_at_once_and_samples_it(tmp_path):
         assert kills and kills[0]['measured'].endswith('0 never'), by_subject[robot]
         flow = [row for row in by_subject[robot] if row['measured'].startswith('main topic')]
         assert flow and flow[0]['ok'], by_subject[robot]
+    for robot in ('aibo', 'ipaq', 'p2os', 'pleo'):    # the stream emulators count their frames
+        counted = [row for row in by_subject[robot] if 'emulator lifetimes' in row['measured']]
+        assert counted, by_subject[robot]
+        sent, received = re.search(r'(\d+) frames sent .* (\d+) messages received',
+                                   counted[0]['measured']).groups()
+        assert 0 < int(received) <= int(sent), counted[0]
     for name in ('bringup', 'slow consumer'):
         assert by_subject[name][0]['measured'] == 'running at the end'
     assert by_subject['logs'][0]['ok'], by_subject['logs']

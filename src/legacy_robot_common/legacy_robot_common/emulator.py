@@ -7,6 +7,7 @@ handler serves TCP and a pty alike. No rclpy here.
 import collections
 import os
 import random
+import re
 import signal
 import socket
 import sys
@@ -145,6 +146,12 @@ class PtyEmulatorPort:
             pass
 
 
+class MainFrame(bytes):
+    """The bytes of one frame of a robot's main stream, which the driver turns into one message
+    on its main topic (an AIBO camera frame, a P2OS SIP cycle, a Pleo joint dump, an iPaq
+    telemetry reply): FaultInjector counts them for the mixed soak's accounting."""
+
+
 class FaultInjector:
     """Damages outgoing bytes for fault tests: drops and corrupts at given rates, or goes silent."""
 
@@ -158,8 +165,23 @@ class FaultInjector:
         self._random = random.Random(seed)
         self.dropped = 0
         self.corrupted = 0
+        # the main stream's frames, for the mixed soak's accounting (MainFrame)
+        self.main_frames = 0
+        self.main_frames_at_risk = 0
+        self._damage_before_previous = 0
+        self._lock = threading.Lock()
+
+    @property
+    def damage(self):
+        return self.dropped + self.corrupted
 
     def apply(self, data):
+        """data as it reaches the wire; a MainFrame is counted too."""
+        if isinstance(data, MainFrame):
+            return self._count_main_frame(data)
+        return self._damage(data)
+
+    def _damage(self, data):
         if self.silent:
             return b''
         if not self.drop_rate and not self.corrupt_rate:
@@ -175,6 +197,26 @@ class FaultInjector:
                 byte ^= 1 << self._random.randrange(8)
             out.append(byte)
         return bytes(out)
+
+    def _count_main_frame(self, data):
+        """A main frame is at risk when a byte of it, of the frame before it or of anything
+        written between them was damaged: a damaged frame can swallow the start of the next
+        one while the reader resynchronises. Under the lock hold() takes."""
+        with self._lock:
+            before = self.damage
+            out = self._damage(data)
+            if not self.silent:
+                self.main_frames += 1
+                self.main_frames_at_risk += self.damage != self._damage_before_previous
+                self._damage_before_previous = before
+            return out
+
+    def hold(self):
+        """Go silent for good → (main frames sent, of them at risk): exact, since no main frame
+        is counted after it."""
+        with self._lock:
+            self.silent = True
+            return self.main_frames, self.main_frames_at_risk
 
 
 def free_port():
@@ -213,15 +255,40 @@ def stop_on_signal(done=None):
     return done
 
 
+MAIN_FRAMES = 'main frames'
+ACCOUNTING_LINE = MAIN_FRAMES + ' sent {} (at risk {}), now silent'
+NOT_COUNTED_LINE = MAIN_FRAMES + ' not counted'
+
+
+def parse_main_frames(line):
+    """An ACCOUNTING_LINE → (sent, at risk); None for NOT_COUNTED_LINE."""
+    found = re.match(MAIN_FRAMES + r' sent (\d+) \(at risk (\d+)\)', line)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def report_main_frames_on_signal(emulator):
+    """On SIGUSR1 the emulator goes silent and says how many main-stream frames it sent, so
+    the mixed soak can compare them with what reached a subscriber before it kills the
+    emulator. One without a FaultInjector (the Nabaztag's rabbits) says it does not count.
+    Install it before the emulator announces itself (SIGUSR1's default is to exit)."""
+    def report(*_):
+        faults = getattr(emulator, 'faults', None)
+        print(ACCOUNTING_LINE.format(*faults.hold()) if faults is not None
+              else NOT_COUNTED_LINE, flush=True)
+    signal.signal(signal.SIGUSR1, report)
+
+
 def run_emulator(label, make_emulator, done=lambda emulator: None):
     """An emulator command line's main: make_emulator() (not yet started) is started, says
     where it listens, and runs until SIGINT / SIGTERM or the event done(emulator) is set.
 
-    A bad option or a busy port (ValueError, OSError) prints one line and returns 2.
+    A bad option or a busy port (ValueError, OSError) prints one line and returns 2. An
+    emulator with faults (a FaultInjector) goes silent on SIGUSR1 and prints ACCOUNTING_LINE.
     """
     try:
         emulator = make_emulator()
         stop = stop_on_signal(done(emulator))
+        report_main_frames_on_signal(emulator)
         emulator.start()
     except (ValueError, OSError) as exc:
         print(f'error: {exc}', file=sys.stderr)

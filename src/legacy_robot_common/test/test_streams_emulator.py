@@ -1,9 +1,14 @@
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
 import pytest
 
-from legacy_robot_common.emulator import FaultInjector, PtyEmulatorPort, TcpEmulatorServer
+from legacy_robot_common.emulator import (FaultInjector, MainFrame, PtyEmulatorPort,
+                                          TcpEmulatorServer, parse_main_frames)
 from legacy_robot_common.errors import ConnectionLost
 from legacy_robot_common.streams import SerialStream, SocketStream
 from helpers import wait_for
@@ -130,6 +135,69 @@ def test_fault_injector_passes_data_unchanged_without_faults():
     assert FaultInjector().apply(b'\x00\xff') == b'\x00\xff'
     with pytest.raises(ValueError):
         FaultInjector(drop_rate=1.5)
+
+
+def test_main_frames_at_risk_are_the_damaged_ones_and_the_frames_after_them():
+    """The mixed soak's accounting: a frame is at risk when damage touched it, the frame
+    before it or what was written between them; nothing counts once held."""
+    faults = FaultInjector()
+
+    def damaged(data):
+        faults.corrupt_rate = 1.0
+        out = faults.apply(data)
+        faults.corrupt_rate = 0.0
+        return out
+
+    assert faults.apply(MainFrame(b'A')) == b'A'        # clean
+    damaged(b'event line')                              # damage between frames
+    faults.apply(MainFrame(b'B'))                       # at risk: damage since A
+    faults.apply(MainFrame(b'C'))                       # clean again
+    assert damaged(MainFrame(b'D')) != b'D'             # at risk: damaged itself
+    faults.apply(MainFrame(b'E'))                       # at risk: D was damaged
+    faults.apply(MainFrame(b'F'))                       # clean
+    faults.apply(b'not a main frame')
+    assert faults.hold() == (6, 3)
+    assert faults.apply(MainFrame(b'G')) == b'' and faults.hold() == (6, 3)
+
+
+EMULATOR_SCRIPT = textwrap.dedent("""
+    import sys
+    from legacy_robot_common.emulator import FaultInjector, MainFrame, run_emulator
+
+    class Counting:
+        description = 'on nowhere'
+
+        def __init__(self, counted):
+            if counted:
+                self.faults = FaultInjector()
+                for frame in (b'one', b'two'):
+                    self.faults.apply(MainFrame(frame))
+
+        def start(self):
+            pass
+
+        def stop(self):
+            pass
+
+    sys.exit(run_emulator('test emulator', lambda: Counting(sys.argv[1] == 'counted')))
+""")
+
+
+@pytest.mark.parametrize('counted, expected', [('counted', (2, 0)), ('not', None)])
+def test_an_emulator_says_its_main_frame_count_on_sigusr1_and_keeps_running(counted, expected):
+    process = subprocess.Popen([sys.executable, '-c', EMULATOR_SCRIPT, counted],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().startswith('test emulator: on nowhere')
+        process.send_signal(signal.SIGUSR1)
+        line = process.stdout.readline()
+        assert line.startswith('main frames') and parse_main_frames(line) == expected
+        assert process.poll() is None
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(10) == 0
+    finally:
+        process.kill()
+        process.stdout.close()
 
 
 def test_server_stop_ends_handler_threads():

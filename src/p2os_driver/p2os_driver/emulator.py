@@ -14,8 +14,9 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import (FaultInjector, PtyEmulatorPort, SendLog,
-                                           TcpEmulatorServer, stop_on_signal)
+from legacy_robot_common.emulator import (FaultInjector, MainFrame, PtyEmulatorPort, SendLog,
+                                           TcpEmulatorServer, report_main_frames_on_signal,
+                                           stop_on_signal)
 from legacy_robot_common.errors import MalformedFrame
 
 from . import protocol as p
@@ -349,7 +350,8 @@ class _Session:
                 self.send_playlist = False
         # one write per cycle: the robot sends its packets back to back
         self.emulator.sent.mark()
-        self.stream.write(self.emulator.faults.apply(b''.join(p.build_packet(b) for b in packets)))
+        self.stream.write(self.emulator.faults.apply(
+            MainFrame(b''.join(p.build_packet(b) for b in packets))))
 
     def _sip(self):
         return sip_body(self.robot, self.emulator.options)
@@ -501,6 +503,7 @@ def main(argv=None):
     stop = stop_on_signal()
     try:
         emulator = P2osEmulator(options_from_args(args))
+        report_main_frames_on_signal(emulator)
         if not args.no_tcp:
             port = emulator.start_tcp(args.host, args.port)
             print(f'P2OS emulator ({emulator.options.model}) listening on tcp://{args.host}:{port}', flush=True)

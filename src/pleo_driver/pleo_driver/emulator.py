@@ -16,7 +16,8 @@ import threading
 import time
 from typing import Optional
 
-from legacy_robot_common.emulator import FaultInjector, PtyEmulatorPort, SendLog, run_emulator
+from legacy_robot_common.emulator import (FaultInjector, MainFrame, PtyEmulatorPort, SendLog,
+                                          run_emulator)
 from legacy_robot_common.errors import ConnectionLost
 
 from . import protocol as p
@@ -170,11 +171,12 @@ class MonitorSession:
         if self.emulator.dumping and period is not None and now >= self.next_dump:
             self.next_dump = now + period
             self.emulator.sent.mark()
-            self._write(''.join(self.state.dumps()))
+            self._write(''.join(self.state.dumps()), main=True)
 
-    def _write(self, text):
+    def _write(self, text, main=False):
+        data = text.encode('latin-1')
         try:
-            self.stream.write(self.emulator.faults.apply(text.encode('latin-1')))
+            self.stream.write(self.emulator.faults.apply(MainFrame(data) if main else data))
         except ConnectionLost:
             self.stop.set()
 
