@@ -175,7 +175,7 @@ class Samples:
     """mixed.csv, written row by row, and the same rows kept for the targets."""
 
     FIELDS = ('seconds', 'kind', 'name', 'pid', 'rss_mb', 'fds', 'threads', 'cpu_percent',
-              'messages_per_s', 'p50_ms', 'p99_ms')
+              'messages_per_s', 'p50_ms', 'p99_ms', 'reconnect_ms', 'sent', 'at_risk', 'received')
 
     def __init__(self, path):
         self.file = open(path, 'w', newline='')
@@ -202,6 +202,14 @@ class Samples:
         p99 = round(1000 * percentile(latencies, 0.99), 2) if latencies else ''
         self._add(seconds=seconds, kind='robot', name=name, messages_per_s=round(rate, 1),
                   p50_ms=p50, p99_ms=p99)
+
+    def restart(self, seconds, name, seconds_back, lifetime):
+        """A kill: how long the robot took to come back, and the lifetime it ended (sent, at
+        risk, received; None when not counted)."""
+        row = dict(seconds=seconds, kind='restart', name=name,
+                   reconnect_ms=round(1000 * seconds_back) if seconds_back is not None else '')
+        row.update(zip(('sent', 'at_risk', 'received'), lifetime or ()))
+        self._add(**row)
 
     def _add(self, **row):
         self.rows.append(row)
@@ -292,7 +300,11 @@ def drive(robots, bringup, slow, listener, ros, samples, reconnects, seconds):
         now = time.monotonic()
         if now >= next_kill:
             robot = robots[turn % len(robots)]
-            reconnects[robot.plugin.name].append(restart(robot, listener))
+            ended = len(robot.lifetimes)
+            seconds_back = restart(robot, listener)
+            reconnects[robot.plugin.name].append(seconds_back)
+            samples.restart(round(now - started), robot.plugin.name, seconds_back,
+                            robot.lifetimes[-1] if len(robot.lifetimes) > ended else None)
             turn, next_kill = turn + 1, next_kill + restart_period
         if now >= next_sample:
             sample(robots, bringup, slow, listener, samples, counted, now - last_sample,

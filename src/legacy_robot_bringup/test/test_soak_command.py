@@ -67,5 +67,7 @@ def test_mixed_part_runs_every_robot_at_once_and_samples_it(tmp_path):
     header, *samples = (tmp_path / 'mixed.csv').read_text().splitlines()
     assert header.startswith('seconds,kind,name,pid,rss_mb,fds,threads')
     named = {line.split(',')[2] for line in samples}
+    restarts = [line for line in samples if line.split(',')[1] == 'restart']
+    assert len(restarts) >= len(robots), restarts          # one row per kill, with its time
     assert named >= {'bringup', 'slow consumer', *robots, *(f'{r} emulator' for r in robots)}
     assert (tmp_path / 'mixed.png').stat().st_size > 10_000
