@@ -203,6 +203,17 @@ def test_reconnects_after_the_dog_goes_away_and_after_a_stall(session):
     assert wait_for(lambda: s.client.counters.reconnects >= 2, 15)
 
 
+def test_a_frame_sent_just_before_the_dog_fell_silent_is_delivered_at_once(session):
+    """A round of replies is delivered together, but a record waits at most MAX_HOLD for the
+    rest of its round: a dog that stops answering must not keep the frame it did send until
+    the link gives up (the mixed soak counts frames this way before each kill)."""
+    s = session(reply_timeout=5.0, image_rate=10.0, color_rate=10.0)
+    s.wait(CameraFrame, 3)
+    sent, _ = s.emulator.faults.hold()          # silent now; every frame counted was written
+    assert wait_for(lambda: len(s.records[CameraFrame]) >= sent, 1.0), \
+        f'{sent} camera frames sent, {len(s.records[CameraFrame])} delivered within 1 s'
+
+
 def _chunks(s):
     return [chunk.sequence for reply in s.records[AudioReply] for chunk in reply.chunks]
 

@@ -326,8 +326,8 @@ def restart(robot, listener):
 
 def end_lifetimes(robots, listener):
     """Silence the robots' emulators, kill them and note each one's lifetime: (sent, at risk,
-    received). Counted once they are dead: a driver may hold a frame until its link ends (the
-    AIBO's client delivers a round of replies together)."""
+    received). Counted once they are dead, so that a message a driver publishes as its link
+    ends still counts in the lifetime it came from."""
     counted = [robot.emulator.hold() for robot in robots]
     time.sleep(SETTLE)
     for robot in robots:
