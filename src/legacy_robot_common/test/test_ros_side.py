@@ -192,6 +192,27 @@ def test_async_service_waits_for_the_robot_without_blocking_the_executor(
 
 
 @pytest.mark.parametrize('kind', EXECUTOR_KINDS)
+def test_replies_leave_nothing_behind_in_the_callback_group(context, kind):
+    """Each reply_future makes and destroys a timeout timer; rclpy's callback group would keep
+    a weak reference to every one of them (about 200 bytes each, for as long as the driver
+    runs), so a long-running driver must take each out again."""
+    node = RecordingDriver(context)
+    executor = driver_node.make_executor(context, kind)
+    executor.add_node(node)
+    before = len(node.callback_group.entities)
+    futures = []
+    for i in range(200):
+        future, resolve = node.reply_future(5.0)
+        resolve(i)
+        futures.append(future)
+    spin_until(executor, lambda: all(future.done() for future in futures), 5)
+    assert [future.result() for future in futures] == list(range(200))
+    assert len(node.callback_group.entities) == before
+    executor.shutdown()
+    node.destroy_node()
+
+
+@pytest.mark.parametrize('kind', EXECUTOR_KINDS)
 def test_records_before_the_node_has_an_executor_are_handled_once_it_has_one(context, kind):
     node = RecordingDriver(context)          # a link up during begin()'s configure
     node._enqueue('early')
