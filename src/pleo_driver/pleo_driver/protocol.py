@@ -16,6 +16,7 @@ from legacy_robot_common.errors import MalformedFrame
 PROMPT = b'> '
 ENCODING = 'latin-1'
 MAX_LINE = 4096
+MAX_ANSWER_LINES = 200      # an answer is a few lines; text with no prompt after it is stray
 SENSOR_COUNT = 41
 JOINT_COUNT = 14
 LOG_LINE = re.compile(r'^(DEBUG|TRACE|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL):\s*'
@@ -250,5 +251,8 @@ class MonitorParser:
         if record is None:
             if line.strip():
                 self._answer.append(line)
+                # bounded: with no command running nothing ends an answer, and a monitor that
+                # prints other text (or noise that garbles a dump line's marker) would grow it
+                del self._answer[:-MAX_ANSWER_LINES]
         else:
             records.append(record)

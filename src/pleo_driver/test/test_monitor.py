@@ -192,3 +192,16 @@ def test_commands_fail_fast_when_not_connected():
         client.command('help', lambda _: None)
     with pytest.raises(ValueError):
         Settings(answer_timeout=0)
+
+
+def test_stray_text_with_no_prompt_after_it_is_bounded():
+    """Lines that are not records are kept as the answer of the command that runs, until its
+    prompt; when no command runs, nothing ends them, and the driver grew for ever (found while
+    looking for the mixed soak's memory growth: a Pleo under line noise with no commands)."""
+    parser = p.MonitorParser()
+    for i in range(10 * p.MAX_ANSWER_LINES):
+        parser.feed(f'stray text {i}\r\n'.encode())
+    records, _ = parser.feed(p.PROMPT)
+    answer = [r for r in records if isinstance(r, p.Prompt)][0].lines
+    assert len(answer) == p.MAX_ANSWER_LINES
+    assert answer[-1] == f'stray text {10 * p.MAX_ANSWER_LINES - 1}'
