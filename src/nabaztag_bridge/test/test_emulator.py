@@ -14,8 +14,8 @@ from legacy_robot_common.emulator import free_port
 from nabaztag_bridge import choreography as chor
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge import recording
-from nabaztag_bridge.emulator import (RabbitEmulator, RabbitOptions, VirtualRabbit, console,
-                                      rabbit_request, split_url)
+from nabaztag_bridge.emulator import (PLAYED_KEPT, RabbitEmulator, RabbitOptions, VirtualRabbit,
+                                      console, rabbit_request, split_url)
 from nabaztag_bridge.rabbits import RabbitRegistry
 from nabaztag_bridge.server import BridgeServer, RabbitEvent, Recording, Settings
 
@@ -107,6 +107,21 @@ def test_program_with_sound_and_choreography_plays_then_reports_its_end(world):
     # then the bridge sends the idle program, and only then is the rabbit idle
     assert wait_for(lambda: server.registry.select(rabbit.serial)[0].state == 'idle', 5)
     assert rabbit.status()['tc'] == format(p.IDLE_ID, 'x')
+
+
+def test_a_rabbit_remembers_only_its_last_resources(world):
+    """A fleet of emulated rabbits runs for days (the mixed soak: 500 of them): what each one
+    played is kept for the tests, but only the last PLAYED_KEPT entries."""
+    server, make = world
+    rabbit = make()
+    assert wait_for(lambda: rabbit.status()['state'] == 'idle', 5)
+    commands = [('PL', str(n % 8)) for n in range(PLAYED_KEPT + 20)]
+    program_id = server.registry.queue_program(server.registry.select(rabbit.serial), commands)
+    assert wait_for(lambda: 'end_of_message' in kinds(server), 5)
+    end = next(e for e in server.records if getattr(e, 'kind', '') == 'end_of_message')
+    assert end.program_id == program_id
+    assert len(rabbit.played) == PLAYED_KEPT
+    assert rabbit.played[-1] == ('PL', str((PLAYED_KEPT + 19) % 8), 0)   # the newest stay
 
 
 def test_ears_set_after_a_program_reach_the_rabbit(world):
