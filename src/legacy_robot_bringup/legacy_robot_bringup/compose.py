@@ -18,7 +18,7 @@ import rclpy
 from rclpy.parameter import Parameter
 
 from legacy_robot_common.driver_node import RCLError, make_executor, spin_until_shutdown
-from legacy_robot_common.memory import limit_malloc_arenas
+from legacy_robot_common.memory import MallocTrim, limit_malloc_arenas
 from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
@@ -55,6 +55,7 @@ class Composition:
         self.emulators = {}
         self.nodes = {}
         self.executor = make_executor()
+        self.malloc_trim = MallocTrim()         # ParameterError for a bad LEGACY_ROBOTS_MALLOC_TRIM
 
     def robot_namespace(self, plugin):
         return robot_namespace(plugin, self.namespace, self.namespace_per_robot)
@@ -105,6 +106,7 @@ class Composition:
         with spin_until_shutdown():
             while rclpy.ok() and (end is None or time.monotonic() < end):
                 self.executor.spin_once(timeout_sec=tick)
+                self.malloc_trim.tick()
                 if on_tick is not None:
                     on_tick()
 

@@ -35,7 +35,7 @@ from rclpy.task import Future
 
 from .diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
 from .frames import RobotFrames
-from .memory import limit_malloc_arenas
+from .memory import MallocTrim, limit_malloc_arenas
 from .params import ParameterError, declare
 from .ratelimit import RateLimitedLogger
 from .recording import Recorder, RecordingError
@@ -449,15 +449,18 @@ def spin_until_shutdown():
 SPIN_TICK = 1.0     # s: the longest an idle spin_once waits (shutdown wakes it at once)
 
 
-def spin(executor):
-    """Spin until the executor's context shuts down, one spin_once at a time.
+def spin(executor, malloc_trim=None):
+    """Spin until the executor's context shuts down, one spin_once at a time, trimming malloc's
+    free pages between them now and then (memory.MallocTrim; a new one if not given).
 
     Not executor.spin(): rclpy's events executor keeps the GIL while it waits in spin() (seen
     with rclpy 9.1: no other Python thread ran, and a create_task from a link thread waited
     forever); its spin_once releases it, as SingleThreadedExecutor's does.
     """
+    malloc_trim = malloc_trim or MallocTrim()
     while rclpy.ok(context=executor.context):
         executor.spin_once(timeout_sec=SPIN_TICK)
+        malloc_trim.tick()
 
 
 def run_node(create_node, args=None, user_errors=(ParameterError,)):
@@ -474,10 +477,11 @@ def run_node(create_node, args=None, user_errors=(ParameterError,)):
     node = None
     try:
         executor = make_executor()         # first: an unknown executor is a user error
+        malloc_trim = MallocTrim()         # and a bad LEGACY_ROBOTS_MALLOC_TRIM
         node = create_node()
         executor.add_node(node)
         with spin_until_shutdown():
-            spin(executor)
+            spin(executor, malloc_trim)
     except user_errors as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2

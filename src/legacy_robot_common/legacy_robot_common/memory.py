@@ -6,9 +6,13 @@ is reused only by threads of the same arena. In the mixed soak (all robots in on
 hours) bringup's 17 arenas grew by about 10 MB in half an hour while the bytes in use stayed
 flat: free space, scattered where the next allocation could not use it. Two arenas keep that
 free space where it is reused (README, Fault suite).
+
+What free space remains sits between live blocks, where free() never gives it back; glibc's
+malloc_trim does (whole free pages, in every arena), so the spin loops call MallocTrim.tick().
 """
 import ctypes
 import os
+import time
 
 M_ARENA_MAX = -8       # mallopt's parameter number (glibc malloc.h)
 ARENAS = 2
@@ -28,3 +32,53 @@ def limit_malloc_arenas(arenas=ARENAS):
     if mallopt is None or mallopt(M_ARENA_MAX, arenas) != 1:
         return None
     return arenas
+
+
+TRIM_VARIABLE = 'LEGACY_ROBOTS_MALLOC_TRIM'
+TRIM_PERIOD = 60.0     # s: a trim costs about a millisecond; the growth it undoes takes minutes
+
+
+def trim_period():
+    """Seconds between trims from LEGACY_ROBOTS_MALLOC_TRIM (0: never), default 60;
+    ParameterError (a user error: exit 2 with its message) for anything else."""
+    text = os.environ.get(TRIM_VARIABLE, '').strip()
+    if not text:
+        return TRIM_PERIOD
+    try:
+        period = float(text)
+    except ValueError:
+        period = -1.0
+    if not period >= 0 or period == float('inf'):
+        # imported here: params imports rclpy, whose threads would take arenas before the cap
+        from .params import ParameterError
+        raise ParameterError(f'{TRIM_VARIABLE}={text!r}: must be seconds between malloc '
+                             'trims, 0 for never')
+    return period
+
+
+class MallocTrim:
+    """Gives malloc's free pages back to the system every period seconds, from a spin loop.
+
+    tick() is called after each spin_once; it trims when the period has passed (monotonic
+    clock), so it costs one clock read otherwise. Without glibc's malloc_trim it never trims.
+    """
+
+    def __init__(self, period=None, clock=time.monotonic):
+        self.period = trim_period() if period is None else period
+        self._malloc_trim = getattr(ctypes.CDLL(None), 'malloc_trim', None)
+        self._clock = clock
+        self._due = clock() + self.period
+        self.trims = 0
+
+    @property
+    def enabled(self):
+        return self._malloc_trim is not None and self.period > 0
+
+    def tick(self):
+        """Trim if the period has passed; True when it did."""
+        if not self.enabled or self._clock() < self._due:
+            return False
+        self._malloc_trim(0)
+        self._due = self._clock() + self.period
+        self.trims += 1
+        return True

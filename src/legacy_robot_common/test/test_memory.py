@@ -1,4 +1,5 @@
-"""The malloc arena cap, in fresh processes: glibc's arenas counted from malloc_info."""
+"""The malloc arena cap and the periodic trim, in fresh processes: glibc's arenas counted
+from malloc_info, the pages a trim gives back from /proc/self/statm."""
 import os
 import subprocess
 import sys
@@ -6,7 +7,10 @@ import textwrap
 
 import pytest
 
-from legacy_robot_common.memory import ARENAS, ENVIRONMENT
+from legacy_robot_common.memory import (ARENAS, ENVIRONMENT, TRIM_PERIOD, TRIM_VARIABLE,
+                                        MallocTrim, trim_period)
+from legacy_robot_common.driver_node import run_node
+from legacy_robot_common.params import ParameterError
 
 # Eight threads allocate at once; then glibc's own report (malloc_info's XML) is counted.
 THREADS_ALLOCATING = textwrap.dedent('''
@@ -62,3 +66,64 @@ def test_a_users_malloc_arena_max_is_left_alone(glibc):
     cap, arenas = run('cap', **{ENVIRONMENT: '4'})
     assert cap == 'None'
     assert ARENAS < arenas <= 4
+
+
+# 4,000 blocks of 16 KB (past pymalloc and below mmap's threshold: in the heap), every tenth
+# kept alive: free() leaves the 56 MB between them resident; MallocTrim.tick() gives it back.
+FRAGMENTED_HEAP = textwrap.dedent('''
+    import os
+    from legacy_robot_common.memory import MallocTrim
+    def resident_mb():
+        with open('/proc/self/statm') as statm:
+            return int(statm.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2**20
+    now = [0.0]
+    trim = MallocTrim(period=60, clock=lambda: now[0])
+    blocks = [bytearray(b'x') * 16384 for _ in range(4000)]
+    kept = blocks[::10]
+    del blocks
+    before = resident_mb()
+    now[0] = 59.0
+    early = trim.tick()
+    now[0] = 60.0
+    print(early, trim.tick(), before, resident_mb(), len(kept))
+''')
+
+
+def test_a_trim_gives_free_pages_between_live_blocks_back():
+    done = subprocess.run([sys.executable, '-c', FRAGMENTED_HEAP], capture_output=True,
+                          text=True, timeout=60, check=True)
+    early, trimmed, before, after, kept = done.stdout.split()
+    assert (early, trimmed, kept) == ('False', 'True', '400')
+    assert float(before) - float(after) > 40, done.stdout    # of the 56 MB freed
+
+
+def test_trims_come_once_a_period_and_never_with_period_0():
+    now = [100.0]
+    trim = MallocTrim(period=60, clock=lambda: now[0])
+    ticks = []
+    for now[0] in (100.0, 159.9, 160.0, 160.5, 219.9, 220.0):
+        ticks.append(trim.tick())
+    assert ticks == [False, False, True, False, False, True] and trim.trims == 2
+    never = MallocTrim(period=0, clock=lambda: now[0])
+    now[0] = 1e9
+    assert not never.enabled and not never.tick() and never.trims == 0
+
+
+def test_the_trim_period_is_chosen_by_an_environment_variable(monkeypatch):
+    monkeypatch.delenv(TRIM_VARIABLE, raising=False)
+    assert trim_period() == TRIM_PERIOD == 60
+    monkeypatch.setenv(TRIM_VARIABLE, ' 5 ')
+    assert trim_period() == 5
+    monkeypatch.setenv(TRIM_VARIABLE, '0')
+    assert trim_period() == 0 and not MallocTrim().enabled
+    for bad in ('often', '-1', 'nan', 'inf'):
+        monkeypatch.setenv(TRIM_VARIABLE, bad)
+        with pytest.raises(ParameterError, match='seconds between malloc trims'):
+            trim_period()
+
+
+def test_a_bad_trim_period_stops_a_driver_with_exit_2_before_its_node(monkeypatch, capfd):
+    monkeypatch.setenv(TRIM_VARIABLE, 'often')
+    created = []
+    assert run_node(lambda: created.append('node')) == 2
+    assert created == [] and f"{TRIM_VARIABLE}='often'" in capfd.readouterr().err
