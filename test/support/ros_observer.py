@@ -60,6 +60,11 @@ class Observer:
         self.executor.add_node(self.node)
         self.ns = namespace
         self.messages = {}
+        # one client per service: each new client is a new DDS reader that the server must
+        # discover within rmw_fastrtps's 100 ms, or it drops the answer ("failed to send
+        # response (timeout)"); service_is_ready() cannot tell. The likely cause of one call
+        # never answered in a loaded CI run.
+        self.service_clients = {}
 
     def listen(self, msg_type, topic, qos=10):
         self.messages[topic] = []
@@ -75,7 +80,10 @@ class Observer:
         return dynamic, static
 
     def call(self, srv_type, name, request, timeout=10.0):
-        client = self.node.create_client(srv_type, f'{self.ns}/{name}')
+        key = (srv_type, f'{self.ns}/{name}')
+        if key not in self.service_clients:
+            self.service_clients[key] = self.node.create_client(*key)
+        client = self.service_clients[key]
         assert spin_until(self.executor, client.service_is_ready, timeout), f'no service {name}'
         future = client.call_async(request)
         assert spin_until(self.executor, future.done, timeout), f'{name} did not answer'
@@ -106,7 +114,9 @@ class DriverProcesses:
         for emulator, process, observer in self.started:
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
-                process.communicate(timeout=20)
+            out, err = process.communicate(timeout=20)
+            # pytest shows it when the test failed: the driver's side of the story
+            print(f'--- {" ".join(process.args[2:4])} (exit {process.returncode}) ---\n{out}{err}')
             observer.close()
             emulator.stop()
 
