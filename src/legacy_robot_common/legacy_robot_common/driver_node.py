@@ -35,7 +35,7 @@ from rclpy.task import Future
 
 from .diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
 from .frames import RobotFrames
-from .memory import MallocTrim, limit_malloc_arenas
+from .memory import MallocTrim, configure_malloc
 from .params import ParameterError, declare
 from .ratelimit import RateLimitedLogger
 from .recording import Recorder, RecordingError
@@ -468,7 +468,7 @@ def run_node(create_node, args=None, user_errors=(ParameterError,)):
 
     A user error (ParameterError: a user mistake) prints its message and exits with 2.
     """
-    limit_malloc_arenas()            # before rclpy starts the DDS threads
+    configure_malloc()               # before rclpy starts the DDS threads
     try:
         rclpy.init(args=args)
     except RCLError as exc:          # e.g. a -p value that is not valid YAML

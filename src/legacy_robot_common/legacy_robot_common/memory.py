@@ -9,14 +9,30 @@ free space where it is reused (README, Fault suite).
 
 What free space remains sits between live blocks, where free() never gives it back; glibc's
 malloc_trim does (whole free pages, in every arena), so the spin loops call MallocTrim.tick().
+
+Large buffers (a recorder's 1 MB MCAP chunk, its compressed copy) are mmapped and handed back
+on free() -- until glibc's dynamic threshold, raised by the first such free(), moves them into
+the heap, where they leave holes and up to twice their size of untrimmed top. Fixed thresholds
+keep them out of the heap (fix_malloc_thresholds).
 """
 import ctypes
 import os
 import time
 
-M_ARENA_MAX = -8       # mallopt's parameter number (glibc malloc.h)
+M_ARENA_MAX = -8       # mallopt's parameter numbers (glibc malloc.h)
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
 ARENAS = 2
 ENVIRONMENT = 'MALLOC_ARENA_MAX'
+THRESHOLD = 128 * 1024  # bytes: glibc's own starting value for both, kept from moving
+THRESHOLD_VARIABLES = {M_MMAP_THRESHOLD: 'MALLOC_MMAP_THRESHOLD_',
+                       M_TRIM_THRESHOLD: 'MALLOC_TRIM_THRESHOLD_'}
+
+
+def configure_malloc():
+    """Two arenas and fixed thresholds; call before rclpy starts its threads."""
+    limit_malloc_arenas()
+    fix_malloc_thresholds()
 
 
 def limit_malloc_arenas(arenas=ARENAS):
@@ -32,6 +48,20 @@ def limit_malloc_arenas(arenas=ARENAS):
     if mallopt is None or mallopt(M_ARENA_MAX, arenas) != 1:
         return None
     return arenas
+
+
+def fix_malloc_thresholds(threshold=THRESHOLD):
+    """Blocks of threshold bytes or more get pages of their own, given back on free(), and a
+    heap top of more than threshold free bytes is given back too: setting the two values
+    turns off glibc's raising of them. A value the user set in the environment (glibc's
+    MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_) is left alone. Returns the parameters
+    set here (names as in THRESHOLD_VARIABLES)."""
+    mallopt = getattr(ctypes.CDLL(None), 'mallopt', None)
+    if mallopt is None:
+        return []
+    return [THRESHOLD_VARIABLES[parameter] for parameter in (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD)
+            if THRESHOLD_VARIABLES[parameter] not in os.environ
+            and mallopt(parameter, threshold) == 1]
 
 
 TRIM_VARIABLE = 'LEGACY_ROBOTS_MALLOC_TRIM'

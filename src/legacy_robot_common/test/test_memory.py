@@ -127,3 +127,54 @@ def test_a_bad_trim_period_stops_a_driver_with_exit_2_before_its_node(monkeypatc
     created = []
     assert run_node(lambda: created.append('node')) == 2
     assert created == [] and f"{TRIM_VARIABLE}='often'" in capfd.readouterr().err
+
+
+# A 4 MB block is mmapped; its free() raises glibc's dynamic threshold to 4 MB, so without fixed
+# thresholds the 2 MB blocks that follow come from the heap (mallinfo2's hblks: mmapped blocks
+# in use) and, freed, stay resident as untrimmed top (up to twice the raised threshold).
+LARGE_BUFFERS = textwrap.dedent('''
+    import ctypes, os, sys
+    from legacy_robot_common.memory import fix_malloc_thresholds
+    print('set', ','.join(fix_malloc_thresholds()) if sys.argv[1] == 'fix' else '-')
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            'arena', 'ordblks', 'smblks', 'hblks', 'hblkhd', 'usmblks', 'fsmblks',
+            'uordblks', 'fordblks', 'keepcost')]
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.mallinfo2.restype = MallInfo2
+    libc.free(libc.malloc(4 << 20))
+    before = libc.mallinfo2()
+    blocks = [libc.malloc(2 << 20) for _ in range(3)]
+    for block in blocks:
+        ctypes.memset(block, 1, 2 << 20)           # resident
+    print('mmapped', libc.mallinfo2().hblks - before.hblks)
+    for block in blocks:
+        libc.free(block)
+    print('kept_free_mb', (libc.mallinfo2().fordblks - before.fordblks) / 2**20)
+''')
+
+
+def large_buffers(mode, **environment):
+    env = dict(os.environ, **environment)
+    done = subprocess.run([sys.executable, '-c', LARGE_BUFFERS, mode], env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    return dict(line.split(' ', 1) for line in done.stdout.splitlines())
+
+
+def test_without_fixed_thresholds_large_buffers_move_into_the_heap():
+    glibc = large_buffers('none')
+    assert glibc['mmapped'] == '0' and float(glibc['kept_free_mb']) >= 4, glibc
+
+
+def test_fixed_thresholds_keep_large_buffers_out_of_the_heap():
+    fixed = large_buffers('fix')
+    assert fixed['set'] == 'MALLOC_MMAP_THRESHOLD_,MALLOC_TRIM_THRESHOLD_'
+    assert fixed['mmapped'] == '3' and float(fixed['kept_free_mb']) < 0.5, fixed
+
+
+def test_a_users_malloc_thresholds_are_left_alone():
+    users = large_buffers('fix', MALLOC_MMAP_THRESHOLD_='8388608')
+    assert users['set'] == 'MALLOC_TRIM_THRESHOLD_'
+    assert users['mmapped'] == '0', users      # 2 MB is below the user's 8 MB threshold
