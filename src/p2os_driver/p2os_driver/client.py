@@ -38,6 +38,7 @@ class Settings:
     sync_attempts: int = 4          # SYNC sequences tried per connection before reconnecting
     resync_wait: float = 2.5        # after CLOSE to a robot still sending SIPs: outlast its watchdog
     config_timeout: float = 1.0     # wait for the CONFIGpac after OPEN
+    config_retry: float = 0.25      # ask again for a CONFIGpac lost on the line this soon
     gripper_in_high_byte: bool = True   # SIP gripper/ANPORT order (§5.1 item 1)
     model: str = ''                 # force a model instead of the SYNC2 subclass
     factor_overrides: Optional[dict] = None   # models.FACTOR_NAMES → value; <= 0 keeps the model's
@@ -192,17 +193,29 @@ class P2osClient(ReconnectingClient):
         self._bodies.clear()
 
     def _request_config(self, link):
-        self._write(link, p.encode_command(p.Command.CONFIG))
+        """CONFIG, asked again every config_retry s until config_timeout: a CONFIGpac lost or
+        damaged on a noisy line costs one retry, not the whole wait and the robot's config
+        (the mixed soak's finding: one P2OS reconnect took 1.1 s and came back without it)."""
         deadline = time.monotonic() + self.settings.config_timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            self._write(link, p.encode_command(p.Command.CONFIG))
+            body = self._next_config_body(link, min(remaining, self.settings.config_retry))
+            if body is None:
+                continue
+            try:
+                return p.decode_config(body)
+            except MalformedFrame as exc:
+                self.reject(exc, 'CONFIGpac')       # counted and logged; asked again
+        self.logger.info('p2os: no CONFIGpac (robots before P2OS 1.4 have none)')
+        return None
+
+    def _next_config_body(self, link, timeout):
+        """The next CONFIGpac body within timeout (SIPs meanwhile are skipped), or None."""
+        deadline = time.monotonic() + timeout
         while (remaining := deadline - time.monotonic()) > 0:
             body = self._next_body(link, remaining)
             if body is not None and body[0] == p.PacketType.CONFIG:
-                try:
-                    return p.decode_config(body)
-                except MalformedFrame as exc:
-                    self.reject(exc, 'CONFIGpac')
-                    return None
-        self.logger.info('p2os: no CONFIGpac (robots before P2OS 1.4 have none)')
+                return body
         return None
 
     def _identify(self, name, robot_class, subclass):

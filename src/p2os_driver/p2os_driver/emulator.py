@@ -44,6 +44,7 @@ class EmulatorOptions:
     room_height: float = 8.0            # m
     sonar_per_cycle: int = 4
     config_command: bool = True         # False: P2OS before 1.4, which ignores CONFIG (§2.5)
+    config_replies_lost: int = 0        # the first N CONFIGpacs never arrive (line noise)
     battery: float = 13.0               # V
     drop_rate: float = 0.0
     corrupt_rate: float = 0.0
@@ -91,6 +92,7 @@ class P2osEmulator:
         self.watchdog_trips = 0
         self.sessions = 0
         self.laser_commands = 0        # #35-#37 taken as laser commands (laser_compat)
+        self.config_replies_lost = 0   # CONFIGpacs lost so far (options.config_replies_lost)
         self.sent = SendLog()          # when each SIP cycle went out (benchmarks)
         self._commands = []
         self._commands_lock = threading.Lock()
@@ -341,9 +343,12 @@ class _Session:
                     packets.append(p.encode_seraux(data))
                     self.getaux_wanted = 0
             if self.send_config:
-                last = 'firmware_version' if self.emulator.options.firmware_version else 'trans_ki'
-                packets.append(p.encode_config(self._config_values(), last))
                 self.send_config = False
+                if self.emulator.config_replies_lost < self.emulator.options.config_replies_lost:
+                    self.emulator.config_replies_lost += 1
+                else:
+                    last = 'firmware_version' if self.emulator.options.firmware_version else 'trans_ki'
+                    packets.append(p.encode_config(self._config_values(), last))
             if self.send_playlist:
                 amigo = self.robot.model.subclass.startswith('amigo')
                 packets.append(p.encode_playlist(AMIGO_PLAYLIST if amigo else []))

@@ -158,6 +158,15 @@ def test_robot_without_config_command_connects_after_the_wait(emulator, clients)
     assert client.records.of(Connected)[0].config is None
 
 
+def test_a_lost_configpac_is_asked_for_again_not_waited_out(emulator, clients):
+    robot = emulator(config_replies_lost=1)     # the first answer to CONFIG dies on the line
+    client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}'))
+    assert wait_for(lambda: client.connected, 5)
+    assert robot.config_replies_lost == 1
+    assert client.records.of(Connected)[0].config is not None      # the robot's config, kept
+    assert [n for n, _ in commands(robot)].count(C.CONFIG) == 2     # asked once more
+
+
 def test_corrupted_bytes_are_counted_and_the_stream_goes_on(emulator, clients):
     robot = emulator(corrupt_rate=0.002, seed=7)
     client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}'))
