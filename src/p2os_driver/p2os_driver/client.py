@@ -35,6 +35,7 @@ class Settings:
     read_timeout: float = 2.0       # seconds without a SIP before the link counts as lost
     pulse_interval: float = 0.5     # PULSE when nothing was sent for this long (watchdog 2 s)
     sync_timeout: float = 1.0       # wait for each SYNC echo (ARIA: 1000 ms)
+    sync_retry: float = 0.25        # bytes but no valid echo this long: damaged, SYNC0 again
     sync_attempts: int = 4          # SYNC sequences tried per connection before reconnecting
     resync_wait: float = 2.5        # after CLOSE to a robot still sending SIPs: outlast its watchdog
     config_timeout: float = 1.0     # wait for the CONFIGpac after OPEN
@@ -167,7 +168,7 @@ class P2osClient(ReconnectingClient):
             step = 0
             while step < 3:
                 self._write(link, p.encode_command(step))
-                reply = self._next_body(link, self.settings.sync_timeout)
+                reply = self._next_sync_echo(link)
                 if reply is None:
                     break  # no echo: start a new attempt
                 if reply[0] == step:
@@ -181,6 +182,18 @@ class P2osClient(ReconnectingClient):
         where = self.settings.port if self.is_tcp else f'{self.settings.port} at {self.baud} baud'
         raise HandshakeFailed(f'no SYNC handshake with {where} after '
                               f'{self.settings.sync_attempts} attempts')
+
+    def _next_sync_echo(self, link):
+        """The next valid packet within sync_timeout, or None. A line that brought bytes but no
+        valid packet within sync_retry damaged the echo: None then, and the handshake starts
+        again at once, so noise costs a retry, not the whole second; a silent robot (slow to
+        wake, unplugged) still gets all of sync_timeout."""
+        first = min(self.settings.sync_retry, self.settings.sync_timeout)
+        bytes_before = self.counters.bytes_in
+        reply = self._next_body(link, first)
+        if reply is not None or self.counters.bytes_in != bytes_before:
+            return reply
+        return self._next_body(link, self.settings.sync_timeout - first)
 
     def _close_stale_connection(self, link):
         """The robot still serves an earlier client: CLOSE, then outlast its watchdog (§3.2)."""

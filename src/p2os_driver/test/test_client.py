@@ -1,5 +1,6 @@
 """P2osClient against the emulator over a real pseudo-terminal and real TCP."""
 import os
+import socket
 import threading
 import time
 
@@ -165,6 +166,53 @@ def test_a_lost_configpac_is_asked_for_again_not_waited_out(emulator, clients):
     assert robot.config_replies_lost == 1
     assert client.records.of(Connected)[0].config is not None      # the robot's config, kept
     assert [n for n, _ in commands(robot)].count(C.CONFIG) == 2     # asked once more
+
+
+class DamagingLine:
+    """A loopback TCP line between the client and the robot that flips one bit in each of the
+    first `damaged` chunks the robot sends (the robot answers each SYNC with one write, so
+    chunk n is echo n): a noisy line, the robot itself untouched."""
+
+    def __init__(self, robot_port, damaged):
+        self.robot_port, self.damaged = robot_port, damaged
+        self.listener = socket.create_server(('127.0.0.1', 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets = [self.listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        client, _ = self.listener.accept()
+        robot = socket.create_connection(('127.0.0.1', self.robot_port))
+        self.sockets += [client, robot]
+        threading.Thread(target=self._pump, args=(client, robot, False), daemon=True).start()
+        self._pump(robot, client, True)
+
+    def _pump(self, source, sink, from_robot):
+        try:
+            while data := source.recv(65536):
+                if from_robot and self.damaged > 0:
+                    self.damaged -= 1
+                    data = data[:-1] + bytes([data[-1] ^ 0x10])
+                sink.sendall(data)
+        except OSError:
+            pass
+
+    def close(self):
+        for sock in self.sockets:
+            sock.close()
+
+
+def test_a_damaged_sync_echo_starts_the_handshake_again_not_waited_out(emulator, clients):
+    robot = emulator()
+    line = DamagingLine(robot.start_tcp(), damaged=1)     # the first SYNC0 echo dies on the line
+    try:
+        # the old wait for a SYNC echo was the whole sync_timeout: 30 s here
+        client = clients(make_client(f'tcp://127.0.0.1:{line.port}', sync_timeout=30.0))
+        assert wait_for(lambda: client.connected, 10)
+        assert line.damaged == 0
+        assert client.counters.bad_frames >= 1                 # counted, then SYNC0 again
+    finally:
+        line.close()
 
 
 def test_corrupted_bytes_are_counted_and_the_stream_goes_on(emulator, clients):
