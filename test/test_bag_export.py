@@ -33,6 +33,7 @@ def read_bag(folder):
 def test_every_recording_exports_to_a_bag_an_independent_reader_decodes(robot, tmp_path):
     bag = tmp_path / 'bag'
     decoded = decode(str(ROOT / 'recordings' / f'{robot}.mcap'), speed=0, bag=str(bag))
+    assert decoded.finished         # the replay reached the end, decoding did not give up
     metadata, messages = read_bag(bag)
     counted = {entry['topic_metadata']['name']: entry['message_count']
                for entry in metadata['topics_with_message_count']}

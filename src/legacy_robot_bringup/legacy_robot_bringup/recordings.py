@@ -63,6 +63,7 @@ class Decoded:
     bad_frames: dict    # link → malformed frames the driver rejected
     report: list        # the replay's own report lines
     bag: object = None  # with a bag: its BagCapture (message counts per topic, bytes)
+    finished: bool = True   # the replay reached the recording's end (not given up after PATIENCE)
 
 
 def decode(path, speed=1.0, plugins=None, bag=None):
@@ -97,7 +98,7 @@ def decode(path, speed=1.0, plugins=None, bag=None):
             executor.add_node(capture)
         _spin_to_end(executor, replay, rows, speed)
         bad = {link: client.counters.bad_frames for client, link in zip(node.links, node.link_names)}
-        return Decoded(rows, bad, replay.report(), capture)
+        return Decoded(rows, bad, replay.report(), capture, replay.finished)
     finally:
         if node is not None:
             node.destroy_node()
@@ -153,6 +154,9 @@ def info_lines(recording, decoded=None):
                          f'{decoded.bad_frames.get(name, 0)}')
     if decoded is not None:
         lines += [f'  replay {line}' for line in decoded.report]
+        if not decoded.finished:
+            lines.append(f'  replay: the end of the recording was not reached; decoding gave up '
+                         f'{PATIENCE:.0f} s after the recording\'s length at this speed')
     return lines
 
 

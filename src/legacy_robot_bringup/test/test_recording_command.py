@@ -27,6 +27,16 @@ def test_info_lists_links_and_decodes_with_the_driver():
     line = next(line for line in decoded.stdout.splitlines() if 'decoded:' in line)
     assert 'StandardSip' in line and 'decode errors: 0' in line, decoded.stdout
     assert 'replay p2os: 1 connections' in decoded.stdout
+    assert 'not reached' not in decoded.stdout
+
+
+def test_info_says_when_decoding_gave_up_before_the_end():
+    from legacy_robot_bringup.recordings import Decoded, info_lines
+    from legacy_robot_common.recording import read_recording
+    recording_ = read_recording(str(recording_file('p2os')))
+    lines = info_lines(recording_, Decoded(rows=[], bad_frames={}, report=[], finished=False))
+    assert lines[-1] == ('  replay: the end of the recording was not reached; decoding gave up '
+                         "20 s after the recording's length at this speed")
 
 
 def test_csv_has_a_row_per_decoded_record_on_the_recorded_clock(tmp_path):

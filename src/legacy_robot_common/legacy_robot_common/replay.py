@@ -79,6 +79,7 @@ class ReplayCounters:
     unanswered_samples: list = dataclasses.field(default_factory=list)
     finished: bool = False      # the end of the last recorded connection was reached
     last_sent_ns: int = 0       # recorded time of the chunk sent last
+    last_request_at: float = 0.0    # monotonic time the driver last sent a request it matched
 
 
 class RecordingReplay:
@@ -107,7 +108,18 @@ class RecordingReplay:
 
     @property
     def finished(self):
-        return all(server.counters.finished for server in self.servers.values())
+        played_to = max(server.counters.last_sent_ns for server in self.servers.values())
+        return all(server.counters.finished or self._left_behind(server, played_to)
+                   for server in self.servers.values())
+
+    def _left_behind(self, server, played_to):
+        """As fast as possible no clock ends a reply link (at speed > 0 its recorded time
+        does): it is done when the other links have played past its last chunk and its driver
+        has asked for nothing for GATE_TIMEOUT. What is left are requests the driver does not
+        send by itself (a command a user gave in the live run, like the AIBO's RCODE line)."""
+        return (self.options.speed == 0 and server.spec.mode == 'reply'
+                and server.end_ns <= played_to
+                and time.monotonic() - server.counters.last_request_at >= GATE_TIMEOUT)
 
     def recorded_time(self, link):
         """The recorded time of the chunk sent last on link (0 before the first)."""
@@ -158,6 +170,8 @@ class _LinkServer:
         self._next = 0
         self.transport = None
         self.play_from = 0.0    # monotonic time the recording starts to play (--delay)
+        last = self.connections[-1] if self.connections else None
+        self.end_ns = last.chunks[-1].time_ns if last and last.chunks else 0
 
     def start(self):
         self.play_from = time.monotonic() + self.options.delay
@@ -314,6 +328,7 @@ def _play_replies(peer, connection, spec, counters, last, loop):
         if request is None:
             peer.receive(READ_SLICE)
             continue
+        counters.last_request_at = time.monotonic()
         replies = answers[request]
         index = served[request]
         served[request] += 1

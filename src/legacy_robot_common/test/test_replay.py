@@ -6,7 +6,7 @@ import socket
 import pytest
 
 from legacy_robot_common.recording import Recorder, read_recording
-from legacy_robot_common.replay import RecordingReplay, ReplayLink, ReplayOptions
+from legacy_robot_common.replay import GATE_TIMEOUT, RecordingReplay, ReplayLink, ReplayOptions
 from helpers import wait_for
 
 
@@ -98,6 +98,42 @@ def test_replies_answer_the_same_request_in_recorded_order(tmp_path):
     assert counters.answered == 3 and counters.unanswered == 2
     assert counters.unanswered_samples == [b'A', b'ZZZ']
     assert 'unanswered' in replay.report()[0]
+
+
+def test_as_fast_as_possible_a_reply_link_ends_when_its_driver_stops_asking(tmp_path):
+    """At speed 0 no clock ends a reply link: a command a user gave in the live run (USER) is
+    never sent by the replayed driver. Once the other link has played past it and the driver
+    has asked nothing for GATE_TIMEOUT, the replay is at its end; it used to wait for good,
+    and decoding the AIBO's recording gave up after its patience."""
+    recorder = Recorder(tmp_path / 'r.mcap', 'test_driver', '0', {})
+    command, robot = recorder.tap('command'), recorder.tap('robot')
+    recorder.start()
+    command.opened('robot')
+    for request, reply in ((b'C', b'c1'), (b'USER', b'done')):
+        command.sent(request)
+        command.received(reply)
+    robot.opened('robot')
+    robot.sent(b'?')
+    robot.received(b'1')
+    recorder.stop()
+    links = [ReplayLink('command', 'command_port', mode='reply'),
+             ReplayLink('robot', 'port', mode='reply')]
+    replay = RecordingReplay(read_recording(tmp_path / 'r.mcap'), links,
+                             ReplayOptions(speed=0)).start()
+    try:
+        with connect(replay) as sock:
+            sock.sendall(b'?')
+            assert receive(sock, 1) == b'1'
+        port = replay.servers['command'].address
+        with socket.create_connection(('127.0.0.1', port), timeout=5) as sock:
+            sock.settimeout(5)
+            sock.sendall(b'C')
+            assert receive(sock, 2) == b'c1'
+            assert not replay.finished          # its driver is still asking
+            assert wait_for(lambda: replay.finished, GATE_TIMEOUT + 3)
+            assert not replay.servers['command'].counters.finished   # USER was never played
+    finally:
+        replay.stop()
 
 
 def test_loop_answers_again_from_the_first_reply(tmp_path):
