@@ -49,12 +49,21 @@ def test_tf_odom_to_base_link_and_the_camera_and_range_mounts(setup):
     dynamic, static = ros.listen_tf()
     odom = ros.listen(Odometry, 'odom')
     assert ros.spin_until(lambda: dynamic and static and odom, 20)
-    assert ros.spin_until(lambda: any(t.child_frame_id == 'base_link'
-                                      for m in dynamic for t in m.transforms), 10)
-    transform = next(t for m in dynamic for t in m.transforms if t.child_frame_id == 'base_link')
-    assert transform.header.frame_id == 'odom'
-    assert (transform.header.stamp.sec, transform.header.stamp.nanosec) in {
-        (m.header.stamp.sec, m.header.stamp.nanosec) for m in odom}
+    stamp_of = lambda m: (m.header.stamp.sec, m.header.stamp.nanosec)  # noqa: E731
+
+    def base_link_transforms():
+        return [t for m in dynamic for t in m.transforms if t.child_frame_id == 'base_link']
+
+    def odom_stamps_with_a_transform():
+        return {stamp_of(m) for m in odom} & {stamp_of(t) for t in base_link_transforms()}
+    # /tf and odom match the driver at different moments, so the first messages of one may have
+    # no partner in the other; from the first common instant on, every odom has its transform
+    assert ros.spin_until(odom_stamps_with_a_transform, 10), 'no transform with an odom stamp'
+    first = min(odom_stamps_with_a_transform())
+    assert ros.spin_until(lambda: sum(stamp_of(m) > first for m in odom) >= 3, 10)
+    later_odom = {stamp_of(m) for m in odom if stamp_of(m) > first}
+    assert ros.spin_until(lambda: later_odom <= {stamp_of(t) for t in base_link_transforms()}, 5)
+    assert {t.header.frame_id for t in base_link_transforms()} == {'odom'}
     mounts = {t.child_frame_id: t for t in static[-1].transforms}
     assert set(mounts) == {'ir_range', 'camera_optical_frame', 'base_footprint'}
     assert mounts['camera_optical_frame'].header.frame_id == 'camera'
