@@ -1,4 +1,5 @@
 """Parameters, diagnostics and the driver-node record path, with a real rclpy context."""
+import signal
 import threading
 import time
 
@@ -7,6 +8,7 @@ import rclpy
 from rclpy.node import Node
 from builtin_interfaces.msg import Time
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
 
 from legacy_robot_common.backoff import Backoff
@@ -283,8 +285,33 @@ def test_spin_until_shutdown_swallows_only_the_shutdown_race():
         with pytest.raises(driver_node.RCLError):
             with driver_node.spin_until_shutdown():
                 raise driver_node.RCLError('something else went wrong')
+        with pytest.raises(RuntimeError):
+            with driver_node.spin_until_shutdown():
+                raise RuntimeError("Unable to convert call argument '0' to Python object")
         with driver_node.spin_until_shutdown():
             raise KeyboardInterrupt
+    finally:
+        rclpy.shutdown()
+
+
+def test_spin_until_shutdown_takes_a_sigint_that_pybind11_turned_into_a_runtime_error():
+    """rclpy 9.1's events executor: a SIGINT's KeyboardInterrupt raised while pybind11 converts
+    an argument leaves spin_once as a RuntimeError, maybe before the context is shut down
+    (CI, the P2OS driver's stop). Here no rclpy signal handler, so the context stays up."""
+    def interrupted_conversion():
+        try:
+            signal.raise_signal(signal.SIGINT)      # Python's handler: KeyboardInterrupt
+        except KeyboardInterrupt:
+            pass                                    # lost in pybind11's conversion
+        raise RuntimeError("Unable to convert call argument '0' to Python object")
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        with driver_node.spin_until_shutdown():
+            interrupted_conversion()
+        assert rclpy.ok()
+        with pytest.raises(RuntimeError):           # the same error without a SIGINT
+            with driver_node.spin_until_shutdown():
+                raise RuntimeError("Unable to convert call argument '0' to Python object")
     finally:
         rclpy.shutdown()
 
