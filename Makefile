@@ -11,16 +11,16 @@ demo: bootstrap
 
 # The whole suite on the default executor (rclpy's events executor) and, beside it in a ROS
 # domain of its own: a subset of the end-to-end tests on SingleThreadedExecutor
-# (LEGACY_ROBOTS_EXECUTOR=single: bringup, lifecycle, shutdown, stack fit, Foxglove, two
-# drivers' node tests; about 3 minutes), then the test that waits a minute on the clock (P2OS
-# driving at 1.5 m/s; on the default executor, left out of the suite's run). Both runs mostly
+# (LEGACY_ROBOTS_EXECUTOR=single: bringup, lifecycle, shutdown, stack fit, Foxglove, service
+# answers, two drivers' node tests; about 3 minutes), then the test that waits a minute on the
+# clock (P2OS driving at 1.5 m/s; on the default executor, left out of the suite's run). Both runs mostly
 # wait on sockets, DDS and the clock, so side by side they take the suite's time and make test
 # stays under 25 minutes. (The AIBO's two minutes of audio stay in the suite: its load beside
 # the suite's busiest tests would share the 2 cores.) The side run's output goes to
 # log/test-beside-suite.log and is printed when both are done.
 SINGLE_EXECUTOR_TESTS = test/test_bringup_e2e.py test/test_lifecycle.py test/test_shutdown.py \
 	test/test_stack_fit.py test/test_foxglove.py src/ipaq_driver/test/test_node_e2e.py \
-	src/pleo_driver/test/test_node_e2e.py
+	src/pleo_driver/test/test_node_e2e.py test/test_service_replies.py
 WAITING_TESTS = \
 	src/p2os_driver/test/test_node_e2e.py::test_drive_at_1_5_m_s_for_a_minute_without_odometry_freezing
 BESIDE_LOG = log/test-beside-suite.log

@@ -61,9 +61,9 @@ class Observer:
         self.ns = namespace
         self.messages = {}
         # one client per service: each new client is a new DDS reader that the server must
-        # discover within rmw_fastrtps's 100 ms, or it drops the answer ("failed to send
-        # response (timeout)"); service_is_ready() cannot tell. The likely cause of one call
-        # never answered in a loaded CI run.
+        # discover before it can answer (service_is_ready() cannot tell). rmw_fastrtps waits
+        # 100 ms for that by default; a loaded CI run lost an answer so. Our processes wait 1 s
+        # (legacy_robot_common/middleware.py); fewer new clients still means fewer waits.
         self.service_clients = {}
 
     def listen(self, msg_type, topic, qos=10):

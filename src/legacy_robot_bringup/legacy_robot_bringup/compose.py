@@ -17,8 +17,9 @@ import time
 import rclpy
 from rclpy.parameter import Parameter
 
-from legacy_robot_common.driver_node import RCLError, make_executor, spin_until_shutdown
-from legacy_robot_common.memory import MallocTrim, configure_malloc
+from legacy_robot_common.driver_node import (RCLError, make_executor, prepare_process,
+                                             spin_until_shutdown)
+from legacy_robot_common.memory import MallocTrim
 from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
@@ -140,7 +141,7 @@ def running(plugins, extra_params_files=(), extra_ros_args=(), **options):
     args = ros_args(plugins, extra_params_files)
     if extra_ros_args:
         args = (args or ['--ros-args']) + list(extra_ros_args)
-    configure_malloc()               # before rclpy starts the DDS threads
+    prepare_process()
     rclpy.init(args=args)
     composition = Composition(plugins, user_params_files=extra_params_files, **options)
     try:

@@ -38,6 +38,7 @@ from rclpy.task import Future
 from .diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
 from .frames import RobotFrames
 from .memory import MallocTrim, configure_malloc
+from .middleware import use_our_dds_profiles
 from .params import ParameterError, declare
 from .ratelimit import RateLimitedLogger
 from .recording import Recorder, RecordingError
@@ -499,12 +500,19 @@ def spin(executor, malloc_trim=None):
         malloc_trim.tick()
 
 
+def prepare_process():
+    """What a process that hosts our nodes sets before rclpy.init starts the DDS threads:
+    malloc arenas and thresholds (memory.py) and our Fast DDS profiles (middleware.py)."""
+    configure_malloc()
+    use_our_dds_profiles()
+
+
 def run_node(create_node, args=None, user_errors=(ParameterError,)):
     """Console-script main for one node: init, spin, clean shutdown, exit code.
 
     A user error (ParameterError: a user mistake) prints its message and exits with 2.
     """
-    configure_malloc()               # before rclpy starts the DDS threads
+    prepare_process()
     try:
         rclpy.init(args=args)
     except RCLError as exc:          # e.g. a -p value that is not valid YAML

@@ -32,8 +32,8 @@ import rclpy
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 
-from .driver_node import DriverNode, make_executor, spin, spin_until_shutdown
-from .memory import MallocTrim, configure_malloc
+from .driver_node import DriverNode, make_executor, prepare_process, spin, spin_until_shutdown
+from .memory import MallocTrim
 
 SKIPPED_TOPICS = ('/rosout', '/parameter_events', '/diagnostics')   # every node has these
 SKIPPED_SERVICE_PACKAGES = ('rcl_interfaces', 'type_description_interfaces')
@@ -207,7 +207,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with open(args.shape) as source:
         shape = json.load(source)
-    configure_malloc()               # as the driver it stands in for does
+    prepare_process()                # as the driver it stands in for does
     malloc_trim = MallocTrim()
     rclpy.init()
     try:
