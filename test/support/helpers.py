@@ -25,8 +25,10 @@ def run_module(module, *args, timeout=60):
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
-def start_module(module, *args):
-    return subprocess.Popen([sys.executable, '-m', module, *args], env=env_with_support(),
+def start_module(module, *args, env=None):
+    """Start `python -m module args` (env: env_with_support() unless given), pipes for both
+    output streams."""
+    return subprocess.Popen([sys.executable, '-m', module, *args], env=env or env_with_support(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
@@ -43,14 +45,17 @@ def spin_until(executor, predicate, timeout):
 
 
 class Lines:
-    """A process's stdout lines, read on a thread (its pipe never fills)."""
+    """A process's stdout lines (or stream's, one of its pipes), read on a thread (its pipe
+    never fills); arrived[i] is when lines[i] was read, by CLOCK_MONOTONIC."""
 
-    def __init__(self, process):
+    def __init__(self, process, stream=None):
         self.lines = []
-        threading.Thread(target=self._read, args=(process.stdout,), daemon=True).start()
+        self.arrived = []
+        threading.Thread(target=self._read, args=(stream or process.stdout,), daemon=True).start()
 
     def _read(self, stream):
         for line in stream:
+            self.arrived.append(time.monotonic())     # first: every line has its time
             self.lines.append(line.rstrip('\n'))
 
     def has(self, text):

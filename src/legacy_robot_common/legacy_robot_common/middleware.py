@@ -19,13 +19,11 @@ PROFILES_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILE
 
 
 def profiles_path():
-    """config/fastdds_profiles.xml of the install space, else of the source tree; None when
-    neither exists."""
+    """The installed config/fastdds_profiles.xml, or None (package or file not installed)."""
     try:
-        share = pathlib.Path(get_package_share_directory(PACKAGE))
+        path = pathlib.Path(get_package_share_directory(PACKAGE)) / 'config' / PROFILES_FILE
     except PackageNotFoundError:
-        share = pathlib.Path(__file__).resolve().parents[1]      # src/legacy_robot_common
-    path = share / 'config' / PROFILES_FILE
+        return None
     return path if path.is_file() else None
 
 
