@@ -2,6 +2,7 @@
 
 Set before anything imports rclpy; subprocesses started by tests inherit it.
 """
+
 import os
 import pathlib
 import sys

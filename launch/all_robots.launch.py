@@ -5,6 +5,7 @@
 Each robot gets its own namespace, /<robot>/... (namespace:=lab gives /lab/<robot>/...;
 namespace_per_robot:=false puts them all in one, where their topics collide).
 """
+
 from legacy_robot_bringup.launch_description import robots_launch_description
 
 

@@ -3,6 +3,7 @@ on a pseudo-terminal reachable as /tmp/pleo_emulator.
 
     ros2 launch legacy_robot_bringup pleo.launch.py sim:=true
 """
+
 from legacy_robot_bringup.launch_description import robots_launch_description
 
 

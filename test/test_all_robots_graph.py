@@ -1,19 +1,19 @@
 """all_robots: no two robots share a topic or service name (they did: /odom had two publishers,
 /play_sound two service types). Checked on a live graph of every robot with its emulator,
 namespaced as all_robots.launch.py namespaces them by default."""
+
 import itertools
 import time
 
 import pytest
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-
-from legacy_robot_common.driver_node import RCLError
+from ros_observer import LinkLevels
 
 from legacy_robot_bringup.compose import running
 from legacy_robot_bringup.launch_plan import per_robot_by_default
 from legacy_robot_bringup.registry import discover_plugins
-from ros_observer import LinkLevels
+from legacy_robot_common.driver_node import RCLError
 
 # one per graph by design: every node publishes diagnostics and TF to the same topics
 SHARED_BY_DESIGN = {'/diagnostics', '/tf', '/tf_static', '/rosout', '/parameter_events'}
@@ -28,17 +28,21 @@ def names_per_robot(per_robot, robots=None):
             name, namespace = node.get_name(), node.get_namespace()
             entries = set()
             for kind, listing in (
-                    ('topic', node.get_publisher_names_and_types_by_node(name, namespace)),
-                    ('topic', node.get_subscriber_names_and_types_by_node(name, namespace)),
-                    ('service', node.get_service_names_and_types_by_node(name, namespace))):
+                ('topic', node.get_publisher_names_and_types_by_node(name, namespace)),
+                ('topic', node.get_subscriber_names_and_types_by_node(name, namespace)),
+                ('service', node.get_service_names_and_types_by_node(name, namespace)),
+            ):
                 entries |= {(kind, topic) for topic, _ in listing if topic not in SHARED_BY_DESIGN}
             found[robot] = entries
     return found
 
 
 def collisions(found):
-    return {(a, b): sorted(found[a] & found[b]) for a, b in itertools.combinations(found, 2)
-            if found[a] & found[b]}
+    return {
+        (a, b): sorted(found[a] & found[b])
+        for a, b in itertools.combinations(found, 2)
+        if found[a] & found[b]
+    }
 
 
 def test_all_robots_share_no_topic_or_service_name():

@@ -1,25 +1,32 @@
 """recording export --rosbag2: each shipped recording becomes a rosbag2 that an independent
 reader (mcap + mcap_ros2's decoder, not rosbags that wrote it) decodes completely, with the
 messages the driver decoded from the recording (the CSV's records) one for one."""
+
 import pathlib
 
 import pytest
 import yaml
+from helpers import ROOT, run_module
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
-from helpers import ROOT, run_module
 from legacy_robot_bringup.recordings import decode
 
 # a record type of each robot's CSV and the topic its driver publishes once per record
-ONE_FOR_ONE = {'p2os': ('StandardSip', '/odom'), 'pleo': ('JointDump', '/joint_states'),
-               'aibo': ('CameraFrame', '/camera/image_raw'), 'ipaq': ('TrackingPacket', '/tracking'),
-               'nabaztag': ('RabbitEvent', '/events')}
+ONE_FOR_ONE = {
+    'p2os': ('StandardSip', '/odom'),
+    'pleo': ('JointDump', '/joint_states'),
+    'aibo': ('CameraFrame', '/camera/image_raw'),
+    'ipaq': ('TrackingPacket', '/tracking'),
+    'nabaztag': ('RabbitEvent', '/events'),
+}
 
 
 def read_bag(folder):
     """{topic: [decoded message]} of a rosbag2 folder's MCAP file, and its metadata."""
-    metadata = yaml.safe_load((folder / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    metadata = yaml.safe_load((folder / 'metadata.yaml').read_text())[
+        'rosbag2_bagfile_information'
+    ]
     messages = {}
     for path in metadata['relative_file_paths']:
         with open(folder / path, 'rb') as stream:
@@ -33,12 +40,15 @@ def read_bag(folder):
 def test_every_recording_exports_to_a_bag_an_independent_reader_decodes(robot, tmp_path):
     bag = tmp_path / 'bag'
     decoded = decode(str(ROOT / 'recordings' / f'{robot}.mcap'), speed=0, bag=str(bag))
-    assert decoded.finished         # the replay reached the end, decoding did not give up
+    assert decoded.finished  # the replay reached the end, decoding did not give up
     metadata, messages = read_bag(bag)
-    counted = {entry['topic_metadata']['name']: entry['message_count']
-               for entry in metadata['topics_with_message_count']}
-    assert {topic: len(found) for topic, found in messages.items()} == \
-        {topic: count for topic, count in counted.items() if count}
+    counted = {
+        entry['topic_metadata']['name']: entry['message_count']
+        for entry in metadata['topics_with_message_count']
+    }
+    assert {topic: len(found) for topic, found in messages.items()} == {
+        topic: count for topic, count in counted.items() if count
+    }
     assert counted == decoded.bag.counts
     assert metadata['storage_identifier'] == 'mcap'
     record, topic = ONE_FOR_ONE[robot]
@@ -47,22 +57,39 @@ def test_every_recording_exports_to_a_bag_an_independent_reader_decodes(robot, t
     assert '/robot_description' in messages or robot == 'nabaztag'
     stamps = [entry['topic_metadata']['name'] for entry in metadata['topics_with_message_count']]
     assert not any(name.startswith('/recording_decode') for name in stamps)
-    if robot == 'ipaq':        # contents: the tracking results, field by field
-        assert [(m.pan, m.tilt, m.confidence) for m in messages[topic]] == \
-            [(r.pan, r.tilt, r.confidence) for r in records]
+    if robot == 'ipaq':  # contents: the tracking results, field by field
+        assert [(m.pan, m.tilt, m.confidence) for m in messages[topic]] == [
+            (r.pan, r.tilt, r.confidence) for r in records
+        ]
 
 
 def test_export_as_a_command_and_its_user_errors(tmp_path):
     recording = str(ROOT / 'recordings' / 'nabaztag.mcap')
-    result = run_module('legacy_robot_bringup.recordings', 'export', recording,
-                        '--rosbag2', str(tmp_path / 'rabbit'), '--speed', '0', timeout=120)
+    result = run_module(
+        'legacy_robot_bringup.recordings',
+        'export',
+        recording,
+        '--rosbag2',
+        str(tmp_path / 'rabbit'),
+        '--speed',
+        '0',
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert 'rosbag2 (mcap)' in result.stdout and '/events: 10' in result.stdout
     assert (tmp_path / 'rabbit' / 'metadata.yaml').is_file()
-    for folder, expected in ((tmp_path / 'rabbit', 'exists'),
-                             (tmp_path / 'nodir' / 'bag', 'no folder')):
-        result = run_module('legacy_robot_bringup.recordings', 'export', recording,
-                            '--rosbag2', str(folder), timeout=60)
+    for folder, expected in (
+        (tmp_path / 'rabbit', 'exists'),
+        (tmp_path / 'nodir' / 'bag', 'no folder'),
+    ):
+        result = run_module(
+            'legacy_robot_bringup.recordings',
+            'export',
+            recording,
+            '--rosbag2',
+            str(folder),
+            timeout=60,
+        )
         assert result.returncode == 2 and expected in result.stderr, result.stderr
     missing = run_module('legacy_robot_bringup.recordings', 'export', recording, timeout=60)
     assert missing.returncode == 2 and '--rosbag2' in missing.stderr

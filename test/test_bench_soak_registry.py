@@ -1,5 +1,6 @@
 """`make bench` and `make soak` take their robots from the plugins (one registry): a robot
 package names its label, quick benchmark arguments and its own soak parts there."""
+
 import importlib
 
 from legacy_robot_bringup.bench import BENCHMARKS, ROBOTS, TOOLS
@@ -12,12 +13,15 @@ PLUGINS = discover_plugins()
 def test_the_benchmark_runs_every_installed_robot_and_only_those():
     assert [robot.name for robot in ROBOTS] == list(PLUGINS)
     assert [b.name for b in BENCHMARKS] == list(PLUGINS) + [tool.name for tool in TOOLS]
-    for tool in TOOLS:                   # the Foxglove relay and bag export's costs
+    for tool in TOOLS:  # the Foxglove relay and bag export's costs
         assert callable(importlib.import_module(tool.module).main)
     for robot in ROBOTS:
         plugin = PLUGINS[robot.name]
         assert (robot.label, robot.package, robot.quick) == (
-            plugin.label, plugin.package, plugin.bench_quick_arguments)
+            plugin.label,
+            plugin.package,
+            plugin.bench_quick_arguments,
+        )
         assert callable(importlib.import_module(f'{robot.package}.bench').main)
 
 

@@ -1,14 +1,15 @@
 """bringup as a real process: a robot and its emulator, seen from another process over DDS."""
+
 import signal
 
 import pytest
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from helpers import run_module, spin_until, start_module
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import UInt32
 
-from helpers import run_module, spin_until, start_module
 from legacy_robot_bringup.registry import PluginError, select
 
 BRINGUP = 'legacy_robot_bringup.compose'
@@ -40,8 +41,9 @@ def test_robot_runs_with_its_emulator_and_stops_cleanly(listener, stop_signal):
     node.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics, 10)
     process = start_module(BRINGUP, *TICK, 'tick', '--sim', '--namespace', '/lab')
     try:
-        assert spin_until(executor, lambda: len(ticks) >= 20 and link_status, 30), \
+        assert spin_until(executor, lambda: len(ticks) >= 20 and link_status, 30), (
             process.stderr.read() if process.poll() is not None else 'no data'
+        )
         assert ticks[-1] > ticks[0]
         status = link_status[-1]
         values = {kv.key: kv.value for kv in status.values}
@@ -102,8 +104,17 @@ def test_ros_args_reach_every_node(listener):
     node, executor = listener
     ticks = []
     node.create_subscription(UInt32, '/ticks', ticks.append, 10)
-    process = start_module(BRINGUP, *TICK, 'tick', '--sim', '--log-level', 'warn',
-                           '--ros-args', '-p', 'autostart:=false')
+    process = start_module(
+        BRINGUP,
+        *TICK,
+        'tick',
+        '--sim',
+        '--log-level',
+        'warn',
+        '--ros-args',
+        '-p',
+        'autostart:=false',
+    )
     try:
         assert not spin_until(executor, lambda: ticks, 3)
         assert spin_until(executor, lambda: node.count_publishers('/ticks') == 1, 10)
@@ -111,7 +122,7 @@ def test_ros_args_reach_every_node(listener):
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=20)
     assert process.returncode == 0, err
-    assert 'waiting for configure' not in err            # --log-level warn: no INFO lines
+    assert 'waiting for configure' not in err  # --log-level warn: no INFO lines
 
 
 def test_a_bad_value_for_a_shared_parameter_is_exit_2_not_a_traceback():

@@ -1,8 +1,10 @@
 """The demo as a real process against the tick robot's emulator."""
+
 import argparse
 import pathlib
 
 from helpers import run_module
+
 from legacy_robot_bringup.demo import run_demo
 
 DEMO = 'legacy_robot_bringup.demo'
@@ -14,8 +16,17 @@ def artifact_paths(stdout):
 
 
 def test_demo_runs_the_robot_and_lists_its_artifacts(tmp_path):
-    result = run_module(DEMO, 'tick', '--plugin', 'tick_robot:PLUGIN', '--duration', '4',
-                        '--output', str(tmp_path), '--plain')
+    result = run_module(
+        DEMO,
+        'tick',
+        '--plugin',
+        'tick_robot:PLUGIN',
+        '--duration',
+        '4',
+        '--output',
+        str(tmp_path),
+        '--plain',
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     paths = artifact_paths(result.stdout)
     assert tmp_path / 'summary.txt' in paths and tmp_path / 'tick' / 'ticks.txt' in paths
@@ -27,8 +38,17 @@ def test_demo_runs_the_robot_and_lists_its_artifacts(tmp_path):
 
 
 def test_demo_fails_when_a_robot_produces_no_data(tmp_path):
-    result = run_module(DEMO, 'silent', '--plugin', 'tick_robot:SILENT_PLUGIN', '--duration', '3',
-                        '--output', str(tmp_path), '--plain')
+    result = run_module(
+        DEMO,
+        'silent',
+        '--plugin',
+        'tick_robot:SILENT_PLUGIN',
+        '--duration',
+        '3',
+        '--output',
+        str(tmp_path),
+        '--plain',
+    )
     assert result.returncode == 1
     assert 'problem: silent: no message on /silent/ticks' in result.stdout
     assert 'result: FAILED' in (tmp_path / 'summary.txt').read_text()

@@ -1,16 +1,17 @@
 """The Foxglove relay as a user meets it: bringup --sim --foxglove, a WebSocket client that
 knows only the Foxglove protocol, the robot's data decoded from the advertised definitions,
 a service called and cmd_vel published from the client moving the emulated robot."""
+
 import re
 import signal
 
 import pytest
 from geometry_msgs.msg import Twist, Vector3
+from helpers import Lines, start_module, wait_for
+from mcap_ros2._dynamic import generate_dynamic
 from rclpy.serialization import serialize_message
 from std_srvs.srv import Trigger
 
-from mcap_ros2._dynamic import generate_dynamic
-from helpers import Lines, start_module, wait_for
 from legacy_robot_bringup.foxglove_client import FoxgloveClient
 from legacy_robot_common.message_definitions import MessageDefinitions, UnknownType
 
@@ -19,8 +20,9 @@ ANNOUNCEMENT = re.compile(r'foxglove: (ws://localhost:\d+)')
 
 @pytest.fixture
 def relay_url():
-    process = start_module('legacy_robot_bringup.compose', 'p2os', 'ipaq', '--sim',
-                           '--foxglove', '0')
+    process = start_module(
+        'legacy_robot_bringup.compose', 'p2os', 'ipaq', '--sim', '--foxglove', '0'
+    )
     lines = Lines(process)
     try:
         assert wait_for(lambda: lines.find(ANNOUNCEMENT) or process.poll() is not None, 60)
@@ -37,37 +39,54 @@ def relay_url():
 def test_a_foxglove_client_sees_calls_and_drives_the_robots(relay_url):
     client = FoxgloveClient(relay_url)
     try:
-        wanted = ['/p2os/odom', '/ipaq/camera/image_raw', '/p2os/robot_description', '/tf_static',
-                  '/diagnostics']
-        assert client.wait_for(lambda: all(t in client.channels for t in wanted)
-                               and '/p2os/enable_motors' in client.services, 20), \
-            ([t for t in wanted if t not in client.channels],
-             sorted(s for s in client.services if s.startswith('/p2os')))
+        wanted = [
+            '/p2os/odom',
+            '/ipaq/camera/image_raw',
+            '/p2os/robot_description',
+            '/tf_static',
+            '/diagnostics',
+        ]
+        assert client.wait_for(
+            lambda: (
+                all(t in client.channels for t in wanted)
+                and '/p2os/enable_motors' in client.services
+            ),
+            20,
+        ), (
+            [t for t in wanted if t not in client.channels],
+            sorted(s for s in client.services if s.startswith('/p2os')),
+        )
         odom = client.channels['/p2os/odom']
-        assert (odom['encoding'], odom['schemaName'], odom['schemaEncoding']) == \
-            ('cdr', 'nav_msgs/msg/Odometry', 'ros2msg')
-        assert 'MSG: geometry_msgs/PoseWithCovariance' in odom['schema']   # definitions inlined
+        assert (odom['encoding'], odom['schemaName'], odom['schemaEncoding']) == (
+            'cdr',
+            'nav_msgs/msg/Odometry',
+            'ros2msg',
+        )
+        assert 'MSG: geometry_msgs/PoseWithCovariance' in odom['schema']  # definitions inlined
         assert 'legacy_robot_interfaces/msg/TrackingResult' in {
-            c['schemaName'] for c in client.channels.values()}               # our own types too
+            c['schemaName'] for c in client.channels.values()
+        }  # our own types too
         for topic in wanted[:4]:
             client.subscribe(topic)
         assert client.wait_for(lambda: all(client.messages.get(t) for t in wanted[2:4]), 20)
         assert call_trigger(client, '/p2os/enable_motors').success
-        assert call_trigger(client, '/ipaq/dump_frame').success     # the frame follows
-        assert client.wait_for(lambda: all(client.messages.get(t) for t in wanted[:4]), 20), \
-            {t: len(client.messages.get(t, [])) for t in wanted[:4]}
+        assert call_trigger(client, '/ipaq/dump_frame').success  # the frame follows
+        assert client.wait_for(lambda: all(client.messages.get(t) for t in wanted[:4]), 20), {
+            t: len(client.messages.get(t, [])) for t in wanted[:4]
+        }
         image = client.messages['/ipaq/camera/image_raw'][-1]
         assert image.width > 0 and len(image.data) == image.step * image.height
         assert image.header.frame_id == 'ipaq/camera_optical_frame'
         assert client.messages['/p2os/robot_description'][0].data.startswith('<?xml')
-        static_children = {t.child_frame_id for m in client.messages['/tf_static']
-                           for t in m.transforms}
+        static_children = {
+            t.child_frame_id for m in client.messages['/tf_static'] for t in m.transforms
+        }
         assert 'p2os/sonar_0' in static_children and 'ipaq/ir_range' in static_children
 
         start_x = client.messages['/p2os/odom'][-1].pose.pose.position.x
         channel = client.advertise('/p2os/cmd_vel', 'geometry_msgs/msg/Twist')
         forward = serialize_message(Twist(linear=Vector3(x=0.3)))
-        for _ in range(40):                      # 4 s at 10 Hz, as the Teleop panel sends
+        for _ in range(40):  # 4 s at 10 Hz, as the Teleop panel sends
             client.publish(channel, forward)
             client.receive(0.1)
         moved = client.messages['/p2os/odom'][-1].pose.pose.position.x - start_x
@@ -82,7 +101,8 @@ def call_trigger(client, name):
     assert isinstance(answer, tuple) and answer[0] == 'cdr', answer
     schema = client.services[name]['response']
     return generate_dynamic(schema['schemaName'], schema['schema'])[schema['schemaName']](
-        answer[1])
+        answer[1]
+    )
 
 
 def test_a_client_may_publish_only_on_topics_the_drivers_subscribe_to(relay_url):
@@ -92,7 +112,7 @@ def test_a_client_may_publish_only_on_topics_the_drivers_subscribe_to(relay_url)
         client.subscribe('/p2os/odom')
         assert client.wait_for(lambda: client.messages.get('/p2os/odom'), 10)
         before = len(client.messages['/p2os/odom'])
-        channel = client.advertise('/p2os/odom', 'nav_msgs/msg/Odometry')   # nobody listens
+        channel = client.advertise('/p2os/odom', 'nav_msgs/msg/Odometry')  # nobody listens
         client.publish(channel, b'\x00\x01\x00\x00garbage')
         client.receive(1.0)
         decoded = client.messages['/p2os/odom'][before:]
@@ -116,15 +136,18 @@ def test_message_definitions_come_from_the_installed_interfaces():
 def test_the_shipped_layouts_are_the_robots_views(tmp_path):
     """config/foxglove/<robot>.json equal what the plugins' FoxgloveViews build now, and name
     only topics and services the robots have (relative to their namespace)."""
+    from helpers import ROOT
+
     from legacy_robot_bringup.foxglove import write_layouts
     from legacy_robot_bringup.registry import discover_plugins
-    from helpers import ROOT
+
     plugins = discover_plugins()
     for path in write_layouts(tmp_path, plugins):
         shipped = ROOT / 'config' / 'foxglove' / path.name
-        assert shipped.read_text() == path.read_text(), \
-            f'{shipped} is stale: python -m legacy_robot_bringup.foxglove --write-layouts ' \
+        assert shipped.read_text() == path.read_text(), (
+            f'{shipped} is stale: python -m legacy_robot_bringup.foxglove --write-layouts '
             'config/foxglove'
+        )
     for name, plugin in plugins.items():
         layout = (ROOT / 'config' / 'foxglove' / f'{name}.json').read_text()
         assert f'/{name}/robot_description' in layout and f'"{name}/base_link"' in layout
@@ -132,21 +155,37 @@ def test_the_shipped_layouts_are_the_robots_views(tmp_path):
 
 
 def test_the_demo_serves_every_robot_to_foxglove(tmp_path):
-    process = start_module('legacy_robot_bringup.demo', '--duration', '25', '--plain',
-                           '--output', str(tmp_path), '--foxglove', '0')
+    process = start_module(
+        'legacy_robot_bringup.demo',
+        '--duration',
+        '25',
+        '--plain',
+        '--output',
+        str(tmp_path),
+        '--foxglove',
+        '0',
+    )
     lines = Lines(process)
     try:
         assert wait_for(lambda: lines.find(ANNOUNCEMENT) or process.poll() is not None, 60)
         client = FoxgloveClient(lines.find(ANNOUNCEMENT).group(1))
         try:
             robots = ('aibo', 'ipaq', 'nabaztag', 'p2os', 'pleo')
-            assert client.wait_for(lambda: all(
-                any(t.startswith(f'/{robot}/') for t in client.channels) for robot in robots), 20)
+            assert client.wait_for(
+                lambda: all(
+                    any(t.startswith(f'/{robot}/') for t in client.channels) for robot in robots
+                ),
+                20,
+            )
             for topic in ('/p2os/odom', '/pleo/joint_states', '/aibo/camera/image_raw'):
                 client.subscribe(topic)
-            assert client.wait_for(lambda: all(client.messages.get(t) for t in
-                                               ('/p2os/odom', '/pleo/joint_states',
-                                                '/aibo/camera/image_raw')), 15)
+            assert client.wait_for(
+                lambda: all(
+                    client.messages.get(t)
+                    for t in ('/p2os/odom', '/pleo/joint_states', '/aibo/camera/image_raw')
+                ),
+                15,
+            )
         finally:
             client.close()
     finally:
@@ -156,8 +195,9 @@ def test_the_demo_serves_every_robot_to_foxglove(tmp_path):
 def test_the_relay_executable_beside_drivers_and_a_taken_port(tmp_path):
     """foxglove_relay as its own process (the launch files' form) sees the graph of other
     processes; a port that is taken is a clear error, exit 2."""
-    driver = start_module('p2os_driver.node', '--ros-args', '-r', '__ns:=/solo',
-                          '-p', 'port:=tcp://127.0.0.1:9')      # nothing there: it retries
+    driver = start_module(
+        'p2os_driver.node', '--ros-args', '-r', '__ns:=/solo', '-p', 'port:=tcp://127.0.0.1:9'
+    )  # nothing there: it retries
     relay = start_module('legacy_robot_bringup.foxglove', '--port', '0')
     lines = Lines(relay)
     try:
@@ -165,8 +205,12 @@ def test_the_relay_executable_beside_drivers_and_a_taken_port(tmp_path):
         url = lines.find(ANNOUNCEMENT).group(1)
         client = FoxgloveClient(url)
         try:
-            assert client.wait_for(lambda: '/solo/odom' in client.channels
-                                   and '/solo/enable_motors' in client.services, 20)
+            assert client.wait_for(
+                lambda: (
+                    '/solo/odom' in client.channels and '/solo/enable_motors' in client.services
+                ),
+                20,
+            )
         finally:
             client.close()
         taken = start_module('legacy_robot_bringup.foxglove', '--port', url.rsplit(':', 1)[1])

@@ -1,11 +1,12 @@
 """Every robot's fuzz targets on a short run: `make soak` gives each 1,000,000 inputs; this
 keeps the targets (and the decoders' reject paths) working in CI."""
+
 import importlib
 
 import pytest
 
-from legacy_robot_bringup.bench import ROBOTS
 from legacy_robot_bringup import recording_fuzz
+from legacy_robot_bringup.bench import ROBOTS
 from legacy_robot_common.soak import fuzz
 
 

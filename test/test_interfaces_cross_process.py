@@ -1,9 +1,10 @@
 """The generated interfaces import and travel between two processes over DDS."""
+
 import rclpy
+from helpers import spin_until, start_module
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
-from helpers import spin_until, start_module
 from legacy_robot_interfaces.msg import RabbitEvent
 from legacy_robot_interfaces.srv import TextCommand
 

@@ -1,20 +1,22 @@
 """Every driver is a managed (lifecycle) node: each transition over the standard services, from
 another process, with what the robot (its emulator) sees at each step."""
+
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Twist
+from helpers import wait_for
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from nav_msgs.msg import Odometry
+from ros_observer import DriverProcesses, latest_status
 from std_srvs.srv import Trigger
 
-from helpers import wait_for
 from ipaq_driver import protocol as ipaq_protocol
-from ipaq_driver.emulator import EmulatorOptions as IpaqOptions, IpaqEmulator
+from ipaq_driver.emulator import EmulatorOptions as IpaqOptions
+from ipaq_driver.emulator import IpaqEmulator
 from legacy_robot_bringup.registry import discover_plugins
 from p2os_driver import protocol as p2os_protocol
 from p2os_driver.emulator import EmulatorOptions, P2osEmulator
-from ros_observer import DriverProcesses, latest_status
 
 C = p2os_protocol.Command
 L = ipaq_protocol.Letter
@@ -59,20 +61,24 @@ def p2os_commands(emulator, number):
 def test_p2os_every_transition_reaches_the_robot(drivers):
     emulator = P2osEmulator(EmulatorOptions())
     port = emulator.start_tcp()
-    _, process, ros = drivers.start('p2os_driver.node', '/managed', emulator, {
-        'port': f'tcp://127.0.0.1:{port}', 'autostart': False, 'enable_motors_on_start': True})
+    _, process, ros = drivers.start(
+        'p2os_driver.node',
+        '/managed',
+        emulator,
+        {'port': f'tcp://127.0.0.1:{port}', 'autostart': False, 'enable_motors_on_start': True},
+    )
     life = Lifecycle(ros, 'p2os_driver')
     odom = ros.listen(Odometry, 'odom')
     cmd = ros.node.create_publisher(Twist, '/managed/cmd_vel', 10)
     assert life.state() == State.PRIMARY_STATE_UNCONFIGURED
     ros.spin_until(lambda: False, 1.0)
-    assert emulator.received_commands() == []                   # no link before configure
+    assert emulator.received_commands() == []  # no link before configure
 
     assert life.change(Transition.TRANSITION_CONFIGURE)
     assert wait_for(lambda: p2os_commands(emulator, C.OPEN), 10)  # the link opens
     assert life.state() == State.PRIMARY_STATE_INACTIVE
     ros.spin_until(lambda: False, 1.0)
-    assert not odom                                             # inactive: nothing published
+    assert not odom  # inactive: nothing published
     refused = ros.call(Trigger, 'enable_motors', Trigger.Request())
     assert not refused.success and 'not active' in refused.message
 
@@ -87,34 +93,36 @@ def test_p2os_every_transition_reaches_the_robot(drivers):
     assert wait_for(lambda: emulator.robot.vel_setpoint == 300, 2)
 
     cmd.publish(drive)
-    assert life.change(Transition.TRANSITION_DEACTIVATE)        # the robot stops at once
+    assert life.change(Transition.TRANSITION_DEACTIVATE)  # the robot stops at once
     assert wait_for(lambda: emulator.robot.vel_setpoint == 0, 1)
     cmd.publish(drive)
     ros.spin_until(lambda: False, 0.5)
-    assert emulator.robot.vel_setpoint == 0                     # inactive: cmd_vel ignored
+    assert emulator.robot.vel_setpoint == 0  # inactive: cmd_vel ignored
     count = len(odom)
     ros.spin_until(lambda: False, 0.5)
-    assert len(odom) <= count + 1                               # and odometry stops
+    assert len(odom) <= count + 1  # and odometry stops
 
-    assert life.change(Transition.TRANSITION_CLEANUP)           # the link closes, politely
+    assert life.change(Transition.TRANSITION_CLEANUP)  # the link closes, politely
     assert wait_for(lambda: p2os_commands(emulator, C.CLOSE), 5)
     assert life.state() == State.PRIMARY_STATE_UNCONFIGURED
     opens = len(p2os_commands(emulator, C.OPEN))
-    assert life.change(Transition.TRANSITION_CONFIGURE)         # and opens again
+    assert life.change(Transition.TRANSITION_CONFIGURE)  # and opens again
     assert wait_for(lambda: len(p2os_commands(emulator, C.OPEN)) > opens, 10)
     closes = len(p2os_commands(emulator, C.CLOSE))
 
     assert life.change(Transition.TRANSITION_INACTIVE_SHUTDOWN)  # goodbye
     assert wait_for(lambda: len(p2os_commands(emulator, C.CLOSE)) > closes, 5)
     assert life.state() == State.PRIMARY_STATE_FINALIZED
-    assert process.poll() is None                   # finalized, until the process is stopped
+    assert process.poll() is None  # finalized, until the process is stopped
 
 
 def test_ipaq_deactivate_stops_the_trike_and_cleanup_says_goodbye(drivers):
-    emulator = IpaqEmulator(IpaqOptions(control_port=0, frame_dump_port=0,
-                                        tracking_port=0)).start()
-    _, process, ros = drivers.start('ipaq_driver.node', '/managed', emulator,
-                                    {**emulator.parameters, 'autostart': False})
+    emulator = IpaqEmulator(
+        IpaqOptions(control_port=0, frame_dump_port=0, tracking_port=0)
+    ).start()
+    _, process, ros = drivers.start(
+        'ipaq_driver.node', '/managed', emulator, {**emulator.parameters, 'autostart': False}
+    )
     life = Lifecycle(ros, 'ipaq_driver')
     ros.spin_until(lambda: False, 1.0)
     assert emulator.received_commands() == []
@@ -140,30 +148,37 @@ def test_every_robot_is_a_managed_node(drivers, name):
     seen in the link's diagnostics, which keep reporting in every state."""
     plugin = ROBOTS[name]
     emulator = plugin.start_emulator()
-    _, process, ros = drivers.start(f'{plugin.package}.node', f'/{name}', emulator,
-                                    {**emulator.parameters, 'autostart': False})
+    _, process, ros = drivers.start(
+        f'{plugin.package}.node', f'/{name}', emulator, {**emulator.parameters, 'autostart': False}
+    )
     life = Lifecycle(ros, plugin.node_name)
     arrays = []
     ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
 
     def links_up():
-        statuses = [s for s in (arrays[-1].status if arrays else ())
-                    if s.name.endswith('link') or s.name.endswith('http server')]
+        statuses = [
+            s
+            for s in (arrays[-1].status if arrays else ())
+            if s.name.endswith('link') or s.name.endswith('http server')
+        ]
         return bool(statuses) and all(s.level == DiagnosticStatus.OK for s in statuses)
+
     received = [ros.listen(t.msg_type, t.topic) for t in plugin.demo_topics]
     assert life.state() == State.PRIMARY_STATE_UNCONFIGURED
     assert ros.spin_until(lambda: arrays, 5) and not links_up()
     assert life.change(Transition.TRANSITION_CONFIGURE)
     assert ros.spin_until(links_up, 15), arrays[-1]
     ros.spin_until(lambda: False, 0.5)
-    assert not any(received)                              # inactive: configured, silent
+    assert not any(received)  # inactive: configured, silent
     assert life.change(Transition.TRANSITION_ACTIVATE)
     assert ros.spin_until(lambda: any(received), 15), 'nothing published while active'
     assert life.change(Transition.TRANSITION_DEACTIVATE)
     assert life.change(Transition.TRANSITION_CLEANUP)
     arrays.clear()
     assert ros.spin_until(lambda: arrays and not links_up(), 5)
-    assert latest_status(arrays, 'link') is None or \
-        latest_status(arrays, 'link').level != DiagnosticStatus.OK
+    assert (
+        latest_status(arrays, 'link') is None
+        or latest_status(arrays, 'link').level != DiagnosticStatus.OK
+    )
     assert life.change(Transition.TRANSITION_UNCONFIGURED_SHUTDOWN)
     assert life.state() == State.PRIMARY_STATE_FINALIZED

@@ -3,6 +3,7 @@ machine (no ros2 CLI: `ros2 run legacy_robot_bringup bringup|recording` are run 
 they start), and every `ros2 service call` of a robot section against that robot's emulator
 (made with rclpy, as the ros2 CLI would). A command with a placeholder (<...>, [...], DIR, a
 real robot's address) is a pattern, not a command, and is left out."""
+
 import importlib
 import re
 import shlex
@@ -15,24 +16,33 @@ import time
 import pytest
 import rclpy
 import yaml
+from helpers import ROOT, env_with_support, start_module
 from rclpy.node import Node
 
-from helpers import ROOT, env_with_support, start_module
 from pleo_driver.sample import SAMPLE_PROJECT
 
 README = (ROOT / 'README.md').read_text()
-AS_MODULES = {'ros2 run legacy_robot_bringup bringup': 'python -m legacy_robot_bringup.compose',
-              'ros2 run legacy_robot_bringup recording': 'python -m legacy_robot_bringup.recordings',
-              'urf_builder': 'python -m pleo_driver.urf_builder'}
+AS_MODULES = {
+    'ros2 run legacy_robot_bringup bringup': 'python -m legacy_robot_bringup.compose',
+    'ros2 run legacy_robot_bringup recording': 'python -m legacy_robot_bringup.recordings',
+    'urf_builder': 'python -m pleo_driver.urf_builder',
+}
 # "project" in the urf_builder lines is the reader's project: here the sample project, built
 # in the folder the commands run in
 YOUR_PROJECT = {'project.upf': 'sample.upf', 'project.urf': 'sample.urf'}
 PLACEHOLDER = re.compile(r'<|\[|\bDIR\b|\bFILE\b|my_robots|192\.168|/dev/tty|\$')
 RUN_SECONDS = '4'
 # which emulator answers a README service call (the sections name services without namespace)
-SERVICE_ROBOTS = {'enable_motors': 'p2os', 'start_color_tracking': 'ipaq', 'dump_frame': 'ipaq',
-                  'rcode_command': 'aibo', 'set_camera_mode': 'aibo', 'set_ears': 'nabaztag',
-                  'play_sound': 'nabaztag', 'send_program': 'nabaztag'}
+SERVICE_ROBOTS = {
+    'enable_motors': 'p2os',
+    'start_color_tracking': 'ipaq',
+    'dump_frame': 'ipaq',
+    'rcode_command': 'aibo',
+    'set_camera_mode': 'aibo',
+    'set_ears': 'nabaztag',
+    'play_sound': 'nabaztag',
+    'send_program': 'nabaztag',
+}
 
 
 def readme_command_lines():
@@ -51,25 +61,38 @@ def runnable(line):
     """The command as this machine runs it, or None (ros2 CLI, make, a pattern)."""
     for prefix, module in AS_MODULES.items():
         if line.startswith(prefix):
-            line = module + line[len(prefix):]
-    if not re.match(r'python -m (legacy_robot_bringup|pleo_driver)\.', line) or \
-            PLACEHOLDER.search(line):
+            line = module + line[len(prefix) :]
+    if not re.match(r'python -m (legacy_robot_bringup|pleo_driver)\.', line) or PLACEHOLDER.search(
+        line
+    ):
         return None
     for name, sample in YOUR_PROJECT.items():
         line = line.replace(name, sample)
     words = shlex.split(line)
     if words[2] == 'legacy_robot_bringup.compose' and ('--sim' in words or '--replay' in words):
-        words += ['--duration', RUN_SECONDS]          # they run until Ctrl-C
+        words += ['--duration', RUN_SECONDS]  # they run until Ctrl-C
     return [sys.executable] + words[1:]
 
 
 def test_every_runnable_readme_command_works_as_written(tmp_path):
     shutil.copytree(ROOT / 'recordings', tmp_path / 'recordings')
     shutil.copy(ROOT / 'recordings' / 'p2os.mcap', tmp_path / 'p2os.mcap')  # "your" recording
-    shutil.copytree(SAMPLE_PROJECT, tmp_path, dirs_exist_ok=True)            # "your" project,
-    built = subprocess.run([sys.executable, '-m', 'pleo_driver.urf_builder', 'sample.upf',
-                            'rebuild', '--amx-dir', 'prebuilt'], cwd=tmp_path, timeout=120,
-                           capture_output=True, text=True)                    # as the README says
+    shutil.copytree(SAMPLE_PROJECT, tmp_path, dirs_exist_ok=True)  # "your" project,
+    built = subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'pleo_driver.urf_builder',
+            'sample.upf',
+            'rebuild',
+            '--amx-dir',
+            'prebuilt',
+        ],
+        cwd=tmp_path,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )  # as the README says
     assert built.returncode == 0, built.stderr
     ran = []
     for line in readme_command_lines():
@@ -79,11 +102,17 @@ def test_every_runnable_readme_command_works_as_written(tmp_path):
         if 'replay' in command and '--params-out' in command:
             _serve_until_announced(command, tmp_path / command[-1])
         else:
-            result = subprocess.run(command, cwd=tmp_path, env=env_with_support(), timeout=120,
-                                    capture_output=True, text=True)
+            result = subprocess.run(
+                command,
+                cwd=tmp_path,
+                env=env_with_support(),
+                timeout=120,
+                capture_output=True,
+                text=True,
+            )
             assert result.returncode == 0, (line, result.stdout[-2000:], result.stderr[-2000:])
         ran.append(line)
-    assert len(ran) >= 14, ran      # the README's bringup, recording and urf_builder commands
+    assert len(ran) >= 14, ran  # the README's bringup, recording and urf_builder commands
     assert any('4096.usf' in line for line in ran)
     assert (tmp_path / 'recordings-today' / 'p2os.mcap').is_file()
     assert (tmp_path / 'p2os.csv').stat().st_size > 0
@@ -92,8 +121,14 @@ def test_every_runnable_readme_command_works_as_written(tmp_path):
 def _serve_until_announced(command, params_out):
     """`recording replay` serves until Ctrl-C: it must write its parameter file, then end
     cleanly on SIGINT."""
-    server = subprocess.Popen(command, cwd=params_out.parent, env=env_with_support(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        command,
+        cwd=params_out.parent,
+        env=env_with_support(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while not params_out.exists() and time.monotonic() < deadline and server.poll() is None:
@@ -127,7 +162,7 @@ def test_the_readmes_service_calls_succeed_on_the_emulators(robot):
     node = Node('readme_caller', context=context)
     try:
         for _, name, type_name, fields in calls:
-            package, _, service = type_name.split('/')      # pkg/srv/Name, as ros2 takes it
+            package, _, service = type_name.split('/')  # pkg/srv/Name, as ros2 takes it
             kind = getattr(importlib.import_module(f'{package}.srv'), service)
             request = kind.Request(**fields)
             reply = _call_until_it_succeeds(node, context, kind, f'/{name}', request)
@@ -143,6 +178,7 @@ def _call_until_it_succeeds(node, context, kind, name, request, timeout=30.0):
     """The reply to request; asked again while the robot is still connecting (the rabbit has
     not pinged yet, the dog's RCODE link is not up) until it succeeds or timeout passes."""
     from rclpy.executors import SingleThreadedExecutor
+
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     client = node.create_client(kind, name)

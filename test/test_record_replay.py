@@ -2,6 +2,7 @@
 with record_path set; then `recording replay` serves that file, the unchanged driver runs
 against it with the parameters the replay wrote, and it must publish the same messages
 (content and order, header stamps aside) as it did live."""
+
 import difflib
 import math
 import random
@@ -11,15 +12,14 @@ import time
 import pytest
 import yaml
 from builtin_interfaces.msg import Time
-from std_srvs.srv import Trigger
-
 from helpers import Lines, start_module
+from ros_observer import Observer
+
 from legacy_robot_bringup.paths import recording_file
 from legacy_robot_bringup.recordings import _Announced
 from legacy_robot_bringup.registry import discover_plugins
 from legacy_robot_common.bench import ros_args
 from legacy_robot_common.recording import FROM_ROBOT, read_recording, write_recording
-from ros_observer import Observer
 
 ROBOTS = discover_plugins()
 LIVE_SECONDS = 6.0
@@ -32,9 +32,9 @@ LIVE_SECONDS_OF = {'nabaztag': 14.0}
 # own depends on the timing of the requests, not on what they say, so only the end is compared.
 SNAPSHOT_TOPICS = {'rabbits'}
 ACT_PERIOD = 0.1
-QUIET_AFTER_END = 2.0      # s of replay after its end, for the driver's last messages
-REPLAY_PATIENCE = 40.0     # s at most for the replayed run
-REPLAY_DELAY = 4.0         # s before the replay plays: this test's subscribers find the driver
+QUIET_AFTER_END = 2.0  # s of replay after its end, for the driver's last messages
+REPLAY_PATIENCE = 40.0  # s at most for the replayed run
+REPLAY_DELAY = 4.0  # s before the replay plays: this test's subscribers find the driver
 
 
 # ---- what each robot is asked to do while it is recorded --------------------------------
@@ -64,10 +64,13 @@ class StartTracking:
 
     def setup(self, observer):
         from legacy_robot_interfaces.srv import ColorTracking
-        self.client = observer.node.create_client(ColorTracking,
-                                                  f'{observer.ns}/start_color_tracking')
-        self.request = ColorTracking.Request(r_min=200, r_max=255, g_min=0, g_max=60,
-                                             b_min=0, b_max=60)
+
+        self.client = observer.node.create_client(
+            ColorTracking, f'{observer.ns}/start_color_tracking'
+        )
+        self.request = ColorTracking.Request(
+            r_min=200, r_max=255, g_min=0, g_max=60, b_min=0, b_max=60
+        )
         self.pending = None
         self.started = False
 
@@ -83,17 +86,22 @@ class StartTracking:
             self.pending = self.client.call_async(self.request)
 
 
-STIMULI = {'p2os': DemoScriptStimulus, 'pleo': DemoScriptStimulus,
-           'ipaq': lambda plugin: StartTracking()}
+STIMULI = {
+    'p2os': DemoScriptStimulus,
+    'pleo': DemoScriptStimulus,
+    'ipaq': lambda plugin: StartTracking(),
+}
 
 
 # ---- messages as comparable values -------------------------------------------------------
 def canonical(value):
     """A message as nested tuples: host-clock times left out, floats as their repr."""
     if hasattr(value, 'get_fields_and_field_types'):
-        return tuple((name, canonical(getattr(value, name)))
-                     for name in value.get_fields_and_field_types()
-                     if not isinstance(getattr(value, name), Time))
+        return tuple(
+            (name, canonical(getattr(value, name)))
+            for name in value.get_fields_and_field_types()
+            if not isinstance(getattr(value, name), Time)
+        )
     if isinstance(value, float):
         return 'nan' if math.isnan(value) else repr(value)
     if isinstance(value, (str, bytes, int, bool)) or value is None:
@@ -118,8 +126,10 @@ def listen(observer, plugin, stimulus=None):
             received[topic].append(canonical(msg))
             if hasattr(stimulus, 'on_message'):
                 stimulus.on_message(topic, msg)
-        observer.node.create_subscription(demo_topic.msg_type, f'{observer.ns}/{demo_topic.topic}',
-                                          on_message, 10)
+
+        observer.node.create_subscription(
+            demo_topic.msg_type, f'{observer.ns}/{demo_topic.topic}', on_message, 10
+        )
     return received
 
 
@@ -139,14 +149,20 @@ def record_live(plugin, path):
     # events) must not go out before anyone listens
     observer = Observer(namespace)
     received = listen(observer, plugin, stimulus)
-    driver = start_module(f'{plugin.package}.node', *ros_args(
-        namespace, {**emulator.parameters, 'record_path': str(path)}))
+    driver = start_module(
+        f'{plugin.package}.node',
+        *ros_args(namespace, {**emulator.parameters, 'record_path': str(path)}),
+    )
     try:
         # the window starts once this process sees the driver's publishers: the rabbit's first
         # events come within a second or two of the bridge, and DDS matching takes about as long
-        assert observer.spin_until(lambda: all(
-            observer.node.count_publishers(f'{namespace}/{topic.topic}')
-            for topic in plugin.demo_topics), 15), 'the driver\'s publishers were not discovered'
+        assert observer.spin_until(
+            lambda: all(
+                observer.node.count_publishers(f'{namespace}/{topic.topic}')
+                for topic in plugin.demo_topics
+            ),
+            15,
+        ), "the driver's publishers were not discovered"
         if stimulus is not None:
             stimulus.setup(observer)
         start = time.monotonic()
@@ -167,20 +183,36 @@ def record_live(plugin, path):
 
 def replay(plugin, path, folder, *options):
     params = folder / 'replay.yaml'
-    server = start_module('legacy_robot_bringup.recordings', 'replay', str(path),
-                          '--params-out', str(params), '--delay', str(REPLAY_DELAY), *options)
+    server = start_module(
+        'legacy_robot_bringup.recordings',
+        'replay',
+        str(path),
+        '--params-out',
+        str(params),
+        '--delay',
+        str(REPLAY_DELAY),
+        *options,
+    )
     output = Lines(server)
     namespace = f'/replayed_{plugin.name}'
     observer = Observer(namespace)
     driver = None
     try:
-        assert observer.spin_until(lambda: output.has('replay: replay of'), 30), \
+        assert observer.spin_until(lambda: output.has('replay: replay of'), 30), (
             server.stderr.read() if server.poll() is not None else output.lines
+        )
         received = listen(observer, plugin)
-        driver = start_module(f'{plugin.package}.node', '--ros-args', '-r', f'__ns:={namespace}',
-                              '--params-file', str(params))
-        assert observer.spin_until(lambda: output.has(_Announced.END), REPLAY_PATIENCE), \
+        driver = start_module(
+            f'{plugin.package}.node',
+            '--ros-args',
+            '-r',
+            f'__ns:={namespace}',
+            '--params-file',
+            str(params),
+        )
+        assert observer.spin_until(lambda: output.has(_Announced.END), REPLAY_PATIENCE), (
             output.lines
+        )
         observer.spin_until(lambda: False, QUIET_AFTER_END)
         err = stop(driver)
         assert driver.returncode == 0, err
@@ -205,36 +237,43 @@ def test_a_replayed_recording_makes_the_driver_publish_what_it_published_live(na
         assert sum(link.byte_count(FROM_ROBOT) for link in recording.links.values()) > 0
         replayed, parameters, output = replay(plugin, path, tmp_path)
     finally:
-        emulator.stop()          # after the replay: the Nabaztag's files live in its folder
+        emulator.stop()  # after the replay: the Nabaztag's files live in its folder
     assert 'record_path' not in parameters
     assert any(line.startswith('replay ') for line in output.lines), output.lines
     compared = 0
     for topic, messages in live.items():
         before, after = collapse(messages), collapse(replayed[topic])
         if not before:
-            continue            # nothing live on this topic in these few seconds
+            continue  # nothing live on this topic in these few seconds
         if topic in SNAPSHOT_TOPICS:
             # either run may end in the middle of a change: the state one ended in is one the
             # other went through
-            assert before[-1] in after or (after and after[-1] in before), \
+            assert before[-1] in after or (after and after[-1] in before), (
                 f'{topic}: the runs end in states the other never had'
+            )
             compared += 1
             continue
         block = difflib.SequenceMatcher(None, before, after, autojunk=False).find_longest_match(
-            0, len(before), 0, len(after))
+            0, len(before), 0, len(after)
+        )
         # the live run's tail must be there in full, in order; its head may hold messages
         # the replay's subscriber missed while it was discovering the driver
-        why = (f'{topic}: {block} of {len(before)} live / {len(after)} replayed messages; '
-               f'live {before[block.a + block.size:][:1]!r:.600} '
-               f'replayed {after[block.b + block.size:][:1]!r:.600}')
+        why = (
+            f'{topic}: {block} of {len(before)} live / {len(after)} replayed messages; '
+            f'live {before[block.a + block.size :][:1]!r:.600} '
+            f'replayed {after[block.b + block.size :][:1]!r:.600}'
+        )
         assert block.a + block.size == len(before), f'the live tail is not replayed: {why}'
         assert block.size >= math.ceil(0.75 * len(before)), f'too few in order: {why}'
         compared += block.size
-    assert compared >= 5, (f"only {compared} messages compared", {t: (len(collapse(m)), len(collapse(replayed[t]))) for t, m in live.items()})
+    assert compared >= 5, (
+        f'only {compared} messages compared',
+        {t: (len(collapse(m)), len(collapse(replayed[t]))) for t, m in live.items()},
+    )
 
 
 # ---- damaged recordings ---------------------------------------------------------------------
-DAMAGED_CHUNKS = 200        # chunks per connection: a few seconds of each robot
+DAMAGED_CHUNKS = 200  # chunks per connection: a few seconds of each robot
 
 
 def damage(recording, seed):

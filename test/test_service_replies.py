@@ -6,9 +6,11 @@ run lost a `start_color_tracking` answer that way. Every process that hosts our 
 config/fastdds_profiles.xml, which raises the wait to 1 s. A client whose reply reader can never
 match (late_client.py) shows how long bringup holds an answer before it gives up.
 """
+
 import os
 
 from helpers import Lines, env_with_support, start_module, wait_for
+
 from legacy_robot_common import middleware
 
 BRINGUP = 'legacy_robot_bringup.compose'
@@ -21,19 +23,24 @@ def seconds_an_answer_was_held(tmp_path):
     env = env_with_support()
     for name in middleware.PROFILES_VARIABLES:
         env.pop(name, None)
-    bringup = start_module(BRINGUP, '--plugin', 'tick_robot:PLUGIN', 'tick', '--sim',
-                           '--namespace', '/held', env=env)
+    bringup = start_module(
+        BRINGUP, '--plugin', 'tick_robot:PLUGIN', 'tick', '--sim', '--namespace', '/held', env=env
+    )
     client = start_module('late_client', SERVICE, str(tmp_path / 'client_profiles.xml'), env=env)
     bringup_errors, sent = Lines(bringup, bringup.stderr), Lines(client)
     try:
-        assert wait_for(lambda: bringup_errors.has(GAVE_UP), timeout=40), \
+        assert wait_for(lambda: bringup_errors.has(GAVE_UP), timeout=40), (
             'bringup never gave up on an answer'
+        )
     finally:
         for process in (client, bringup):
             process.kill()
             process.wait(timeout=10)
-    gave_up_at = next(t for t, line in zip(bringup_errors.arrived, bringup_errors.lines)
-                      if GAVE_UP in line)
+    gave_up_at = next(
+        t
+        for t, line in zip(bringup_errors.arrived, bringup_errors.lines, strict=False)
+        if GAVE_UP in line
+    )
     requests = [float(line.split()[1]) for line in sent.lines if line.startswith('sent ')]
     return gave_up_at - max(t for t in requests if t < gave_up_at)
 
@@ -45,7 +52,7 @@ def test_bringup_holds_an_answer_a_second_for_a_client_still_being_discovered(tm
 
 
 def test_the_profile_is_found_and_a_users_profiles_file_replaces_it(tmp_path, monkeypatch):
-    for name in middleware.PROFILES_VARIABLES:       # monkeypatch restores them afterwards
+    for name in middleware.PROFILES_VARIABLES:  # monkeypatch restores them afterwards
         monkeypatch.delenv(name, raising=False)
     ours = middleware.use_our_dds_profiles()
     assert str(ours) == os.environ['FASTDDS_DEFAULT_PROFILES_FILE']
@@ -57,4 +64,5 @@ def test_the_profile_is_found_and_a_users_profiles_file_replaces_it(tmp_path, mo
         monkeypatch.setenv(name, users)
         assert middleware.use_our_dds_profiles() is None, name
         assert os.environ.get('FASTDDS_DEFAULT_PROFILES_FILE') == (
-            users if name == 'FASTDDS_DEFAULT_PROFILES_FILE' else None)
+            users if name == 'FASTDDS_DEFAULT_PROFILES_FILE' else None
+        )

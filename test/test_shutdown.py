@@ -1,12 +1,13 @@
 """Ctrl-C of a launch stops a robot's emulator and its driver at the same moment. A link that is
 already closed at shutdown is normal: at most one INFO line about it, never a traceback."""
+
 import signal
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from ros_observer import DriverProcesses
 
 from legacy_robot_bringup.registry import discover_plugins
-from ros_observer import DriverProcesses
 
 ROBOTS = discover_plugins()
 
@@ -18,12 +19,21 @@ def test_stopping_robot_and_driver_together_prints_no_traceback(name, emulator_f
     drivers = DriverProcesses()
     try:
         emulator = plugin.start_emulator()
-        emulator, process, ros = drivers.start(f'{plugin.package}.node', f'/{name}', emulator,
-                                               emulator.parameters)
+        emulator, process, ros = drivers.start(
+            f'{plugin.package}.node', f'/{name}', emulator, emulator.parameters
+        )
         running = []
-        ros.node.create_subscription(DiagnosticArray, '/diagnostics', lambda m: running.extend(
-            s for s in m.status if s.name.partition(': ')[0].endswith(plugin.node_name)
-            and s.level == DiagnosticStatus.OK), 10)
+        ros.node.create_subscription(
+            DiagnosticArray,
+            '/diagnostics',
+            lambda m: running.extend(
+                s
+                for s in m.status
+                if s.name.partition(': ')[0].endswith(plugin.node_name)
+                and s.level == DiagnosticStatus.OK
+            ),
+            10,
+        )
         assert ros.spin_until(lambda: running, 30), process.stderr.read() if process.poll() else ''
         ros.spin_until(lambda: False, 1.0)
         first, second = (emulator.stop, lambda: process.send_signal(signal.SIGINT))

@@ -8,6 +8,7 @@ and site-packages of the interpreter running this script.
 
 Usage: python fix_wheel_cmake_paths.py VENV_DIR
 """
+
 import pathlib
 import sys
 import sysconfig

@@ -14,10 +14,22 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
-        ('share/' + package_name + '/launch', sorted(glob.glob(os.path.join(repo_root, 'launch', '*.launch.py')))),
-        ('share/' + package_name + '/config', sorted(glob.glob(os.path.join(repo_root, 'config', '*.yaml')))),
-        ('share/' + package_name + '/config/foxglove', sorted(glob.glob(os.path.join(repo_root, 'config', 'foxglove', '*.json')))),
-        ('share/' + package_name + '/recordings', sorted(glob.glob(os.path.join(repo_root, 'recordings', '*.mcap')))),
+        (
+            'share/' + package_name + '/launch',
+            sorted(glob.glob(os.path.join(repo_root, 'launch', '*.launch.py'))),
+        ),
+        (
+            'share/' + package_name + '/config',
+            sorted(glob.glob(os.path.join(repo_root, 'config', '*.yaml'))),
+        ),
+        (
+            'share/' + package_name + '/config/foxglove',
+            sorted(glob.glob(os.path.join(repo_root, 'config', 'foxglove', '*.json'))),
+        ),
+        (
+            'share/' + package_name + '/recordings',
+            sorted(glob.glob(os.path.join(repo_root, 'recordings', '*.mcap'))),
+        ),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

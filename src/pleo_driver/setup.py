@@ -16,7 +16,7 @@ setup(
     maintainer='Legacy robot drivers maintainers',
     maintainer_email='maintainers@legacy-robots.dev',
     description='Ugobe Pleo: USB serial monitor driver, emulator, and urf_builder (a rebuild '
-                'of the PDK build chain).',
+    'of the PDK build chain).',
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={

@@ -1,4 +1,5 @@
 """Helpers for the end-to-end tests: run repository entry points as real processes."""
+
 import os
 import pathlib
 import subprocess
@@ -21,15 +22,27 @@ def env_with_support():
 
 def run_module(module, *args, timeout=60):
     """Run `python -m module args` to completion; returns CompletedProcess (text)."""
-    return subprocess.run([sys.executable, '-m', module, *args], env=env_with_support(),
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, '-m', module, *args],
+        env=env_with_support(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 def start_module(module, *args, env=None):
     """Start `python -m module args` (env: env_with_support() unless given), pipes for both
     output streams."""
-    return subprocess.Popen([sys.executable, '-m', module, *args], env=env or env_with_support(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, '-m', module, *args],
+        env=env or env_with_support(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def wait_for(predicate, timeout=5.0, poll=0.01):
@@ -55,7 +68,7 @@ class Lines:
 
     def _read(self, stream):
         for line in stream:
-            self.arrived.append(time.monotonic())     # first: every line has its time
+            self.arrived.append(time.monotonic())  # first: every line has its time
             self.lines.append(line.rstrip('\n'))
 
     def has(self, text):
@@ -64,6 +77,6 @@ class Lines:
     def find(self, pattern):
         """The first match of a compiled regular expression in a line, or None."""
         for line in list(self.lines):
-            if (match := pattern.search(line)):
+            if match := pattern.search(line):
                 return match
         return None

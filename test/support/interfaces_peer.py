@@ -1,4 +1,5 @@
 """A second process for the interface test: publishes RabbitEvent, serves TextCommand."""
+
 import sys
 
 import rclpy
@@ -15,7 +16,9 @@ def main():
     pub = node.create_publisher(RabbitEvent, 'rabbit_events', 10)
 
     def publish():
-        pub.publish(RabbitEvent(serial='0019db9dbb96', kind=RabbitEvent.EARS_MOVED, ear0=10, ear1=5))
+        pub.publish(
+            RabbitEvent(serial='0019db9dbb96', kind=RabbitEvent.EARS_MOVED, ear0=10, ear1=5)
+        )
 
     def answer(request, response):
         response.success = True

@@ -6,6 +6,7 @@ client's Fast DDS profiles file is written there). Calls the service every 3 s u
 stopped, printing 'sent <CLOCK_MONOTONIC seconds>' each time: a request that went out before
 the server's request reader matched is lost, and the next one stands in for it.
 """
+
 import os
 import sys
 import time
@@ -22,7 +23,7 @@ CLIENT_PROFILES = """<?xml version="1.0" encoding="UTF-8"?>
   </properties></propertiesPolicy></data_reader>
 </profiles></dds>
 """
-PERIOD = 3.0   # s: longer than any wait of the server, so each answer's request is plain
+PERIOD = 3.0  # s: longer than any wait of the server, so each answer's request is plain
 
 
 def main(service, profiles_path):

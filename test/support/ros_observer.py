@@ -1,14 +1,14 @@
 """A ROS node in the test process that watches a driver running as another process."""
+
 import signal
 
 import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus
+from helpers import spin_until, start_module
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-
-from diagnostic_msgs.msg import DiagnosticStatus
 from tf2_msgs.msg import TFMessage
 
-from helpers import spin_until, start_module
 from legacy_robot_common.bench import ros_args
 from legacy_robot_common.tf import TF_QOS, TF_STATIC_LISTENER_QOS
 
@@ -32,21 +32,25 @@ class LinkLevels:
     """/diagnostics callback: the newest level of every node's link tasks."""
 
     def __init__(self):
-        self.latest = {}                         # (node, task) → level
+        self.latest = {}  # (node, task) → level
 
     def __call__(self, msg):
         for status in msg.status:
             path, _, task = status.name.partition(': ')
-            node = path.rpartition('/')[2]     # statuses are named "<namespace>/<node>: <task>"
+            node = path.rpartition('/')[2]  # statuses are named "<namespace>/<node>: <task>"
             if is_link_task(task):
                 self.latest[(node, task)] = status.level
 
     def up(self, expected):
         """The nodes of expected whose every link task is OK (and that reported one)."""
-        return {node for node in expected
-                if any(n == node for n, _ in self.latest)
-                and all(level == DiagnosticStatus.OK
-                        for (n, _), level in self.latest.items() if n == node)}
+        return {
+            node
+            for node in expected
+            if any(n == node for n, _ in self.latest)
+            and all(
+                level == DiagnosticStatus.OK for (n, _), level in self.latest.items() if n == node
+            )
+        }
 
 
 class Observer:
@@ -68,15 +72,18 @@ class Observer:
 
     def listen(self, msg_type, topic, qos=10):
         self.messages[topic] = []
-        self.node.create_subscription(msg_type, f'{self.ns}/{topic}', self.messages[topic].append, qos)
+        self.node.create_subscription(
+            msg_type, f'{self.ns}/{topic}', self.messages[topic].append, qos
+        )
         return self.messages[topic]
 
     def listen_tf(self):
         """([TFMessage on /tf], [TFMessage on /tf_static]) with tf2's QoS (static: latched)."""
         dynamic, static = [], []
         self.node.create_subscription(TFMessage, '/tf', dynamic.append, TF_QOS)
-        self.node.create_subscription(TFMessage, '/tf_static', static.append,
-                                      TF_STATIC_LISTENER_QOS)
+        self.node.create_subscription(
+            TFMessage, '/tf_static', static.append, TF_STATIC_LISTENER_QOS
+        )
         return dynamic, static
 
     def call(self, srv_type, name, request, timeout=10.0):

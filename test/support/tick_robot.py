@@ -4,6 +4,7 @@ Wire format: the robot sends "TICK <n> <value>\\n" lines at `rate` Hz; the
 client may send "RESET\\n" (n restarts at 0) and "BYE\\n" (goodbye on stop).
 It has the same four layers as a real robot package, in one file.
 """
+
 import threading
 
 from std_msgs.msg import UInt32
@@ -97,8 +98,9 @@ class TickNode(DriverNode):
         super().__init__('tick_driver', hardware_id='tick robot', **kwargs)
         host = declare(self, 'host', '127.0.0.1', 'robot host name or address')
         port = declare(self, 'port', 9000, 'robot TCP port', minimum=1, maximum=65535)
-        timeout = declare(self, 'read_timeout', 1.0, 'seconds of silence before reconnecting',
-                          minimum=0.01)
+        timeout = declare(
+            self, 'read_timeout', 1.0, 'seconds of silence before reconnecting', minimum=0.01
+        )
         self.pub = self.create_publisher(UInt32, 'ticks', 10)
         self.attach_client(TickClient(host, port, read_timeout=timeout, logger=self.get_logger()))
         self.begin()
@@ -117,20 +119,34 @@ class TickDemoScript:
 
     def write_artifacts(self, folder):
         from legacy_robot_common.artifacts import save_lines
+
         return [save_lines(folder / 'ticks.txt', self.values)]
 
 
 PLUGIN = RobotPlugin(
-    name='tick', package='tick_robot', node_name='tick_driver', executable='tick_driver',
-    emulator_executable='tick_emulator', config_file='tick.yaml',
-    create_node=TickNode, start_emulator=lambda: TickEmulator().start(),
-    emulator_arguments=('--port', '9000'), sim_parameters={'port': 9000},
+    name='tick',
+    package='tick_robot',
+    node_name='tick_driver',
+    executable='tick_driver',
+    emulator_executable='tick_emulator',
+    config_file='tick.yaml',
+    create_node=TickNode,
+    start_emulator=lambda: TickEmulator().start(),
+    emulator_arguments=('--port', '9000'),
+    sim_parameters={'port': 9000},
     demo_topics=(DemoTopic('ticks', UInt32, lambda m: f'n={m.data}'),),
-    make_demo_script=TickDemoScript)
+    make_demo_script=TickDemoScript,
+)
 
 # The same robot with an emulator that never says anything: the demo must fail.
 SILENT_PLUGIN = RobotPlugin(
-    name='silent', package='tick_robot', node_name='tick_driver', executable='tick_driver',
-    emulator_executable='tick_emulator', config_file='tick.yaml',
-    create_node=TickNode, start_emulator=lambda: TickEmulator(silent=True).start(),
-    demo_topics=(DemoTopic('ticks', UInt32),))
+    name='silent',
+    package='tick_robot',
+    node_name='tick_driver',
+    executable='tick_driver',
+    emulator_executable='tick_emulator',
+    config_file='tick.yaml',
+    create_node=TickNode,
+    start_emulator=lambda: TickEmulator(silent=True).start(),
+    demo_topics=(DemoTopic('ticks', UInt32),),
+)

@@ -10,6 +10,7 @@ parameter lines of the best one, to paste into the driver's parameter file.
 
 Exit codes: 0 ranked, 1 no frames from the dog (the message says which), 2 bad command line.
 """
+
 import argparse
 import itertools
 import queue
@@ -22,22 +23,29 @@ from . import protocol as p
 from .client import CameraFrame, Settings, TelemetryClient
 
 # every value each open question of spec §2.4 can take
-CHOICES = {'layout': ('interleaved', 'planar'), 'bit_order': ('msb', 'lsb'),
-           'y_bits': ('high', 'low'), 'chroma_first': ('U', 'V'),
-           'five_to_eight': p.FIVE_TO_EIGHT, 'chroma_five_to_eight': p.FIVE_TO_EIGHT,
-           'matrix': ('sony', 'bt601')}
+CHOICES = {
+    'layout': ('interleaved', 'planar'),
+    'bit_order': ('msb', 'lsb'),
+    'y_bits': ('high', 'low'),
+    'chroma_first': ('U', 'V'),
+    'five_to_eight': p.FIVE_TO_EIGHT,
+    'chroma_five_to_eight': p.FIVE_TO_EIGHT,
+    'matrix': ('sony', 'bt601'),
+}
 
 
 def variants():
     for values in itertools.product(*CHOICES.values()):
-        yield p.Yuv10Format(**dict(zip(CHOICES, values)))
+        yield p.Yuv10Format(**dict(zip(CHOICES, values, strict=False)))
 
 
 def rank(yuv10, reference_rgb):
     """[(mean absolute error per channel value, Yuv10Format)], best first."""
     reference = np.asarray(reference_rgb, dtype=np.int16)
-    scored = [(float(np.abs(p.Yuv10Decoder(fmt).decode(yuv10).astype(np.int16) - reference).mean()),
-               fmt) for fmt in variants()]
+    scored = [
+        (float(np.abs(p.Yuv10Decoder(fmt).decode(yuv10).astype(np.int16) - reference).mean()), fmt)
+        for fmt in variants()
+    ]
     return sorted(scored, key=lambda pair: pair[0])
 
 
@@ -69,24 +77,41 @@ def _first(records, timeout, field, what):
             break
         if isinstance(record, CameraFrame) and field(record):
             return field(record)
-    raise TimeoutError(f'no {what} within {timeout:.0f} s (is the dog connected, RCodePlus or '
-                       f'LifePlus 2.51+ running, and the camera free?)')
+    raise TimeoutError(
+        f'no {what} within {timeout:.0f} s (is the dog connected, RCodePlus or '
+        f'LifePlus 2.51+ running, and the camera free?)'
+    )
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog='aibo_calibrate', description=__doc__.split('\n\n')[0],
-                                     epilog='Exit codes: 0 ranked, 1 no frames, 2 bad command line.')
+    parser = argparse.ArgumentParser(
+        prog='aibo_calibrate',
+        description=__doc__.split('\n\n')[0],
+        epilog='Exit codes: 0 ranked, 1 no frames, 2 bad command line.',
+    )
     parser.add_argument('--host', default='localhost', help="the dog's address")
     parser.add_argument('--port', type=int, default=21001, help='telemetry port')
-    parser.add_argument('--version-size-prefix', action='store_true',
-                        help='the version reply has a size prefix (driver parameter of that name)')
-    parser.add_argument('--timeout', type=float, default=20.0, help='seconds to wait for each frame')
+    parser.add_argument(
+        '--version-size-prefix',
+        action='store_true',
+        help='the version reply has a size prefix (driver parameter of that name)',
+    )
+    parser.add_argument(
+        '--timeout', type=float, default=20.0, help='seconds to wait for each frame'
+    )
     parser.add_argument('--top', type=int, default=8, help='how many variants to list')
     args = parser.parse_args(argv)
     try:
-        settings = Settings(host=args.host, telemetry_port=args.port, audio=False, color_rate=0.0,
-                            voice_rate=0.0, semantic_rate=0.0, decode_jpeg=True,
-                            version_size_prefix=args.version_size_prefix)
+        settings = Settings(
+            host=args.host,
+            telemetry_port=args.port,
+            audio=False,
+            color_rate=0.0,
+            voice_rate=0.0,
+            semantic_rate=0.0,
+            decode_jpeg=True,
+            version_size_prefix=args.version_size_prefix,
+        )
     except ValueError as exc:
         parser.error(str(exc))
     try:
@@ -97,13 +122,17 @@ def main(argv=None):
     ranked = rank(yuv10, p.decode_jpeg(jpeg))
     names = list(CHOICES)
     print(f'{"rank":>4} {"error":>7}  ' + ' '.join(f'{n:<{max(len(n), 11)}}' for n in names))
-    for place, (error, fmt) in enumerate(ranked[:args.top], 1):
-        print(f'{place:>4} {error:7.2f}  ' + ' '.join(
-            f'{str(getattr(fmt, n)):<{max(len(n), 11)}}' for n in names))
+    for place, (error, fmt) in enumerate(ranked[: args.top], 1):
+        print(
+            f'{place:>4} {error:7.2f}  '
+            + ' '.join(f'{str(getattr(fmt, n)):<{max(len(n), 11)}}' for n in names)
+        )
     best_error, best = ranked[0]
     runner_up = ranked[1][0]
-    print(f'\nbest: mean error {best_error:.2f} per channel value (next {runner_up:.2f}); '
-          'paste under /**/aibo_driver: ros__parameters: in your parameter file:')
+    print(
+        f'\nbest: mean error {best_error:.2f} per channel value (next {runner_up:.2f}); '
+        'paste under /**/aibo_driver: ros__parameters: in your parameter file:'
+    )
     print('\n'.join(parameter_lines(best)))
     return 0
 

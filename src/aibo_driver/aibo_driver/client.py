@@ -5,6 +5,7 @@ interleaves the polls by priority and rate: audio first (the dog keeps only 15
 chunks), then operations asked for by the node (SETPROPERTY, RPUT), then camera,
 colour image, voice and semantic data. Section numbers refer to ../shared/specs/aibo.md.
 """
+
 import collections
 import dataclasses
 import threading
@@ -17,9 +18,9 @@ from legacy_robot_common.streams import SocketStream
 from . import protocol as p
 
 Op = p.Op
-RETRY_DELAY = 0.02          # s before asking again after "no new data yet" (size 0)
-MAX_HOLD = 0.01             # s a record may wait for the rest of its round of requests
-UNAVAILABLE_PERIOD = 5.0    # s between polls of a feature that never answered with data
+RETRY_DELAY = 0.02  # s before asking again after "no new data yet" (size 0)
+MAX_HOLD = 0.01  # s a record may wait for the rest of its round of requests
+UNAVAILABLE_PERIOD = 5.0  # s between polls of a feature that never answered with data
 CAMERA_MODES = ('yuv10', 'jpeg', 'off')
 
 
@@ -28,38 +29,43 @@ class Settings:
     host: str = 'localhost'
     telemetry_port: int = 21001
     rcode_port: int = 21002
-    product: str = 'auto'                   # auto (from bType), rcodeplus, lifeplus
+    product: str = 'auto'  # auto (from bType), rcodeplus, lifeplus
     type_values: dict = dataclasses.field(  # §4: bType values unknown (assumption: 0, 1)
-        default_factory=lambda: {p.Product.RCODEPLUS: 0, p.Product.LIFEPLUS: 1})
-    version_size_prefix: bool = False       # §4: the seed says the version reply has none
+        default_factory=lambda: {p.Product.RCODEPLUS: 0, p.Product.LIFEPLUS: 1}
+    )
+    version_size_prefix: bool = False  # §4: the seed says the version reply has none
     opcodes: p.OpcodeMap = dataclasses.field(default_factory=p.OpcodeMap)
     camera_mode: str = 'yuv10'
-    image_rate: float = 10.0                # requests per second while frames keep coming
-    color_rate: float = 10.0                # 0 = off
+    image_rate: float = 10.0  # requests per second while frames keep coming
+    color_rate: float = 10.0  # 0 = off
     audio: bool = True
-    audio_poll_rate: float = 10.0           # GETAUDIO requests per second (15-chunk ring: ≥ 3)
-    voice_rate: float = 2.0                 # LifePlus only; 0 = off
-    semantic_rate: float = 2.0              # LifePlus only; 0 = off
+    audio_poll_rate: float = 10.0  # GETAUDIO requests per second (15-chunk ring: ≥ 3)
+    voice_rate: float = 2.0  # LifePlus only; 0 = off
+    semantic_rate: float = 2.0  # LifePlus only; 0 = off
     yuv10: p.Yuv10Format = p.Yuv10Format()
     right_channel_first: bool = True
     signed_sensor_words: bool = False
-    decode_jpeg: bool = True                # also publish JPEG frames as raw images
+    decode_jpeg: bool = True  # also publish JPEG frames as raw images
     reply_timeout: float = 2.0
-    unavailable_after: float = 10.0         # s of size-0 replies before a feature is unavailable
-    rput: p.RputLayout = None               # None = RPUT disabled (experimental)
-    rput_reply: str = 'none'                # none or standard (a size-prefixed reply follows)
+    unavailable_after: float = 10.0  # s of size-0 replies before a feature is unavailable
+    rput: p.RputLayout = None  # None = RPUT disabled (experimental)
+    rput_reply: str = 'none'  # none or standard (a size-prefixed reply follows)
 
     def __post_init__(self):
-        for label, port in (('telemetry_port', self.telemetry_port),
-                            ('rcode_port', self.rcode_port)):
+        for label, port in (
+            ('telemetry_port', self.telemetry_port),
+            ('rcode_port', self.rcode_port),
+        ):
             if not 0 < port < 65536:
                 raise ValueError(f'{label} must be within 1..65535, got {port}')
         if self.product not in ('auto', 'rcodeplus', 'lifeplus'):
             raise ValueError(f'product must be auto, rcodeplus or lifeplus, got {self.product!r}')
         check_camera(self.camera_mode, self.image_rate, self.color_rate)
         if not 3.0 <= self.audio_poll_rate <= 1000.0:
-            raise ValueError('audio_poll_rate must be within 3..1000 per second: the dog keeps '
-                             'only 15 chunks (0.48 s) and returns at most 10 per reply')
+            raise ValueError(
+                'audio_poll_rate must be within 3..1000 per second: the dog keeps '
+                'only 15 chunks (0.48 s) and returns at most 10 per reply'
+            )
         if self.rput_reply not in ('none', 'standard'):
             raise ValueError('rput_reply must be none or standard')
 
@@ -77,16 +83,16 @@ def check_camera(mode, image_rate, color_rate):
 class Connected:
     version: p.Version
     product: p.Product
-    polled: tuple          # the operations this session polls
+    polled: tuple  # the operations this session polls
     camera_mode: str
 
 
 @dataclasses.dataclass
 class CameraFrame:
-    rgb: object            # 144×176×3 uint8 (None when a JPEG is not decoded)
-    jpeg: bytes            # the dog's JFIF bytes, unchanged (None for YUV10)
-    received: float        # time.time() at reception
-    yuv10: bytes = None    # the dog's YUV10 bytes, unchanged (None for JPEG): for calibration
+    rgb: object  # 144×176×3 uint8 (None when a JPEG is not decoded)
+    jpeg: bytes  # the dog's JFIF bytes, unchanged (None for YUV10)
+    received: float  # time.time() at reception
+    yuv10: bytes = None  # the dog's YUV10 bytes, unchanged (None for JPEG): for calibration
 
 
 @dataclasses.dataclass
@@ -97,8 +103,8 @@ class ColorFrame:
 
 @dataclasses.dataclass
 class AudioReply:
-    chunks: list           # [p.AudioChunk]
-    missing: list          # chunks lost just before each chunk
+    chunks: list  # [p.AudioChunk]
+    missing: list  # chunks lost just before each chunk
     received: float
 
 
@@ -110,16 +116,17 @@ class VoiceRecord:
 
 @dataclasses.dataclass
 class SemanticRecords:
-    records: list          # [(sequence, raw)]
+    records: list  # [(sequence, raw)]
     received: float
 
 
 @dataclasses.dataclass
 class Poller:
     """One request polled on the telemetry pipe: its rate and whether it ever answers."""
+
     op: p.Op
     period: float
-    retry: float = None       # s after a size-0 reply; None = the period
+    retry: float = None  # s after a size-0 reply; None = the period
     first_request: float = None
     has_answered: bool = False
     available: bool = True
@@ -145,7 +152,7 @@ class Poller:
 @dataclasses.dataclass
 class _Operation:
     request: bytes
-    resolve: object           # (text or Exception) -> None
+    resolve: object  # (text or Exception) -> None
     reads_reply: bool = False
     done: str = ''
     op: Op = None
@@ -153,13 +160,14 @@ class _Operation:
 
 class TelemetryClient(ReconnectingClient):
     def __init__(self, settings, **kwargs):
-        super().__init__('aibo-telemetry', self._open, read_timeout=settings.reply_timeout,
-                         **kwargs)
+        super().__init__(
+            'aibo-telemetry', self._open, read_timeout=settings.reply_timeout, **kwargs
+        )
         self.settings = settings
         self.decoder = p.Yuv10Decoder(settings.yuv10)
         self.audio_sequence = p.SequenceTracker()
-        self._unanswered = []          # requests written since the last complete reply
-        self.closed_after = []         # those the dog dropped the link after (diagnostics)
+        self._unanswered = []  # requests written since the last complete reply
+        self.closed_after = []  # those the dog dropped the link after (diagnostics)
         self.version = None
         self.product = None
         self.pollers = {}
@@ -182,7 +190,7 @@ class TelemetryClient(ReconnectingClient):
         try:
             self._run_session(link)
         except LinkTimeout:
-            raise                      # a silent dog is not one that hung up
+            raise  # a silent dog is not one that hung up
         except ConnectionLost:
             self.closed_after = list(self._unanswered)
             raise
@@ -195,9 +203,10 @@ class TelemetryClient(ReconnectingClient):
         self._build_pollers()
         self.audio_sequence.new_session()
         if Op.GET_AUDIO in self.pollers:
-            self._write_request(link, Op.FLUSH_AUDIO)     # §3.3
-        self.mark_connected(f'AiboPet {self.version} ({self.product.value}, bType '
-                            f'{self.version.type_byte})')
+            self._write_request(link, Op.FLUSH_AUDIO)  # §3.3
+        self.mark_connected(
+            f'AiboPet {self.version} ({self.product.value}, bType {self.version.type_byte})'
+        )
         self.deliver(Connected(self.version, self.product, tuple(self.pollers), self.camera_mode))
         try:
             while True:
@@ -225,16 +234,21 @@ class TelemetryClient(ReconnectingClient):
 
     def _read_version(self, link):
         self._write_request(link, Op.GET_VERSION)
-        data = (self._read_reply(link) if self.settings.version_size_prefix
-                else link.read_exact(p.VERSION_SIZE))
+        data = (
+            self._read_reply(link)
+            if self.settings.version_size_prefix
+            else link.read_exact(p.VERSION_SIZE)
+        )
         try:
             version = p.decode_version(data)
         except MalformedFrame as exc:
             self.reject(exc, 'version reply')
             raise
         if version.number < 250:
-            self.log.warning('old-version', f'aibo: AiboPet {version} is older than 2.50, '
-                             'which this driver is written for')
+            self.log.warning(
+                'old-version',
+                f'aibo: AiboPet {version} is older than 2.50, which this driver is written for',
+            )
         return version
 
     def _product(self, version):
@@ -242,9 +256,12 @@ class TelemetryClient(ReconnectingClient):
             return p.Product(self.settings.product)
         product = p.product_of(version, self.settings.type_values)
         if product is p.Product.UNKNOWN:
-            self.log.warning('btype', f'aibo: bType {version.type_byte} is neither configured '
-                             'value: polling every feature, those that never answer are '
-                             'reported unavailable')
+            self.log.warning(
+                'btype',
+                f'aibo: bType {version.type_byte} is neither configured '
+                'value: polling every feature, those that never answer are '
+                'reported unavailable',
+            )
         return product
 
     def _build_pollers(self):
@@ -255,18 +272,22 @@ class TelemetryClient(ReconnectingClient):
             self.camera_note = f'YUV10 needs AiboPet 2.51 or later ({self.version}): using JPEG'
             self.log.warning('yuv10-version', f'aibo: {self.camera_note}')
             self.camera_mode = 'jpeg'
-        rates = {Op.GET_AUDIO: s.audio_poll_rate if s.audio else 0.0,
-                 Op.GET_YUV10: s.image_rate if self.camera_mode == 'yuv10' else 0.0,
-                 Op.GET_JPEG: s.image_rate if self.camera_mode == 'jpeg' else 0.0,
-                 Op.GET_COLOR_IMAGE: s.color_rate,
-                 Op.GET_VOICE_DATA: s.voice_rate,
-                 Op.GET_SEMANTIC: s.semantic_rate}
+        rates = {
+            Op.GET_AUDIO: s.audio_poll_rate if s.audio else 0.0,
+            Op.GET_YUV10: s.image_rate if self.camera_mode == 'yuv10' else 0.0,
+            Op.GET_JPEG: s.image_rate if self.camera_mode == 'jpeg' else 0.0,
+            Op.GET_COLOR_IMAGE: s.color_rate,
+            Op.GET_VOICE_DATA: s.voice_rate,
+            Op.GET_SEMANTIC: s.semantic_rate,
+        }
         old = self.pollers
         # in priority order: audio first, so that the ring never overflows
         # image requests answer 0 until the next snapshot is ready: ask again soon
-        self.pollers = {op: old.get(op) or Poller(op, 1.0 / rate, RETRY_DELAY if op in
-                                                  p.IMAGE_OPS else None)
-                        for op, rate in rates.items() if rate > 0 and op in supported}
+        self.pollers = {
+            op: old.get(op) or Poller(op, 1.0 / rate, RETRY_DELAY if op in p.IMAGE_OPS else None)
+            for op, rate in rates.items()
+            if rate > 0 and op in supported
+        }
         for op, rate in rates.items():
             if op in self.pollers:
                 self.pollers[op].period = 1.0 / rate
@@ -278,8 +299,9 @@ class TelemetryClient(ReconnectingClient):
         return None
 
     def _next_due(self):
-        return min((poller.next_due for poller in self.pollers.values()),
-                   default=time.monotonic() + 1.0)
+        return min(
+            (poller.next_due for poller in self.pollers.values()), default=time.monotonic() + 1.0
+        )
 
     def _poll(self, link, poller):
         self._write_request(link, poller.op)
@@ -329,8 +351,9 @@ class TelemetryClient(ReconnectingClient):
         p.check_size(op, len(data))
         received = time.time()
         if op is Op.GET_AUDIO:
-            chunks = p.decode_audio(data, self.settings.right_channel_first,
-                                    self.settings.signed_sensor_words)
+            chunks = p.decode_audio(
+                data, self.settings.right_channel_first, self.settings.signed_sensor_words
+            )
             missing = [self.audio_sequence.update(chunk.sequence) for chunk in chunks]
             self._hold(AudioReply(chunks, missing, received))
             return len(chunks) == p.AUDIO_MAX_RECORDS
@@ -338,18 +361,24 @@ class TelemetryClient(ReconnectingClient):
             self._hold(CameraFrame(self.decoder.decode(data), None, received, data))
         elif op is Op.GET_JPEG:
             p.check_jpeg(data)
-            self._hold(CameraFrame(p.decode_jpeg(data) if self.settings.decode_jpeg else None,
-                                     data, received))
+            self._hold(
+                CameraFrame(
+                    p.decode_jpeg(data) if self.settings.decode_jpeg else None, data, received
+                )
+            )
         elif op is Op.GET_COLOR_IMAGE:
             self._hold(ColorFrame(p.decode_color_image(data), received))
         elif op is Op.GET_VOICE_DATA:
             matches = p.decode_voice(data)
-            if matches != self._last_voice:     # the dog repeats its latest record
+            if matches != self._last_voice:  # the dog repeats its latest record
                 self._last_voice = matches
                 self._hold(VoiceRecord(matches, received))
         elif op is Op.GET_SEMANTIC:
-            records = [r for r in p.decode_semantic(data)
-                       if self._last_semantic is None or r[0] != self._last_semantic]
+            records = [
+                r
+                for r in p.decode_semantic(data)
+                if self._last_semantic is None or r[0] != self._last_semantic
+            ]
             if records:
                 self._last_semantic = records[-1][0]
                 self._hold(SemanticRecords(records, received))
@@ -376,8 +405,11 @@ class TelemetryClient(ReconnectingClient):
     # ---- operations (any thread) -----------------------------------------------------------------
     def set_property(self, index, value, resolve):
         request = p.encode_set_property(self.settings.opcodes, index, value)
-        self._submit(_Operation(request, resolve, done=f'property {index} set to {value}',
-                                op=Op.SET_PROPERTY))
+        self._submit(
+            _Operation(
+                request, resolve, done=f'property {index} set to {value}', op=Op.SET_PROPERTY
+            )
+        )
 
     def upload(self, name, contents, resolve):
         """TELEMOP_RPUT with the configured layout (experimental, RCodePlus only)."""
@@ -385,9 +417,18 @@ class TelemetryClient(ReconnectingClient):
             raise ValueError('RPUT is disabled (parameter rput_enabled)')
         if self.product is p.Product.LIFEPLUS:
             raise ValueError('LifePlus sticks have no RPUT (RCodePlus only)')
-        request = self.settings.opcodes.request(Op.RPUT) + self.settings.rput.encode(name, contents)
-        self._submit(_Operation(request, resolve, self.settings.rput_reply == 'standard',
-                                f'{len(contents)} bytes sent as {name}', Op.RPUT))
+        request = self.settings.opcodes.request(Op.RPUT) + self.settings.rput.encode(
+            name, contents
+        )
+        self._submit(
+            _Operation(
+                request,
+                resolve,
+                self.settings.rput_reply == 'standard',
+                f'{len(contents)} bytes sent as {name}',
+                Op.RPUT,
+            )
+        )
 
     def _submit(self, operation):
         if not self.connected:
@@ -441,7 +482,7 @@ class RcodeClient(ReconnectingClient):
     Every line the dog prints (asked for or not) is also delivered as an RcodeLine.
     """
 
-    SILENCE = 1.0     # s between looks at the queue while the dog is quiet (quiet is normal)
+    SILENCE = 1.0  # s between looks at the queue while the dog is quiet (quiet is normal)
 
     def __init__(self, settings, quiet_time=0.3, **kwargs):
         super().__init__('aibo-rcode', self._open, read_timeout=self.SILENCE, **kwargs)
@@ -492,7 +533,7 @@ class RcodeClient(ReconnectingClient):
             return
         with self._lock:
             self._queue.append(_Command(line, resolve, timeout, self.quiet_time))
-        self._start_next()     # from this thread: the link thread may be waiting for input
+        self._start_next()  # from this thread: the link thread may be waiting for input
 
     def _start_next(self):
         with self._lock:
@@ -527,8 +568,10 @@ class RcodeClient(ReconnectingClient):
         now = time.monotonic()
         with self._lock:
             command = self._command
-            if command is None or not (now >= command.deadline or
-                                       (command.quiet_deadline and now >= command.quiet_deadline)):
+            if command is None or not (
+                now >= command.deadline
+                or (command.quiet_deadline and now >= command.quiet_deadline)
+            ):
                 return
             self._command = None
         command.resolve('\n'.join(command.output))

@@ -1,17 +1,27 @@
 """Decoded AIBO records → ROS messages (plain functions, testable without a graph)."""
+
 import math
 
 from std_msgs.msg import Header
 
-from legacy_robot_common.messages import (audio_chunk_msg, camera_info_msg, compressed_image_msg,
-                                          image_msg, time_msg)
-from legacy_robot_interfaces.msg import (AiboSensorWords, ColorDetection, SemanticEvent,
-                                         VoiceMatches)
+from legacy_robot_common.messages import (
+    audio_chunk_msg,
+    camera_info_msg,
+    compressed_image_msg,
+    image_msg,
+    time_msg,
+)
+from legacy_robot_interfaces.msg import (
+    AiboSensorWords,
+    ColorDetection,
+    SemanticEvent,
+    VoiceMatches,
+)
 
 from . import protocol as p
 
-JPEG_FORMAT = 'rgb8; jpeg compressed bgr8'   # image_transport's name for a colour JPEG
-FIELD_OF_VIEW = (math.radians(57.6), math.radians(47.8))   # ERS-2xx camera (spec §2.4)
+JPEG_FORMAT = 'rgb8; jpeg compressed bgr8'  # image_transport's name for a colour JPEG
+FIELD_OF_VIEW = (math.radians(57.6), math.radians(47.8))  # ERS-2xx camera (spec §2.4)
 
 
 def header(seconds, frame_id):
@@ -24,15 +34,17 @@ def camera_msgs(frame, frame_id, fov=FIELD_OF_VIEW, offset=0.0):
     h = header(frame.received + offset, frame_id)
     image = image_msg(frame.rgb, 'rgb8', h) if frame.rgb is not None else None
     compressed = compressed_image_msg(frame.jpeg, JPEG_FORMAT, h) if frame.jpeg else None
-    height, width = (frame.rgb.shape[:2] if frame.rgb is not None
-                     else (p.CAMERA_HEIGHT, p.CAMERA_WIDTH))
+    height, width = (
+        frame.rgb.shape[:2] if frame.rgb is not None else (p.CAMERA_HEIGHT, p.CAMERA_WIDTH)
+    )
     return image, compressed, camera_info_msg(width, height, *fov, h)
 
 
 def color_detection_msg(frame, frame_id, labels, offset=0.0):
     h = header(frame.received + offset, frame_id)
-    return ColorDetection(header=h, mask=image_msg(frame.mask, 'mono8', h),
-                          channel_labels=list(labels))
+    return ColorDetection(
+        header=h, mask=image_msg(frame.mask, 'mono8', h), channel_labels=list(labels)
+    )
 
 
 def chunk_start_times(reply, offset=0.0):
@@ -44,21 +56,30 @@ def chunk_start_times(reply, offset=0.0):
 def audio_msgs(reply, frame_id, offset=0.0):
     """AudioReply → [(AudioDataStamped, AiboSensorWords)] per chunk, S16LE interleaved L, R."""
     out = []
-    for chunk, start in zip(reply.chunks, chunk_start_times(reply, offset)):
+    for chunk, start in zip(reply.chunks, chunk_start_times(reply, offset), strict=False):
         h = header(start, frame_id)
-        out.append((audio_chunk_msg(chunk.pcm.astype('<i2', copy=False).tobytes(), h),
-                    AiboSensorWords(header=h, sequence=chunk.sequence, word0=chunk.word0,
-                                    word1=chunk.word1)))
+        out.append(
+            (
+                audio_chunk_msg(chunk.pcm.astype('<i2', copy=False).tobytes(), h),
+                AiboSensorWords(
+                    header=h, sequence=chunk.sequence, word0=chunk.word0, word1=chunk.word1
+                ),
+            )
+        )
     return out
 
 
 def voice_msg(record, frame_id, offset=0.0):
-    return VoiceMatches(header=header(record.received + offset, frame_id),
-                        ids=[ident for ident, _ in record.matches],
-                        confidences=[confidence for _, confidence in record.matches])
+    return VoiceMatches(
+        header=header(record.received + offset, frame_id),
+        ids=[ident for ident, _ in record.matches],
+        confidences=[confidence for _, confidence in record.matches],
+    )
 
 
 def semantic_msgs(records, frame_id, offset=0.0):
     h = header(records.received + offset, frame_id)
-    return [SemanticEvent(header=h, sequence=sequence, raw=list(raw))
-            for sequence, raw in records.records]
+    return [
+        SemanticEvent(header=h, sequence=sequence, raw=list(raw))
+        for sequence, raw in records.records
+    ]

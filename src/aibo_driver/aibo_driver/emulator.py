@@ -11,6 +11,7 @@ for anything unsupported. Real-dog pacing by default; --unthrottled answers ever
 image request with a new frame. Options play the spec's variants and faults.
 No rclpy here.
 """
+
 import argparse
 import collections
 import dataclasses
@@ -20,44 +21,50 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import (FaultInjector, MainFrame, SendLog, TcpEmulatorServer,
-                                           run_emulator)
+from legacy_robot_common.emulator import (
+    FaultInjector,
+    MainFrame,
+    SendLog,
+    TcpEmulatorServer,
+    run_emulator,
+)
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
 from .scene import Scene, audio_chunk, color_detection
 
 Op = p.Op
-VOICE_PERIOD = 4.0          # s between recognised words (LifePlus)
-SEMANTIC_PERIOD = 2.5       # s between semantic events (LifePlus)
-SEMANTIC_KEPT = 16          # events the dog keeps until they are fetched
+VOICE_PERIOD = 4.0  # s between recognised words (LifePlus)
+SEMANTIC_PERIOD = 2.5  # s between semantic events (LifePlus)
+SEMANTIC_KEPT = 16  # events the dog keeps until they are fetched
 
 
 @dataclasses.dataclass
 class EmulatorOptions:
     host: str = '127.0.0.1'
     telemetry_port: int = 21001
-    rcode_port: int = 21002              # RCodePlus only
-    product: str = 'rcodeplus'           # or lifeplus
+    rcode_port: int = 21002  # RCodePlus only
+    product: str = 'rcodeplus'  # or lifeplus
     version: tuple = (2, 52)
     type_values: dict = dataclasses.field(default_factory=lambda: {'rcodeplus': 0, 'lifeplus': 1})
     version_size_prefix: bool = False
     opcodes: p.OpcodeMap = dataclasses.field(default_factory=p.OpcodeMap)
     yuv10: p.Yuv10Format = p.Yuv10Format()
     right_channel_first: bool = True
-    frame_rates: dict = dataclasses.field(default_factory=lambda: {
-        Op.GET_YUV10: 10.0, Op.GET_JPEG: 5.0, Op.GET_COLOR_IMAGE: 25.0})
-    unthrottled: bool = False            # every image request gets a new frame
-    ball_period: float = 8.0             # s per lap of the ball
+    frame_rates: dict = dataclasses.field(
+        default_factory=lambda: {Op.GET_YUV10: 10.0, Op.GET_JPEG: 5.0, Op.GET_COLOR_IMAGE: 25.0}
+    )
+    unthrottled: bool = False  # every image request gets a new frame
+    ball_period: float = 8.0  # s per lap of the ball
     rput: p.RputLayout = dataclasses.field(default_factory=p.RputLayout)
-    rput_reply: str = 'none'             # or standard: a size-prefixed "OK <n>" after an upload
-    bad_size_every: int = 0              # fault: every nth image reply has a wrong size
-    oversize_every: int = 0              # fault: every nth reply has a size prefix over 32000
-    close_on_unknown: bool = False       # a request byte it does not know drops the connection
-                                         # (else: an empty reply, as for unsupported requests)
+    rput_reply: str = 'none'  # or standard: a size-prefixed "OK <n>" after an upload
+    bad_size_every: int = 0  # fault: every nth image reply has a wrong size
+    oversize_every: int = 0  # fault: every nth reply has a size prefix over 32000
+    close_on_unknown: bool = False  # a request byte it does not know drops the connection
+    # (else: an empty reply, as for unsupported requests)
     jpeg_quality: int = 80
-    drop_rate: float = 0.0               # fault: bytes of telemetry replies dropped
-    corrupt_rate: float = 0.0            # fault: bytes of telemetry replies corrupted
+    drop_rate: float = 0.0  # fault: bytes of telemetry replies dropped
+    corrupt_rate: float = 0.0  # fault: bytes of telemetry replies corrupted
     seed: int = None
 
     def __post_init__(self):
@@ -100,8 +107,9 @@ class _Reader:
 @dataclasses.dataclass
 class _Session:
     """What the dog remembers about one telemetry connection."""
-    snapshot: set = dataclasses.field(default_factory=set)       # image ops started
-    given: dict = dataclasses.field(default_factory=dict)        # op → last frame number sent
+
+    snapshot: set = dataclasses.field(default_factory=set)  # image ops started
+    given: dict = dataclasses.field(default_factory=dict)  # op → last frame number sent
     served: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
 
@@ -113,12 +121,16 @@ class AudioRing:
         self._ring = collections.deque()
         self._lock = threading.Lock()
         self.sequence = 0
-        self.overruns = 0           # chunks lost because nobody fetched in time
+        self.overruns = 0  # chunks lost because nobody fetched in time
         self.served = 0
 
     def produce(self):
-        chunk = p.AudioChunk(self.sequence, self.sequence & 0xFFFF, 300 + self.sequence % 200,
-                             audio_chunk(self.sequence))
+        chunk = p.AudioChunk(
+            self.sequence,
+            self.sequence & 0xFFFF,
+            300 + self.sequence % 200,
+            audio_chunk(self.sequence),
+        )
         record = p.encode_audio_record(chunk, self.right_first)
         with self._lock:
             self.sequence += 1
@@ -149,20 +161,29 @@ class AiboEmulator:
         self.audio = AudioRing(o.right_channel_first)
         self.sent = SendLog()
         self.faults = FaultInjector(o.drop_rate, o.corrupt_rate, o.seed)
-        self.telemetry = TcpEmulatorServer(self._serve_telemetry, o.host, o.telemetry_port,
-                                           name='aibo-telemetry')
-        self.rcode = (TcpEmulatorServer(self._serve_rcode, o.host, o.rcode_port, name='aibo-rcode')
-                      if o.product == 'rcodeplus' else None)
+        self.telemetry = TcpEmulatorServer(
+            self._serve_telemetry, o.host, o.telemetry_port, name='aibo-telemetry'
+        )
+        self.rcode = (
+            TcpEmulatorServer(self._serve_rcode, o.host, o.rcode_port, name='aibo-rcode')
+            if o.product == 'rcodeplus'
+            else None
+        )
         self.supported = p.SUPPORTED[p.Product(o.product)]
-        self.properties = []        # (index, value) of every SETPROPERTY
-        self.files = {}             # name → contents of every RPUT
-        self.rcode_lines = []       # every line received on the RCODE port
+        self.properties = []  # (index, value) of every SETPROPERTY
+        self.files = {}  # name → contents of every RPUT
+        self.rcode_lines = []  # every line received on the RCODE port
         self.requests = collections.Counter()
         self.unknown_requests = 0
-        self.stalled = threading.Event()     # fault: requests are read but never answered
-        self.variables = {'AP_Version': o.version[0] * 100 + o.version[1], 'Battery_Rest': 87,
-                          'Distance': 420, 'Head_ON': 0, 'Back_ON': 0}
-        self._frames = {}           # (op, frame number in the lap) → encoded reply data
+        self.stalled = threading.Event()  # fault: requests are read but never answered
+        self.variables = {
+            'AP_Version': o.version[0] * 100 + o.version[1],
+            'Battery_Rest': 87,
+            'Distance': 420,
+            'Head_ON': 0,
+            'Back_ON': 0,
+        }
+        self._frames = {}  # (op, frame number in the lap) → encoded reply data
         self._replies = 0
         self._voice = None
         self._semantic = collections.deque(maxlen=SEMANTIC_KEPT)
@@ -200,9 +221,11 @@ class AiboEmulator:
     def description(self):
         o = self.options
         rcode = f', RCODE {self.rcode.port}' if self.rcode else ''
-        return (f'AIBO with {o.product} {o.version[0]}.{o.version[1]:02d} on {o.host}: '
-                f'telemetry {self.telemetry.port}{rcode}'
-                f'{", unthrottled" if o.unthrottled else ""}')
+        return (
+            f'AIBO with {o.product} {o.version[0]}.{o.version[1]:02d} on {o.host}: '
+            f'telemetry {self.telemetry.port}{rcode}'
+            f'{", unthrottled" if o.unthrottled else ""}'
+        )
 
     def drop_clients(self):
         """Fault: the Wi-Fi link breaks (the dog keeps running)."""
@@ -224,7 +247,7 @@ class AiboEmulator:
         next_voice, next_semantic = 1.0, 1.5
         while not self._stop.is_set():
             elapsed = time.monotonic() - self._started
-            while chunks < elapsed / p.CHUNK_SECONDS:      # catch up after a late wake-up
+            while chunks < elapsed / p.CHUNK_SECONDS:  # catch up after a late wake-up
                 self.audio.produce()
                 chunks += 1
             if self.options.product == 'lifeplus':
@@ -240,7 +263,7 @@ class AiboEmulator:
         words = self._random.sample(range(1, 60), p.VOICE_MATCHES)
         confidence = sorted((self._random.randrange(10, 1000) for _ in words), reverse=True)
         with self._lock:
-            self._voice = p.encode_voice(list(zip(words, confidence)))
+            self._voice = p.encode_voice(list(zip(words, confidence, strict=False)))
 
     def _semantic_event(self):
         raw = [self._random.randrange(-100, 100) for _ in range(p.SEMANTIC_VALUES)]
@@ -262,7 +285,7 @@ class AiboEmulator:
             try:
                 reply = self._answer(op, reader, session)
             except MalformedFrame:
-                return                    # a garbled upload: the dog drops the connection
+                return  # a garbled upload: the dog drops the connection
             if self.stalled.is_set():
                 continue
             if reply is not None:
@@ -291,17 +314,20 @@ class AiboEmulator:
             name, contents = o.rput.decode(reader.exact, reader.until_nul)
             with self._lock:
                 self.files[name] = contents
-            return p.encode_reply(f'OK {len(contents)}'.encode()) if o.rput_reply == 'standard' \
+            return (
+                p.encode_reply(f'OK {len(contents)}'.encode())
+                if o.rput_reply == 'standard'
                 else None
+            )
         data = self._data(op, session)
         reply = self._standard_reply(data)
-        return MainFrame(reply) if op is Op.GET_YUV10 and data else reply   # a camera frame
+        return MainFrame(reply) if op is Op.GET_YUV10 and data else reply  # a camera frame
 
     def _standard_reply(self, data):
         o = self.options
         self._replies += 1
         if o.oversize_every and self._replies % o.oversize_every == 0:
-            return (p.MAX_REPLY + 1000).to_bytes(4, 'little')      # fault: the stream is lost
+            return (p.MAX_REPLY + 1000).to_bytes(4, 'little')  # fault: the stream is lost
         return p.encode_reply(data)
 
     def _data(self, op, session):
@@ -312,12 +338,14 @@ class AiboEmulator:
                 return self._voice or b''
         if op is Op.GET_SEMANTIC:
             with self._lock:
-                records, self._semantic = b''.join(self._semantic), collections.deque(
-                    maxlen=SEMANTIC_KEPT)
+                records, self._semantic = (
+                    b''.join(self._semantic),
+                    collections.deque(maxlen=SEMANTIC_KEPT),
+                )
             return records
         if op in p.IMAGE_OPS:
             return self._image(op, session)
-        return b''                        # GET_ARRAY_RAW: no arrays in this emulator
+        return b''  # GET_ARRAY_RAW: no arrays in this emulator
 
     def _image(self, op, session):
         """Auto-snapshot (§3.2): the first request starts it and answers nothing."""
@@ -330,15 +358,15 @@ class AiboEmulator:
         else:
             number = int((time.monotonic() - self._started) * rate)
             if session.given.get(op) == number:
-                return b''                # no new frame yet
+                return b''  # no new frame yet
         session.given[op] = number
         session.served[op] += 1
         data = self._frame(op, number, rate)
         if op is Op.GET_YUV10:
-            self.sent.mark()              # a new frame: its reply is written next (benchmarks)
+            self.sent.mark()  # a new frame: its reply is written next (benchmarks)
         every = self.options.bad_size_every
         if every and session.served[op] % every == 0:
-            return data[:len(data) // 2]  # fault: a reply of the wrong size
+            return data[: len(data) // 2]  # fault: a reply of the wrong size
         return data
 
     def _frame(self, op, number, rate):
@@ -376,7 +404,7 @@ class AiboEmulator:
 
     def run_rcode(self, line):
         """One RCODE statement → what the dog prints ('' for statements that print nothing)."""
-        tokens = re.findall(r'"[^"]*"|[^:\s]+', line)     # ':', space and tab separate
+        tokens = re.findall(r'"[^"]*"|[^:\s]+', line)  # ':', space and tab separate
         verb = tokens[0].upper()
         if verb == 'PRINT' and len(tokens) >= 2 and tokens[1].startswith('"'):
             values = [self._value(token) for token in tokens[2:]]
@@ -391,7 +419,7 @@ class AiboEmulator:
                 return f'ERROR: bad value {tokens[2]}'
             return ''
         if verb in ('PLAY', 'STOP', 'WAIT', 'EDIT', 'END', 'RUN'):
-            return ''                     # actions run silently, as on the dog
+            return ''  # actions run silently, as on the dog
         return f'ERROR: unknown command {tokens[0]}'
 
     def _value(self, token):
@@ -405,34 +433,72 @@ def build_parser():
     parser = argparse.ArgumentParser(prog='aibo_emulator', description=__doc__.split('\n\n')[0])
     parser.add_argument('--host', default='127.0.0.1', help='address to listen on')
     parser.add_argument('--telemetry-port', type=int, default=21001, help='binary pipe (0 = free)')
-    parser.add_argument('--rcode-port', type=int, default=21002, help='RCODE text pipe (RCodePlus)')
+    parser.add_argument(
+        '--rcode-port', type=int, default=21002, help='RCODE text pipe (RCodePlus)'
+    )
     parser.add_argument('--product', choices=('rcodeplus', 'lifeplus'), default='rcodeplus')
     parser.add_argument('--version', default='2.52', help='AiboPet version, e.g. 2.50')
-    parser.add_argument('--opcode', action='append', default=[], metavar='NAME=BYTE',
-                        help='override one request byte, e.g. get_yuv10=0x13 (repeatable)')
+    parser.add_argument(
+        '--opcode',
+        action='append',
+        default=[],
+        metavar='NAME=BYTE',
+        help='override one request byte, e.g. get_yuv10=0x13 (repeatable)',
+    )
     parser.add_argument('--yuv10-layout', choices=('interleaved', 'planar'), default='interleaved')
     parser.add_argument('--yuv10-bit-order', choices=('msb', 'lsb'), default='msb')
     parser.add_argument('--yuv10-chroma-first', choices=('U', 'V'), default='U')
-    parser.add_argument('--yuv10-y-bits', choices=('high', 'low'), default='high',
-                        help='Y in the high or the low 5 bits (planar: the first or second plane)')
+    parser.add_argument(
+        '--yuv10-y-bits',
+        choices=('high', 'low'),
+        default='high',
+        help='Y in the high or the low 5 bits (planar: the first or second plane)',
+    )
     parser.add_argument('--yuv10-five-to-eight', choices=p.FIVE_TO_EIGHT, default='shift3_or_msb')
     parser.add_argument('--yuv10-chroma-five-to-eight', choices=p.FIVE_TO_EIGHT, default='shift3')
-    parser.add_argument('--left-channel-first', action='store_true',
-                        help='audio samples left, right (the seed says right first)')
-    parser.add_argument('--close-on-unknown-request', action='store_true',
-                        help='drop the connection on a request byte it does not know')
-    parser.add_argument('--version-size-prefix', action='store_true',
-                        help='send the version reply with a size prefix')
-    parser.add_argument('--unthrottled', action='store_true',
-                        help='a new frame for every image request (benchmarks)')
-    parser.add_argument('--rput-layout', default='name0,size32,data',
-                        help='RPUT fields after the opcode: ' + ', '.join(p.RPUT_FIELDS))
-    parser.add_argument('--bad-size-every', type=int, default=0,
-                        help='fault: every nth image reply has a wrong size')
-    parser.add_argument('--drop-rate', type=float, default=0.0,
-                        help='fault: fraction of telemetry reply bytes dropped')
-    parser.add_argument('--corrupt-rate', type=float, default=0.0,
-                        help='fault: fraction of telemetry reply bytes corrupted')
+    parser.add_argument(
+        '--left-channel-first',
+        action='store_true',
+        help='audio samples left, right (the seed says right first)',
+    )
+    parser.add_argument(
+        '--close-on-unknown-request',
+        action='store_true',
+        help='drop the connection on a request byte it does not know',
+    )
+    parser.add_argument(
+        '--version-size-prefix',
+        action='store_true',
+        help='send the version reply with a size prefix',
+    )
+    parser.add_argument(
+        '--unthrottled',
+        action='store_true',
+        help='a new frame for every image request (benchmarks)',
+    )
+    parser.add_argument(
+        '--rput-layout',
+        default='name0,size32,data',
+        help='RPUT fields after the opcode: ' + ', '.join(p.RPUT_FIELDS),
+    )
+    parser.add_argument(
+        '--bad-size-every',
+        type=int,
+        default=0,
+        help='fault: every nth image reply has a wrong size',
+    )
+    parser.add_argument(
+        '--drop-rate',
+        type=float,
+        default=0.0,
+        help='fault: fraction of telemetry reply bytes dropped',
+    )
+    parser.add_argument(
+        '--corrupt-rate',
+        type=float,
+        default=0.0,
+        help='fault: fraction of telemetry reply bytes corrupted',
+    )
     parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
     return parser
 
@@ -443,18 +509,30 @@ def options_from_args(args):
     if len(opcodes) != len(args.opcode):
         raise ValueError('--opcode takes NAME=BYTE')
     return EmulatorOptions(
-        host=args.host, telemetry_port=args.telemetry_port, rcode_port=args.rcode_port,
-        product=args.product, version=(int(major), int(minor)),
+        host=args.host,
+        telemetry_port=args.telemetry_port,
+        rcode_port=args.rcode_port,
+        product=args.product,
+        version=(int(major), int(minor)),
         opcodes=p.OpcodeMap({name: int(value, 0) for name, value in opcodes.items()}),
-        yuv10=p.Yuv10Format(layout=args.yuv10_layout, bit_order=args.yuv10_bit_order,
-                            chroma_first=args.yuv10_chroma_first, y_bits=args.yuv10_y_bits,
-                            five_to_eight=args.yuv10_five_to_eight,
-                            chroma_five_to_eight=args.yuv10_chroma_five_to_eight),
+        yuv10=p.Yuv10Format(
+            layout=args.yuv10_layout,
+            bit_order=args.yuv10_bit_order,
+            chroma_first=args.yuv10_chroma_first,
+            y_bits=args.yuv10_y_bits,
+            five_to_eight=args.yuv10_five_to_eight,
+            chroma_five_to_eight=args.yuv10_chroma_five_to_eight,
+        ),
         right_channel_first=not args.left_channel_first,
-        version_size_prefix=args.version_size_prefix, unthrottled=args.unthrottled,
+        version_size_prefix=args.version_size_prefix,
+        unthrottled=args.unthrottled,
         close_on_unknown=args.close_on_unknown_request,
-        rput=p.RputLayout(args.rput_layout.split(',')), bad_size_every=args.bad_size_every,
-        drop_rate=args.drop_rate, corrupt_rate=args.corrupt_rate, seed=args.seed)
+        rput=p.RputLayout(args.rput_layout.split(',')),
+        bad_size_every=args.bad_size_every,
+        drop_rate=args.drop_rate,
+        corrupt_rate=args.corrupt_rate,
+        seed=args.seed,
+    )
 
 
 def main(argv=None):

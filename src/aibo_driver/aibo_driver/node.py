@@ -4,6 +4,7 @@
 
 Topic, service and parameter tables: README.md ("AIBO driver").
 """
+
 import os
 import sys
 import threading
@@ -13,23 +14,40 @@ from std_msgs.msg import String
 
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, LinkStatusTask, RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
-from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_common.messages import audio_info_msg
 from legacy_robot_common.params import ParameterError, declare
-from legacy_robot_interfaces.msg import (AiboSensorWords, AudioData, AudioDataStamped, AudioInfo,
-                                         ColorDetection, SemanticEvent, VoiceMatches)
+from legacy_robot_common.robot_model import RobotStatePublisher
+from legacy_robot_interfaces.msg import (
+    AiboSensorWords,
+    AudioData,
+    AudioDataStamped,
+    AudioInfo,
+    ColorDetection,
+    SemanticEvent,
+    VoiceMatches,
+)
 from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand, UploadFile
 
 from . import conversions as convert
 from . import description
 from . import protocol as p
-from .client import (AudioReply, CameraFrame, ColorFrame, Connected, RcodeClient, RcodeLine,
-                     SemanticRecords, Settings, TelemetryClient, VoiceRecord)
+from .client import (
+    AudioReply,
+    CameraFrame,
+    ColorFrame,
+    Connected,
+    RcodeClient,
+    RcodeLine,
+    SemanticRecords,
+    Settings,
+    TelemetryClient,
+    VoiceRecord,
+)
 
-
-
-LIFEPLUS_HAS_NO_RCODE = ('LifePlus has no RCodePlus pipe: the RCODE link is not used '
-                         '(rcode_command refuses, rcode/output stays silent)')
+LIFEPLUS_HAS_NO_RCODE = (
+    'LifePlus has no RCodePlus pipe: the RCODE link is not used '
+    '(rcode_command refuses, rcode/output stays silent)'
+)
 
 
 class AiboNode(DriverNode):
@@ -48,8 +66,9 @@ class AiboNode(DriverNode):
         elif self.rcode_enabled:
             self.rcode = RcodeClient(settings, self.rcode_quiet_time, logger=self.get_logger())
             self._rcode_link_status = LinkStatusTask(self.rcode)
-            self.attach_client(self.rcode, 'RCODE link', link_name='rcode',
-                               status_task=self._rcode_status)
+            self.attach_client(
+                self.rcode, 'RCODE link', link_name='rcode', status_task=self._rcode_status
+            )
         self.diagnostics.add_task('dog', self._dog_status)
         self.rates = {name: RateMeter() for name in ('camera', 'color', 'audio')}
         self.audio_chunks = 0
@@ -61,114 +80,237 @@ class AiboNode(DriverNode):
     # ---- parameters ----------------------------------------------------------------------------
     def _declare_parameters(self):
         d = lambda *a, **k: declare(self, *a, read_only=True, **k)  # noqa: E731
-        self.host = d('host', 'localhost', 'the AIBO\'s address')
-        self.ports = {name: d(name, default, what, minimum=1, maximum=65535)
-                      for name, default, what in (
-                          ('telemetry_port', 21001, 'binary telemetry pipe'),
-                          ('rcode_port', 21002, 'RCODE text pipe (RCodePlus)'))}
+        self.host = d('host', 'localhost', "the AIBO's address")
+        self.ports = {
+            name: d(name, default, what, minimum=1, maximum=65535)
+            for name, default, what in (
+                ('telemetry_port', 21001, 'binary telemetry pipe'),
+                ('rcode_port', 21002, 'RCODE text pipe (RCodePlus)'),
+            )
+        }
         self.rcode_enabled = d('rcode_enabled', True, 'connect the RCODE pipe (LifePlus has none)')
-        self.product = d('product', 'auto', 'stick type: auto (from bType), rcodeplus, lifeplus',
-                         choices=('auto', 'rcodeplus', 'lifeplus'))
-        self.btypes = {product: d(f'btype_{product.value}', value, f'TELEMVER bType of '
-                                  f'{product.value} (unknown: an assumption)', minimum=0,
-                                  maximum=255)
-                       for product, value in ((p.Product.RCODEPLUS, 0), (p.Product.LIFEPLUS, 1))}
-        self.version_prefix = d('version_size_prefix', False, 'the version reply has a 4-byte '
-                                'size prefix (the seed says no)')
-        self.opcodes = {op.value: d(f'opcodes.{op.value}', byte, f'request byte of '
-                                    f'{op.value} (not public: an assumption)', minimum=0,
-                                    maximum=255)
-                        for op, byte in p.DEFAULT_OPCODES.items()}
-        self.camera_mode = d('camera_mode', 'yuv10', 'yuv10, jpeg or off',
-                             choices=('yuv10', 'jpeg', 'off'))
-        self.image_rate = d('image_rate', 10.0, 'camera requests per second', minimum=0.1,
-                            maximum=10000.0)
-        self.color_rate = d('color_rate', 10.0, 'colour-detection requests per second (0 = off)',
-                            minimum=0.0, maximum=10000.0)
+        self.product = d(
+            'product',
+            'auto',
+            'stick type: auto (from bType), rcodeplus, lifeplus',
+            choices=('auto', 'rcodeplus', 'lifeplus'),
+        )
+        self.btypes = {
+            product: d(
+                f'btype_{product.value}',
+                value,
+                f'TELEMVER bType of {product.value} (unknown: an assumption)',
+                minimum=0,
+                maximum=255,
+            )
+            for product, value in ((p.Product.RCODEPLUS, 0), (p.Product.LIFEPLUS, 1))
+        }
+        self.version_prefix = d(
+            'version_size_prefix',
+            False,
+            'the version reply has a 4-byte size prefix (the seed says no)',
+        )
+        self.opcodes = {
+            op.value: d(
+                f'opcodes.{op.value}',
+                byte,
+                f'request byte of {op.value} (not public: an assumption)',
+                minimum=0,
+                maximum=255,
+            )
+            for op, byte in p.DEFAULT_OPCODES.items()
+        }
+        self.camera_mode = d(
+            'camera_mode', 'yuv10', 'yuv10, jpeg or off', choices=('yuv10', 'jpeg', 'off')
+        )
+        self.image_rate = d(
+            'image_rate', 10.0, 'camera requests per second', minimum=0.1, maximum=10000.0
+        )
+        self.color_rate = d(
+            'color_rate',
+            10.0,
+            'colour-detection requests per second (0 = off)',
+            minimum=0.0,
+            maximum=10000.0,
+        )
         self.audio_enabled = d('audio_enabled', True, 'poll the microphones')
-        self.audio_poll_rate = d('audio_poll_rate', 10.0, 'GETAUDIO requests per second',
-                                 minimum=3.0, maximum=1000.0)
-        self.voice_rate = d('voice_rate', 2.0, 'LifePlus voice polls per second (0 = off)',
-                            minimum=0.0, maximum=100.0)
-        self.semantic_rate = d('semantic_rate', 2.0, 'LifePlus semantic polls per second '
-                               '(0 = off)', minimum=0.0, maximum=100.0)
-        self.yuv10 = {name: d(f'yuv10_{name}', default, what, choices=choices)
-                      for name, default, what, choices in (
-                          ('layout', 'interleaved', 'interleaved or planar', ('interleaved', 'planar')),
-                          ('bit_order', 'msb', 'msb or lsb first', ('msb', 'lsb')),
-                          ('y_bits', 'high', 'which 5 bits are Y: high or low (planar: first '
-                           'or second plane)', ('high', 'low')),
-                          ('chroma_first', 'U', 'chroma on even pixels: U or V', ('U', 'V')),
-                          ('five_to_eight', 'shift3_or_msb', 'Y scaling: shift3 or shift3_or_msb',
-                           p.FIVE_TO_EIGHT),
-                          ('chroma_five_to_eight', 'shift3', 'U/V scaling: shift3 (code 16 = 128, '
-                           'neutral) or shift3_or_msb', p.FIVE_TO_EIGHT),
-                          ('matrix', 'sony', 'colour matrix: sony (OPEN-R) or bt601',
-                           ('sony', 'bt601')))}
-        self.yuv10['chroma_offset'] = d('yuv10_chroma_offset', 128, 'chroma zero level',
-                                        minimum=0, maximum=255)
-        self.channel_order = d('audio_channel_order', 'right_first', 'stereo order on the wire',
-                               choices=('right_first', 'left_first'))
+        self.audio_poll_rate = d(
+            'audio_poll_rate', 10.0, 'GETAUDIO requests per second', minimum=3.0, maximum=1000.0
+        )
+        self.voice_rate = d(
+            'voice_rate',
+            2.0,
+            'LifePlus voice polls per second (0 = off)',
+            minimum=0.0,
+            maximum=100.0,
+        )
+        self.semantic_rate = d(
+            'semantic_rate',
+            2.0,
+            'LifePlus semantic polls per second (0 = off)',
+            minimum=0.0,
+            maximum=100.0,
+        )
+        self.yuv10 = {
+            name: d(f'yuv10_{name}', default, what, choices=choices)
+            for name, default, what, choices in (
+                ('layout', 'interleaved', 'interleaved or planar', ('interleaved', 'planar')),
+                ('bit_order', 'msb', 'msb or lsb first', ('msb', 'lsb')),
+                (
+                    'y_bits',
+                    'high',
+                    'which 5 bits are Y: high or low (planar: first or second plane)',
+                    ('high', 'low'),
+                ),
+                ('chroma_first', 'U', 'chroma on even pixels: U or V', ('U', 'V')),
+                (
+                    'five_to_eight',
+                    'shift3_or_msb',
+                    'Y scaling: shift3 or shift3_or_msb',
+                    p.FIVE_TO_EIGHT,
+                ),
+                (
+                    'chroma_five_to_eight',
+                    'shift3',
+                    'U/V scaling: shift3 (code 16 = 128, neutral) or shift3_or_msb',
+                    p.FIVE_TO_EIGHT,
+                ),
+                ('matrix', 'sony', 'colour matrix: sony (OPEN-R) or bt601', ('sony', 'bt601')),
+            )
+        }
+        self.yuv10['chroma_offset'] = d(
+            'yuv10_chroma_offset', 128, 'chroma zero level', minimum=0, maximum=255
+        )
+        self.channel_order = d(
+            'audio_channel_order',
+            'right_first',
+            'stereo order on the wire',
+            choices=('right_first', 'left_first'),
+        )
         self.signed_words = d('sensor_words_signed', False, 'AP_SensorData words are signed')
         self.decode_jpeg = d('decode_jpeg', True, 'also publish JPEG frames on camera/image_raw')
-        self.color_labels = d('color_labels', list(p.DEFAULT_COLOR_LABELS),
-                              'label of each colour-detection bit 0..7')
+        self.color_labels = d(
+            'color_labels', list(p.DEFAULT_COLOR_LABELS), 'label of each colour-detection bit 0..7'
+        )
         self.presets = d('property_presets', [''], 'SETPROPERTY presets "name=index:value"')
         self.rput_enabled = d('rput_enabled', False, 'allow upload_file (experimental)')
-        self.rput_layout = d('rput_layout', ','.join(p.DEFAULT_RPUT_LAYOUT),
-                             'RPUT fields after the opcode (README)')
-        self.rput_grace = d('rput_grace', 1.0, 'with rput_reply none: seconds the link must stay up '
-                            'after an upload before it counts as taken (unconfirmed)',
-                            minimum=0.1, maximum=30.0)
-        self.rput_reply = d('rput_reply', 'none', 'none, or standard (a sized reply follows)',
-                            choices=('none', 'standard'))
-        self.rput_max_bytes = d('rput_max_bytes', 1_000_000, 'largest upload', minimum=1,
-                                maximum=100_000_000)
-        self.reply_timeout = d('reply_timeout', 2.0, 's to wait for a reply before reconnecting',
-                               minimum=0.1, maximum=60.0)
-        self.unavailable_after = d('unavailable_after', 10.0, 's of empty replies before a '
-                                   'feature is reported unavailable', minimum=1.0)
-        self.rcode_timeout = d('rcode_timeout', 3.0, 's an RCODE command may take', minimum=0.1,
-                               maximum=120.0)
-        self.rcode_quiet_time = d('rcode_quiet_time', 0.3, 's of silence that ends an RCODE '
-                                  'reply', minimum=0.01, maximum=10.0)
+        self.rput_layout = d(
+            'rput_layout', ','.join(p.DEFAULT_RPUT_LAYOUT), 'RPUT fields after the opcode (README)'
+        )
+        self.rput_grace = d(
+            'rput_grace',
+            1.0,
+            'with rput_reply none: seconds the link must stay up '
+            'after an upload before it counts as taken (unconfirmed)',
+            minimum=0.1,
+            maximum=30.0,
+        )
+        self.rput_reply = d(
+            'rput_reply',
+            'none',
+            'none, or standard (a sized reply follows)',
+            choices=('none', 'standard'),
+        )
+        self.rput_max_bytes = d(
+            'rput_max_bytes', 1_000_000, 'largest upload', minimum=1, maximum=100_000_000
+        )
+        self.reply_timeout = d(
+            'reply_timeout',
+            2.0,
+            's to wait for a reply before reconnecting',
+            minimum=0.1,
+            maximum=60.0,
+        )
+        self.unavailable_after = d(
+            'unavailable_after',
+            10.0,
+            's of empty replies before a feature is reported unavailable',
+            minimum=1.0,
+        )
+        self.rcode_timeout = d(
+            'rcode_timeout', 3.0, 's an RCODE command may take', minimum=0.1, maximum=120.0
+        )
+        self.rcode_quiet_time = d(
+            'rcode_quiet_time',
+            0.3,
+            's of silence that ends an RCODE reply',
+            minimum=0.01,
+            maximum=10.0,
+        )
         frames = description.DEFAULT_FRAMES
-        camera, optical = self.frames.camera('camera', frames['camera'], 'camera frame (x forward)')
-        self.frame_ids = {'camera': camera, 'optical': optical,
-                          **{name: self.frames.declare(name, default, f'{name} frame')
-                             for name, default in (('head', frames['head']),
-                                                   ('base', frames['base']),
-                                                   ('audio', frames['head']))}}
-        self.mounts = {name: d(f'{name}_mount', list(default), f'{name} frame in its parent (base '
-                               '→ head → camera): [x, y, z] m, [roll, pitch, yaw] rad '
-                               '(defaults: estimates, head in its neutral pose)')
-                       for name, default in description.DEFAULT_MOUNTS.items()}
-        self.field_of_view = d('camera_field_of_view', list(convert.FIELD_OF_VIEW),
-                               'horizontal and vertical field of view, rad')
+        camera, optical = self.frames.camera(
+            'camera', frames['camera'], 'camera frame (x forward)'
+        )
+        self.frame_ids = {
+            'camera': camera,
+            'optical': optical,
+            **{
+                name: self.frames.declare(name, default, f'{name} frame')
+                for name, default in (
+                    ('head', frames['head']),
+                    ('base', frames['base']),
+                    ('audio', frames['head']),
+                )
+            },
+        }
+        self.mounts = {
+            name: d(
+                f'{name}_mount',
+                list(default),
+                f'{name} frame in its parent (base '
+                '→ head → camera): [x, y, z] m, [roll, pitch, yaw] rad '
+                '(defaults: estimates, head in its neutral pose)',
+            )
+            for name, default in description.DEFAULT_MOUNTS.items()
+        }
+        self.field_of_view = d(
+            'camera_field_of_view',
+            list(convert.FIELD_OF_VIEW),
+            'horizontal and vertical field of view, rad',
+        )
 
     def _settings(self):
         try:
             if len(self.color_labels) != 8 or len(self.field_of_view) != 2:
                 raise ValueError('color_labels needs 8 labels and camera_field_of_view 2 angles')
             if any(len(mount) != 6 for mount in self.mounts.values()):
-                raise ValueError('head_mount and camera_mount need 6 numbers [x, y, z, roll, '
-                                 'pitch, yaw]')
-            self.preset_table = {name: (index, value) for name, index, value in
-                                 (p.parse_preset(text) for text in self.presets if text.strip())}
+                raise ValueError(
+                    'head_mount and camera_mount need 6 numbers [x, y, z, roll, pitch, yaw]'
+                )
+            self.preset_table = {
+                name: (index, value)
+                for name, index, value in (
+                    p.parse_preset(text) for text in self.presets if text.strip()
+                )
+            }
             return Settings(
-                host=self.host, telemetry_port=self.ports['telemetry_port'],
-                rcode_port=self.ports['rcode_port'], product=self.product,
-                type_values=self.btypes, version_size_prefix=self.version_prefix,
-                opcodes=p.OpcodeMap(self.opcodes), camera_mode=self.camera_mode,
-                image_rate=self.image_rate, color_rate=self.color_rate, audio=self.audio_enabled,
-                audio_poll_rate=self.audio_poll_rate, voice_rate=self.voice_rate,
-                semantic_rate=self.semantic_rate, yuv10=p.Yuv10Format(**self.yuv10),
+                host=self.host,
+                telemetry_port=self.ports['telemetry_port'],
+                rcode_port=self.ports['rcode_port'],
+                product=self.product,
+                type_values=self.btypes,
+                version_size_prefix=self.version_prefix,
+                opcodes=p.OpcodeMap(self.opcodes),
+                camera_mode=self.camera_mode,
+                image_rate=self.image_rate,
+                color_rate=self.color_rate,
+                audio=self.audio_enabled,
+                audio_poll_rate=self.audio_poll_rate,
+                voice_rate=self.voice_rate,
+                semantic_rate=self.semantic_rate,
+                yuv10=p.Yuv10Format(**self.yuv10),
                 right_channel_first=self.channel_order == 'right_first',
-                signed_sensor_words=self.signed_words, decode_jpeg=self.decode_jpeg,
-                reply_timeout=self.reply_timeout, unavailable_after=self.unavailable_after,
-                rput=(p.RputLayout(self.rput_layout.split(','), self.rput_max_bytes)
-                      if self.rput_enabled else None),
-                rput_reply=self.rput_reply)
+                signed_sensor_words=self.signed_words,
+                decode_jpeg=self.decode_jpeg,
+                reply_timeout=self.reply_timeout,
+                unavailable_after=self.unavailable_after,
+                rput=(
+                    p.RputLayout(self.rput_layout.split(','), self.rput_max_bytes)
+                    if self.rput_enabled
+                    else None
+                ),
+                rput_reply=self.rput_reply,
+            )
         except (ValueError, TypeError) as exc:
             raise ParameterError(f'aibo_driver: {exc}') from None
 
@@ -186,15 +328,17 @@ class AiboNode(DriverNode):
         self.voice_pub = pub(VoiceMatches, 'voice')
         self.semantic_pub = pub(SemanticEvent, 'semantic', 20)
         self.rcode_pub = pub(String, 'rcode/output', 50)
-        self.model = RobotStatePublisher(self)          # base → head → camera, its fixed joints
+        self.model = RobotStatePublisher(self)  # base → head → camera, its fixed joints
         self.model.describe(description.from_parameters(self.parameter_values()))
 
     def _create_services(self):
         group = self.callback_group
-        for kind, name, handler in ((SetProperty, 'set_property', self._set_property),
-                                    (SetCameraMode, 'set_camera_mode', self._set_camera_mode),
-                                    (UploadFile, 'upload_file', self._upload),
-                                    (TextCommand, 'rcode_command', self._rcode_command)):
+        for kind, name, handler in (
+            (SetProperty, 'set_property', self._set_property),
+            (SetCameraMode, 'set_camera_mode', self._set_camera_mode),
+            (UploadFile, 'upload_file', self._upload),
+            (TextCommand, 'rcode_command', self._rcode_command),
+        ):
             self.create_service(kind, name, handler, callback_group=group)
 
     # ---- service handlers ----------------------------------------------------------------------
@@ -208,7 +352,8 @@ class AiboNode(DriverNode):
                 return response
             index, value = self.preset_table[request.preset]
         reply, error = await self.await_reply(
-            lambda resolve: self.telemetry.set_property(index, value, resolve), self.reply_timeout)
+            lambda resolve: self.telemetry.set_property(index, value, resolve), self.reply_timeout
+        )
         response.success, response.message = error is None, error or reply
         return response
 
@@ -233,7 +378,8 @@ class AiboNode(DriverNode):
         connects = self.telemetry.counters.connects
         reply, error = await self.await_reply(
             lambda resolve: self.telemetry.upload(name, contents, resolve),
-            self.reply_timeout + len(contents) / 50_000)     # Wi-Fi of the time: ~50 kB/s
+            self.reply_timeout + len(contents) / 50_000,
+        )  # Wi-Fi of the time: ~50 kB/s
         if error is None and self.rput_reply == 'none':
             reply, error = await self._unconfirmed_upload(reply, connects)
         response.success, response.message = error is None, error or reply
@@ -244,16 +390,20 @@ class AiboNode(DriverNode):
         """No reply to wait for: the upload counts only if the link outlives a grace period (a dog
         that cannot read the request drops the connection) and says it is unconfirmed."""
         grace, _ = self.reply_future(self.rput_grace)
-        await grace                                      # completes after rput_grace seconds
+        await grace  # completes after rput_grace seconds
         if not self.telemetry.connected or self.telemetry.counters.connects != connects:
-            return None, (f'the dog closed the link within {self.rput_grace:.1f} s of the upload: '
-                          f'it did not take it; check rput_layout (now {self.rput_layout})')
-        return (f'{sent}; unconfirmed: the dog sends no reply (rput_reply none), the link was still '
-                f'up {self.rput_grace:.1f} s later'), None
+            return None, (
+                f'the dog closed the link within {self.rput_grace:.1f} s of the upload: '
+                f'it did not take it; check rput_layout (now {self.rput_layout})'
+            )
+        return (
+            f'{sent}; unconfirmed: the dog sends no reply (rput_reply none), the link was still '
+            f'up {self.rput_grace:.1f} s later'
+        ), None
 
     def _rcode_status(self):
         level, message, values = self._rcode_link_status()
-        if self.rcode_off:                   # a LifePlus dog: nothing is wrong
+        if self.rcode_off:  # a LifePlus dog: nothing is wrong
             return OK, f'off: {self.rcode_off}', values
         return level, message, values
 
@@ -263,8 +413,9 @@ class AiboNode(DriverNode):
             return response
         timeout = request.timeout or self.rcode_timeout
         reply, error = await self.await_reply(
-            lambda resolve: self.rcode.command(request.command, resolve, timeout), timeout + 2.0)
-        refusal = p.rcode_error(reply or '')     # RCodePlus answers a bad command with ERROR:
+            lambda resolve: self.rcode.command(request.command, resolve, timeout), timeout + 2.0
+        )
+        refusal = p.rcode_error(reply or '')  # RCodePlus answers a bad command with ERROR:
         response.success = error is None and not refusal
         response.message = error or refusal or ('printed nothing' if not reply else 'ok')
         response.reply = reply or ''
@@ -282,11 +433,15 @@ class AiboNode(DriverNode):
             self._publish_camera(record)
         elif isinstance(record, ColorFrame):
             self.rates['color'].tick()
-            self.color_pub.publish(convert.color_detection_msg(
-                record, self.frame_ids['optical'], self.color_labels, self.clock_offset()))
+            self.color_pub.publish(
+                convert.color_detection_msg(
+                    record, self.frame_ids['optical'], self.color_labels, self.clock_offset()
+                )
+            )
         elif isinstance(record, VoiceRecord):
-            self.voice_pub.publish(convert.voice_msg(record, self.frame_ids['base'],
-                                                     self.clock_offset()))
+            self.voice_pub.publish(
+                convert.voice_msg(record, self.frame_ids['base'], self.clock_offset())
+            )
         elif isinstance(record, SemanticRecords):
             for msg in convert.semantic_msgs(record, self.frame_ids['base'], self.clock_offset()):
                 self.semantic_pub.publish(msg)
@@ -294,8 +449,11 @@ class AiboNode(DriverNode):
             self.rcode_pub.publish(String(data=record.text))
         elif isinstance(record, Connected):
             self._publish_audio_info()
-            if record.product is p.Product.LIFEPLUS and self.rcode is not None \
-                    and not self.rcode_off:
+            if (
+                record.product is p.Product.LIFEPLUS
+                and self.rcode is not None
+                and not self.rcode_off
+            ):
                 # said once, not a connect failure every few seconds for ever
                 self.rcode_off = LIFEPLUS_HAS_NO_RCODE
                 self.get_logger().info(f'the dog runs LifePlus: {LIFEPLUS_HAS_NO_RCODE}')
@@ -303,8 +461,9 @@ class AiboNode(DriverNode):
 
     def _publish_camera(self, frame):
         self.rates['camera'].tick()
-        image, compressed, info = convert.camera_msgs(frame, self.frame_ids['optical'],
-                                                      self.field_of_view, self.clock_offset())
+        image, compressed, info = convert.camera_msgs(
+            frame, self.frame_ids['optical'], self.field_of_view, self.clock_offset()
+        )
         if image is not None:
             self.image_pub.publish(image)
         if compressed is not None:
@@ -317,14 +476,21 @@ class AiboNode(DriverNode):
         self.audio_chunks += len(reply.chunks)
         for _ in reply.chunks:
             self.rates['audio'].tick()
-        wanted = [pub for pub in (self.audio_pub, self.audio_stamped_pub, self.words_pub)
-                  if pub.get_subscription_count()]
+        wanted = [
+            pub
+            for pub in (self.audio_pub, self.audio_stamped_pub, self.words_pub)
+            if pub.get_subscription_count()
+        ]
         if not wanted:
             return
-        for stamped, words in convert.audio_msgs(reply, self.frame_ids['audio'],
-                                                 self.clock_offset()):
-            for pub, msg in ((self.audio_pub, stamped.audio), (self.audio_stamped_pub, stamped),
-                             (self.words_pub, words)):
+        for stamped, words in convert.audio_msgs(
+            reply, self.frame_ids['audio'], self.clock_offset()
+        ):
+            for pub, msg in (
+                (self.audio_pub, stamped.audio),
+                (self.audio_stamped_pub, stamped),
+                (self.words_pub, words),
+            ):
                 if pub in wanted:
                     pub.publish(msg)
 
@@ -336,39 +502,65 @@ class AiboNode(DriverNode):
         t = self.telemetry
         cause = self._link_cause(t)
         if cause:
-            return ERROR, cause, {'host': self.host, 'bad replies': t.counters.bad_frames,
-                                  'last error': t.counters.last_error}
+            return (
+                ERROR,
+                cause,
+                {
+                    'host': self.host,
+                    'bad replies': t.counters.bad_frames,
+                    'last error': t.counters.last_error,
+                },
+            )
         if t.version is None:
             return ERROR, 'no version reply from the dog yet', {'host': self.host}
         sequence = t.audio_sequence
-        values = {'AiboPet version': str(t.version), 'product': t.product.value,
-                  'bType': t.version.type_byte, 'camera mode': t.camera_mode,
-                  'camera frames per second': self.rates['camera'].rate,
-                  'colour frames per second': self.rates['color'].rate,
-                  'audio chunks per second': self.rates['audio'].rate,
-                  'audio chunks': self.audio_chunks, 'audio chunks lost': sequence.lost,
-                  'audio chunks lost across reconnects': sequence.lost_across_reconnects,
-                  'audio gaps of unknown size': sequence.unknown_gaps,
-                  'audio sequence restarts': sequence.restarts,
-                  'bad replies': t.counters.bad_frames, 'records dropped': self.records_dropped}
+        values = {
+            'AiboPet version': str(t.version),
+            'product': t.product.value,
+            'bType': t.version.type_byte,
+            'camera mode': t.camera_mode,
+            'camera frames per second': self.rates['camera'].rate,
+            'colour frames per second': self.rates['color'].rate,
+            'audio chunks per second': self.rates['audio'].rate,
+            'audio chunks': self.audio_chunks,
+            'audio chunks lost': sequence.lost,
+            'audio chunks lost across reconnects': sequence.lost_across_reconnects,
+            'audio gaps of unknown size': sequence.unknown_gaps,
+            'audio sequence restarts': sequence.restarts,
+            'bad replies': t.counters.bad_frames,
+            'records dropped': self.records_dropped,
+        }
         unavailable = [op.value for op, poller in t.pollers.items() if not poller.available]
         for op, poller in t.pollers.items():
-            values[f'{op.value}'] = (f'{"available" if poller.available else "unavailable"}: '
-                                     f'{poller.replies_with_data} of {poller.requests} replies '
-                                     'with data')
+            values[f'{op.value}'] = (
+                f'{"available" if poller.available else "unavailable"}: '
+                f'{poller.replies_with_data} of {poller.requests} replies '
+                'with data'
+            )
         if t.camera_note:
             values['camera note'] = t.camera_note
         if unavailable:
             return WARN, f'unavailable on this stick: {", ".join(unavailable)}', values
         if sequence.unknown_gaps:
-            return WARN, (f'audio lost across {sequence.unknown_gaps} reconnect(s), amount unknown '
-                          f'(the dog\'s sequence started again); {sequence.lost} more chunks known '
-                          'lost'), values
+            return (
+                WARN,
+                (
+                    f'audio lost across {sequence.unknown_gaps} reconnect(s), amount unknown '
+                    f"(the dog's sequence started again); {sequence.lost} more chunks known "
+                    'lost'
+                ),
+                values,
+            )
         if sequence.lost:
-            return WARN, (f'{sequence.lost} audio chunks lost ({sequence.lost_across_reconnects} '
-                          'across reconnects)'), values
+            return (
+                WARN,
+                (
+                    f'{sequence.lost} audio chunks lost ({sequence.lost_across_reconnects} '
+                    'across reconnects)'
+                ),
+                values,
+            )
         return OK, f'AiboPet {t.version} {t.product.value}', values
-
 
     def _link_cause(self, t):
         """What to change when the link keeps failing in one of the two ways a wrong guess of
@@ -376,12 +568,18 @@ class AiboNode(DriverNode):
         if t.connected:
             return None
         if t.closed_after:
-            ops = ', '.join(f'{op.value} (0x{t.settings.opcodes.byte[op]:02X})' for op in t.closed_after)
-            return (f'the dog closed the link right after {ops}: it does not take that request '
-                    f'byte; check the opcodes.{t.closed_after[-1].value} parameter')
+            ops = ', '.join(
+                f'{op.value} (0x{t.settings.opcodes.byte[op]:02X})' for op in t.closed_after
+            )
+            return (
+                f'the dog closed the link right after {ops}: it does not take that request '
+                f'byte; check the opcodes.{t.closed_after[-1].value} parameter'
+            )
         if t.version is None and t.counters.bad_frames:
-            return (f'no version reply parses ({t.counters.last_error}): check '
-                    f'version_size_prefix (now {str(self.version_prefix).lower()})')
+            return (
+                f'no version reply parses ({t.counters.last_error}): check '
+                f'version_size_prefix (now {str(self.version_prefix).lower()})'
+            )
         return None
 
 

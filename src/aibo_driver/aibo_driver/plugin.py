@@ -5,6 +5,7 @@ colour detection, microphones and RCODE console; it sets a device property and
 asks RCODE for a reading, and writes PNGs of a YUV10 frame, a JPEG frame and the
 colour mask, the JPEG bytes as the dog sent them, and a WAV of the audio.
 """
+
 import numpy as np
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import String
@@ -21,7 +22,7 @@ from . import protocol as p
 from .emulator import AiboEmulator, EmulatorOptions
 from .node import AiboNode
 
-JPEG_AT = 8.0              # s into the demo: the camera switches from YUV10 to JPEG
+JPEG_AT = 8.0  # s into the demo: the camera switches from YUV10 to JPEG
 MASK_COLOURS = {0: (235, 110, 190), 4: (40, 70, 200), 3: (230, 180, 150), 5: (180, 200, 60)}
 
 
@@ -75,8 +76,13 @@ class DogWatcher(DemoScript):
     def act(self, elapsed):
         if elapsed >= 1.0:
             self.call_once('property', self.property, SetProperty.Request(preset='gain_high'))
-            self.call_once('rcode', self.console, TextCommand.Request(
-                command='PRINT:"battery %d%% distance %d mm":Battery_Rest:Distance'))
+            self.call_once(
+                'rcode',
+                self.console,
+                TextCommand.Request(
+                    command='PRINT:"battery %d%% distance %d mm":Battery_Rest:Distance'
+                ),
+            )
         if elapsed >= JPEG_AT and self.yuv10_frame is not None:
             self.call_once('jpeg', self.camera, SetCameraMode.Request(mode='jpeg'))
             self.switched = 'jpeg' in self.requested
@@ -111,29 +117,54 @@ class DogWatcher(DemoScript):
 
 
 PLUGIN = RobotPlugin(
-    name='aibo', package='aibo_driver', node_name='aibo_driver', executable='aibo_driver',
-    emulator_executable='aibo_emulator', config_file='aibo.yaml',
+    name='aibo',
+    package='aibo_driver',
+    node_name='aibo_driver',
+    executable='aibo_driver',
+    emulator_executable='aibo_emulator',
+    config_file='aibo.yaml',
     create_node=AiboNode,
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
     emulator_arguments=('--telemetry-port', '21001', '--rcode-port', '21002'),
     sim_parameters={'host': '127.0.0.1', 'telemetry_port': 21001, 'rcode_port': 21002},
     # both links answer requests: telemetry polls, RCODE command lines (after a greeting)
-    replay_links=(ReplayLink('telemetry', 'telemetry_port', mode='reply'),
-                  ReplayLink('rcode', 'rcode_port', mode='reply')),
+    replay_links=(
+        ReplayLink('telemetry', 'telemetry_port', mode='reply'),
+        ReplayLink('rcode', 'rcode_port', mode='reply'),
+    ),
     demo_topics=(
         DemoTopic('camera/image_raw', Image, lambda m: f'{m.width}x{m.height} {m.encoding}'),
-        DemoTopic('camera/image_raw/compressed', CompressedImage,
-                  lambda m: f'{len(m.data)} bytes {m.format}'),
-        DemoTopic('color_detection', ColorDetection,
-                  lambda m: f'{sum(1 for b in m.mask.data if b & 1)} pink-ball cells'),
+        DemoTopic(
+            'camera/image_raw/compressed',
+            CompressedImage,
+            lambda m: f'{len(m.data)} bytes {m.format}',
+        ),
+        DemoTopic(
+            'color_detection',
+            ColorDetection,
+            lambda m: f'{sum(1 for b in m.mask.data if b & 1)} pink-ball cells',
+        ),
         DemoTopic('audio/audio_stamped', AudioDataStamped, lambda m: f'{len(m.audio.data)} bytes'),
         DemoTopic('sensor_words', AiboSensorWords, AudioCounter()),
         DemoTopic('rcode/output', String, lambda m: m.data),
     ),
     make_demo_script=DogWatcher,
     label='AIBO',
-    foxglove=FoxgloveView(image='camera/image_raw', plots=('sensor_words.word0', 'sensor_words.word1'), services=(('rcode_command', 'RCODE command'),)),
+    foxglove=FoxgloveView(
+        image='camera/image_raw',
+        plots=('sensor_words.word0', 'sensor_words.word1'),
+        services=(('rcode_command', 'RCODE command'),),
+    ),
     bench_quick_arguments=('--seconds', '5', '--audio-minutes', '0.2'),
-    soak_parts=(SoakPart('audio', 'aibo_driver.soak:audio_rows', '--audio-minutes', 10.0,
-                         'AIBO real-time audio run with a core kept busy', float),))
+    soak_parts=(
+        SoakPart(
+            'audio',
+            'aibo_driver.soak:audio_rows',
+            '--audio-minutes',
+            10.0,
+            'AIBO real-time audio run with a core kept busy',
+            float,
+        ),
+    ),
+)

@@ -4,6 +4,7 @@ No sockets, threads or rclpy. Section numbers refer to ../shared/specs/aibo.md.
 Every byte value the spec could not find (§4) is a setting here: the opcode map,
 the TELEMVER type values, the YUV10 packing, the audio channel order, the RPUT layout.
 """
+
 import dataclasses
 import enum
 import io
@@ -15,25 +16,25 @@ from PIL import Image, UnidentifiedImageError
 
 from legacy_robot_common.errors import MalformedFrame
 
-MAX_REPLY = 32000            # §2.1: larger replies are not supported
+MAX_REPLY = 32000  # §2.1: larger replies are not supported
 SIGNATURE = b'AiboPet\0'
 VERSION_SIZE = 12
 
 CAMERA_WIDTH, CAMERA_HEIGHT = 176, 144
-YUV10_SIZE = CAMERA_WIDTH * CAMERA_HEIGHT * 10 // 8      # 31680
+YUV10_SIZE = CAMERA_WIDTH * CAMERA_HEIGHT * 10 // 8  # 31680
 COLOR_WIDTH, COLOR_HEIGHT = 88, 72
-COLOR_SIZE = COLOR_WIDTH * COLOR_HEIGHT                   # 6336
+COLOR_SIZE = COLOR_WIDTH * COLOR_HEIGHT  # 6336
 AUDIO_RATE = 16000
-AUDIO_FRAMES = 512                                        # stereo sample frames per chunk
+AUDIO_FRAMES = 512  # stereo sample frames per chunk
 AUDIO_PCM_SIZE = AUDIO_FRAMES * 2 * 2
-AUDIO_RECORD_SIZE = 8 + AUDIO_PCM_SIZE                    # 2056
+AUDIO_RECORD_SIZE = 8 + AUDIO_PCM_SIZE  # 2056
 AUDIO_MIN_RECORDS, AUDIO_MAX_RECORDS = 2, 10
-AUDIO_RING = 15                                           # chunks the dog keeps
-CHUNK_SECONDS = AUDIO_FRAMES / AUDIO_RATE                 # 0.032
+AUDIO_RING = 15  # chunks the dog keeps
+CHUNK_SECONDS = AUDIO_FRAMES / AUDIO_RATE  # 0.032
 VOICE_MATCHES = 10
-VOICE_SIZE = VOICE_MATCHES * 8                            # 80
+VOICE_SIZE = VOICE_MATCHES * 8  # 80
 SEMANTIC_VALUES = 10
-SEMANTIC_RECORD_SIZE = 4 + 4 * SEMANTIC_VALUES            # 44
+SEMANTIC_RECORD_SIZE = 4 + 4 * SEMANTIC_VALUES  # 44
 
 
 class StreamLost(MalformedFrame):
@@ -55,14 +56,18 @@ class Op(str, enum.Enum):
     GET_ARRAY_RAW = 'get_array_raw'
 
 
-IMAGE_OPS = (Op.GET_JPEG, Op.GET_YUV10, Op.GET_COLOR_IMAGE)   # auto-snapshot requests (§3.2)
+IMAGE_OPS = (Op.GET_JPEG, Op.GET_YUV10, Op.GET_COLOR_IMAGE)  # auto-snapshot requests (§3.2)
 
 # Assumption (README "AIBO driver"): telem.h is not public, so these defaults are simply the
 # operations numbered 1..11 in the seed's table order. Override them with the opcodes.*
 # parameters once the real values are known (spec §3.4 describes a field probe).
 DEFAULT_OPCODES = {op: number for number, op in enumerate(Op, start=1)}
-ALIASES = {'get_ver': Op.GET_VERSION, 'version': Op.GET_VERSION,
-           'get_semantic_event': Op.GET_SEMANTIC, 'getsemanticevent': Op.GET_SEMANTIC}
+ALIASES = {
+    'get_ver': Op.GET_VERSION,
+    'version': Op.GET_VERSION,
+    'get_semantic_event': Op.GET_SEMANTIC,
+    'getsemanticevent': Op.GET_SEMANTIC,
+}
 
 
 class OpcodeMap:
@@ -79,7 +84,9 @@ class OpcodeMap:
         seen = {}
         for op, value in self.byte.items():
             if value in seen:
-                raise ValueError(f'opcodes {seen[value].value} and {op.value} share the byte {value}')
+                raise ValueError(
+                    f'opcodes {seen[value].value} and {op.value} share the byte {value}'
+                )
             seen[value] = op
         self.op = seen
 
@@ -94,7 +101,7 @@ class Product(str, enum.Enum):
     UNKNOWN = 'unknown'
 
 
-SUPPORTED = {   # §2.2 feature matrix; UNKNOWN: try everything, gate on "size 0 forever"
+SUPPORTED = {  # §2.2 feature matrix; UNKNOWN: try everything, gate on "size 0 forever"
     Product.RCODEPLUS: set(Op) - {Op.GET_VOICE_DATA, Op.GET_SEMANTIC},
     Product.LIFEPLUS: set(Op) - {Op.RPUT, Op.GET_ARRAY_RAW},
     Product.UNKNOWN: set(Op),
@@ -121,8 +128,10 @@ def decode_version(data):
     if len(data) != VERSION_SIZE:
         raise MalformedFrame(f'version reply has {len(data)} bytes, expected {VERSION_SIZE}')
     if data[:8] != SIGNATURE:
-        raise MalformedFrame(f'version reply does not start with "AiboPet\\0" ({data[:8]!r}): '
-                             'not an AiboPet telemetry server, or a wrong GET_VERSION opcode')
+        raise MalformedFrame(
+            f'version reply does not start with "AiboPet\\0" ({data[:8]!r}): '
+            'not an AiboPet telemetry server, or a wrong GET_VERSION opcode'
+        )
     return Version(*data[8:12])
 
 
@@ -157,15 +166,19 @@ def check_size(op, size):
         raise MalformedFrame(f'YUV10 reply of {size} bytes, expected {YUV10_SIZE}')
     if op is Op.GET_COLOR_IMAGE and size != COLOR_SIZE:
         raise MalformedFrame(f'colour image of {size} bytes, expected {COLOR_SIZE}')
-    if op is Op.GET_AUDIO and (size % AUDIO_RECORD_SIZE or not
-                               AUDIO_MIN_RECORDS <= size // AUDIO_RECORD_SIZE <= AUDIO_MAX_RECORDS):
-        raise MalformedFrame(f'audio reply of {size} bytes: not 2..10 records of '
-                             f'{AUDIO_RECORD_SIZE}')
+    if op is Op.GET_AUDIO and (
+        size % AUDIO_RECORD_SIZE
+        or not AUDIO_MIN_RECORDS <= size // AUDIO_RECORD_SIZE <= AUDIO_MAX_RECORDS
+    ):
+        raise MalformedFrame(
+            f'audio reply of {size} bytes: not 2..10 records of {AUDIO_RECORD_SIZE}'
+        )
     if op is Op.GET_VOICE_DATA and size != VOICE_SIZE:
         raise MalformedFrame(f'voice reply of {size} bytes, expected {VOICE_SIZE}')
     if op is Op.GET_SEMANTIC and size % SEMANTIC_RECORD_SIZE:
-        raise MalformedFrame(f'semantic reply of {size} bytes: not a multiple of '
-                             f'{SEMANTIC_RECORD_SIZE}')
+        raise MalformedFrame(
+            f'semantic reply of {size} bytes: not a multiple of {SEMANTIC_RECORD_SIZE}'
+        )
     if op is Op.GET_JPEG and size < 4:
         raise MalformedFrame(f'JPEG reply of {size} bytes is too short')
 
@@ -176,7 +189,7 @@ def check_jpeg(data):
         raise MalformedFrame('JPEG reply is not a complete JFIF file (no SOI/EOI marker)')
 
 
-MAX_JPEG_SIDE = 1024        # pixels; the dog's camera gives 176×144, so more is damage
+MAX_JPEG_SIDE = 1024  # pixels; the dog's camera gives 176×144, so more is damage
 
 
 def decode_jpeg(data):
@@ -186,8 +199,10 @@ def decode_jpeg(data):
     try:
         with Image.open(io.BytesIO(data), formats=['JPEG']) as image:
             if max(image.size) > MAX_JPEG_SIDE:
-                raise MalformedFrame(f'JPEG frame claims {image.size[0]}×{image.size[1]} '
-                                     f'pixels (at most {MAX_JPEG_SIDE} a side)')
+                raise MalformedFrame(
+                    f'JPEG frame claims {image.size[0]}×{image.size[1]} '
+                    f'pixels (at most {MAX_JPEG_SIDE} a side)'
+                )
             return np.asarray(image.convert('RGB'))
     except MalformedFrame:
         raise
@@ -241,6 +256,7 @@ class Yuv10Format:
             grey stays neutral (shift3_or_msb makes it 132: a magenta cast).
     matrix: 'sony' (OPEN-R BMP::YCrCb2RGB) or 'bt601' (JFIF full range).
     """
+
     layout: str = 'interleaved'
     bit_order: str = 'msb'
     y_bits: str = 'high'
@@ -251,14 +267,20 @@ class Yuv10Format:
     matrix: str = 'sony'
 
     def __post_init__(self):
-        for name, allowed in (('layout', ('interleaved', 'planar')), ('bit_order', ('msb', 'lsb')),
-                              ('y_bits', ('high', 'low')), ('chroma_first', ('U', 'V')),
-                              ('five_to_eight', FIVE_TO_EIGHT),
-                              ('chroma_five_to_eight', FIVE_TO_EIGHT),
-                              ('matrix', ('sony', 'bt601'))):
+        for name, allowed in (
+            ('layout', ('interleaved', 'planar')),
+            ('bit_order', ('msb', 'lsb')),
+            ('y_bits', ('high', 'low')),
+            ('chroma_first', ('U', 'V')),
+            ('five_to_eight', FIVE_TO_EIGHT),
+            ('chroma_five_to_eight', FIVE_TO_EIGHT),
+            ('matrix', ('sony', 'bt601')),
+        ):
             if getattr(self, name) not in allowed:
-                raise ValueError(f'YUV10 {name} must be one of {", ".join(allowed)}, '
-                                 f'got {getattr(self, name)!r}')
+                raise ValueError(
+                    f'YUV10 {name} must be one of {", ".join(allowed)}, '
+                    f'got {getattr(self, name)!r}'
+                )
         if not 0 <= self.chroma_offset <= 255:
             raise ValueError('YUV10 chroma_offset must be within 0..255')
 
@@ -289,8 +311,11 @@ def _unpack(data, bits, msb_first):
     mask = (1 << bits) - 1
     columns = []
     for byte, shift in _windows(bits, msb_first):
-        low, high = (groups[:, byte + 1], groups[:, byte]) if msb_first else \
-            (groups[:, byte], groups[:, byte + 1])
+        low, high = (
+            (groups[:, byte + 1], groups[:, byte])
+            if msb_first
+            else (groups[:, byte], groups[:, byte + 1])
+        )
         columns.append((((high << 8) | low) >> shift) & mask)
     return np.stack(columns, axis=1).ravel()
 
@@ -359,19 +384,24 @@ class Yuv10Decoder:
     def __init__(self, fmt=Yuv10Format()):
         self.format = fmt
         codes = np.arange(32)
-        y, u, v = np.meshgrid(codes, codes, codes, indexing='ij')        # index y<<10 | u<<5 | v
+        y, u, v = np.meshgrid(codes, codes, codes, indexing='ij')  # index y<<10 | u<<5 | v
         scale = lambda c, mode: five_to_eight(c, mode).astype(np.float64)  # noqa: E731
         chroma = fmt.chroma_five_to_eight
-        yuv = np.stack([scale(y, fmt.five_to_eight), scale(u, chroma) - fmt.chroma_offset,
-                        scale(v, chroma) - fmt.chroma_offset])
+        yuv = np.stack(
+            [
+                scale(y, fmt.five_to_eight),
+                scale(u, chroma) - fmt.chroma_offset,
+                scale(v, chroma) - fmt.chroma_offset,
+            ]
+        )
         rgb = np.tensordot(MATRICES[fmt.matrix], yuv.reshape(3, -1), axes=1).T
         self._lut = np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
     def decode(self, data):
         y5, c5 = unpack_yuv10(data, self.format)
-        first, second = c5[:, 0::2], c5[:, 1::2]            # even pixels, odd pixels
+        first, second = c5[:, 0::2], c5[:, 1::2]  # even pixels, odd pixels
         u, v = (first, second) if self.format.chroma_first == 'U' else (second, first)
-        pair_uv = (u << 5) | v                               # one (U, V) per pixel pair
+        pair_uv = (u << 5) | v  # one (U, V) per pixel pair
         index = (y5.reshape(CAMERA_HEIGHT, CAMERA_WIDTH // 2, 2) << 10) | pair_uv[..., None]
         return np.take(self._lut, index, axis=0).reshape(CAMERA_HEIGHT, CAMERA_WIDTH, 3)
 
@@ -393,8 +423,16 @@ def encode_yuv10(rgb, fmt=Yuv10Format()):
 
 
 # ---- colour detection (§2.4) ------------------------------------------------------------------
-DEFAULT_COLOR_LABELS = ('pink ball', 'pink ball 2', '', 'flesh', 'favorite (blue)',
-                        'unfavorite (yellow-green)', '', '')
+DEFAULT_COLOR_LABELS = (
+    'pink ball',
+    'pink ball 2',
+    '',
+    'flesh',
+    'favorite (blue)',
+    'unfavorite (yellow-green)',
+    '',
+    '',
+)
 
 
 def decode_color_image(data):
@@ -410,7 +448,7 @@ class AudioChunk:
     sequence: int
     word0: int
     word1: int
-    pcm: np.ndarray          # 512×2 int16, columns left, right
+    pcm: np.ndarray  # 512×2 int16, columns left, right
 
 
 _AUDIO_HEADER = struct.Struct('<iHH')
@@ -424,16 +462,19 @@ def decode_audio(data, right_first=True, signed_words=False):
     chunks = []
     for offset in range(0, len(data), AUDIO_RECORD_SIZE):
         sequence, word0, word1 = header.unpack_from(data, offset)
-        pcm = np.frombuffer(data, dtype='<i2', count=AUDIO_FRAMES * 2,
-                            offset=offset + 8).reshape(AUDIO_FRAMES, 2)
+        pcm = np.frombuffer(data, dtype='<i2', count=AUDIO_FRAMES * 2, offset=offset + 8).reshape(
+            AUDIO_FRAMES, 2
+        )
         chunks.append(AudioChunk(sequence, word0, word1, pcm[:, ::-1] if right_first else pcm))
     return chunks
 
 
 def encode_audio_record(chunk, right_first=True):
     pcm = chunk.pcm[:, ::-1] if right_first else chunk.pcm
-    return (_AUDIO_HEADER.pack(chunk.sequence, chunk.word0 & 0xFFFF, chunk.word1 & 0xFFFF) +
-            np.ascontiguousarray(pcm, dtype='<i2').tobytes())
+    return (
+        _AUDIO_HEADER.pack(chunk.sequence, chunk.word0 & 0xFFFF, chunk.word1 & 0xFFFF)
+        + np.ascontiguousarray(pcm, dtype='<i2').tobytes()
+    )
 
 
 class SequenceTracker:
@@ -482,7 +523,7 @@ def decode_voice(data):
     if len(data) != VOICE_SIZE:
         raise MalformedFrame(f'voice reply of {len(data)} bytes, expected {VOICE_SIZE}')
     values = struct.unpack(f'<{2 * VOICE_MATCHES}i', data)
-    return list(zip(values[0::2], values[1::2]))
+    return list(zip(values[0::2], values[1::2], strict=False))
 
 
 def encode_voice(matches):
@@ -511,7 +552,7 @@ RPUT_FIELDS = {
     'size32': 'the file size, 32-bit little-endian (size16: 16-bit)',
     'data': 'the file contents',
 }
-_NAME_WIDTHS = {'name8': 1, 'name16': 2, 'name32': 4}     # length-prefixed names
+_NAME_WIDTHS = {'name8': 1, 'name16': 2, 'name32': 4}  # length-prefixed names
 _SIZE_WIDTHS = {'size16': 2, 'size32': 4}
 _UINT = {1: '<B', 2: '<H', 4: '<I'}
 DEFAULT_RPUT_LAYOUT = ('name0', 'size32', 'data')
@@ -527,8 +568,10 @@ class RputLayout:
         names = [f for f in fields if f == 'name0' or f in _NAME_WIDTHS]
         sizes = [f for f in fields if f in _SIZE_WIDTHS]
         if len(names) != 1 or len(sizes) != 1 or fields.count('data') != 1 or len(fields) != 3:
-            raise ValueError(f'RPUT layout {",".join(fields)}: use one name field (name0, name8, '
-                             f'name16, name32), one size field (size16, size32) and data, each once')
+            raise ValueError(
+                f'RPUT layout {",".join(fields)}: use one name field (name0, name8, '
+                f'name16, name32), one size field (size16, size32) and data, each once'
+            )
         if fields.index('data') < fields.index(sizes[0]):
             raise ValueError('RPUT layout: the size field must come before data')
         self.fields = fields
@@ -539,8 +582,9 @@ class RputLayout:
         if not raw_name or b'\0' in raw_name or len(raw_name) > 255:
             raise ValueError(f'RPUT file name {name!r}: 1..255 ASCII characters, no NUL')
         if len(contents) > self.max_bytes:
-            raise ValueError(f'file of {len(contents)} bytes is over the RPUT limit of '
-                             f'{self.max_bytes}')
+            raise ValueError(
+                f'file of {len(contents)} bytes is over the RPUT limit of {self.max_bytes}'
+            )
         return b''.join(self._encode_field(field, raw_name, contents) for field in self.fields)
 
     @staticmethod
@@ -569,7 +613,9 @@ class RputLayout:
                 width = _SIZE_WIDTHS[field]
                 size = struct.unpack(_UINT[width], read_exact(width))[0]
                 if size > self.max_bytes:
-                    raise MalformedFrame(f'RPUT of {size} bytes is over the limit {self.max_bytes}')
+                    raise MalformedFrame(
+                        f'RPUT of {size} bytes is over the limit {self.max_bytes}'
+                    )
             else:
                 contents = read_exact(size)
         return name.decode('ascii', 'replace'), contents
@@ -577,7 +623,7 @@ class RputLayout:
 
 # ---- RCODE text pipe (§2.10) ---------------------------------------------------------------------
 IAC = 0xFF
-_TELNET_OPTION_VERBS = range(251, 255)     # WILL, WONT, DO, DONT take one option byte
+_TELNET_OPTION_VERBS = range(251, 255)  # WILL, WONT, DO, DONT take one option byte
 MAX_LINE = 4096
 
 
@@ -596,9 +642,9 @@ class ConsoleText:
             byte = pending[i]
             if byte == IAC:
                 if i + 1 >= len(pending):
-                    break                                   # the rest arrives later
+                    break  # the rest arrives later
                 width = 3 if pending[i + 1] in _TELNET_OPTION_VERBS else 2
-                if pending[i + 1] == IAC:                   # an escaped 255 data byte
+                if pending[i + 1] == IAC:  # an escaped 255 data byte
                     self._line.append(IAC)
                 elif i + width > len(pending):
                     break
@@ -608,7 +654,7 @@ class ConsoleText:
                 lines.append(self._line.decode('latin-1'))
                 self._line.clear()
             elif byte != 0x0D:
-                if len(self._line) >= MAX_LINE:           # an endless line comes in pieces
+                if len(self._line) >= MAX_LINE:  # an endless line comes in pieces
                     lines.append(self._line.decode('latin-1'))
                     self._line.clear()
                 self._line.append(byte)

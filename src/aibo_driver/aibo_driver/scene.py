@@ -2,6 +2,7 @@
 
 No sockets, no rclpy: pure functions of time, used by the emulator.
 """
+
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ from . import protocol as p
 
 PINK = np.array([235, 110, 190], dtype=np.float64)
 BLUE = np.array([40, 70, 200], dtype=np.float64)
-LEFT_TONE, RIGHT_TONE = 440.0, 660.0          # Hz: the two ears hear different notes
+LEFT_TONE, RIGHT_TONE = 440.0, 660.0  # Hz: the two ears hear different notes
 TONE_AMPLITUDE = 6000
 
 
@@ -18,15 +19,14 @@ class Scene:
     """A wall, a floor, a blue box (the "favorite" colour) and a pink ball on an ellipse."""
 
     def __init__(self, ball_period=8.0):
-        self.ball_period = ball_period              # s per lap of the ball
+        self.ball_period = ball_period  # s per lap of the ball
         h, w = p.CAMERA_HEIGHT, p.CAMERA_WIDTH
         self._rows, self._columns = np.mgrid[0:h, 0:w].astype(np.float64)
         horizon = 60
         floor = np.clip((self._rows - horizon) / (h - horizon), 0, 1)[..., None]
         wall = np.array([170, 175, 185], dtype=np.float64)
         carpet = np.array([150, 120, 80], dtype=np.float64)
-        background = np.where(self._rows[..., None] < horizon, wall,
-                              carpet * (0.7 + 0.3 * floor))
+        background = np.where(self._rows[..., None] < horizon, wall, carpet * (0.7 + 0.3 * floor))
         box = (self._columns >= 12) & (self._columns < 40) & (self._rows >= 40) & (self._rows < 75)
         background[box] = BLUE
         self._background = background

@@ -1,18 +1,28 @@
 """The telemetry and RCODE clients against the AIBO emulator over real loopback TCP."""
+
 import collections
 import socket
 import threading
 
 import numpy as np
 import pytest
+from helpers import wait_for
 
 from aibo_driver import protocol as p
-from aibo_driver.client import (AudioReply, CameraFrame, ColorFrame, Connected, RcodeClient,
-                                RcodeLine, SemanticRecords, Settings, TelemetryClient,
-                                VoiceRecord)
+from aibo_driver.client import (
+    AudioReply,
+    CameraFrame,
+    ColorFrame,
+    Connected,
+    RcodeClient,
+    RcodeLine,
+    SemanticRecords,
+    Settings,
+    TelemetryClient,
+    VoiceRecord,
+)
 from aibo_driver.emulator import AiboEmulator, EmulatorOptions
 from aibo_driver.scene import audio_chunk
-from helpers import wait_for
 from legacy_robot_common.emulator import TcpEmulatorServer
 
 Op = p.Op
@@ -30,18 +40,22 @@ class Session:
         self.client = self.start_client(TelemetryClient, **settings)
 
     def start_client(self, kind, **settings):
-        settings = Settings(host='127.0.0.1', telemetry_port=self.emulator.telemetry.port,
-                            rcode_port=self.emulator.rcode.port if self.emulator.rcode else 9,
-                            **settings)
+        settings = Settings(
+            host='127.0.0.1',
+            telemetry_port=self.emulator.telemetry.port,
+            rcode_port=self.emulator.rcode.port if self.emulator.rcode else 9,
+            **settings,
+        )
         client = kind(settings)
         client.on_record = lambda record: self.records[type(record)].append(record)
         client.start()
         return client
 
     def wait(self, kind, count=1, timeout=10.0):
-        assert wait_for(lambda: len(self.records[kind]) >= count, timeout), \
-            f'{count} {kind.__name__} wanted, got {len(self.records[kind])} ' \
+        assert wait_for(lambda: len(self.records[kind]) >= count, timeout), (
+            f'{count} {kind.__name__} wanted, got {len(self.records[kind])} '
             f'(last error: {self.client.counters.last_error!r})'
+        )
         return self.records[kind]
 
     def close(self):
@@ -56,6 +70,7 @@ def session():
     def make(options=None, **settings):
         sessions.append(Session(options, **settings))
         return sessions[-1]
+
     yield make
     for s in sessions:
         s.close()
@@ -63,8 +78,9 @@ def session():
 
 def _scene_frame(emulator, frame):
     """How far a decoded frame is from every picture of the ball's lap (the best match)."""
-    best = min(np.abs(frame.astype(int) - emulator.scene.render(n / 10.0)).mean()
-               for n in range(80))
+    best = min(
+        np.abs(frame.astype(int) - emulator.scene.render(n / 10.0)).mean() for n in range(80)
+    )
     return best
 
 
@@ -75,14 +91,15 @@ def test_rcodeplus_streams_camera_colour_and_audio_but_no_lifeplus_data(session)
     assert Op.GET_VOICE_DATA not in connected.polled and Op.GET_SEMANTIC not in connected.polled
     frames = s.wait(CameraFrame, 5)
     assert frames[-1].rgb.shape == (144, 176, 3) and frames[-1].jpeg is None
-    assert _scene_frame(s.emulator, frames[-1].rgb) < 6          # the picture the dog saw
+    assert _scene_frame(s.emulator, frames[-1].rgb) < 6  # the picture the dog saw
     mask = s.wait(ColorFrame, 3)[-1].mask
     assert mask.shape == (72, 88) and (mask & 3 == 3).any() and (mask & 16).any()
     replies = s.wait(AudioReply, 5)
     chunks = [c for r in replies for c in r.chunks]
-    assert [c.sequence for c in chunks] == list(range(chunks[0].sequence,
-                                                      chunks[0].sequence + len(chunks)))
-    assert np.array_equal(chunks[0].pcm, audio_chunk(chunks[0].sequence))   # left, right
+    assert [c.sequence for c in chunks] == list(
+        range(chunks[0].sequence, chunks[0].sequence + len(chunks))
+    )
+    assert np.array_equal(chunks[0].pcm, audio_chunk(chunks[0].sequence))  # left, right
     assert s.client.audio_sequence.lost == 0
     assert s.emulator.requests['get_voice_data'] == 0 and s.emulator.requests['flush_audio'] == 1
     # auto-snapshot: the first request of each image kind answered nothing
@@ -99,7 +116,7 @@ def test_lifeplus_voice_and_semantic_records(session):
     assert confidences == sorted(confidences, reverse=True)
     semantic = s.wait(SemanticRecords, 2, timeout=10)
     sequences = [r[0] for batch in semantic for r in batch.records]
-    assert sequences == sorted(set(sequences))              # each event once
+    assert sequences == sorted(set(sequences))  # each event once
     assert s.emulator.rcode is None and s.emulator.requests['rput'] == 0
     with pytest.raises(ValueError, match='LifePlus'):
         s.client.settings.rput = p.RputLayout()
@@ -107,32 +124,41 @@ def test_lifeplus_voice_and_semantic_records(session):
 
 
 def test_unknown_btype_polls_everything_and_reports_what_never_answers(session):
-    s = session(EmulatorOptions(type_values={'rcodeplus': 9, 'lifeplus': 1}),
-                unavailable_after=1.0)
+    s = session(
+        EmulatorOptions(type_values={'rcodeplus': 9, 'lifeplus': 1}), unavailable_after=1.0
+    )
     connected = s.wait(Connected)[0]
     assert connected.product is p.Product.UNKNOWN and Op.GET_VOICE_DATA in connected.polled
     assert wait_for(lambda: not s.client.pollers[Op.GET_VOICE_DATA].available, 5)
     assert s.client.pollers[Op.GET_YUV10].available
     requests = s.emulator.requests['get_voice_data']
     s.wait(CameraFrame, len(s.records[CameraFrame]) + 10)
-    assert s.emulator.requests['get_voice_data'] <= requests + 1     # polled rarely now
+    assert s.emulator.requests['get_voice_data'] <= requests + 1  # polled rarely now
 
 
-@pytest.mark.parametrize('fmt', [p.Yuv10Format(layout='planar', bit_order='lsb'),
-                                 p.Yuv10Format(bit_order='lsb', chroma_first='V', matrix='bt601')],
-                         ids=['planar-lsb', 'lsb-V-bt601'])
+@pytest.mark.parametrize(
+    'fmt',
+    [
+        p.Yuv10Format(layout='planar', bit_order='lsb'),
+        p.Yuv10Format(bit_order='lsb', chroma_first='V', matrix='bt601'),
+    ],
+    ids=['planar-lsb', 'lsb-V-bt601'],
+)
 def test_yuv10_variants_work_when_both_sides_agree(session, fmt):
     s = session(EmulatorOptions(yuv10=fmt), yuv10=fmt)
     assert _scene_frame(s.emulator, s.wait(CameraFrame, 3)[-1].rgb) < 6
-    wrong = session(EmulatorOptions(yuv10=fmt))                   # the client keeps the default
+    wrong = session(EmulatorOptions(yuv10=fmt))  # the client keeps the default
     assert _scene_frame(wrong.emulator, wrong.wait(CameraFrame, 3)[-1].rgb) > 20
 
 
 def test_custom_opcodes_version_prefix_and_left_first_audio(session):
     opcodes = p.OpcodeMap({'get_version': 0x56, 'get_yuv10': 0x59, 'get_audio': 0x41})
-    s = session(EmulatorOptions(opcodes=opcodes, version_size_prefix=True,
-                                right_channel_first=False),
-                opcodes=opcodes, version_size_prefix=True, right_channel_first=False)
+    s = session(
+        EmulatorOptions(opcodes=opcodes, version_size_prefix=True, right_channel_first=False),
+        opcodes=opcodes,
+        version_size_prefix=True,
+        right_channel_first=False,
+    )
     s.wait(CameraFrame, 2)
     chunk = s.wait(AudioReply)[0].chunks[0]
     assert np.array_equal(chunk.pcm, audio_chunk(chunk.sequence))
@@ -209,9 +235,10 @@ def test_a_frame_sent_just_before_the_dog_fell_silent_is_delivered_at_once(sessi
     the link gives up (the mixed soak counts frames this way before each kill)."""
     s = session(reply_timeout=5.0, image_rate=10.0, color_rate=10.0)
     s.wait(CameraFrame, 3)
-    sent, _ = s.emulator.faults.hold()          # silent now; every frame counted was written
-    assert wait_for(lambda: len(s.records[CameraFrame]) >= sent, 1.0), \
+    sent, _ = s.emulator.faults.hold()  # silent now; every frame counted was written
+    assert wait_for(lambda: len(s.records[CameraFrame]) >= sent, 1.0), (
         f'{sent} camera frames sent, {len(s.records[CameraFrame])} delivered within 1 s'
+    )
 
 
 def _chunks(s):
@@ -250,6 +277,7 @@ def test_not_an_aibo_is_refused_clearly(session):
     def http_server(stream, stop):
         stream.read(16, 2.0)
         stream.write(b'HTTP/1.0 400 Bad\r\n\r\n')
+
     server = TcpEmulatorServer(http_server, port=0)
     server.start()
     try:
@@ -263,9 +291,11 @@ def test_not_an_aibo_is_refused_clearly(session):
 
 
 def test_set_property_and_rput_layouts(session):
-    s = session(EmulatorOptions(rput=p.RputLayout(['size32', 'name8', 'data']),
-                                rput_reply='standard'),
-                rput=p.RputLayout(['size32', 'name8', 'data']), rput_reply='standard')
+    s = session(
+        EmulatorOptions(rput=p.RputLayout(['size32', 'name8', 'data']), rput_reply='standard'),
+        rput=p.RputLayout(['size32', 'name8', 'data']),
+        rput_reply='standard',
+    )
     s.wait(Connected)
     results = []
     s.client.set_property(2, 3, results.append)
@@ -275,7 +305,7 @@ def test_set_property_and_rput_layouts(session):
     assert results[1].startswith('2560 bytes sent as dance.mtn')
     assert s.emulator.files == {'dance.mtn': bytes(range(256)) * 10}
     count = len(s.records[CameraFrame])
-    s.wait(CameraFrame, count + 2)                    # still in step after the upload
+    s.wait(CameraFrame, count + 2)  # still in step after the upload
 
 
 def test_operations_fail_cleanly_when_not_connected():
@@ -300,6 +330,7 @@ def test_rcode_console(session):
         rcode.command(line, lambda reply: (replies.append(reply), done.set()), timeout=2.0)
         assert done.wait(5)
         return replies[0]
+
     assert ask('SET:Distance:250') == ''
     assert ask('PRINT:"head %d mm":Distance') == 'head 250 mm'
     assert ask('PLAY ACTION WALK 0 500') == ''
@@ -319,7 +350,7 @@ def test_audio_ring_keeps_the_older_chunks_when_full():
     first = p.decode_audio(emulator.audio.take())
     assert [c.sequence for c in first] == list(range(10))
     assert [c.sequence for c in p.decode_audio(emulator.audio.take())] == list(range(10, 15))
-    assert emulator.audio.take() == b''                      # fewer than 2 waiting
+    assert emulator.audio.take() == b''  # fewer than 2 waiting
 
 
 def test_emulator_answers_unknown_bytes_with_size_zero():
@@ -334,11 +365,15 @@ def test_emulator_answers_unknown_bytes_with_size_zero():
 
 
 def test_emulator_command_line():
-    from helpers import run_module, start_module
     import signal
+
+    from helpers import run_module, start_module
+
     bad = run_module('aibo_driver.emulator', '--opcode', 'get_jpeg=3', '--telemetry-port', '0')
     assert bad.returncode == 2 and 'share the byte 3' in bad.stderr
-    process = start_module('aibo_driver.emulator', '--product', 'lifeplus', '--telemetry-port', '0')
+    process = start_module(
+        'aibo_driver.emulator', '--product', 'lifeplus', '--telemetry-port', '0'
+    )
     try:
         line = process.stdout.readline()
         assert line.startswith('AIBO emulator: AIBO with lifeplus 2.52')

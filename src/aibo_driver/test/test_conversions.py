@@ -1,4 +1,5 @@
 """Decoded AIBO records → ROS messages, without a running graph."""
+
 import numpy as np
 import pytest
 

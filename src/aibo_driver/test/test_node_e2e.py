@@ -1,21 +1,30 @@
 """aibo_driver as a real process against the emulator, observed over DDS from this process."""
+
 import math
 
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from helpers import run_module, wait_for
+from ros_observer import DriverProcesses, latest_status
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 from std_msgs.msg import String
 
 from aibo_driver import protocol as p
 from aibo_driver.emulator import AiboEmulator, EmulatorOptions
-from helpers import run_module, wait_for
 from legacy_robot_common.driver_node import LATCHED
 from legacy_robot_common.messages import image_to_array
-from legacy_robot_interfaces.msg import (AiboSensorWords, AudioData, AudioDataStamped, AudioInfo,
-                                         ColorDetection, SemanticEvent, VoiceMatches)
+from legacy_robot_interfaces.msg import (
+    AiboSensorWords,
+    AudioData,
+    AudioDataStamped,
+    AudioInfo,
+    ColorDetection,
+    SemanticEvent,
+    VoiceMatches,
+)
 from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand, UploadFile
-from ros_observer import DriverProcesses, latest_status
+
 
 @pytest.fixture
 def setup():
@@ -25,34 +34,50 @@ def setup():
         options = options or EmulatorOptions()
         options.telemetry_port = options.rcode_port = 0
         emulator = AiboEmulator(options).start()
-        emulator, process, ros = drivers.start('aibo_driver.node', '/dog', emulator,
-                                               {**emulator.parameters, **parameters})
+        emulator, process, ros = drivers.start(
+            'aibo_driver.node', '/dog', emulator, {**emulator.parameters, **parameters}
+        )
         assert wait_for(lambda: emulator.requests['get_audio'] > 0, 20), 'no connection'
-        if emulator.rcode is not None:      # rcode_command answers "not connected" until then
+        if emulator.rcode is not None:  # rcode_command answers "not connected" until then
             arrays = []
             ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
 
             def rcode_up():
                 status = latest_status(arrays, 'RCODE link')
                 return status is not None and status.level == DiagnosticStatus.OK
+
             assert ros.spin_until(rcode_up, 10), 'RCODE link not up'
         return emulator, process, ros
+
     yield start
     drivers.stop_all()
 
 
 def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
     emulator, process, ros = setup(property_presets=['gain_high=2:3'], rput_enabled=True)
-    topics = {name: ros.listen(kind, name) for name, kind in (
-        ('camera/image_raw', Image), ('camera/image_raw/compressed', CompressedImage),
-        ('camera/camera_info', CameraInfo), ('color_detection', ColorDetection),
-        ('audio/audio', AudioData), ('audio/audio_stamped', AudioDataStamped),
-        ('sensor_words', AiboSensorWords), ('rcode/output', String))}
+    topics = {
+        name: ros.listen(kind, name)
+        for name, kind in (
+            ('camera/image_raw', Image),
+            ('camera/image_raw/compressed', CompressedImage),
+            ('camera/camera_info', CameraInfo),
+            ('color_detection', ColorDetection),
+            ('audio/audio', AudioData),
+            ('audio/audio_stamped', AudioDataStamped),
+            ('sensor_words', AiboSensorWords),
+            ('rcode/output', String),
+        )
+    }
     info = ros.listen(AudioInfo, 'audio/audio_info', LATCHED)
     diagnostics = []
     ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
-    assert ros.spin_until(lambda: all(topics[t] for t in ('camera/image_raw', 'color_detection',
-                                                          'sensor_words', 'audio/audio')), 20)
+    assert ros.spin_until(
+        lambda: all(
+            topics[t]
+            for t in ('camera/image_raw', 'color_detection', 'sensor_words', 'audio/audio')
+        ),
+        20,
+    )
     image = topics['camera/image_raw'][-1]
     assert (image.width, image.height, image.encoding) == (176, 144, 'rgb8')
     assert image.header.frame_id == 'aibo_camera_optical_frame'
@@ -76,8 +101,9 @@ def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
     reply = ros.call(SetProperty, 'set_property', SetProperty.Request(preset='turbo'))
     assert not reply.success and 'gain_high' in reply.message
 
-    reply = ros.call(TextCommand, 'rcode_command',
-                     TextCommand.Request(command='PRINT:"v%d":AP_Version'))
+    reply = ros.call(
+        TextCommand, 'rcode_command', TextCommand.Request(command='PRINT:"v%d":AP_Version')
+    )
     assert reply.success and reply.reply == 'v252'
     refused = ros.call(TextCommand, 'rcode_command', TextCommand.Request(command='FOO'))
     assert not refused.success and refused.message == 'ERROR: unknown command FOO', refused
@@ -106,20 +132,28 @@ def test_every_topic_and_service_with_rcodeplus(setup, tmp_path):
     assert values['product'] == 'rcodeplus' and values['audio chunks lost'] == '0'
 
 
-@pytest.mark.parametrize('driver_layout, taken', [('name32,size32,data', True),
-                                                   ('name0,size32,data', False)],
-                         ids=['matching', 'mismatched'])
-def test_rput_without_a_reply_is_unconfirmed_and_a_dropped_link_is_a_failure(setup, tmp_path,
-                                                                             driver_layout, taken):
+@pytest.mark.parametrize(
+    'driver_layout, taken',
+    [('name32,size32,data', True), ('name0,size32,data', False)],
+    ids=['matching', 'mismatched'],
+)
+def test_rput_without_a_reply_is_unconfirmed_and_a_dropped_link_is_a_failure(
+    setup, tmp_path, driver_layout, taken
+):
     """A dog that wants a uint32 name length, name, uint32 size, data and sends no reply."""
-    emulator, process, ros = setup(EmulatorOptions(rput=p.RputLayout(['name32', 'size32', 'data'])),
-                                   rput_enabled=True, rput_layout=driver_layout)
+    emulator, process, ros = setup(
+        EmulatorOptions(rput=p.RputLayout(['name32', 'size32', 'data'])),
+        rput_enabled=True,
+        rput_layout=driver_layout,
+    )
     motion = tmp_path / 'bow.mtn'
     motion.write_bytes(b'MTN' + bytes(2997))
     reply = ros.call(UploadFile, 'upload_file', UploadFile.Request(path=str(motion)))
     if taken:
         assert reply.success and reply.bytes_sent == 3000, reply.message
-        assert 'unconfirmed' in reply.message and emulator.files == {'bow.mtn': motion.read_bytes()}
+        assert 'unconfirmed' in reply.message and emulator.files == {
+            'bow.mtn': motion.read_bytes()
+        }
     else:
         assert not reply.success and reply.bytes_sent == 0
         assert 'closed the link' in reply.message and 'rput_layout' in reply.message
@@ -136,8 +170,12 @@ def start_unconnected(setup_drivers, options, **parameters):
     """The driver against a dog it cannot talk to (the fixture's wait for audio would fail)."""
     options.telemetry_port = options.rcode_port = 0
     emulator = AiboEmulator(options).start()
-    return setup_drivers.start('aibo_driver.node', '/dog', emulator,
-                               {**emulator.parameters, 'rcode_enabled': False, **parameters})
+    return setup_drivers.start(
+        'aibo_driver.node',
+        '/dog',
+        emulator,
+        {**emulator.parameters, 'rcode_enabled': False, **parameters},
+    )
 
 
 @pytest.fixture
@@ -149,12 +187,14 @@ def drivers():
 
 def test_a_dog_that_hangs_up_after_a_request_names_the_opcode(drivers):
     # the dog's GETAUDIO byte is another one than the driver's: it drops the link at ours
-    opcodes = p.OpcodeMap({"get_audio": p.DEFAULT_OPCODES[p.Op.GET_AUDIO] + 0x40})
+    opcodes = p.OpcodeMap({'get_audio': p.DEFAULT_OPCODES[p.Op.GET_AUDIO] + 0x40})
     emulator, process, ros = start_unconnected(
-        drivers, EmulatorOptions(opcodes=opcodes, close_on_unknown=True))
+        drivers, EmulatorOptions(opcodes=opcodes, close_on_unknown=True)
+    )
     status = dog_status(ros)
-    assert ros.spin_until(lambda: status() is not None and 'closed the link right after'
-                          in status().message, 20), status()
+    assert ros.spin_until(
+        lambda: status() is not None and 'closed the link right after' in status().message, 20
+    ), status()
     assert 'get_audio' in status().message and 'opcodes.get_audio' in status().message
     assert status().level == DiagnosticStatus.ERROR
 
@@ -162,8 +202,9 @@ def test_a_dog_that_hangs_up_after_a_request_names_the_opcode(drivers):
 def test_replies_that_never_parse_point_at_version_size_prefix(drivers):
     emulator, process, ros = start_unconnected(drivers, EmulatorOptions(version_size_prefix=True))
     status = dog_status(ros)
-    assert ros.spin_until(lambda: status() is not None and 'version_size_prefix (now false)'
-                          in status().message, 20), status()
+    assert ros.spin_until(
+        lambda: status() is not None and 'version_size_prefix (now false)' in status().message, 20
+    ), status()
     assert status().level == DiagnosticStatus.ERROR
 
 
@@ -189,8 +230,11 @@ def test_a_lifeplus_dog_turns_the_rcode_link_off_once(setup):
 
     def rcode_link():
         return latest_status(arrays, 'RCODE link')
-    assert ros.spin_until(lambda: rcode_link() is not None and 'LifePlus has no RCodePlus'
-                          in rcode_link().message, 15), rcode_link()
+
+    assert ros.spin_until(
+        lambda: rcode_link() is not None and 'LifePlus has no RCodePlus' in rcode_link().message,
+        15,
+    ), rcode_link()
     assert rcode_link().level == DiagnosticStatus.OK
     failures = {v.key: v.value for v in rcode_link().values}['connect failures']
     ros.spin_until(lambda: False, 6.0)
@@ -215,12 +259,15 @@ def test_reconnects_when_the_dog_comes_back(setup):
     assert process.poll() is None
 
 
-@pytest.mark.parametrize('parameters, complaint', [
-    (['-p', 'yuv10_layout:=zigzag'], 'yuv10_layout'),
-    (['-p', 'opcodes.get_jpeg:=3'], 'share the byte 3'),
-    (['-p', 'property_presets:=[gain]'], 'name=index:value'),
-    (['-p', 'audio_poll_rate:=1.0'], 'audio_poll_rate'),
-])
+@pytest.mark.parametrize(
+    'parameters, complaint',
+    [
+        (['-p', 'yuv10_layout:=zigzag'], 'yuv10_layout'),
+        (['-p', 'opcodes.get_jpeg:=3'], 'share the byte 3'),
+        (['-p', 'property_presets:=[gain]'], 'name=index:value'),
+        (['-p', 'audio_poll_rate:=1.0'], 'audio_poll_rate'),
+    ],
+)
 def test_bad_parameters_exit_2_with_a_clear_message(parameters, complaint):
     result = run_module('aibo_driver.node', '--ros-args', *parameters, timeout=30)
     assert result.returncode == 2
@@ -234,7 +281,7 @@ def test_no_audio_chunk_lost_in_two_minutes(setup):
     ros.listen(Image, 'camera/image_raw')
     ros.listen(ColorDetection, 'color_detection')
     assert ros.spin_until(lambda: words, 20)
-    overruns = emulator.audio.overruns        # the ring overflowed before the driver connected
+    overruns = emulator.audio.overruns  # the ring overflowed before the driver connected
     ros.spin_until(lambda: False, 120.0)
     sequences = [m.sequence for m in words]
     assert len(sequences) >= 0.95 * 120 / p.CHUNK_SECONDS
@@ -253,6 +300,6 @@ def test_body_head_camera_chain_and_optical_frame_on_tf_static(setup):
     assert frames['aibo_camera_optical_frame'].header.frame_id == 'aibo_camera'
     head = frames['aibo_head'].transform
     assert head.translation.z == pytest.approx(0.09)
-    assert 2 * math.asin(head.rotation.y) == pytest.approx(-0.3)     # pitched down
+    assert 2 * math.asin(head.rotation.y) == pytest.approx(-0.3)  # pitched down
     assert info[-1].header.frame_id == 'aibo_camera_optical_frame'
     assert not dynamic

@@ -1,10 +1,12 @@
 """The AIBO telemetry codec against hand-built byte vectors, for every variant the spec leaves open."""
+
 import io
 import struct
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from aibo_driver import protocol as p
@@ -50,14 +52,17 @@ def test_standard_reply_sizes():
         p.reply_size(struct.pack('<I', 32001))
 
 
-@pytest.mark.parametrize('op, good, bad', [
-    (Op.GET_YUV10, [31680], [31679, 31681, 6336]),
-    (Op.GET_COLOR_IMAGE, [6336], [6335, 31680]),
-    (Op.GET_AUDIO, [2056 * 2, 2056 * 10], [2056, 2056 * 11, 2057 * 2]),
-    (Op.GET_VOICE_DATA, [80], [72, 88]),
-    (Op.GET_SEMANTIC, [44, 88, 44 * 30], [43, 45]),
-    (Op.GET_JPEG, [4, 32000], [3]),
-])
+@pytest.mark.parametrize(
+    'op, good, bad',
+    [
+        (Op.GET_YUV10, [31680], [31679, 31681, 6336]),
+        (Op.GET_COLOR_IMAGE, [6336], [6335, 31680]),
+        (Op.GET_AUDIO, [2056 * 2, 2056 * 10], [2056, 2056 * 11, 2057 * 2]),
+        (Op.GET_VOICE_DATA, [80], [72, 88]),
+        (Op.GET_SEMANTIC, [44, 88, 44 * 30], [43, 45]),
+        (Op.GET_JPEG, [4, 32000], [3]),
+    ],
+)
 def test_every_decoder_checks_the_exact_sizes(op, good, bad):
     for size in good:
         p.check_size(op, size)
@@ -75,7 +80,7 @@ def test_jpeg_needs_its_markers():
 def with_jpeg_size(data, height, width):
     """A JPEG whose SOF0 header claims another size (the picture data stays as it was)."""
     sof = data.index(b'\xff\xc0')
-    return data[:sof + 5] + height.to_bytes(2, 'big') + width.to_bytes(2, 'big') + data[sof + 9:]
+    return data[: sof + 5] + height.to_bytes(2, 'big') + width.to_bytes(2, 'big') + data[sof + 9 :]
 
 
 def test_jpeg_decoder_refuses_other_formats_and_absurd_sizes():
@@ -83,7 +88,7 @@ def test_jpeg_decoder_refuses_other_formats_and_absurd_sizes():
     # Pillow's DecompressionBombError, which no caller expects; other formats opened too
     image = np.zeros((144, 176, 3), dtype=np.uint8)
     jpeg = p.encode_jpeg(image)
-    with pytest.raises(MalformedFrame, match='decompression bomb'):   # Pillow's own check
+    with pytest.raises(MalformedFrame, match='decompression bomb'):  # Pillow's own check
         p.decode_jpeg(with_jpeg_size(jpeg, 60000, 60000))
     with pytest.raises(MalformedFrame, match='claims 144×1100'):
         p.decode_jpeg(with_jpeg_size(jpeg, 1100, 144))
@@ -107,8 +112,8 @@ def test_jpeg_round_trip_and_garbage():
 # ---- YUV10 ----------------------------------------------------------------------------------------
 # four pixels' 10-bit values 0x3FF, 0x000, 0x155, 0x2AA in one 5-byte group
 GROUP_VALUES = [0x3FF, 0x000, 0x155, 0x2AA]
-GROUP_MSB = bytes([0xFF, 0xC0, 0x05, 0x56, 0xAA])   # 1111111111 0000000000 0101010101 1010101010
-GROUP_LSB = bytes([0xFF, 0x03, 0x50, 0x95, 0xAA])   # the same values from bit 0 upwards
+GROUP_MSB = bytes([0xFF, 0xC0, 0x05, 0x56, 0xAA])  # 1111111111 0000000000 0101010101 1010101010
+GROUP_LSB = bytes([0xFF, 0x03, 0x50, 0x95, 0xAA])  # the same values from bit 0 upwards
 
 
 @pytest.mark.parametrize('order, group', [('msb', GROUP_MSB), ('lsb', GROUP_LSB)])
@@ -132,12 +137,17 @@ def test_planar_five_bit_groups_by_hand():
     assert list(p._unpack(lsb, 5, msb_first=False)) == [31, 0, 1, 2, 3, 4, 5, 30]
 
 
-ALL_PACKINGS = [p.Yuv10Format(layout=layout, bit_order=order, y_bits=y_bits)
-                for layout in ('interleaved', 'planar') for order in ('msb', 'lsb')
-                for y_bits in ('high', 'low')]
+ALL_PACKINGS = [
+    p.Yuv10Format(layout=layout, bit_order=order, y_bits=y_bits)
+    for layout in ('interleaved', 'planar')
+    for order in ('msb', 'lsb')
+    for y_bits in ('high', 'low')
+]
 
 
-@pytest.mark.parametrize('fmt', ALL_PACKINGS, ids=lambda f: f'{f.layout}-{f.bit_order}-y{f.y_bits}')
+@pytest.mark.parametrize(
+    'fmt', ALL_PACKINGS, ids=lambda f: f'{f.layout}-{f.bit_order}-y{f.y_bits}'
+)
 def test_pack_unpack_round_trip_every_packing(fmt):
     rng = np.random.default_rng(3)
     y5 = rng.integers(0, 32, (144, 176))
@@ -162,14 +172,22 @@ def test_neutral_grey_stays_neutral_under_the_defaults():
     assert rgb.shape == (144, 176, 3) and rgb.dtype == np.uint8
     assert tuple(rgb[70, 33]) == (132, 132, 132)
     cast = p.Yuv10Format(chroma_five_to_eight='shift3_or_msb')
-    assert tuple(p.Yuv10Decoder(cast).decode(_uniform_frame(16, 16, 16, cast))[0, 0]) == (140, 126, 140)
+    assert tuple(p.Yuv10Decoder(cast).decode(_uniform_frame(16, 16, 16, cast))[0, 0]) == (
+        140,
+        126,
+        140,
+    )
 
 
 def test_sony_matrix_by_hand():
     # U code 20 → 160 (+32), V code 10 → 80 (−48), Y code 16 → 132:
     # R = 132 + 2·(−48) = 36; G = 132 − 1.02·(−48) − 0.38·32 = 168.8; B = 132 + 2·32 = 196
     fmt = p.Yuv10Format()
-    assert tuple(p.Yuv10Decoder(fmt).decode(_uniform_frame(16, 20, 10, fmt))[5, 8]) == (36, 169, 196)
+    assert tuple(p.Yuv10Decoder(fmt).decode(_uniform_frame(16, 20, 10, fmt))[5, 8]) == (
+        36,
+        169,
+        196,
+    )
 
 
 def test_lsb_first_with_y_in_the_low_bits_decodes_only_when_configured():
@@ -177,27 +195,32 @@ def test_lsb_first_with_y_in_the_low_bits_decodes_only_when_configured():
     robot = p.Yuv10Format(bit_order='lsb', y_bits='low')
     rng = np.random.default_rng(5)
     pairs = rng.integers(40, 216, (144, 88, 3)).astype(np.uint8)
-    image = np.repeat(pairs, 2, axis=1)             # pixel pairs share their chroma exactly
+    image = np.repeat(pairs, 2, axis=1)  # pixel pairs share their chroma exactly
     frame = p.encode_yuv10(image, robot)
     configured = p.Yuv10Decoder(robot).decode(frame).astype(int)
-    assert np.abs(configured - image).max() <= 16   # 5-bit samples
+    assert np.abs(configured - image).max() <= 16  # 5-bit samples
     for other in (p.Yuv10Format(), p.Yuv10Format(bit_order='lsb')):
         assert np.abs(p.Yuv10Decoder(other).decode(frame).astype(int) - image).mean() > 20
     y5, _ = p.unpack_yuv10(frame, robot)
-    assert y5[0, 0] == np.frombuffer(frame[:2], dtype='<u2')[0] & 31   # pixel 0's bits 0-4
+    assert y5[0, 0] == np.frombuffer(frame[:2], dtype='<u2')[0] & 31  # pixel 0's bits 0-4
 
 
-@pytest.mark.parametrize('fmt', [p.Yuv10Format(), p.Yuv10Format(matrix='bt601', chroma_first='V'),
-                                 p.Yuv10Format(layout='planar', five_to_eight='shift3'),
-                                 p.Yuv10Format(bit_order='lsb', y_bits='low',
-                                               chroma_five_to_eight='shift3_or_msb')],
-                         ids=['sony', 'bt601-V', 'planar-shift3', 'lsb-ylow'])
+@pytest.mark.parametrize(
+    'fmt',
+    [
+        p.Yuv10Format(),
+        p.Yuv10Format(matrix='bt601', chroma_first='V'),
+        p.Yuv10Format(layout='planar', five_to_eight='shift3'),
+        p.Yuv10Format(bit_order='lsb', y_bits='low', chroma_five_to_eight='shift3_or_msb'),
+    ],
+    ids=['sony', 'bt601-V', 'planar-shift3', 'lsb-ylow'],
+)
 def test_encoder_decoder_round_trip(fmt):
     image = np.zeros((144, 176, 3), dtype=np.uint8)
     image[:] = (150, 140, 120)
     image[40:90, 60:110] = (230, 110, 190)
     decoded = p.Yuv10Decoder(fmt).decode(p.encode_yuv10(image, fmt))
-    assert np.abs(decoded.astype(int) - image).max() <= 16     # 5-bit samples
+    assert np.abs(decoded.astype(int) - image).max() <= 16  # 5-bit samples
 
 
 def test_yuv10_rejects_bad_input_and_bad_settings():
@@ -220,7 +243,7 @@ def test_color_image_rows_top_first():
 
 def _audio_record(sequence, word0, word1, right, left):
     pcm = np.empty(1024, dtype='<i2')
-    pcm[0::2], pcm[1::2] = right, left          # right channel first (seed)
+    pcm[0::2], pcm[1::2] = right, left  # right channel first (seed)
     return struct.pack('<iHH', sequence, word0, word1) + pcm.tobytes()
 
 
@@ -230,7 +253,7 @@ def test_audio_records_by_hand_right_first():
     assert [c.sequence for c in chunks] == [41, 42]
     assert (chunks[0].word0, chunks[0].word1) == (7, 0xFFFF)
     assert chunks[0].pcm.shape == (512, 2)
-    assert chunks[0].pcm[0].tolist() == [-200, 100]            # published as left, right
+    assert chunks[0].pcm[0].tolist() == [-200, 100]  # published as left, right
     assert chunks[1].pcm[511].tolist() == [-400, 300]
     left_first = p.decode_audio(data, right_first=False)
     assert left_first[0].pcm[0].tolist() == [100, -200]
@@ -250,9 +273,9 @@ def test_sequence_tracker_counts_gaps_and_restarts():
     assert tracker.lost == 2
     tracker.update(0)
     assert tracker.restarts == 1 and tracker.lost == 2 and tracker.unknown_gaps == 0
-    tracker.new_session()                    # a reconnect: the dog kept counting
+    tracker.new_session()  # a reconnect: the dog kept counting
     assert tracker.update(100) == 99 and tracker.lost_across_reconnects == 99
-    tracker.new_session()                    # a reconnect to a dog that started again
+    tracker.new_session()  # a reconnect to a dog that started again
     assert tracker.update(3) == 0 and tracker.unknown_gaps == 1 and tracker.restarts == 2
     assert tracker.update(4) == 0 and tracker.lost == 101
 
@@ -284,7 +307,7 @@ def test_rput_layouts_by_hand():
     assert p.RputLayout().encode('a.mtn', b'xyz') == b'a.mtn\0' + b'\x03\0\0\0' + b'xyz'
     other = p.RputLayout(['size32', 'name8', 'data'])
     assert other.encode('ab', b'q') == b'\x01\0\0\0' + b'\x02ab' + b'q'
-    prefixed = p.RputLayout(['name32', 'size32', 'data'])    # uint32 name length, name, size, data
+    prefixed = p.RputLayout(['name32', 'size32', 'data'])  # uint32 name length, name, size, data
     assert prefixed.encode('ab', b'q') == b'\x02\0\0\0ab' + b'\x01\0\0\0' + b'q'
     short = p.RputLayout(['size16', 'name16', 'data'])
     assert short.encode('ab', b'q') == b'\x01\0' + b'\x02\0ab' + b'q' and short.max_bytes == 0xFFFF
@@ -294,9 +317,14 @@ def test_rput_layouts_by_hand():
         chunk = bytes(buffer[:count])
         del buffer[:count]
         return chunk
+
     assert prefixed.decode(read_exact, None) == ('dance.mtn', b'xyz')
-    for bad in (['name0', 'data'], ['name0', 'name8', 'size32', 'data'], ['name0', 'data', 'size32'],
-                ['name9', 'size32', 'data']):
+    for bad in (
+        ['name0', 'data'],
+        ['name0', 'name8', 'size32', 'data'],
+        ['name0', 'data', 'size32'],
+        ['name9', 'size32', 'data'],
+    ):
         with pytest.raises(ValueError, match='RPUT layout'):
             p.RputLayout(bad)
     with pytest.raises(ValueError, match='over the RPUT limit'):
@@ -317,6 +345,7 @@ def test_rput_decode_reads_what_encode_wrote():
 
         def read_until_nul():
             return read_exact(stream.index(0) + 1)
+
         assert layout.decode(read_exact, read_until_nul) == ('perf.mtn', bytes(range(200)))
         assert not stream
 
@@ -324,10 +353,10 @@ def test_rput_decode_reads_what_encode_wrote():
 # ---- RCODE console text ------------------------------------------------------------------------------
 def test_console_text_lines_telnet_and_split_input():
     text = p.ConsoleText()
-    assert text.feed(b'\xff\xfb\x01hel') == []                      # IAC WILL ECHO removed
+    assert text.feed(b'\xff\xfb\x01hel') == []  # IAC WILL ECHO removed
     assert text.feed(b'lo\r\nwor') == ['hello']
-    assert text.feed(b'ld\xff') == []                               # IAC split across reads
-    assert text.feed(b'\xff 255\n\xff\xf1\n') == ['world\xff 255', '']   # escaped 255; IAC NOP
+    assert text.feed(b'ld\xff') == []  # IAC split across reads
+    assert text.feed(b'\xff 255\n\xff\xf1\n') == ['world\xff 255', '']  # escaped 255; IAC NOP
     long = text.feed(b'x' * 5000 + b'\n')
     assert [len(line) for line in long] == [4096, 904]
 
@@ -336,8 +365,16 @@ def test_console_text_lines_telnet_and_split_input():
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=3000))
 def test_decoders_raise_only_malformed_frame(data):
-    for decode in (p.decode_version, p.decode_color_image, p.decode_audio, p.decode_voice,
-                   p.decode_semantic, p.Yuv10Decoder().decode, p.check_jpeg, p.decode_jpeg):
+    for decode in (
+        p.decode_version,
+        p.decode_color_image,
+        p.decode_audio,
+        p.decode_voice,
+        p.decode_semantic,
+        p.Yuv10Decoder().decode,
+        p.check_jpeg,
+        p.decode_jpeg,
+    ):
         try:
             decode(data)
         except MalformedFrame:

@@ -13,6 +13,7 @@ Measures on this machine:
     (results back to back), and that rate over the CMUcam1's 17 per second;
   * recording: driver CPU at 17 Hz tracking without and with record_path.
 """
+
 import argparse
 import contextlib
 import sys
@@ -21,10 +22,17 @@ import time
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Range
 
-from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
-                                       cpu_and_recorder_percent, record_parameter,
-                                       recording_overhead, report,
-                                       wait_ready)
+from legacy_robot_common.bench import (
+    PipelineSummary,
+    cpu_and_recorder_percent,
+    cpu_percent,
+    driver_against,
+    floors,
+    record_parameter,
+    recording_overhead,
+    report,
+    wait_ready,
+)
 from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import TrackingResult
 from legacy_robot_interfaces.srv import ColorTracking
@@ -34,21 +42,24 @@ from .emulator import EmulatorOptions, IpaqEmulator
 
 NAMESPACE = '/bench'
 TRACKING = f'{NAMESPACE}/tracking'
-CPU_TOPICS = {TRACKING: TrackingResult, f'{NAMESPACE}/odom': Odometry,
-              f'{NAMESPACE}/range': Range}
-REAL_TRACKING_RATE = 17.0      # per s: the CMUcam1's colour tracking
+CPU_TOPICS = {TRACKING: TrackingResult, f'{NAMESPACE}/odom': Odometry, f'{NAMESPACE}/range': Range}
+REAL_TRACKING_RATE = 17.0  # per s: the CMUcam1's colour tracking
 RED_BALL = dict(r_min=180, r_max=240, g_min=16, g_max=90, b_min=16, b_max=110)
 
 
 def tracking_decode_rate(count=200_000):
     """Packets per second through StreamDecoder, fed in 4 KiB chunks as a socket delivers them."""
-    packets = [p.encode_tracking(p.TrackingPacket(128 + i % 50, 120, 1 + i % 80, 1 + i % 143,
-                                                  10, 12, i % 256, 200)) for i in range(1000)]
+    packets = [
+        p.encode_tracking(
+            p.TrackingPacket(128 + i % 50, 120, 1 + i % 80, 1 + i % 143, 10, 12, i % 256, 200)
+        )
+        for i in range(1000)
+    ]
     data = b''.join(packets) * (count // len(packets))
     decoder, decoded = p.StreamDecoder(), 0
     started = time.perf_counter()
     for offset in range(0, len(data), 4096):
-        decoded += len(decoder.feed(data[offset:offset + 4096]))
+        decoded += len(decoder.feed(data[offset : offset + 4096]))
     return decoded / (time.perf_counter() - started)
 
 
@@ -56,17 +67,31 @@ def tracking_decode_rate(count=200_000):
 def _tracking_driver(topics, unthrottled=False, parameters=None):
     """Emulator + driver + listener, the driver tracking the red ball; yields (emulator,
     driver, listener) once tracking results reach this process."""
-    emulator = IpaqEmulator(EmulatorOptions(control_port=0, frame_dump_port=0, tracking_port=0,
-                                            tracking_rate=REAL_TRACKING_RATE,
-                                            unthrottled=unthrottled)).start()
-    with driver_against(emulator, 'ipaq_driver.node', NAMESPACE,
-                        {**emulator.parameters, **(parameters or {})}, topics,
-                        'ipaq_bench_listener') as (driver, listener):
+    emulator = IpaqEmulator(
+        EmulatorOptions(
+            control_port=0,
+            frame_dump_port=0,
+            tracking_port=0,
+            tracking_rate=REAL_TRACKING_RATE,
+            unthrottled=unthrottled,
+        )
+    ).start()
+    with driver_against(
+        emulator,
+        'ipaq_driver.node',
+        NAMESPACE,
+        {**emulator.parameters, **(parameters or {})},
+        topics,
+        'ipaq_bench_listener',
+    ) as (driver, listener):
         service = listener.node.create_client(ColorTracking, f'{NAMESPACE}/start_color_tracking')
         wait_ready(driver, service.service_is_ready, 'driver did not start', settle=0.0)
         reply = service.call_async(ColorTracking.Request(**RED_BALL))
-        wait_ready(driver, lambda: reply.done() and all(listener.counts.values()),
-                   'no tracking results reached this process')
+        wait_ready(
+            driver,
+            lambda: reply.done() and all(listener.counts.values()),
+            'no tracking results reached this process',
+        )
         listener.forget_receipts()
         yield emulator, driver, listener
 
@@ -79,8 +104,10 @@ def driver_cpu(seconds):
         started = time.monotonic()
         cpu = cpu_percent(driver.pid, seconds)
         elapsed = time.monotonic() - started
-        rates = {topic.rsplit('/', 1)[1]: (listener.counts[topic] - start[topic]) / elapsed
-                 for topic in CPU_TOPICS}
+        rates = {
+            topic.rsplit('/', 1)[1]: (listener.counts[topic] - start[topic]) / elapsed
+            for topic in CPU_TOPICS
+        }
         wire = listener.wire_latency(TRACKING, emulator.sent)
         return cpu, rates, wire, capture_shape(listener.node, 'ipaq_driver', NAMESPACE)
 
@@ -107,15 +134,32 @@ def main(argv=None):
     cpu, rates, wire, shape = driver_cpu(args.seconds)
     floor, lean, single = floors(shape, CPU_TOPICS, args.seconds)
     unthrottled = unthrottled_rate(args.seconds)
-    rows = [('tracking packet decode rate (per s)', decode, f'{decode:,.0f}', ('>=', 50_000)),
-            ('driver CPU, 17 Hz tracking + 10 Hz poll, 3 subscribers (% of a core)', cpu,
-             f'{cpu:.2f}', None)]
-    rows += [(f'  {topic} received (per s)', rate, f'{rate:.1f}', None)
-             for topic, rate in rates.items()]
+    rows = [
+        ('tracking packet decode rate (per s)', decode, f'{decode:,.0f}', ('>=', 50_000)),
+        (
+            'driver CPU, 17 Hz tracking + 10 Hz poll, 3 subscribers (% of a core)',
+            cpu,
+            f'{cpu:.2f}',
+            None,
+        ),
+    ]
+    rows += [
+        (f'  {topic} received (per s)', rate, f'{rate:.1f}', None) for topic, rate in rates.items()
+    ]
     half = args.seconds / 2
     recording = recording_overhead(lambda path: recording_cpu(half, path), half)
-    summary = PipelineSummary('CMUcam tracking', REAL_TRACKING_RATE, decode, unthrottled, cpu,
-                              wire, floor, lean, recording, single_floor=single)
+    summary = PipelineSummary(
+        'CMUcam tracking',
+        REAL_TRACKING_RATE,
+        decode,
+        unthrottled,
+        cpu,
+        wire,
+        floor,
+        lean,
+        recording,
+        single_floor=single,
+    )
     return report('iPaq benchmark', rows, args.output, 'ipaq', summary=summary)
 
 

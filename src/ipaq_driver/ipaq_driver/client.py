@@ -6,6 +6,7 @@ drive state needs) whose FullResponse carries range, wheel power and pose.
 StreamClient reads one stream port and recognises what it carries by content.
 Section numbers refer to ../shared/specs/ipaq.md.
 """
+
 import collections
 import dataclasses
 import threading
@@ -17,7 +18,7 @@ from legacy_robot_common.streams import SocketStream
 
 from . import protocol as p
 
-MIN_WAIT = 0.002    # s; shortest read wait of the control loop
+MIN_WAIT = 0.002  # s; shortest read wait of the control loop
 
 
 class CommandFailed(Exception):
@@ -33,19 +34,21 @@ class Settings:
     host: str = 'localhost'
     control_port: int = 5000
     stream_ports: tuple = (5001, 5002)
-    poll_period: float = 0.1             # s between P polls for range, wheel power and pose
-    response_timeout: float = 1.0        # s to wait for each response
-    missed_responses: int = 3            # consecutive timeouts before reconnecting
-    framed_responses: bool = True        # §4: responses framed like commands (unconfirmed)
+    poll_period: float = 0.1  # s between P polls for range, wheel power and pose
+    response_timeout: float = 1.0  # s to wait for each response
+    missed_responses: int = 3  # consecutive timeouts before reconnecting
+    framed_responses: bool = True  # §4: responses framed like commands (unconfirmed)
     checksum_over_stuffed: bool = False  # §4: checksum before stuffing (inferred)
     mask_bits: p.MaskBits = p.MaskBits()
     camera: p.CameraFormat = p.CameraFormat()
-    vel_timeout: int = -1                # raw vel_timeout sent with each drive command; -1 = none
-    stop_velocity: int = 0               # raw vel that means standing still (units.py)
+    vel_timeout: int = -1  # raw vel_timeout sent with each drive command; -1 = none
+    stop_velocity: int = 0  # raw vel that means standing still (units.py)
 
     def __post_init__(self):
-        for label, port in (('control_port', self.control_port),
-                            *(('stream port', port) for port in self.stream_ports)):
+        for label, port in (
+            ('control_port', self.control_port),
+            *(('stream port', port) for port in self.stream_ports),
+        ):
             if not 0 < port < 65536:
                 raise ValueError(f'{label} must be within 1..65535, got {port}')
         if not -1 <= self.vel_timeout <= 255:
@@ -54,9 +57,9 @@ class Settings:
 
 @dataclasses.dataclass
 class _Request:
-    make_packet: object       # () -> bytes, called when the request goes out
+    make_packet: object  # () -> bytes, called when the request goes out
     kind: p.ResponseKind
-    resolve: object           # (record or Exception) -> None; None for the poll
+    resolve: object  # (record or Exception) -> None; None for the poll
     label: str
     deadline: float = 0.0
 
@@ -64,17 +67,19 @@ class _Request:
 @dataclasses.dataclass
 class Drive:
     """What the next P packets carry: raw vel/dir while driving, servo settings once."""
+
     vel: int = 0
     direction: int = 0
-    active: bool = False      # vel/dir bits set in P packets
-    pan: int = None           # pending camera servo settings (sent once)
+    active: bool = False  # vel/dir bits set in P packets
+    pan: int = None  # pending camera servo settings (sent once)
     tilt: int = None
-    extra_bits: int = 0       # one-shot kill-motor / init-BrainStem bits
+    extra_bits: int = 0  # one-shot kill-motor / init-BrainStem bits
 
 
 @dataclasses.dataclass
 class Connected:
     """First record of every control session (the iPaq may have restarted: settings are lost)."""
+
     address: str
 
 
@@ -82,15 +87,16 @@ class ControlClient(ReconnectingClient):
     """Port 5000: one command in flight; responses matched in order; P polls for telemetry."""
 
     def __init__(self, settings, **kwargs):
-        super().__init__('ipaq-control', self._open, read_timeout=settings.response_timeout,
-                         **kwargs)
+        super().__init__(
+            'ipaq-control', self._open, read_timeout=settings.response_timeout, **kwargs
+        )
         self.settings = settings
-        self.motion_timeout = 0.5      # s without set_drive() before the drive stops; 0 = never
+        self.motion_timeout = 0.5  # s without set_drive() before the drive stops; 0 = never
         self.motion_timeouts = 0
         self.timeouts = 0
         self.failed_commands = 0
         self.stray_responses = 0
-        self.responses = 0             # replies that parsed (0 with bytes in: a framing setting)
+        self.responses = 0  # replies that parsed (0 with bytes in: a framing setting)
         self._lock = threading.RLock()
         self._queue = collections.deque()
         self._in_flight = None
@@ -147,8 +153,12 @@ class ControlClient(ReconnectingClient):
                 if isinstance(item, bytes):
                     bodies.append(item)
                 else:
-                    self.reject(item if isinstance(item, MalformedFrame) else
-                                MalformedFrame('terminate code from the iPaq'), 'response')
+                    self.reject(
+                        item
+                        if isinstance(item, MalformedFrame)
+                        else MalformedFrame('terminate code from the iPaq'),
+                        'response',
+                    )
             return bodies
         self._unframed += data
         bodies = []
@@ -173,20 +183,26 @@ class ControlClient(ReconnectingClient):
             request = self._in_flight
             if request is None or not _answers(request.kind, response):
                 self.stray_responses += 1
-                self.log.warning('stray', f'ipaq: response {type(response).__name__} matches no '
-                                 f'command in flight ({self.stray_responses} so far)')
+                self.log.warning(
+                    'stray',
+                    f'ipaq: response {type(response).__name__} matches no '
+                    f'command in flight ({self.stray_responses} so far)',
+                )
                 return
             self._in_flight = None
         self._missed = 0
         if isinstance(response, p.FullResponse) and response.status == p.Status.OK:
-            self.deliver(response)       # range, wheel power and pose: telemetry
+            self.deliver(response)  # range, wheel power and pose: telemetry
         if response.status != p.Status.OK:
             self.failed_commands += 1
-            self.log.warning('status-' + request.label, f'ipaq: {request.label} refused: '
-                             f'{p.status_text(response.status)}')
+            self.log.warning(
+                'status-' + request.label,
+                f'ipaq: {request.label} refused: {p.status_text(response.status)}',
+            )
         if request.resolve is not None:
-            request.resolve(response if response.status == p.Status.OK
-                            else CommandFailed(response.status))
+            request.resolve(
+                response if response.status == p.Status.OK else CommandFailed(response.status)
+            )
         self._send_next()
 
     def _check_deadline(self):
@@ -198,8 +214,11 @@ class ControlClient(ReconnectingClient):
         self.timeouts += 1
         self._missed += 1
         if request.resolve is not None:
-            request.resolve(TimeoutError(f'no response to {request.label} within '
-                                         f'{self.settings.response_timeout:.1f} s'))
+            request.resolve(
+                TimeoutError(
+                    f'no response to {request.label} within {self.settings.response_timeout:.1f} s'
+                )
+            )
         if self._missed >= self.settings.missed_responses:
             raise LinkTimeout(f'{self._missed} commands in a row without a response')
         self._send_next()
@@ -211,8 +230,9 @@ class ControlClient(ReconnectingClient):
         Exceptions: CommandFailed (status ≠ 0), TimeoutError, ConnectionError.
         """
         letter = p.command_letter(packet)
-        self._submit(_Request(lambda: packet, p.response_kind(letter), resolve,
-                              label or letter.name))
+        self._submit(
+            _Request(lambda: packet, p.response_kind(letter), resolve, label or letter.name)
+        )
 
     def _submit(self, request):
         if not self.connected:
@@ -277,21 +297,27 @@ class ControlClient(ReconnectingClient):
             self._drive.extra_bits |= self.settings.mask_bits.mask(*names)
             if 'kill_motor' in names:
                 self._drive.active = False
-        self._submit(_Request(self._parameters_packet, p.ResponseKind.FULL, resolve,
-                              '+'.join(names)))
+        self._submit(
+            _Request(self._parameters_packet, p.ResponseKind.FULL, resolve, '+'.join(names))
+        )
 
     def _check_motion(self):
         with self._lock:
             drive = self._drive
-            if not drive.active or self.motion_timeout <= 0 or \
-                    time.monotonic() - self._drive_given < self.motion_timeout:
+            if (
+                not drive.active
+                or self.motion_timeout <= 0
+                or time.monotonic() - self._drive_given < self.motion_timeout
+            ):
                 return
             drive.vel = self.settings.stop_velocity
             drive.active = False
-            self._stop_pending = True      # the next P still carries vel (now: stop)
+            self._stop_pending = True  # the next P still carries vel (now: stop)
         self.motion_timeouts += 1
-        self.log.info('motion-timeout', f'ipaq: no drive command for {self.motion_timeout:.2f} s: '
-                      'velocity set to zero')
+        self.log.info(
+            'motion-timeout',
+            f'ipaq: no drive command for {self.motion_timeout:.2f} s: velocity set to zero',
+        )
         self._poll()
 
     def _poll(self):
@@ -317,18 +343,27 @@ class ControlClient(ReconnectingClient):
                 names.append('pan')
             if d.tilt is not None:
                 names.append('tilt')
-            params = p.SetParameters(max(0, self.settings.vel_timeout), d.vel, d.direction,
-                                     d.pan or 0, d.tilt or 0, bits.mask(*names) | d.extra_bits)
+            params = p.SetParameters(
+                max(0, self.settings.vel_timeout),
+                d.vel,
+                d.direction,
+                d.pan or 0,
+                d.tilt or 0,
+                bits.mask(*names) | d.extra_bits,
+            )
             d.pan = d.tilt = None
             d.extra_bits = 0
         return p.encode_set_parameters(params, self.settings.checksum_over_stuffed)
 
     def close_session(self, link):
         """On stop: the wheel to standstill and tracking off (responses are not awaited)."""
-        stop = p.SetParameters(vel=self.settings.stop_velocity,
-                               mask=self.settings.mask_bits.mask('vel'))
+        stop = p.SetParameters(
+            vel=self.settings.stop_velocity, mask=self.settings.mask_bits.mask('vel')
+        )
         link.write(p.encode_set_parameters(stop, self.settings.checksum_over_stuffed))
-        link.write(p.encode_command(p.Letter.STOP_TRACKING, b'', self.settings.checksum_over_stuffed))
+        link.write(
+            p.encode_command(p.Letter.STOP_TRACKING, b'', self.settings.checksum_over_stuffed)
+        )
 
     def terminate_server(self):
         """255,54: end the iPaq's control program (only ever on request)."""
@@ -339,20 +374,24 @@ def _answers(kind, response):
     """Whether response can be the answer to a command expecting kind (Mini = parse error)."""
     if isinstance(response, p.MiniResponse):
         return kind is p.ResponseKind.MINI or response.status != p.Status.OK
-    return isinstance(response, {p.ResponseKind.FULL: p.FullResponse,
-                                 p.ResponseKind.STRING: p.StringResponse}.get(kind, ()))
+    return isinstance(
+        response,
+        {p.ResponseKind.FULL: p.FullResponse, p.ResponseKind.STRING: p.StringResponse}.get(
+            kind, ()
+        ),
+    )
 
 
 class StreamClient(ReconnectingClient):
     """One stream port: tracking packets, bitmaps and frame dumps, told apart by content (§3.4)."""
 
-    SILENCE = 1.0   # s between checks while the port is quiet (quiet is normal: nothing tracked)
+    SILENCE = 1.0  # s between checks while the port is quiet (quiet is normal: nothing tracked)
 
     def __init__(self, settings, port, **kwargs):
         super().__init__(f'ipaq-{port}', self._open, read_timeout=self.SILENCE, **kwargs)
         self.settings = settings
         self.port = port
-        self.carries = collections.Counter()    # item type name → count
+        self.carries = collections.Counter()  # item type name → count
 
     def _open(self):
         return SocketStream.connect(self.settings.host, self.port)

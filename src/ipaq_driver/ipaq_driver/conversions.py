@@ -1,4 +1,5 @@
 """Decoded iPaq records → ROS messages (plain functions, testable without a graph)."""
+
 import math
 
 import numpy as np
@@ -13,8 +14,14 @@ from .units import wrap_angle
 def range_msg(raw, units, header, field_of_view):
     """IR range byte → sensor_msgs/Range (+inf when nothing is within range, REP-117)."""
     low, high = units.range_limits
-    return Range(header=header, radiation_type=Range.INFRARED, field_of_view=field_of_view,
-                 min_range=low, max_range=high, range=float(units.range_metres(raw)))
+    return Range(
+        header=header,
+        radiation_type=Range.INFRARED,
+        field_of_view=field_of_view,
+        min_range=low,
+        max_range=high,
+        range=float(units.range_metres(raw)),
+    )
 
 
 def wheel_power_msg(response, units, header):
@@ -23,9 +30,17 @@ def wheel_power_msg(response, units, header):
 
 
 def tracking_msg(packet, header):
-    return TrackingResult(header=header, pan=packet.pan, tilt=packet.tilt, x=packet.x, y=packet.y,
-                          width=packet.width, height=packet.height, pixels=packet.pixels,
-                          confidence=packet.confidence)
+    return TrackingResult(
+        header=header,
+        pan=packet.pan,
+        tilt=packet.tilt,
+        x=packet.x,
+        y=packet.y,
+        width=packet.width,
+        height=packet.height,
+        pixels=packet.pixels,
+        confidence=packet.confidence,
+    )
 
 
 def bitmap_msg(bitmap, header):
@@ -49,7 +64,7 @@ class PoseTracker:
 
     def __init__(self, units):
         self.units = units
-        self.pose = None          # (x, y, yaw) m, rad
+        self.pose = None  # (x, y, yaw) m, rad
         self.linear = self.angular = 0.0
         self._time = None
 

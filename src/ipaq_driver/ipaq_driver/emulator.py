@@ -9,14 +9,20 @@ colour and window tracking follow; frame dumps; line mode; CMUcam and
 BrainStem pass-through. Options play the spec's variants (port assignment,
 unframed responses, checksum after stuffing, CMUcam2) and faults. No rclpy here.
 """
+
 import argparse
 import dataclasses
 import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import (FaultInjector, MainFrame, SendLog, TcpEmulatorServer,
-                                          run_emulator)
+from legacy_robot_common.emulator import (
+    FaultInjector,
+    MainFrame,
+    SendLog,
+    TcpEmulatorServer,
+    run_emulator,
+)
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
@@ -25,46 +31,45 @@ from .units import Units, clamp
 
 L = p.Letter
 S = p.Status
-PHYSICS_PERIOD = 0.02     # s
-FOLLOW_GAIN = 0.35        # servo steps per pixel of tracking error per result
+PHYSICS_PERIOD = 0.02  # s
+FOLLOW_GAIN = 0.35  # servo steps per pixel of tracking error per result
 CMUCAM_VERSION = b'CMUcam v1.12 \r'
 # CMUcam1 commands that just answer ACK here (settings the synthetic camera ignores)
 CMUCAM_SETTINGS = {'CR', 'DM', 'HM', 'I1', 'L1', 'MM', 'NF', 'RM', 'SW', 'SV', 'TI'}
 BS = p.BrainStemCommand
-SERVOS = ('steering', 'pan', 'tilt')   # the GP's servo numbers on the Trikebot (inference)
+SERVOS = ('steering', 'pan', 'tilt')  # the GP's servo numbers on the Trikebot (inference)
 
 
 @dataclasses.dataclass
 class EmulatorOptions:
     host: str = '127.0.0.1'
     control_port: int = 5000
-    frame_dump_port: int = 5001          # the seed's port table (§2.1) ...
+    frame_dump_port: int = 5001  # the seed's port table (§2.1) ...
     tracking_port: int = 5002
-    swap_stream_ports: bool = False      # ... or its packet descriptions: tracking 5001, dumps 5002
+    swap_stream_ports: bool = False  # ... or its packet descriptions: tracking 5001, dumps 5002
     units: Units = Units()
     mask_bits: p.MaskBits = p.MaskBits()
     camera: p.CameraFormat = p.CameraFormat()
     checksum_over_stuffed: bool = False
     framed_responses: bool = True
-    tracking_rate: float = 17.0          # CMUcam1 results per second
-    unthrottled: bool = False            # benchmarks: tracking results back to back
-    ball_centre: tuple = (1.2, 0.0)      # m, centre of the ball's circle (robot starts at 0, 0)
-    ball_orbit: float = 0.5              # m; 0 = the ball stands still
-    ball_speed: float = 0.15             # m/s
-    room_width: float = 6.0              # m
-    room_height: float = 4.0             # m
-    gp_address: int = 2                  # BrainStem GP 1.0 (servos, IR ranger)
-    moto_address: int = 4                # BrainStem Moto 1.0 (drive motor)
-    camera_timeout: bool = False         # fault: camera commands answer status 10
-    brainstem_silent: bool = False       # fault: BrainStem commands answer status 20
-    drop_rate: float = 0.0               # fault: bytes dropped from responses and streams
-    corrupt_rate: float = 0.0            # fault: bytes corrupted
+    tracking_rate: float = 17.0  # CMUcam1 results per second
+    unthrottled: bool = False  # benchmarks: tracking results back to back
+    ball_centre: tuple = (1.2, 0.0)  # m, centre of the ball's circle (robot starts at 0, 0)
+    ball_orbit: float = 0.5  # m; 0 = the ball stands still
+    ball_speed: float = 0.15  # m/s
+    room_width: float = 6.0  # m
+    room_height: float = 4.0  # m
+    gp_address: int = 2  # BrainStem GP 1.0 (servos, IR ranger)
+    moto_address: int = 4  # BrainStem Moto 1.0 (drive motor)
+    camera_timeout: bool = False  # fault: camera commands answer status 10
+    brainstem_silent: bool = False  # fault: BrainStem commands answer status 20
+    drop_rate: float = 0.0  # fault: bytes dropped from responses and streams
+    corrupt_rate: float = 0.0  # fault: bytes corrupted
     seed: int = None
 
     def __post_init__(self):
         if not 0.5 <= self.tracking_rate <= 100:
             raise ValueError('tracking_rate must be within 0.5..100 per second')
-
 
 
 class StreamPort:
@@ -82,7 +87,7 @@ class StreamPort:
             self._clients.append(stream)
         try:
             while not stop.is_set():
-                stream.read(4096, 0.2)     # input is ignored; this notices the client leaving
+                stream.read(4096, 0.2)  # input is ignored; this notices the client leaving
         finally:
             with self._lock:
                 self._clients.remove(stream)
@@ -114,11 +119,15 @@ class Tracking:
 class IpaqEmulator:
     def __init__(self, options=None):
         self.options = o = options or EmulatorOptions()
-        self.trike = Trike(o.units, (o.room_width, o.room_height),
-                           Ball(centre=o.ball_centre, orbit=o.ball_orbit, speed=o.ball_speed))
+        self.trike = Trike(
+            o.units,
+            (o.room_width, o.room_height),
+            Ball(centre=o.ball_centre, orbit=o.ball_orbit, speed=o.ball_speed),
+        )
         self.faults = FaultInjector(o.drop_rate, o.corrupt_rate, o.seed)
-        self.control = TcpEmulatorServer(self._serve_control, o.host, o.control_port,
-                                         name='ipaq-control')
+        self.control = TcpEmulatorServer(
+            self._serve_control, o.host, o.control_port, name='ipaq-control'
+        )
         # the two stream ports by their names in the seed's port table (5001, 5002)
         self.dump_port = StreamPort(o.host, o.frame_dump_port, 'ipaq-5001', self.faults)
         self.tracking_port = StreamPort(o.host, o.tracking_port, 'ipaq-5002', self.faults)
@@ -132,15 +141,17 @@ class IpaqEmulator:
         self.brainstem_inits = 0
         self.bad_packets = 0
         self.last_tracking = None
-        self.sent = SendLog()                 # when each tracking packet went out (benchmarks)
+        self.sent = SendLog()  # when each tracking packet went out (benchmarks)
         self.terminated = threading.Event()
         self._commands = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._physics = threading.Thread(target=self._run_physics, daemon=True,
-                                         name='ipaq-emulator-physics')
-        self._unthrottled = threading.Thread(target=self._run_unthrottled_tracking, daemon=True,
-                                             name='ipaq-emulator-tracking')
+        self._physics = threading.Thread(
+            target=self._run_physics, daemon=True, name='ipaq-emulator-physics'
+        )
+        self._unthrottled = threading.Thread(
+            target=self._run_unthrottled_tracking, daemon=True, name='ipaq-emulator-tracking'
+        )
 
     # ---- life cycle ------------------------------------------------------------------
     def start(self):
@@ -161,8 +172,11 @@ class IpaqEmulator:
     @property
     def ports(self):
         """The listening ports by their names in the seed's port table."""
-        return {'control_port': self.control.port, 'frame_dump_port': self.dump_port.server.port,
-                'tracking_port': self.tracking_port.server.port}
+        return {
+            'control_port': self.control.port,
+            'frame_dump_port': self.dump_port.server.port,
+            'tracking_port': self.tracking_port.server.port,
+        }
 
     @property
     def parameters(self):
@@ -173,8 +187,10 @@ class IpaqEmulator:
     def description(self):
         ports = self.ports
         carries = 'tracking/dumps' if self.options.swap_stream_ports else 'dumps/tracking'
-        return (f'iPaq robot on {self.options.host}: control {ports["control_port"]}, '
-                f'{carries} {ports["frame_dump_port"]}/{ports["tracking_port"]}')
+        return (
+            f'iPaq robot on {self.options.host}: control {ports["control_port"]}, '
+            f'{carries} {ports["frame_dump_port"]}/{ports["tracking_port"]}'
+        )
 
     @property
     def _servers(self):
@@ -227,14 +243,26 @@ class IpaqEmulator:
         mask, blob = track_colour(image, tracking.bounds)
         with self.trike.lock:
             if blob.pixels and tracking.follow_pan:
-                self.trike.pan_target = clamp(self.trike.pan_target + FOLLOW_GAIN *
-                                              (camera.columns / 2 - blob.x), 0.0, 255.0)
+                self.trike.pan_target = clamp(
+                    self.trike.pan_target + FOLLOW_GAIN * (camera.columns / 2 - blob.x), 0.0, 255.0
+                )
             if blob.pixels and tracking.follow_tilt:
-                self.trike.tilt_target = clamp(self.trike.tilt_target + FOLLOW_GAIN *
-                                               (camera.rows / 2 - blob.y) / 2, 0.0, 255.0)
+                self.trike.tilt_target = clamp(
+                    self.trike.tilt_target + FOLLOW_GAIN * (camera.rows / 2 - blob.y) / 2,
+                    0.0,
+                    255.0,
+                )
             pan, tilt = round(self.trike.pan), round(self.trike.tilt)
-        packet = p.TrackingPacket(pan, tilt, blob.x, blob.y, blob.x2 - blob.x1, blob.y2 - blob.y1,
-                                  blob.pixels, blob.confidence)
+        packet = p.TrackingPacket(
+            pan,
+            tilt,
+            blob.x,
+            blob.y,
+            blob.x2 - blob.x1,
+            blob.y2 - blob.y1,
+            blob.pixels,
+            blob.confidence,
+        )
         self.last_tracking = packet
         if not self.tracking_stream.listening:
             return
@@ -258,7 +286,7 @@ class IpaqEmulator:
                     self.terminate()
                     return
                 if isinstance(item, MalformedFrame):
-                    self.bad_packets += 1      # nothing to parse: the iPaq answers nothing
+                    self.bad_packets += 1  # nothing to parse: the iPaq answers nothing
                     continue
                 reply, after = self._handle(item)
                 stream.write(self.faults.apply(self._frame(reply)))
@@ -307,8 +335,10 @@ class IpaqEmulator:
             x, y, theta, mask = p.decode_set_integration(fields)
             new = self.options.units.pose_from_raw(x, y, theta)
             with self.trike.lock:
-                self.trike.integrated = tuple(new[i] if mask & (1 << i) else old
-                                              for i, old in enumerate(self.trike.integrated))
+                self.trike.integrated = tuple(
+                    new[i] if mask & (1 << i) else old
+                    for i, old in enumerate(self.trike.integrated)
+                )
         elif letter is L.SAFETY:
             with self.trike.lock:
                 self.trike.safety_raw = fields[0]
@@ -325,11 +355,12 @@ class IpaqEmulator:
         motion = (p.COLOR_TRACKING if colour else p.WINDOW_TRACKING).index(letter)
         if colour:
             bounds = tuple(fields)
-        else:   # TW: the colour in the middle of the current window
+        else:  # TW: the colour in the middle of the current window
             camera = self.options.camera
             bounds = window_colour(self.trike.render(camera.columns, camera.rows))
-        self.tracking = Tracking(letter, bounds, follow_pan=motion in (0, 1),
-                                 follow_tilt=motion in (0, 2))
+        self.tracking = Tracking(
+            letter, bounds, follow_pan=motion in (0, 1), follow_tilt=motion in (0, 2)
+        )
 
     def _set_parameters(self, params):
         bits, units, trike = self.options.mask_bits, self.options.units, self.trike
@@ -368,14 +399,15 @@ class IpaqEmulator:
         if not units.current_signed:
             current = abs(current)
         x, y, theta = units.pose_to_raw(*trike.integrated)
-        return p.FullResponse(S.OK, trike.range_raw, *units.wheel_power_to_raw(back_emf, current),
-                              x, y, theta)
+        return p.FullResponse(
+            S.OK, trike.range_raw, *units.wheel_power_to_raw(back_emf, current), x, y, theta
+        )
 
     # ---- pass-through ------------------------------------------------------------------------
     def _cmucam(self, text):
         """The CMUcam's output up to its ':' prompt, as a StringResponse (§3.5)."""
         if self.options.camera_timeout:
-            return p.string_body(S.CAMERA_TIMEOUT, b'')   # the seed's Mini/String choice: String
+            return p.string_body(S.CAMERA_TIMEOUT, b'')  # the seed's Mini/String choice: String
         words = text.strip().upper().split()
         name, arguments = (words[0], words[1:]) if words else ('', [])
         if name in ('GV', 'RS'):
@@ -407,25 +439,34 @@ class IpaqEmulator:
         try:
             packet = p.decode_brainstem(data)
         except MalformedFrame:
-            return silent                    # no stem answers a garbled packet
-        if o.brainstem_silent or not packet.data or packet.address not in (o.gp_address,
-                                                                           o.moto_address):
+            return silent  # no stem answers a garbled packet
+        if (
+            o.brainstem_silent
+            or not packet.data
+            or packet.address not in (o.gp_address, o.moto_address)
+        ):
             return silent
         address, command, arguments = packet.address, packet.data[0], packet.data[1:]
         if command == BS.IR02_RD and address == o.gp_address and arguments:
-            reply = p.encode_brainstem(address, bytes([BS.DEV_VAL, arguments[0] & 0x7F,
-                                                       self.trike.range_raw]))
-        elif command == BS.SRV_ABS and address == o.gp_address and arguments and \
-                arguments[0] < len(SERVOS):
+            reply = p.encode_brainstem(
+                address, bytes([BS.DEV_VAL, arguments[0] & 0x7F, self.trike.range_raw])
+            )
+        elif (
+            command == BS.SRV_ABS
+            and address == o.gp_address
+            and arguments
+            and arguments[0] < len(SERVOS)
+        ):
             servo = SERVOS[arguments[0]]
-            if len(arguments) == 2:          # set: no reply from the stem
+            if len(arguments) == 2:  # set: no reply from the stem
                 self._set_servo(servo, arguments[1])
                 reply = b''
             else:
-                reply = p.encode_brainstem(address, bytes([BS.SRV_ABS, arguments[0],
-                                                           self._servo(servo)]))
+                reply = p.encode_brainstem(
+                    address, bytes([BS.SRV_ABS, arguments[0], self._servo(servo)])
+                )
         else:
-            reply = b''                      # a command the stem does not answer
+            reply = b''  # a command the stem does not answer
         return p.string_body(S.OK, reply)
 
     def _set_servo(self, servo, value):
@@ -447,49 +488,87 @@ def build_parser():
     parser = argparse.ArgumentParser(prog='ipaq_emulator', description=__doc__.split('\n\n')[0])
     parser.add_argument('--host', default='127.0.0.1', help='address to listen on')
     parser.add_argument('--control-port', type=int, default=5000, help='command port (0 = free)')
-    parser.add_argument('--frame-dump-port', type=int, default=5001,
-                        help='frame dumps (tracking with --swap-stream-ports)')
-    parser.add_argument('--tracking-port', type=int, default=5002,
-                        help='tracking results (frame dumps with --swap-stream-ports)')
-    parser.add_argument('--swap-stream-ports', action='store_true',
-                        help='the seed\'s packet descriptions: tracking on 5001, frame dumps on 5002')
+    parser.add_argument(
+        '--frame-dump-port',
+        type=int,
+        default=5001,
+        help='frame dumps (tracking with --swap-stream-ports)',
+    )
+    parser.add_argument(
+        '--tracking-port',
+        type=int,
+        default=5002,
+        help='tracking results (frame dumps with --swap-stream-ports)',
+    )
+    parser.add_argument(
+        '--swap-stream-ports',
+        action='store_true',
+        help="the seed's packet descriptions: tracking on 5001, frame dumps on 5002",
+    )
     parser.add_argument('--cmucam2', action='store_true', help='CMUcam2 frame and bitmap formats')
-    parser.add_argument('--unframed-responses', action='store_true',
-                        help='answer without the 255,56 ... 255,55 framing')
-    parser.add_argument('--checksum-over-stuffed', action='store_true',
-                        help='checksums sum the stuffed bytes (each 255 twice)')
+    parser.add_argument(
+        '--unframed-responses',
+        action='store_true',
+        help='answer without the 255,56 ... 255,55 framing',
+    )
+    parser.add_argument(
+        '--checksum-over-stuffed',
+        action='store_true',
+        help='checksums sum the stuffed bytes (each 255 twice)',
+    )
     parser.add_argument('--tracking-rate', type=float, default=17.0, help='results per second')
-    parser.add_argument('--unthrottled', action='store_true',
-                        help='tracking results back to back (benchmarks)')
+    parser.add_argument(
+        '--unthrottled', action='store_true', help='tracking results back to back (benchmarks)'
+    )
     parser.add_argument('--still-ball', action='store_true', help='the ball does not move')
     parser.add_argument('--camera-timeout', action='store_true', help='fault: camera status 10')
-    parser.add_argument('--brainstem-silent', action='store_true', help='fault: BrainStem status 20')
+    parser.add_argument(
+        '--brainstem-silent', action='store_true', help='fault: BrainStem status 20'
+    )
     parser.add_argument('--drop-rate', type=float, default=0.0, help='fraction of bytes dropped')
-    parser.add_argument('--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted')
+    parser.add_argument(
+        '--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted'
+    )
     parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
-    parser.add_argument('--signed-wheel-power', action='store_true',
-                        help='wheel voltage and current as signed words (negative reversing)')
+    parser.add_argument(
+        '--signed-wheel-power',
+        action='store_true',
+        help='wheel voltage and current as signed words (negative reversing)',
+    )
     return parser
 
 
 def options_from_args(args):
     return EmulatorOptions(
-        host=args.host, control_port=args.control_port, frame_dump_port=args.frame_dump_port,
-        tracking_port=args.tracking_port, swap_stream_ports=args.swap_stream_ports,
+        host=args.host,
+        control_port=args.control_port,
+        frame_dump_port=args.frame_dump_port,
+        tracking_port=args.tracking_port,
+        swap_stream_ports=args.swap_stream_ports,
         camera=p.CameraFormat(generation=2 if args.cmucam2 else 1),
         framed_responses=not args.unframed_responses,
-        checksum_over_stuffed=args.checksum_over_stuffed, tracking_rate=args.tracking_rate,
+        checksum_over_stuffed=args.checksum_over_stuffed,
+        tracking_rate=args.tracking_rate,
         unthrottled=args.unthrottled,
-        ball_orbit=0.0 if args.still_ball else 0.5, camera_timeout=args.camera_timeout,
-        brainstem_silent=args.brainstem_silent, drop_rate=args.drop_rate,
-        corrupt_rate=args.corrupt_rate, seed=args.seed,
-        units=Units(voltage_signed=args.signed_wheel_power, current_signed=args.signed_wheel_power))
+        ball_orbit=0.0 if args.still_ball else 0.5,
+        camera_timeout=args.camera_timeout,
+        brainstem_silent=args.brainstem_silent,
+        drop_rate=args.drop_rate,
+        corrupt_rate=args.corrupt_rate,
+        seed=args.seed,
+        units=Units(
+            voltage_signed=args.signed_wheel_power, current_signed=args.signed_wheel_power
+        ),
+    )
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    return run_emulator('iPaq emulator', lambda: IpaqEmulator(options_from_args(args)),
-                        lambda emulator: emulator.terminated)    # 255,54 ends it too
+    return run_emulator(
+        'iPaq emulator',
+        lambda: IpaqEmulator(options_from_args(args)),
+        lambda emulator: emulator.terminated,
+    )  # 255,54 ends it too
 
 
 if __name__ == '__main__':

@@ -4,6 +4,7 @@
 
 Topic, service and parameter tables: README.md ("iPaq driver").
 """
+
 import sys
 import time
 
@@ -18,8 +19,14 @@ from legacy_robot_common.mobile_base import MobileBase, planar_covariance
 from legacy_robot_common.params import ParameterError, declare
 from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
-from legacy_robot_interfaces.srv import (BytesCommand, ColorTracking, SetDistance, SetPose,
-                                         TextCommand, WindowTracking)
+from legacy_robot_interfaces.srv import (
+    BytesCommand,
+    ColorTracking,
+    SetDistance,
+    SetPose,
+    TextCommand,
+    WindowTracking,
+)
 
 from . import conversions as convert
 from . import description
@@ -28,7 +35,7 @@ from .client import Connected, ControlClient, Settings, StreamClient
 from .units import Units
 
 L = p.Letter
-UNIT_PARAMETERS = {   # Units field → (description, minimum)
+UNIT_PARAMETERS = {  # Units field → (description, minimum)
     'velocity_scale': ('m/s per vel step', 1e-6),
     'steering_scale': ('rad per dir step (positive = left)', 1e-6),
     'wheelbase': ('m, steered front wheel to rear axle', 0.01),
@@ -58,18 +65,25 @@ class IpaqNode(DriverNode):
         settings = self._settings()
         self.control = ControlClient(settings, logger=self.get_logger())
         self.control.motion_timeout = self.cmd_vel_timeout
-        self.streams = [StreamClient(settings, port, logger=self.get_logger())
-                        for port in settings.stream_ports]
+        self.streams = [
+            StreamClient(settings, port, logger=self.get_logger())
+            for port in settings.stream_ports
+        ]
         self.attach_client(self.control, 'control link', link_name='control')
         # recorded by the parameter that names the port, which replay points at its own;
         # status names without port numbers (stable for a diagnostic_aggregator)
-        for stream, link_name in zip(self.streams, ('frame_dump', 'tracking')):
+        for stream, link_name in zip(self.streams, ('frame_dump', 'tracking'), strict=False):
             self.attach_client(stream, f'{link_name} port link', link_name=link_name)
         self.diagnostics.add_task('robot', self._robot_status)
         self._create_publishers()
         self._create_services()
-        self.create_subscription(JointState, 'camera/pan_tilt', self._on_pan_tilt, 10,
-                                 callback_group=self.callback_group)
+        self.create_subscription(
+            JointState,
+            'camera/pan_tilt',
+            self._on_pan_tilt,
+            10,
+            callback_group=self.callback_group,
+        )
         self.pose = convert.PoseTracker(self.units)
         self.last_telemetry = None
         self.tracking_rate = RateMeter()
@@ -79,86 +93,192 @@ class IpaqNode(DriverNode):
     # ---- parameters -------------------------------------------------------------------
     def _declare_parameters(self):
         d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
-        self.host = d('host', 'localhost', 'the iPaq\'s address', read_only=True)
-        self.ports = {name: d(name, default, f'TCP port: {what}', minimum=1, maximum=65535,
-                              read_only=True)
-                      for name, default, what in (
-                          ('control_port', 5000, 'commands and responses'),
-                          ('frame_dump_port', 5001, 'a stream port (seed: frame dumps)'),
-                          ('tracking_port', 5002, 'a stream port (seed: tracking)'))}
-        self.poll_rate = d('poll_rate', 10.0, 'P packets per second for range, wheel power and '
-                           'pose', minimum=0.5, maximum=50.0, read_only=True)
-        self.response_timeout = d('response_timeout', 1.0, 's to wait for each response',
-                                  minimum=0.05, maximum=30.0, read_only=True)
-        self.missed_responses = d('missed_responses', 3, 'responses missed in a row before '
-                                  'reconnecting', minimum=1, maximum=100, read_only=True)
-        self.framed_responses = d('framed_responses', True, 'responses framed with 255,56 ... '
-                                  '255,55 (spec: implied, unconfirmed)', read_only=True)
-        self.over_stuffed = d('checksum_over_stuffed', False, 'checksums sum the stuffed bytes '
-                              '(spec: inferred not)', read_only=True)
-        self.mask_bits = d('p_mask_bits', [0, 1, 2, 3, 4, 5, 6], 'P mask bit numbers of '
-                           'vel_timeout, vel, dir, pan, tilt, kill motor, init BrainStem',
-                           read_only=True)
-        self.camera_generation = d('cmucam_generation', 1, 'CMUcam generation (frame and '
-                                   'bitmap formats)', choices=(1, 2), read_only=True)
-        self.frame_size = d('frame_size', [80, 143], 'CMUcam1 frame dump: column samples, rows',
-                            read_only=True)
-        self.double_width = d('frame_double_width', True, 'publish frames at twice the sampled '
-                              'width (CMUcam1 samples every other column)', read_only=True)
-        self.flip_vertical = d('frame_flip_vertical', False, 'flip dumped frames upside down',
-                               read_only=True)
-        unit_values = {name: d(name, getattr(Units, name), text, minimum=minimum,
-                               read_only=True)
-                       for name, (text, minimum) in UNIT_PARAMETERS.items()}
-        for name, text in (('velocity_signed', 'vel is two\'s complement (else 128 = '
-                                   'stop)'), ('pose_signed', 'integrated X/Y/TH are signed'),
-                                  ('voltage_signed', 'wheel voltage is signed (negative '
-                                   'reversing)'), ('current_signed', 'wheel current is signed')):
+        self.host = d('host', 'localhost', "the iPaq's address", read_only=True)
+        self.ports = {
+            name: d(name, default, f'TCP port: {what}', minimum=1, maximum=65535, read_only=True)
+            for name, default, what in (
+                ('control_port', 5000, 'commands and responses'),
+                ('frame_dump_port', 5001, 'a stream port (seed: frame dumps)'),
+                ('tracking_port', 5002, 'a stream port (seed: tracking)'),
+            )
+        }
+        self.poll_rate = d(
+            'poll_rate',
+            10.0,
+            'P packets per second for range, wheel power and pose',
+            minimum=0.5,
+            maximum=50.0,
+            read_only=True,
+        )
+        self.response_timeout = d(
+            'response_timeout',
+            1.0,
+            's to wait for each response',
+            minimum=0.05,
+            maximum=30.0,
+            read_only=True,
+        )
+        self.missed_responses = d(
+            'missed_responses',
+            3,
+            'responses missed in a row before reconnecting',
+            minimum=1,
+            maximum=100,
+            read_only=True,
+        )
+        self.framed_responses = d(
+            'framed_responses',
+            True,
+            'responses framed with 255,56 ... 255,55 (spec: implied, unconfirmed)',
+            read_only=True,
+        )
+        self.over_stuffed = d(
+            'checksum_over_stuffed',
+            False,
+            'checksums sum the stuffed bytes (spec: inferred not)',
+            read_only=True,
+        )
+        self.mask_bits = d(
+            'p_mask_bits',
+            [0, 1, 2, 3, 4, 5, 6],
+            'P mask bit numbers of vel_timeout, vel, dir, pan, tilt, kill motor, init BrainStem',
+            read_only=True,
+        )
+        self.camera_generation = d(
+            'cmucam_generation',
+            1,
+            'CMUcam generation (frame and bitmap formats)',
+            choices=(1, 2),
+            read_only=True,
+        )
+        self.frame_size = d(
+            'frame_size', [80, 143], 'CMUcam1 frame dump: column samples, rows', read_only=True
+        )
+        self.double_width = d(
+            'frame_double_width',
+            True,
+            'publish frames at twice the sampled width (CMUcam1 samples every other column)',
+            read_only=True,
+        )
+        self.flip_vertical = d(
+            'frame_flip_vertical', False, 'flip dumped frames upside down', read_only=True
+        )
+        unit_values = {
+            name: d(name, getattr(Units, name), text, minimum=minimum, read_only=True)
+            for name, (text, minimum) in UNIT_PARAMETERS.items()
+        }
+        for name, text in (
+            ('velocity_signed', "vel is two's complement (else 128 = stop)"),
+            ('pose_signed', 'integrated X/Y/TH are signed'),
+            ('voltage_signed', 'wheel voltage is signed (negative reversing)'),
+            ('current_signed', 'wheel current is signed'),
+        ):
             unit_values[name] = d(name, getattr(Units, name), text, read_only=True)
         for name in ('steering_center', 'servo_center'):
-            unit_values[name] = d(name, 128, 'servo setting for straight ahead', minimum=0,
-                                  maximum=255, read_only=True)
-        unit_values['range_conversion'] = d('range_conversion', 'gp2d02', 'range byte: raw '
-                                            'Sharp GP2D02 (Acroname formula) or linear',
-                                            choices=('gp2d02', 'linear'), read_only=True)
+            unit_values[name] = d(
+                name,
+                128,
+                'servo setting for straight ahead',
+                minimum=0,
+                maximum=255,
+                read_only=True,
+            )
+        unit_values['range_conversion'] = d(
+            'range_conversion',
+            'gp2d02',
+            'range byte: raw Sharp GP2D02 (Acroname formula) or linear',
+            choices=('gp2d02', 'linear'),
+            read_only=True,
+        )
         try:
             self.units = Units(**unit_values)
         except ValueError as exc:
             raise ParameterError(f'ipaq_driver: {exc}') from None
-        self.vel_timeout = d('vel_timeout', -1, 'raw vel_timeout sent with drive commands '
-                             '(-1 = not sent)', minimum=-1, maximum=255, read_only=True)
-        self.cmd_vel_timeout = d('cmd_vel_timeout', 0.5, 'stop when cmd_vel stops for this '
-                                 'long, and ignore stamped commands older than this, s (0 = never)',
-                                 minimum=0.0, maximum=60.0, read_only=True)
-        self.max_linear = d('max_linear_speed', 0.8, 'cmd_vel clamp, m/s', minimum=0.0,
-                            read_only=True)
-        self.safety_distance = d('safety_distance', 0.0, 'm; stop when the IR range is '
-                                 'shorter (0 = off), set at connect', minimum=0.0, read_only=True)
-        self.range_fov = d('range_field_of_view', 0.1, 'IR beam width, rad', minimum=0.001,
-                           maximum=3.14, read_only=True)
-        self.base = MobileBase(self, self._on_cmd_vel, lambda: self.cmd_vel_timeout,
-                               POSE_COVARIANCE, TWIST_COVARIANCE)
-        camera, optical = self.frames.camera('camera', description.DEFAULT_FRAMES['camera'],
-                                             'camera frame (x forward, on '
-                                             'the pan/tilt neck at rest)')
-        self.frame_ids = {'base': self.base.base_frame, 'camera': camera, 'optical': optical,
-                          'range': self.frames.declare('range', description.DEFAULT_FRAMES['range'],
-                                                       'IR ranger frame')}
-        self.field_of_view = d('camera_field_of_view', list(FIELD_OF_VIEW), 'horizontal and '
-                               'vertical field of view of the CMUcam, rad (camera_info)',
-                               read_only=True)
-        self.mounts = {name: d(f'{name}_mount', list(default), f'{name} frame in the base '
-                               'frame: [x, y, z] m and yaw rad (defaults: guesses)', read_only=True)
-                       for name, default in description.DEFAULT_MOUNTS.items()}
+        self.vel_timeout = d(
+            'vel_timeout',
+            -1,
+            'raw vel_timeout sent with drive commands (-1 = not sent)',
+            minimum=-1,
+            maximum=255,
+            read_only=True,
+        )
+        self.cmd_vel_timeout = d(
+            'cmd_vel_timeout',
+            0.5,
+            'stop when cmd_vel stops for this '
+            'long, and ignore stamped commands older than this, s (0 = never)',
+            minimum=0.0,
+            maximum=60.0,
+            read_only=True,
+        )
+        self.max_linear = d(
+            'max_linear_speed', 0.8, 'cmd_vel clamp, m/s', minimum=0.0, read_only=True
+        )
+        self.safety_distance = d(
+            'safety_distance',
+            0.0,
+            'm; stop when the IR range is shorter (0 = off), set at connect',
+            minimum=0.0,
+            read_only=True,
+        )
+        self.range_fov = d(
+            'range_field_of_view',
+            0.1,
+            'IR beam width, rad',
+            minimum=0.001,
+            maximum=3.14,
+            read_only=True,
+        )
+        self.base = MobileBase(
+            self, self._on_cmd_vel, lambda: self.cmd_vel_timeout, POSE_COVARIANCE, TWIST_COVARIANCE
+        )
+        camera, optical = self.frames.camera(
+            'camera',
+            description.DEFAULT_FRAMES['camera'],
+            'camera frame (x forward, on the pan/tilt neck at rest)',
+        )
+        self.frame_ids = {
+            'base': self.base.base_frame,
+            'camera': camera,
+            'optical': optical,
+            'range': self.frames.declare(
+                'range', description.DEFAULT_FRAMES['range'], 'IR ranger frame'
+            ),
+        }
+        self.field_of_view = d(
+            'camera_field_of_view',
+            list(FIELD_OF_VIEW),
+            'horizontal and vertical field of view of the CMUcam, rad (camera_info)',
+            read_only=True,
+        )
+        self.mounts = {
+            name: d(
+                f'{name}_mount',
+                list(default),
+                f'{name} frame in the base frame: [x, y, z] m and yaw rad (defaults: guesses)',
+                read_only=True,
+            )
+            for name, default in description.DEFAULT_MOUNTS.items()
+        }
         for name, mount in self.mounts.items():
             if len(mount) != 4:
-                raise ParameterError(f'ipaq_driver: parameter \'{name}_mount\' needs 4 numbers '
-                                     f'[x, y, z, yaw], not {list(mount)}')
+                raise ParameterError(
+                    f"ipaq_driver: parameter '{name}_mount' needs 4 numbers "
+                    f'[x, y, z, yaw], not {list(mount)}'
+                )
         if len(self.field_of_view) != 2 or not all(0 < a < 3.14 for a in self.field_of_view):
-            raise ParameterError('ipaq_driver: parameter \'camera_field_of_view\' needs 2 '
-                                 f'angles in 0..3.14 rad, not {list(self.field_of_view)}')
-        self.request_timeout = d('request_timeout', 3.0, 'service wait for a response, s',
-                                 minimum=0.1, maximum=60.0, read_only=True)
+            raise ParameterError(
+                "ipaq_driver: parameter 'camera_field_of_view' needs 2 "
+                f'angles in 0..3.14 rad, not {list(self.field_of_view)}'
+            )
+        self.request_timeout = d(
+            'request_timeout',
+            3.0,
+            'service wait for a response, s',
+            minimum=0.1,
+            maximum=60.0,
+            read_only=True,
+        )
 
     def _settings(self):
         try:
@@ -167,13 +287,19 @@ class IpaqNode(DriverNode):
             columns, rows = self.frame_size
             camera = p.CameraFormat(generation=self.camera_generation, columns=columns, rows=rows)
             return Settings(
-                host=self.host, control_port=self.ports['control_port'],
+                host=self.host,
+                control_port=self.ports['control_port'],
                 stream_ports=(self.ports['frame_dump_port'], self.ports['tracking_port']),
-                poll_period=1.0 / self.poll_rate, response_timeout=self.response_timeout,
-                missed_responses=self.missed_responses, framed_responses=self.framed_responses,
-                checksum_over_stuffed=self.over_stuffed, mask_bits=p.MaskBits(*self.mask_bits),
-                camera=camera, vel_timeout=self.vel_timeout,
-                stop_velocity=self.units.velocity_to_raw(0.0))
+                poll_period=1.0 / self.poll_rate,
+                response_timeout=self.response_timeout,
+                missed_responses=self.missed_responses,
+                framed_responses=self.framed_responses,
+                checksum_over_stuffed=self.over_stuffed,
+                mask_bits=p.MaskBits(*self.mask_bits),
+                camera=camera,
+                vel_timeout=self.vel_timeout,
+                stop_velocity=self.units.velocity_to_raw(0.0),
+            )
         except (ValueError, TypeError) as exc:
             raise ParameterError(f'ipaq_driver: {exc}') from None
 
@@ -187,7 +313,7 @@ class IpaqNode(DriverNode):
         self.bitmap_info_pub = pub(CameraInfo, 'tracking/camera_info', 5)
         self.image_pub = pub(Image, 'camera/image_raw', 2)
         self.image_info_pub = pub(CameraInfo, 'camera/camera_info', 2)
-        self.joint_pub = pub(JointState, 'joint_states')   # the neck: pan and tilt, rad
+        self.joint_pub = pub(JointState, 'joint_states')  # the neck: pan and tilt, rad
         self.model = RobotStatePublisher(self)
         self.model.describe(description.from_parameters(self.parameter_values()))
 
@@ -196,15 +322,19 @@ class IpaqNode(DriverNode):
         just commanded: the robot reports its servos only while tracking)."""
         raw = {description.PAN_JOINT: pan, description.TILT_JOINT: tilt}
         names = [name for name, value in raw.items() if value is not None]
-        joints = JointState(header=self._header('base'), name=names,
-                            position=[self.units.raw_to_servo(raw[name]) for name in names])
+        joints = JointState(
+            header=self._header('base'),
+            name=names,
+            position=[self.units.raw_to_servo(raw[name]) for name in names],
+        )
         self.joint_pub.publish(joints)
         self.model.move(joints)
 
     def _create_services(self):
         group = self.callback_group
         service = lambda kind, name, handler: self.create_service(  # noqa: E731
-            kind, name, handler, callback_group=group)
+            kind, name, handler, callback_group=group
+        )
         service(SetPose, 'set_pose', self._set_pose)
         service(ColorTracking, 'start_color_tracking', self._color_tracking)
         service(WindowTracking, 'start_window_tracking', self._window_tracking)
@@ -220,8 +350,9 @@ class IpaqNode(DriverNode):
     # ---- service handlers ---------------------------------------------------------------------
     async def _ask(self, make_packet, timeout=0.0):
         """Send one command and await its response: (response, None) or (None, error text)."""
-        return await self._await(lambda resolve: self.control.request(make_packet(), resolve),
-                                 timeout)
+        return await self._await(
+            lambda resolve: self.control.request(make_packet(), resolve), timeout
+        )
 
     async def _await(self, send, timeout=0.0):
         """send(resolve) starts a request; the response or an error text, awaited."""
@@ -233,32 +364,50 @@ class IpaqNode(DriverNode):
         return response
 
     def _command_handler(self, letter):
-        done = {L.STOP_TRACKING: 'tracking stopped',
-                L.DUMP_FRAME: 'frame requested: it follows on camera/image_raw'}[letter]
+        done = {
+            L.STOP_TRACKING: 'tracking stopped',
+            L.DUMP_FRAME: 'frame requested: it follows on camera/image_raw',
+        }[letter]
 
         async def handle(_request, response):
-            return await self._answer(lambda: p.encode_command(letter, b'', self.over_stuffed),
-                                      response, done)
+            return await self._answer(
+                lambda: p.encode_command(letter, b'', self.over_stuffed), response, done
+            )
+
         return handle
 
     async def _set_pose(self, request, response):
         raw = self.units.pose_to_raw(request.x, request.y, request.theta)
-        mask = sum(1 << i for i, wanted in enumerate((request.set_x, request.set_y,
-                                                      request.set_theta)) if wanted)
-        return await self._answer(lambda: p.encode_set_integration(*raw, mask, self.over_stuffed),
-                                  response, 'pose set')
+        mask = sum(
+            1 << i
+            for i, wanted in enumerate((request.set_x, request.set_y, request.set_theta))
+            if wanted
+        )
+        return await self._answer(
+            lambda: p.encode_set_integration(*raw, mask, self.over_stuffed), response, 'pose set'
+        )
 
     async def _color_tracking(self, request, response):
-        bounds = (request.r_min, request.r_max, request.g_min, request.g_max, request.b_min,
-                  request.b_max)
+        bounds = (
+            request.r_min,
+            request.r_max,
+            request.g_min,
+            request.g_max,
+            request.b_min,
+            request.b_max,
+        )
         return await self._answer(
-            lambda: p.encode_color_tracking(request.mode, bounds, self.over_stuffed), response,
-            f'colour tracking started ({p.TRACKING_MOTION[min(request.mode, 3)]})')
+            lambda: p.encode_color_tracking(request.mode, bounds, self.over_stuffed),
+            response,
+            f'colour tracking started ({p.TRACKING_MOTION[min(request.mode, 3)]})',
+        )
 
     async def _window_tracking(self, request, response):
-        return await self._answer(lambda: p.encode_window_tracking(request.mode, self.over_stuffed),
-                                  response, f'window tracking started '
-                                  f'({p.TRACKING_MOTION[min(request.mode, 3)]})')
+        return await self._answer(
+            lambda: p.encode_window_tracking(request.mode, self.over_stuffed),
+            response,
+            f'window tracking started ({p.TRACKING_MOTION[min(request.mode, 3)]})',
+        )
 
     async def _safety(self, request, response):
         raw = self.units.range_to_raw(request.distance) if request.distance > 0 else 0
@@ -267,14 +416,19 @@ class IpaqNode(DriverNode):
             response.success = False
             response.message = f'{request.distance} m is beyond the range sensor ({high:.2f} m)'
             return response
-        return await self._answer(lambda: p.encode_safety(raw, self.over_stuffed), response,
-                                  f'safety distance {request.distance:.2f} m (raw {raw})'
-                                  if raw else 'safety stop off')
+        return await self._answer(
+            lambda: p.encode_safety(raw, self.over_stuffed),
+            response,
+            f'safety distance {request.distance:.2f} m (raw {raw})' if raw else 'safety stop off',
+        )
 
     async def _cmucam(self, request, response):
         reply, error = await self._ask(
-            lambda: p.encode_pass_through(L.CMUCAM, request.command.rstrip('\r'), self.over_stuffed),
-            request.timeout)
+            lambda: p.encode_pass_through(
+                L.CMUCAM, request.command.rstrip('\r'), self.over_stuffed
+            ),
+            request.timeout,
+        )
         response.success, response.message = error is None, error or 'camera answered'
         if reply is not None:
             response.reply = reply.data.decode('ascii', 'replace')
@@ -285,21 +439,26 @@ class IpaqNode(DriverNode):
     async def _brainstem(self, request, response):
         reply, error = await self._ask(
             lambda: p.encode_pass_through(L.BRAINSTEM, bytes(request.data), self.over_stuffed),
-            request.timeout)
+            request.timeout,
+        )
         response.success, response.message = error is None, error or f'{len(reply.data)} bytes'
         if reply is not None:
             response.reply = uint8_array(reply.data)
         return response
 
     def _bits_handler(self, name):
-        done = {'kill_motor': 'motor power off until the next cmd_vel',
-                'init_brainstem': 'BrainStem initialised, servos at full range'}[name]
+        done = {
+            'kill_motor': 'motor power off until the next cmd_vel',
+            'init_brainstem': 'BrainStem initialised, servos at full range',
+        }[name]
 
         async def handle(_request, response):
             _reply, error = await self._await(
-                lambda resolve: self.control.set_parameter_bits(name, resolve=resolve))
+                lambda resolve: self.control.set_parameter_bits(name, resolve=resolve)
+            )
             response.success, response.message = error is None, error or done
             return response
+
         return handle
 
     def _terminate(self, _request, response):
@@ -322,11 +481,13 @@ class IpaqNode(DriverNode):
 
     def _on_pan_tilt(self, msg):
         """JointState with 'pan' and/or 'tilt' positions in radians (0 = straight ahead)."""
-        angles = dict(zip(msg.name, msg.position))
+        angles = dict(zip(msg.name, msg.position, strict=False))
         unknown = set(angles) - {'pan', 'tilt'}
         if unknown or not angles:
-            self.log.warning('pan-tilt-names', f'camera/pan_tilt: joint names must be "pan" and/or '
-                             f'"tilt", got {list(msg.name)}')
+            self.log.warning(
+                'pan-tilt-names',
+                f'camera/pan_tilt: joint names must be "pan" and/or "tilt", got {list(msg.name)}',
+            )
             return
         raw = {name: self.units.servo_to_raw(value) for name, value in angles.items()}
         self.control.set_camera(raw.get('pan'), raw.get('tilt'))
@@ -347,19 +508,27 @@ class IpaqNode(DriverNode):
             self.tracking_pub.publish(convert.tracking_msg(record, self._header('optical')))
             self._publish_neck(record.pan, record.tilt)
         elif isinstance(record, p.Bitmap):
-            self._publish_image(convert.bitmap_msg(record, self._header('optical')),
-                                self.bitmap_pub, self.bitmap_info_pub)
+            self._publish_image(
+                convert.bitmap_msg(record, self._header('optical')),
+                self.bitmap_pub,
+                self.bitmap_info_pub,
+            )
         elif isinstance(record, p.FrameDump):
             self.frames_dumped += 1
-            self._publish_image(convert.frame_msg(record, self._header('optical'),
-                                                  self.double_width, self.flip_vertical),
-                                self.image_pub, self.image_info_pub)
+            self._publish_image(
+                convert.frame_msg(
+                    record, self._header('optical'), self.double_width, self.flip_vertical
+                ),
+                self.image_pub,
+                self.image_info_pub,
+            )
 
     def _publish_image(self, image, image_pub, info_pub):
         """An image and its camera_info (ideal pinhole from the field of view), one stamp."""
         image_pub.publish(image)
-        info_pub.publish(camera_info_msg(image.width, image.height, *self.field_of_view,
-                                         image.header))
+        info_pub.publish(
+            camera_info_msg(image.width, image.height, *self.field_of_view, image.header)
+        )
 
     def _header(self, frame):
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=self.frame_ids[frame])
@@ -367,40 +536,58 @@ class IpaqNode(DriverNode):
     def _publish_telemetry(self, response):
         self.last_telemetry = response
         header = self._header('base')
-        self.range_pub.publish(convert.range_msg(response.range, self.units,
-                                                 Header(stamp=header.stamp,
-                                                        frame_id=self.frame_ids['range']),
-                                                 self.range_fov))
+        self.range_pub.publish(
+            convert.range_msg(
+                response.range,
+                self.units,
+                Header(stamp=header.stamp, frame_id=self.frame_ids['range']),
+                self.range_fov,
+            )
+        )
         self.wheel_pub.publish(convert.wheel_power_msg(response, self.units, header))
         x, y, yaw = self.pose.update(response, time.monotonic())
-        self.base.publish(Header(stamp=header.stamp), x, y, yaw, self.pose.linear,
-                          self.pose.angular)
+        self.base.publish(
+            Header(stamp=header.stamp), x, y, yaw, self.pose.linear, self.pose.angular
+        )
 
     def _on_connected(self):
         """A new session (the iPaq may have restarted): settings it lost are sent again."""
         if self.safety_distance <= 0:
             return
         raw = self.units.range_to_raw(self.safety_distance)
-        self.control.request(p.encode_safety(raw, self.over_stuffed), lambda reply: None,
-                             'safety distance at start')
+        self.control.request(
+            p.encode_safety(raw, self.over_stuffed), lambda reply: None, 'safety distance at start'
+        )
 
     # ---- diagnostics -----------------------------------------------------------------------
     def _robot_status(self):
         c = self.control
         if c.timeouts and c.responses == 0 and c.counters.bytes_in:
-            return ERROR, (f'the iPaq sends bytes ({c.counters.bytes_in}) but no response parses: '
-                           f'check framed_responses (now {str(self.framed_responses).lower()}) '
-                           f'and checksum_over_stuffed (now {str(self.over_stuffed).lower()})'), \
-                {'host': self.host, 'bytes in': c.counters.bytes_in, 'timeouts': c.timeouts}
+            return (
+                ERROR,
+                (
+                    f'the iPaq sends bytes ({c.counters.bytes_in}) but no response parses: '
+                    f'check framed_responses (now {str(self.framed_responses).lower()}) '
+                    f'and checksum_over_stuffed (now {str(self.over_stuffed).lower()})'
+                ),
+                {'host': self.host, 'bytes in': c.counters.bytes_in, 'timeouts': c.timeouts},
+            )
         if self.last_telemetry is None:
             return ERROR, 'no response from the iPaq yet', {'host': self.host}
         t = self.last_telemetry
         voltage, current = self.units.wheel_power(t.wheel_voltage, t.wheel_current)
-        values = {'range m': self.units.range_metres(t.range), 'range raw': t.range,
-                  'wheel voltage V': voltage, 'wheel current A': current,
-                  'tracking rate Hz': self.tracking_rate.rate, 'frames dumped': self.frames_dumped,
-                  'commands refused': c.failed_commands, 'response timeouts': c.timeouts,
-                  'stray responses': c.stray_responses, 'cmd_vel timeouts': c.motion_timeouts}
+        values = {
+            'range m': self.units.range_metres(t.range),
+            'range raw': t.range,
+            'wheel voltage V': voltage,
+            'wheel current A': current,
+            'tracking rate Hz': self.tracking_rate.rate,
+            'frames dumped': self.frames_dumped,
+            'commands refused': c.failed_commands,
+            'response timeouts': c.timeouts,
+            'stray responses': c.stray_responses,
+            'cmd_vel timeouts': c.motion_timeouts,
+        }
         for stream in self.streams:
             carries = ', '.join(f'{n} {k}' for k, n in sorted(stream.carries.items()))
             values[f'port {stream.port} carries'] = carries or 'nothing yet'
@@ -415,11 +602,15 @@ class IpaqNode(DriverNode):
 
     def _unsigned_power_hint(self, t):
         """A word with its top bit set, read unsigned, is almost surely a negative value."""
-        for name, word, signed in (('voltage', t.wheel_voltage, self.units.voltage_signed),
-                                   ('current', t.wheel_current, self.units.current_signed)):
+        for name, word, signed in (
+            ('voltage', t.wheel_voltage, self.units.voltage_signed),
+            ('current', t.wheel_current, self.units.current_signed),
+        ):
             if word >= 0x8000 and not signed:
-                return (f'wheel {name} word 0x{word:04X} reads as a large positive value: a robot '
-                        f'that reports negative values (reversing) needs {name}_signed:=true')
+                return (
+                    f'wheel {name} word 0x{word:04X} reads as a large positive value: a robot '
+                    f'that reports negative values (reversing) needs {name}_signed:=true'
+                )
         return None
 
 

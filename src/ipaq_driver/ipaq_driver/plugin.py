@@ -4,6 +4,7 @@ The demo starts colour tracking of the emulator's red ball (the camera follows
 it with pan and tilt), steers the tricycle after it with cmd_vel, dumps a
 camera frame, and writes the frame as PNG plus a plot of the tracked position.
 """
+
 import math
 
 from geometry_msgs.msg import Twist
@@ -24,10 +25,10 @@ from .node import FIELD_OF_VIEW, IpaqNode
 from .units import Units
 
 RED_BALL = dict(r_min=180, r_max=240, g_min=16, g_max=90, b_min=16, b_max=110)
-CAMERA_FOV = math.radians(48.0)     # CMUcam1 lens, horizontal
+CAMERA_FOV = math.radians(48.0)  # CMUcam1 lens, horizontal
 IMAGE_COLUMNS = 80
-CLOSE_ENOUGH = 55                   # blob height in camera rows (about 0.6 m away): stop
-DUMP_AT = (4.0, 14.0)               # s into the demo
+CLOSE_ENOUGH = 55  # blob height in camera rows (about 0.6 m away): stop
+DUMP_AT = (4.0, 14.0)  # s into the demo
 
 
 # The sim's ball circles slowly around a point 1.2 m ahead, always in the camera's view from
@@ -40,8 +41,9 @@ class DemoEmulator:
     """The emulator as bringup sees it: the three ports on free port numbers."""
 
     def __init__(self):
-        self.emulator = IpaqEmulator(EmulatorOptions(
-            control_port=0, frame_dump_port=0, tracking_port=0, **DEMO_SCENE)).start()
+        self.emulator = IpaqEmulator(
+            EmulatorOptions(control_port=0, frame_dump_port=0, tracking_port=0, **DEMO_SCENE)
+        ).start()
         self.parameters = self.emulator.parameters
         self.description = self.emulator.description
 
@@ -55,18 +57,19 @@ class BallFollower(DemoScript):
     def __init__(self):
         super().__init__()
         self.units = Units()
-        self.track = []          # (seconds, x, y, pan angle) of each tracking result
-        self.path = []           # (x, y) from odom
+        self.track = []  # (seconds, x, y, pan angle) of each tracking result
+        self.path = []  # (x, y) from odom
         self.frame = None
         self.elapsed = 0.0
-        self.range = None        # the last IR reading: a beam in the model picture
+        self.range = None  # the last IR reading: a beam in the model picture
 
     def model_overlays(self):
         """The camera's view along its neck, and the IR beam as long as its reading."""
         cones = [(description.DEFAULT_FRAMES['camera'], 0.5, FIELD_OF_VIEW[0], 'tab:blue')]
         if self.range is not None:
-            cones.append((self.range.header.frame_id, self.range.range,
-                          self.range.field_of_view, 'tab:red'))
+            cones.append(
+                (self.range.header.frame_id, self.range.range, self.range.field_of_view, 'tab:red')
+            )
         return cones
 
     def setup(self, node, namespace):
@@ -86,7 +89,7 @@ class BallFollower(DemoScript):
     def _steer(self, x, height, pan):
         """Twist towards the ball: its bearing is the pan angle plus its offset in the image."""
         twist = Twist()
-        if x == 0:               # nothing tracked: stand still
+        if x == 0:  # nothing tracked: stand still
             return twist
         bearing = pan + (IMAGE_COLUMNS / 2 - x) * CAMERA_FOV / IMAGE_COLUMNS
         twist.angular.z = max(-0.8, min(0.8, 1.5 * bearing))
@@ -110,7 +113,7 @@ class BallFollower(DemoScript):
         figure = new_figure(8.0, 4.5)
         image_axes, path_axes = figure.add_subplot(1, 2, 1), figure.add_subplot(1, 2, 2)
         if self.track:
-            seconds, xs, _, pans = zip(*self.track)
+            seconds, xs, _, pans = zip(*self.track, strict=False)
             image_axes.plot(seconds, xs, label='ball x in the image (1..80)')
             image_axes.plot(seconds, [math.degrees(a) for a in pans], label='camera pan (°)')
             image_axes.axhline(IMAGE_COLUMNS / 2, color='grey', lw=0.5)
@@ -118,42 +121,82 @@ class BallFollower(DemoScript):
         image_axes.set_title('colour tracking')
         image_axes.legend(loc='lower right', fontsize='small')
         if self.path:
-            px, py = zip(*self.path)
+            px, py = zip(*self.path, strict=False)
             path_axes.plot(px, py, label='robot (odom)')
         path_axes.set_aspect('equal')
         path_axes.set_xlabel('x (m)')
         path_axes.set_ylabel('y (m)')
         path_axes.set_title('following the ball')
         paths.append(save_figure(figure, folder / 'tracking.png'))
-        paths.append(save_lines(folder / 'tracking.csv', ['seconds,x,height,pan_rad'] + [
-            f'{t:.3f},{x},{h},{pan:.4f}' for t, x, h, pan in self.track]))
+        paths.append(
+            save_lines(
+                folder / 'tracking.csv',
+                ['seconds,x,height,pan_rad']
+                + [f'{t:.3f},{x},{h},{pan:.4f}' for t, x, h, pan in self.track],
+            )
+        )
         return paths
 
 
 PLUGIN = RobotPlugin(
-    name='ipaq', package='ipaq_driver', node_name='ipaq_driver', executable='ipaq_driver',
-    emulator_executable='ipaq_emulator', config_file='ipaq.yaml',
+    name='ipaq',
+    package='ipaq_driver',
+    node_name='ipaq_driver',
+    executable='ipaq_driver',
+    emulator_executable='ipaq_emulator',
+    config_file='ipaq.yaml',
     create_node=IpaqNode,
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
-    emulator_arguments=('--control-port', '5000', '--frame-dump-port', '5001',
-                        '--tracking-port', '5002'),
-    sim_parameters={'host': '127.0.0.1', 'control_port': 5000, 'frame_dump_port': 5001,
-                    'tracking_port': 5002},
+    emulator_arguments=(
+        '--control-port',
+        '5000',
+        '--frame-dump-port',
+        '5001',
+        '--tracking-port',
+        '5002',
+    ),
+    sim_parameters={
+        'host': '127.0.0.1',
+        'control_port': 5000,
+        'frame_dump_port': 5001,
+        'tracking_port': 5002,
+    },
     # commands answered in recorded order; the two stream ports play on their timeline
-    replay_links=(ReplayLink('control', 'control_port', mode='reply'),
-                  ReplayLink('frame_dump', 'frame_dump_port'),
-                  ReplayLink('tracking', 'tracking_port')),
+    replay_links=(
+        ReplayLink('control', 'control_port', mode='reply'),
+        ReplayLink('frame_dump', 'frame_dump_port'),
+        ReplayLink('tracking', 'tracking_port'),
+    ),
     demo_topics=(
-        DemoTopic('tracking', TrackingResult,
-                  lambda m: f'x={m.x} y={m.y} {m.width}x{m.height} conf={m.confidence} pan={m.pan}'),
-        DemoTopic('odom', Odometry, lambda m: f'x={m.pose.pose.position.x:+.2f} '
-                  f'y={m.pose.pose.position.y:+.2f} v={m.twist.twist.linear.x:+.2f}'),
+        DemoTopic(
+            'tracking',
+            TrackingResult,
+            lambda m: f'x={m.x} y={m.y} {m.width}x{m.height} conf={m.confidence} pan={m.pan}',
+        ),
+        DemoTopic(
+            'odom',
+            Odometry,
+            lambda m: (
+                f'x={m.pose.pose.position.x:+.2f} '
+                f'y={m.pose.pose.position.y:+.2f} v={m.twist.twist.linear.x:+.2f}'
+            ),
+        ),
         DemoTopic('range', Range, lambda m: f'{m.range:.2f} m'),
         DemoTopic('wheel_power', WheelPower, lambda m: f'{m.voltage:.2f} V {m.current:.2f} A'),
         DemoTopic('camera/image_raw', Image, lambda m: f'{m.width}x{m.height} {m.encoding}'),
     ),
     make_demo_script=BallFollower,
     label='iPaq',
-    foxglove=FoxgloveView(image='camera/image_raw', plots=('tracking.pan', 'tracking.tilt', 'tracking.confidence'), services=(('dump_frame', 'camera frame'), ('start_color_tracking', 'track colour'), ('stop_tracking', 'stop tracking')), teleop=True),
-    bench_quick_arguments=('--seconds', '5'))
+    foxglove=FoxgloveView(
+        image='camera/image_raw',
+        plots=('tracking.pan', 'tracking.tilt', 'tracking.confidence'),
+        services=(
+            ('dump_frame', 'camera frame'),
+            ('start_color_tracking', 'track colour'),
+            ('stop_tracking', 'stop tracking'),
+        ),
+        teleop=True,
+    ),
+    bench_quick_arguments=('--seconds', '5'),
+)

@@ -4,6 +4,7 @@ Pure codec: bytes in, typed records out, and back. Values stay raw (servo
 settings, 16-bit words); units are the conversion layer's business. Section
 numbers refer to the spec.
 """
+
 import dataclasses
 import enum
 
@@ -11,14 +12,15 @@ import numpy as np
 
 from legacy_robot_common.errors import MalformedFrame
 
-START = b'\xff\x38'       # flush and start a packet (§2.2)
-END = b'\xff\x37'         # parse what came since START
-TERMINATE = b'\xff\x36'   # end the iPaq's control program
-MAX_PACKET = 4096         # longest unstuffed body accepted (a bitmap is 480 bytes)
+START = b'\xff\x38'  # flush and start a packet (§2.2)
+END = b'\xff\x37'  # parse what came since START
+TERMINATE = b'\xff\x36'  # end the iPaq's control program
+MAX_PACKET = 4096  # longest unstuffed body accepted (a bitmap is 480 bytes)
 
 
 class Status(enum.IntEnum):
     """Response status codes (§2.3): anything but OK means nothing was done."""
+
     OK = 0
     BAD_CHECKSUM = 1
     UNKNOWN_TYPE = 2
@@ -103,9 +105,9 @@ class FrameReceiver:
 
     def __init__(self, max_length=MAX_PACKET):
         self.max_length = max_length
-        self._body = None          # None = between packets
-        self._escape = False       # the previous byte was 255
-        self.stray = 0             # bytes seen between packets, not yet reported
+        self._body = None  # None = between packets
+        self._escape = False  # the previous byte was 255
+        self.stray = 0  # bytes seen between packets, not yet reported
 
     @property
     def idle(self):
@@ -147,7 +149,7 @@ class FrameReceiver:
 
     def _control(self, byte, out):
         """Act on the byte after a 255; True when an item was completed."""
-        if byte == 0x38:                      # START
+        if byte == 0x38:  # START
             if self.stray:
                 out.append(MalformedFrame(f'{self.stray} bytes outside a packet'))
                 self.stray = 0
@@ -155,12 +157,12 @@ class FrameReceiver:
                 out.append(MalformedFrame(f'packet restarted after {len(self._body)} bytes'))
             self._body = bytearray()
             return False
-        if byte == 0xFF and self._body is not None:   # stuffed 255
+        if byte == 0xFF and self._body is not None:  # stuffed 255
             self._body.append(0xFF)
             return False
-        if byte == 0x37 and self._body is not None:   # END
+        if byte == 0x37 and self._body is not None:  # END
             out.append(bytes(self._body))
-        elif byte == 0x36:                    # TERMINATE
+        elif byte == 0x36:  # TERMINATE
             out.append(Terminate())
         else:
             where = 'inside' if self._body is not None else 'outside'
@@ -189,21 +191,33 @@ class Letter(bytes, enum.Enum):
 
 
 # Camera motion while tracking, in the order of the ColorTracking/WindowTracking services.
-COLOR_TRACKING = (Letter.COLOR_TRACK, Letter.COLOR_TRACK_NO_TILT, Letter.COLOR_TRACK_NO_PAN,
-                  Letter.COLOR_TRACK_NO_MOVE)
-WINDOW_TRACKING = (Letter.WINDOW_TRACK, Letter.WINDOW_TRACK_NO_TILT, Letter.WINDOW_TRACK_NO_PAN,
-                   Letter.WINDOW_TRACK_NO_MOVE)
+COLOR_TRACKING = (
+    Letter.COLOR_TRACK,
+    Letter.COLOR_TRACK_NO_TILT,
+    Letter.COLOR_TRACK_NO_PAN,
+    Letter.COLOR_TRACK_NO_MOVE,
+)
+WINDOW_TRACKING = (
+    Letter.WINDOW_TRACK,
+    Letter.WINDOW_TRACK_NO_TILT,
+    Letter.WINDOW_TRACK_NO_PAN,
+    Letter.WINDOW_TRACK_NO_MOVE,
+)
 TRACKING_MOTION = ('follow', 'follow without tilt', 'follow without pan', 'camera still')
-FIXED_LENGTH = {Letter.SET_PARAMETERS: 6, Letter.SET_INTEGRATION: 7, Letter.SAFETY: 1,
-                **{letter: 6 for letter in COLOR_TRACKING},
-                **{letter: 0 for letter in (*WINDOW_TRACKING, Letter.STOP_TRACKING,
-                                            Letter.DUMP_FRAME)}}
+FIXED_LENGTH = {
+    Letter.SET_PARAMETERS: 6,
+    Letter.SET_INTEGRATION: 7,
+    Letter.SAFETY: 1,
+    **{letter: 6 for letter in COLOR_TRACKING},
+    **{letter: 0 for letter in (*WINDOW_TRACKING, Letter.STOP_TRACKING, Letter.DUMP_FRAME)},
+}
 VARIABLE_LENGTH = (Letter.CMUCAM, Letter.BRAINSTEM)
 
 
 @dataclasses.dataclass(frozen=True)
 class MaskBits:
     """Bit numbers of the P packet mask (§2.4). Bits 1-3 are inferred from field order."""
+
     vel_timeout: int = 0
     vel: int = 1
     direction: int = 2
@@ -224,6 +238,7 @@ class MaskBits:
 @dataclasses.dataclass
 class SetParameters:
     """P packet fields; mask says which are valid (see MaskBits)."""
+
     vel_timeout: int = 0
     vel: int = 0
     direction: int = 0
@@ -247,7 +262,7 @@ def _word(name, value):
 def command_letter(packet):
     """The type letter of an encoded command packet (it follows START; letters are ASCII,
     so never stuffed)."""
-    return Letter(packet[len(START):len(START) + 1])
+    return Letter(packet[len(START) : len(START) + 1])
 
 
 def encode_command(letter, fields=b'', over_stuffed=False):
@@ -256,8 +271,9 @@ def encode_command(letter, fields=b'', over_stuffed=False):
 
 
 def encode_set_parameters(p, over_stuffed=False):
-    fields = bytes(_byte(n, getattr(p, n)) for n in ('vel_timeout', 'vel', 'direction', 'pan',
-                                                   'tilt', 'mask'))
+    fields = bytes(
+        _byte(n, getattr(p, n)) for n in ('vel_timeout', 'vel', 'direction', 'pan', 'tilt', 'mask')
+    )
     return encode_command(Letter.SET_PARAMETERS, fields, over_stuffed)
 
 
@@ -284,8 +300,10 @@ def encode_window_tracking(motion, over_stuffed=False):
 
 def _motion_letter(letters, motion):
     if not 0 <= motion < len(letters):
-        raise ValueError(f'tracking mode must be 0..{len(letters) - 1} '
-                         f'({", ".join(TRACKING_MOTION)}), got {motion}')
+        raise ValueError(
+            f'tracking mode must be 0..{len(letters) - 1} '
+            f'({", ".join(TRACKING_MOTION)}), got {motion}'
+        )
     return letters[motion]
 
 
@@ -304,6 +322,7 @@ def encode_pass_through(letter, command, over_stuffed=False):
 @dataclasses.dataclass
 class Command:
     """A command packet as the iPaq parses it (emulator side)."""
+
     letter: Letter
     fields: bytes
 
@@ -325,8 +344,10 @@ def decode_command(body, over_stuffed=False):
         expected = FIXED_LENGTH[letter]
     if len(fields) != expected:
         # the seed has no "bad length" status: the packet cannot be parsed
-        raise PacketError(f'{letter.name} packet has {len(fields)} field bytes, expected {expected}',
-                          Status.UNKNOWN_TYPE)
+        raise PacketError(
+            f'{letter.name} packet has {len(fields)} field bytes, expected {expected}',
+            Status.UNKNOWN_TYPE,
+        )
     return Command(letter, fields[1:] if letter in VARIABLE_LENGTH else fields)
 
 
@@ -335,16 +356,17 @@ def decode_set_parameters(fields):
 
 
 def decode_set_integration(fields):
-    words = [int.from_bytes(fields[i:i + 2], 'big') for i in (0, 2, 4)]
+    words = [int.from_bytes(fields[i : i + 2], 'big') for i in (0, 2, 4)]
     return (*words, fields[6])
 
 
 # ---- BrainStem serial packets: the payload of the B pass-through (§2.7) -------------------
 class BrainStemCommand(enum.IntEnum):
     """The command codes the emulated stems answer (data[0] of a packet)."""
-    DEV_VAL = 4        # a device value, stem → host
-    IR02_RD = 30       # read a GP2D02 ranger
-    SRV_ABS = 33       # servo position: set (index, value) or read (index)
+
+    DEV_VAL = 4  # a device value, stem → host
+    IR02_RD = 30  # read a GP2D02 ranger
+    SRV_ABS = 33  # servo position: set (index, value) or read (index)
 
 
 BRAINSTEM_MAX_DATA = 8
@@ -353,7 +375,7 @@ BRAINSTEM_MAX_DATA = 8
 @dataclasses.dataclass
 class BrainStemPacket:
     address: int
-    data: bytes        # data[0] is the command code
+    data: bytes  # data[0] is the command code
 
 
 def encode_brainstem(address, data):
@@ -376,8 +398,11 @@ class ResponseKind(enum.Enum):
     STRING = 'string'
 
 
-RESPONSE_KIND = {Letter.SET_PARAMETERS: ResponseKind.FULL, Letter.CMUCAM: ResponseKind.STRING,
-                 Letter.BRAINSTEM: ResponseKind.STRING}
+RESPONSE_KIND = {
+    Letter.SET_PARAMETERS: ResponseKind.FULL,
+    Letter.CMUCAM: ResponseKind.STRING,
+    Letter.BRAINSTEM: ResponseKind.STRING,
+}
 
 
 def response_kind(letter):
@@ -396,7 +421,7 @@ class FullResponse:
     range: int
     wheel_voltage: int
     wheel_current: int
-    x: int            # raw 16-bit words as sent
+    x: int  # raw 16-bit words as sent
     y: int
     theta: int
 
@@ -407,7 +432,7 @@ class StringResponse:
     data: bytes
 
 
-FULL_LENGTH = 12   # data bytes of a FullResponse before the checksum
+FULL_LENGTH = 12  # data bytes of a FullResponse before the checksum
 
 
 def mini_body(status, over_stuffed=False):
@@ -417,8 +442,9 @@ def mini_body(status, over_stuffed=False):
 
 def full_body(r, over_stuffed=False):
     data = bytes([r.status, r.range]) + b''.join(
-        _word(name, getattr(r, name)) for name in ('wheel_voltage', 'wheel_current', 'x', 'y',
-                                                   'theta'))
+        _word(name, getattr(r, name))
+        for name in ('wheel_voltage', 'wheel_current', 'x', 'y', 'theta')
+    )
     return with_checksum(data, over_stuffed)
 
 
@@ -446,7 +472,7 @@ def decode_response(body, over_stuffed=False):
     if len(data) == 1:
         return MiniResponse(data[0])
     if len(data) == FULL_LENGTH:
-        words = [int.from_bytes(data[i:i + 2], 'big') for i in range(2, FULL_LENGTH, 2)]
+        words = [int.from_bytes(data[i : i + 2], 'big') for i in range(2, FULL_LENGTH, 2)]
         return FullResponse(data[0], data[1], *words)
     if len(data) >= 2 and len(data) == 2 + data[1]:
         return StringResponse(data[0], bytes(data[2:]))
@@ -459,7 +485,7 @@ def unframed_response_length(kind, head):
     if not head:
         return None
     if head[0] != Status.OK or kind is ResponseKind.MINI:
-        return 2           # an error status always comes as a MiniResponse
+        return 2  # an error status always comes as a MiniResponse
     if kind is ResponseKind.FULL:
         return FULL_LENGTH + 1
     return 3 + head[1] if len(head) >= 2 else None
@@ -478,7 +504,7 @@ class TrackingPacket:
     confidence: int
 
 
-TRACKING_LENGTH = 8   # data bytes before the checksum
+TRACKING_LENGTH = 8  # data bytes before the checksum
 
 
 def encode_tracking(t, over_stuffed=False):
@@ -488,16 +514,18 @@ def encode_tracking(t, over_stuffed=False):
 @dataclasses.dataclass
 class Bitmap:
     """Line-mode bitmap: rows × columns of 0/1 (uint8), MSB = leftmost pixel."""
+
     pixels: np.ndarray
 
 
 @dataclasses.dataclass(frozen=True)
 class CameraFormat:
     """What the CMUcam generation sends (§2.6): CMUcam1 by default."""
+
     generation: int = 1
-    columns: int = 80           # CMUcam1 frame: 80 column samples ...
-    rows: int = 143             # ... of 143 pixels
-    bitmap_columns: int = 80    # CMUcam1 line mode: 80 × 48 bits
+    columns: int = 80  # CMUcam1 frame: 80 column samples ...
+    rows: int = 143  # ... of 143 pixels
+    bitmap_columns: int = 80  # CMUcam1 line mode: 80 × 48 bits
     bitmap_rows: int = 48
 
     def __post_init__(self):
@@ -527,8 +555,9 @@ def decode_bitmap(body, camera=CameraFormat()):
         columns, rows = camera.bitmap_columns, camera.bitmap_rows
     stride = -(-columns // 8)
     if columns == 0 or len(body) != stride * rows:
-        raise MalformedFrame(f'bitmap of {len(body)} bytes, expected {stride * rows} '
-                             f'for {columns}×{rows}')
+        raise MalformedFrame(
+            f'bitmap of {len(body)} bytes, expected {stride * rows} for {columns}×{rows}'
+        )
     packed = np.frombuffer(body, dtype=np.uint8).reshape(rows, stride)
     return Bitmap(np.unpackbits(packed, axis=1)[:, :columns])
 
@@ -540,7 +569,7 @@ def decode_stream_packet(body, camera=CameraFormat(), over_stuffed=False):
     return decode_bitmap(body, camera)
 
 
-FRAME_NEW, FRAME_NEXT, FRAME_END = 1, 2, 3    # CMUcam DF markers; pixel bytes are 16..240
+FRAME_NEW, FRAME_NEXT, FRAME_END = 1, 2, 3  # CMUcam DF markers; pixel bytes are 16..240
 ACK = b'ACK\r'
 PROMPT = b':'
 
@@ -548,16 +577,17 @@ PROMPT = b':'
 @dataclasses.dataclass
 class FrameDump:
     """A dumped camera frame as sampled: rows × samples × 3 (R, G, B or Cr, Y, Cb)."""
+
     pixels: np.ndarray
 
 
 def encode_frame_dump(pixels, camera=CameraFormat()):
     """rows × columns × 3 uint8 (values 16..240) → the DF bytes the iPaq forwards (§2.5, §2.6)."""
     pixels = np.clip(np.asarray(pixels, dtype=np.uint8), 16, 240)
-    if camera.generation == 1:   # column by column
+    if camera.generation == 1:  # column by column
         parts = [pixels[:, c, :].tobytes() for c in range(pixels.shape[1])]
         head = bytes([FRAME_NEW])
-    else:                        # CMUcam2: size bytes, then row by row
+    else:  # CMUcam2: size bytes, then row by row
         parts = [pixels[r].tobytes() for r in range(pixels.shape[0])]
         head = bytes([FRAME_NEW, pixels.shape[1], pixels.shape[0]])
     return ACK + head + bytes([FRAME_NEXT]).join(parts) + bytes([FRAME_END]) + PROMPT
@@ -576,11 +606,13 @@ def decode_frame_dump(data, camera=CameraFormat()):
         parts = data[1:].split(bytes([FRAME_NEXT]))
         expected = (camera.columns, camera.rows * 3)
     if parts and parts[0] == b'':
-        parts = parts[1:]          # a separator right after the start byte
+        parts = parts[1:]  # a separator right after the start byte
     if len(parts) != expected[0] or any(len(part) != expected[1] for part in parts):
         lengths = sorted({len(part) for part in parts})
-        raise MalformedFrame(f'frame dump has {len(parts)} lines of {lengths} bytes, expected '
-                             f'{expected[0]} of {expected[1]}')
+        raise MalformedFrame(
+            f'frame dump has {len(parts)} lines of {lengths} bytes, expected '
+            f'{expected[0]} of {expected[1]}'
+        )
     lines = np.frombuffer(b''.join(parts), dtype=np.uint8).reshape(expected[0], -1, 3)
     return FrameDump(lines.transpose(1, 0, 2).copy() if camera.generation == 1 else lines.copy())
 
@@ -599,8 +631,8 @@ class StreamDecoder:
         self.camera = camera
         self.over_stuffed = over_stuffed
         self._frames = FrameReceiver()
-        self._dump = None            # bytearray while inside a frame dump
-        self._pending = b''          # a possible beginning of "ACK" at the end of the last chunk
+        self._dump = None  # bytearray while inside a frame dump
+        self._pending = b''  # a possible beginning of "ACK" at the end of the last chunk
 
     def feed(self, data):
         out = []
@@ -631,12 +663,12 @@ class StreamDecoder:
             position = self._frames.step(data, start, items)
             out += [self._stream_item(item) for item in items]
             return position
-        head = data[start:start + len(ACK)]
-        if head != ACK[:len(head)]:
+        head = data[start : start + len(ACK)]
+        if head != ACK[: len(head)]:
             self._frames.stray += 1
             return start + 1
         if len(head) < len(ACK):
-            self._pending = head           # wait for the rest of "ACK\r"
+            self._pending = head  # wait for the rest of "ACK\r"
             return len(data)
         if self._frames.stray:
             out.append(MalformedFrame(f'{self._frames.stray} bytes before a frame dump'))
@@ -657,23 +689,24 @@ class StreamDecoder:
     def _feed_dump(self, data, position, out):
         """Inside a frame dump: collect up to the end byte and the prompt; new position."""
         dump = self._dump
-        if dump and dump[-1] == FRAME_END:          # the end came last time; the prompt is due
+        if dump and dump[-1] == FRAME_END:  # the end came last time; the prompt is due
             end = position
         else:
             found = data.find(bytes([FRAME_END]), position)
             if found < 0:
                 dump += data[position:]
                 if len(dump) > self.MAX_DUMP:
-                    out.append(MalformedFrame(f'frame dump without an end within {self.MAX_DUMP} '
-                                              'bytes'))
+                    out.append(
+                        MalformedFrame(f'frame dump without an end within {self.MAX_DUMP} bytes')
+                    )
                     self._dump = None
                 return len(data)
-            dump += data[position:found + 1]
+            dump += data[position : found + 1]
             end = found + 1
         if end >= len(data):
-            return end                              # wait for the prompt
+            return end  # wait for the prompt
         self._dump = None
-        if data[end:end + 1] == PROMPT:
+        if data[end : end + 1] == PROMPT:
             end += 1
         else:
             out.append(MalformedFrame('frame dump end not followed by the ":" prompt'))

@@ -5,41 +5,52 @@ the wheel voltage/current, range or vel_timeout: every factor here is a
 parameter, and the emulator plays whatever the driver is configured for.
 No ROS here.
 """
+
 import dataclasses
 import math
 
 import numpy as np
 
-INCH = 0.0254   # m
+INCH = 0.0254  # m
 
 
 @dataclasses.dataclass(frozen=True)
 class Units:
-    velocity_scale: float = 0.01      # m/s per vel step
-    velocity_signed: bool = True      # vel is a two's complement byte; False: 128 = stop
-    steering_center: int = 128        # dir servo setting for straight ahead
-    steering_scale: float = 0.006     # rad per dir step (positive = steer left)
-    wheelbase: float = 0.35           # m, front (steered, driven) wheel to rear axle
-    servo_center: int = 128           # pan/tilt servo setting looking straight ahead
-    servo_scale: float = 0.0123       # rad per pan/tilt step (about 180° over 255 steps)
-    pose_scale: float = 0.001         # m per integrated X/Y step
-    pose_signed: bool = True          # integrated X/Y/TH are two's complement words
-    theta_scale: float = 0.001        # rad per integrated TH step
-    voltage_scale: float = 0.001      # V per wheel-voltage step
-    voltage_signed: bool = False      # wheel voltage word is two's complement (negative reversing)
-    current_scale: float = 0.001      # A per wheel-current step
-    current_signed: bool = False      # wheel current word is two's complement
+    velocity_scale: float = 0.01  # m/s per vel step
+    velocity_signed: bool = True  # vel is a two's complement byte; False: 128 = stop
+    steering_center: int = 128  # dir servo setting for straight ahead
+    steering_scale: float = 0.006  # rad per dir step (positive = steer left)
+    wheelbase: float = 0.35  # m, front (steered, driven) wheel to rear axle
+    servo_center: int = 128  # pan/tilt servo setting looking straight ahead
+    servo_scale: float = 0.0123  # rad per pan/tilt step (about 180° over 255 steps)
+    pose_scale: float = 0.001  # m per integrated X/Y step
+    pose_signed: bool = True  # integrated X/Y/TH are two's complement words
+    theta_scale: float = 0.001  # rad per integrated TH step
+    voltage_scale: float = 0.001  # V per wheel-voltage step
+    voltage_signed: bool = False  # wheel voltage word is two's complement (negative reversing)
+    current_scale: float = 0.001  # A per wheel-current step
+    current_signed: bool = False  # wheel current word is two's complement
     range_conversion: str = 'gp2d02'  # 'gp2d02' (raw Sharp GP2D02 byte) or 'linear'
-    range_scale: float = 0.01         # m per range step when linear
-    vel_timeout_scale: float = 0.1    # s per vel_timeout step
+    range_scale: float = 0.01  # m per range step when linear
+    vel_timeout_scale: float = 0.1  # s per vel_timeout step
 
     def __post_init__(self):
         if self.range_conversion not in ('gp2d02', 'linear'):
-            raise ValueError(f'range_conversion must be gp2d02 or linear, not '
-                             f'{self.range_conversion!r}')
-        for name in ('velocity_scale', 'steering_scale', 'wheelbase', 'servo_scale', 'pose_scale',
-                     'theta_scale', 'voltage_scale', 'current_scale', 'range_scale',
-                     'vel_timeout_scale'):
+            raise ValueError(
+                f'range_conversion must be gp2d02 or linear, not {self.range_conversion!r}'
+            )
+        for name in (
+            'velocity_scale',
+            'steering_scale',
+            'wheelbase',
+            'servo_scale',
+            'pose_scale',
+            'theta_scale',
+            'voltage_scale',
+            'current_scale',
+            'range_scale',
+            'vel_timeout_scale',
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f'{name} must be positive, got {getattr(self, name)}')
         for name in ('steering_center', 'servo_center'):
@@ -75,7 +86,7 @@ class Units:
         if abs(linear) < 1e-6:
             steer = math.copysign(self.max_steering, angular) if angular else 0.0
         else:
-            steer = math.atan(self.wheelbase * angular / linear)   # ω = v·tan(steer)/wheelbase
+            steer = math.atan(self.wheelbase * angular / linear)  # ω = v·tan(steer)/wheelbase
         return self.velocity_to_raw(linear), self.steering_to_raw(steer)
 
     # ---- camera servos ----------------------------------------------------------
@@ -87,25 +98,33 @@ class Units:
 
     # ---- integrated pose --------------------------------------------------------
     def pose_from_raw(self, x, y, theta):
-        return (word_to_steps(x, self.pose_signed) * self.pose_scale,
-                word_to_steps(y, self.pose_signed) * self.pose_scale,
-                word_to_steps(theta, self.pose_signed) * self.theta_scale)
+        return (
+            word_to_steps(x, self.pose_signed) * self.pose_scale,
+            word_to_steps(y, self.pose_signed) * self.pose_scale,
+            word_to_steps(theta, self.pose_signed) * self.theta_scale,
+        )
 
     def pose_to_raw(self, x, y, theta):
-        return (steps_to_word(round(x / self.pose_scale), self.pose_signed),
-                steps_to_word(round(y / self.pose_scale), self.pose_signed),
-                steps_to_word(round(theta / self.theta_scale), self.pose_signed))
+        return (
+            steps_to_word(round(x / self.pose_scale), self.pose_signed),
+            steps_to_word(round(y / self.pose_scale), self.pose_signed),
+            steps_to_word(round(theta / self.theta_scale), self.pose_signed),
+        )
 
     # ---- wheel power, range ----------------------------------------------------------
     def wheel_power(self, voltage, current):
         """The response's wheel voltage and current words → (V, A)."""
-        return (word_to_steps(voltage, self.voltage_signed) * self.voltage_scale,
-                word_to_steps(current, self.current_signed) * self.current_scale)
+        return (
+            word_to_steps(voltage, self.voltage_signed) * self.voltage_scale,
+            word_to_steps(current, self.current_signed) * self.current_scale,
+        )
 
     def wheel_power_to_raw(self, volts, amps):
         """(V, A) → the two words (the emulator's side); unsigned words clamp at 0."""
-        return (steps_to_word(round(volts / self.voltage_scale), self.voltage_signed),
-                steps_to_word(round(amps / self.current_scale), self.current_signed))
+        return (
+            steps_to_word(round(volts / self.voltage_scale), self.voltage_signed),
+            steps_to_word(round(amps / self.current_scale), self.current_signed),
+        )
 
     @property
     def range_limits(self):
@@ -127,7 +146,7 @@ class Units:
             return clamp(round(metres / self.range_scale), 0, 255)
         low, high = self.range_limits
         if metres > high:
-            return 0                         # nothing within range
+            return 0  # nothing within range
         return int(np.argmin(np.abs(_GP2D02_METRES - max(metres, low))))
 
 

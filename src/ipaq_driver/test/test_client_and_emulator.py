@@ -1,12 +1,13 @@
 """The clients against the emulator over real TCP on loopback (ports chosen by the OS)."""
+
 import math
 import socket
 import threading
 import time
 
 import pytest
-
 from helpers import wait_for
+
 from ipaq_driver import protocol as p
 from ipaq_driver.client import CommandFailed, ControlClient, Settings, StreamClient
 from ipaq_driver.emulator import EmulatorOptions, IpaqEmulator
@@ -14,7 +15,7 @@ from ipaq_driver.units import Units
 
 L = p.Letter
 FREE_PORTS = dict(control_port=0, frame_dump_port=0, tracking_port=0)
-RED = (180, 240, 16, 90, 16, 110)      # the ball's colour with margin
+RED = (180, 240, 16, 90, 16, 110)  # the ball's colour with margin
 
 
 class Robot:
@@ -27,15 +28,19 @@ class Robot:
 
     def settings(self, **overrides):
         ports = self.emulator.ports
-        return Settings(host='127.0.0.1', control_port=ports['control_port'],
-                        stream_ports=(ports['frame_dump_port'], ports['tracking_port']),
-                        **overrides)
+        return Settings(
+            host='127.0.0.1',
+            control_port=ports['control_port'],
+            stream_ports=(ports['frame_dump_port'], ports['tracking_port']),
+            **overrides,
+        )
 
     def connect(self, streams=True, **overrides):
         settings = self.settings(**overrides)
         self.control = ControlClient(settings)
-        self.streams = [StreamClient(settings, port) for port in settings.stream_ports] \
-            if streams else []
+        self.streams = (
+            [StreamClient(settings, port) for port in settings.stream_ports] if streams else []
+        )
         for client in [self.control, *self.streams]:
             client.on_record = self.records.append
             client.start()
@@ -66,6 +71,7 @@ def robot():
     def make(**options):
         robots.append(Robot(**options))
         return robots[-1]
+
     yield make
     for r in robots:
         r.close()
@@ -76,7 +82,7 @@ def test_polls_deliver_range_wheel_power_and_pose(robot):
     r.connect(streams=False, poll_period=0.05)
     assert wait_for(lambda: len(r.of_type(p.FullResponse)) >= 10, 3)
     polls = [c for c in r.emulator.received_commands() if c[1] is L.SET_PARAMETERS]
-    assert all(fields[5] == 0 for _, _, fields in polls)     # a poll changes nothing
+    assert all(fields[5] == 0 for _, _, fields in polls)  # a poll changes nothing
 
 
 def test_drive_then_motion_timeout_stops(robot):
@@ -93,8 +99,11 @@ def test_drive_then_motion_timeout_stops(robot):
     drives = [(t, f) for t, letter, f in sent if letter is L.SET_PARAMETERS and f[1] == vel]
     assert drives and drives[0][1][5] == p.MaskBits().mask('vel_timeout', 'vel', 'direction')
     assert wait_for(lambda: r.emulator.trike.v_setpoint == 0.0, 2)
-    stop = [t for t, letter, f in r.emulator.received_commands()
-            if letter is L.SET_PARAMETERS and f[1] == 0 and f[5] & 2]
+    stop = [
+        t
+        for t, letter, f in r.emulator.received_commands()
+        if letter is L.SET_PARAMETERS and f[1] == 0 and f[5] & 2
+    ]
     assert stop and 0.35 < stop[0] - drives[-1][0] < 0.8
     assert control.motion_timeouts == 1
     x, y, _ = r.emulator.trike.integrated
@@ -105,8 +114,11 @@ def test_robot_side_velocity_timeout_stops_a_robot_whose_driver_went_quiet():
     units = Units()
     emulator = IpaqEmulator(EmulatorOptions(**FREE_PORTS)).start()
     try:
-        drive = p.SetParameters(vel_timeout=3, vel=units.velocity_to_raw(0.4),    # 0.3 s
-                                mask=p.MaskBits().mask('vel_timeout', 'vel'))
+        drive = p.SetParameters(
+            vel_timeout=3,
+            vel=units.velocity_to_raw(0.4),  # 0.3 s
+            mask=p.MaskBits().mask('vel_timeout', 'vel'),
+        )
         (reply,) = _raw_ask(emulator.ports['control_port'], p.encode_set_parameters(drive))
         assert reply.status == 0
         started = time.monotonic()
@@ -141,7 +153,7 @@ def test_pass_through_replies_and_error_statuses(robot):
     assert isinstance(overflow, CommandFailed) and overflow.status == p.Status.CAMERA_OVERFLOW
     ir = r.ask(p.encode_pass_through(L.BRAINSTEM, bytes([2, 2, 30, 0x80])))
     assert ir.data[:4] == bytes([2, 3, 4, 0])
-    r.ask(p.encode_pass_through(L.BRAINSTEM, bytes([2, 3, 33, 1, 200])))   # pan servo
+    r.ask(p.encode_pass_through(L.BRAINSTEM, bytes([2, 3, 33, 1, 200])))  # pan servo
     assert wait_for(lambda: r.emulator.trike.pan == 200, 2)
     silent = r.ask(p.encode_pass_through(L.BRAINSTEM, bytes([6, 2, 30, 0])))
     assert isinstance(silent, CommandFailed) and silent.status == p.Status.BRAINSTEM_SILENT
@@ -151,10 +163,11 @@ def test_pass_through_replies_and_error_statuses(robot):
 def test_fault_options_give_camera_timeout_and_silent_brainstem(robot):
     r = robot(camera_timeout=True, brainstem_silent=True)
     r.connect(streams=False)
-    for packet, status in ((p.encode_color_tracking(0, RED), p.Status.CAMERA_TIMEOUT),
-                           (p.encode_command(L.DUMP_FRAME), p.Status.CAMERA_TIMEOUT),
-                           (p.encode_pass_through(L.BRAINSTEM, bytes([2, 2, 30, 0])),
-                            p.Status.BRAINSTEM_SILENT)):
+    for packet, status in (
+        (p.encode_color_tracking(0, RED), p.Status.CAMERA_TIMEOUT),
+        (p.encode_command(L.DUMP_FRAME), p.Status.CAMERA_TIMEOUT),
+        (p.encode_pass_through(L.BRAINSTEM, bytes([2, 2, 30, 0])), p.Status.BRAINSTEM_SILENT),
+    ):
         result = r.ask(packet)
         assert isinstance(result, CommandFailed) and result.status == status
 
@@ -173,7 +186,7 @@ def test_tracking_and_dumps_are_found_on_either_port_assignment(robot, swap):
     frame = r.of_type(p.FrameDump)[0].pixels
     assert frame.shape == (143, 80, 3)
     red = (frame[..., 0] > 180) & (frame[..., 1] < 90)
-    assert red.sum() > 20                                  # the ball is in view
+    assert red.sum() > 20  # the ball is in view
     # the camera follows: the ball ends up near the middle of the image
     assert wait_for(lambda: abs(r.of_type(p.TrackingPacket)[-1].x - 40) <= 4, 5)
     last = r.of_type(p.TrackingPacket)[-1]
@@ -196,10 +209,15 @@ def test_tracking_without_moving_the_camera_then_stop(robot):
 def test_window_tracking_and_line_mode_bitmaps(robot):
     r = robot(ball_orbit=0.0)
     r.connect()
-    r.ask(p.encode_color_tracking(0, RED))                   # centre the ball first
-    assert wait_for(lambda: r.of_type(p.TrackingPacket) and
-                    abs(r.of_type(p.TrackingPacket)[-1].x - 40) <= 2 and
-                    abs(r.of_type(p.TrackingPacket)[-1].y - 72) <= 6, 5)
+    r.ask(p.encode_color_tracking(0, RED))  # centre the ball first
+    assert wait_for(
+        lambda: (
+            r.of_type(p.TrackingPacket)
+            and abs(r.of_type(p.TrackingPacket)[-1].x - 40) <= 2
+            and abs(r.of_type(p.TrackingPacket)[-1].y - 72) <= 6
+        ),
+        5,
+    )
     assert r.ask(p.encode_pass_through(L.CMUCAM, 'LM 1')).data == b'ACK\r'
     assert r.ask(p.encode_window_tracking(0)) == p.MiniResponse(0)
     r.records.clear()
@@ -213,11 +231,11 @@ def test_window_tracking_and_line_mode_bitmaps(robot):
 def test_safety_distance_stops_before_the_wall(robot):
     units = Units()
     r = robot(room_width=2.0, ball_orbit=0.0)
-    r.emulator.trike.ball.centre = (0.0, 5.0)                # out of the way
+    r.emulator.trike.ball.centre = (0.0, 5.0)  # out of the way
     control = r.connect(streams=False)
     threshold = units.range_to_raw(0.3)
     assert r.ask(p.encode_safety(threshold)) == p.MiniResponse(0)
-    for _ in range(100):           # 0.6 m to go at 0.3 m/s
+    for _ in range(100):  # 0.6 m to go at 0.3 m/s
         control.set_drive(units.velocity_to_raw(0.3), units.steering_to_raw(0.0))
         time.sleep(0.05)
         if r.emulator.trike.safety_stops:
@@ -237,13 +255,15 @@ def test_set_integration_values_by_mask(robot):
     assert ix == pytest.approx(1.5) and iy == 0.0 and ith == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize('variant', [dict(framed_responses=False),
-                                     dict(checksum_over_stuffed=True)])
+@pytest.mark.parametrize(
+    'variant', [dict(framed_responses=False), dict(checksum_over_stuffed=True)]
+)
 def test_response_variants_work_when_both_sides_agree(robot, variant):
     r = robot(**variant)
     r.connect(streams=False, **variant)
-    assert r.ask(p.encode_pass_through(L.CMUCAM, 'GV', variant.get('checksum_over_stuffed', False)
-                                       )).data.startswith(b'ACK')
+    assert r.ask(
+        p.encode_pass_through(L.CMUCAM, 'GV', variant.get('checksum_over_stuffed', False))
+    ).data.startswith(b'ACK')
     assert wait_for(lambda: len(r.of_type(p.FullResponse)) >= 3, 3)
     assert r.control.counters.bad_frames == 0
 
@@ -252,16 +272,15 @@ def test_a_checksum_variant_mismatch_is_counted_not_fatal(robot):
     r = robot(checksum_over_stuffed=True)
     units = Units()
     control = r.connect(streams=False, poll_period=0.05)
-    control.set_drive(units.velocity_to_raw(-1.27), units.steering_to_raw(0))   # vel 0x81
-    control.set_camera(pan=255)        # a 255 field: the two checksum rules now differ
+    control.set_drive(units.velocity_to_raw(-1.27), units.steering_to_raw(0))  # vel 0x81
+    control.set_camera(pan=255)  # a 255 field: the two checksum rules now differ
     assert wait_for(lambda: control.counters.bad_frames + control.failed_commands > 0, 3)
     assert control.connected
 
 
 def test_corrupted_responses_are_counted_and_the_link_recovers(robot):
     r = robot(corrupt_rate=0.02, seed=3)
-    control = r.connect(streams=False, poll_period=0.02, response_timeout=0.3,
-                        missed_responses=50)
+    control = r.connect(streams=False, poll_period=0.02, response_timeout=0.3, missed_responses=50)
     assert wait_for(lambda: len(r.of_type(p.FullResponse)) >= 50, 10)
     assert control.counters.bad_frames + control.timeouts + control.stray_responses > 0
 
@@ -314,11 +333,12 @@ def test_emulator_answers_bad_checksum_and_unknown_type():
     try:
         port = emulator.ports['control_port']
         assert _raw_ask(port, b'\xff\x38N\x00\xff\x37') == [p.MiniResponse(p.Status.BAD_CHECKSUM)]
-        assert _raw_ask(port, p.frame(p.with_checksum(b'Q'))) == \
-            [p.MiniResponse(p.Status.UNKNOWN_TYPE)]
+        assert _raw_ask(port, p.frame(p.with_checksum(b'Q'))) == [
+            p.MiniResponse(p.Status.UNKNOWN_TYPE)
+        ]
         # junk outside packets gets no answer; the next packet does
         assert _raw_ask(port, b'junk' + p.encode_command(L.STOP_TRACKING)) == [p.MiniResponse(0)]
-        assert emulator.bad_packets == 3          # two refused packets, one run of junk
+        assert emulator.bad_packets == 3  # two refused packets, one run of junk
     finally:
         emulator.stop()
 
@@ -353,11 +373,17 @@ def test_the_sims_ball_is_in_view_whenever_tracking_starts():
     and a late start saw confidence 0 throughout."""
     from ipaq_driver.plugin import DEMO_SCENE, RED_BALL
     from ipaq_driver.simulation import Ball, Trike, track_colour
+
     bounds = tuple(RED_BALL[k] for k in ('r_min', 'r_max', 'g_min', 'g_max', 'b_min', 'b_max'))
-    trike = Trike(ball=Ball(centre=DEMO_SCENE['ball_centre'], orbit=DEMO_SCENE['ball_orbit'],
-                            speed=DEMO_SCENE['ball_speed']))
+    trike = Trike(
+        ball=Ball(
+            centre=DEMO_SCENE['ball_centre'],
+            orbit=DEMO_SCENE['ball_orbit'],
+            speed=DEMO_SCENE['ball_speed'],
+        )
+    )
     orbit_seconds = 2 * math.pi * DEMO_SCENE['ball_orbit'] / DEMO_SCENE['ball_speed']
-    for step in range(int(orbit_seconds * 4) + 1):       # a whole orbit, every 0.25 s
+    for step in range(int(orbit_seconds * 4) + 1):  # a whole orbit, every 0.25 s
         _, blob = track_colour(trike.render(), bounds)
         assert blob.confidence > 0 and blob.pixels > 0, f'ball lost at {step / 4:.2f} s'
         trike.step(0.25, 0.0)
@@ -366,16 +392,19 @@ def test_the_sims_ball_is_in_view_whenever_tracking_starts():
 def test_the_sims_camera_tilts_the_same_way_for_the_floor_and_the_ball():
     """Looking up (positive tilt) moves the ball and the horizon down the image alike."""
     import numpy as np
+
     from ipaq_driver.plugin import RED_BALL
     from ipaq_driver.simulation import Ball, Trike, track_colour
+
     bounds = tuple(RED_BALL[k] for k in ('r_min', 'r_max', 'g_min', 'g_max', 'b_min', 'b_max'))
 
     def view(tilt_raw):
         trike = Trike(ball=Ball(orbit=0.0))
         trike.tilt = tilt_raw
         image = trike.render()
-        sky = np.all(image == [70, 90, 120], axis=2).all(axis=1)   # rows of sky only
+        sky = np.all(image == [70, 90, 120], axis=2).all(axis=1)  # rows of sky only
         return int(sky.sum()), track_colour(image, bounds)[1].y
+
     level_sky, level_ball = view(128)
     up_sky, up_ball = view(140)
     assert up_sky > level_sky and up_ball > level_ball

@@ -1,4 +1,5 @@
 """ipaq_driver as a real process against the emulator, observed over DDS from this process."""
+
 import math
 import signal
 
@@ -6,19 +7,25 @@ import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Twist, TwistStamped
+from helpers import run_module, wait_for
 from nav_msgs.msg import Odometry
+from ros_observer import DriverProcesses, latest_status
 from sensor_msgs.msg import CameraInfo, Image, JointState, Range
 from std_srvs.srv import Trigger
 
-from helpers import run_module, wait_for
 from ipaq_driver import protocol as p
 from ipaq_driver.emulator import EmulatorOptions, IpaqEmulator
 from ipaq_driver.units import Units
 from legacy_robot_common.messages import image_to_array
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
-from legacy_robot_interfaces.srv import (BytesCommand, ColorTracking, SetDistance, SetPose,
-                                         TextCommand, WindowTracking)
-from ros_observer import DriverProcesses, latest_status
+from legacy_robot_interfaces.srv import (
+    BytesCommand,
+    ColorTracking,
+    SetDistance,
+    SetPose,
+    TextCommand,
+    WindowTracking,
+)
 
 L = p.Letter
 FREE_PORTS = dict(control_port=0, frame_dump_port=0, tracking_port=0)
@@ -30,16 +37,22 @@ def setup():
     drivers = DriverProcesses()
 
     def start(**options_and_parameters):
-        options = {k: v for k, v in options_and_parameters.items()
-                   if k in EmulatorOptions.__dataclass_fields__}
+        options = {
+            k: v
+            for k, v in options_and_parameters.items()
+            if k in EmulatorOptions.__dataclass_fields__
+        }
         parameters = {k: v for k, v in options_and_parameters.items() if k not in options}
         emulator = IpaqEmulator(EmulatorOptions(**{**FREE_PORTS, **options})).start()
-        emulator, process, ros = drivers.start('ipaq_driver.node', '/trike', emulator,
-                                               {**emulator.parameters, **parameters})
+        emulator, process, ros = drivers.start(
+            'ipaq_driver.node', '/trike', emulator, {**emulator.parameters, **parameters}
+        )
         # services answer "not connected" until the control link is up: wait for the first poll
-        assert wait_for(lambda: any(c[1] is L.SET_PARAMETERS
-                                    for c in emulator.received_commands()), 20), 'no connection'
+        assert wait_for(
+            lambda: any(c[1] is L.SET_PARAMETERS for c in emulator.received_commands()), 20
+        ), 'no connection'
         return emulator, process, ros
+
     yield start
     drivers.stop_all()
 
@@ -56,6 +69,7 @@ def test_tf_odom_to_base_link_and_the_camera_and_range_mounts(setup):
 
     def odom_stamps_with_a_transform():
         return {stamp_of(m) for m in odom} & {stamp_of(t) for t in base_link_transforms()}
+
     # /tf and odom match the driver at different moments, so the first messages of one may have
     # no partner in the other; from the first common instant on, every odom has its transform
     assert ros.spin_until(odom_stamps_with_a_transform, 10), 'no transform with an odom stamp'
@@ -68,8 +82,13 @@ def test_tf_odom_to_base_link_and_the_camera_and_range_mounts(setup):
     assert set(mounts) == {'ir_range', 'camera_optical_frame', 'base_footprint'}
     assert mounts['camera_optical_frame'].header.frame_id == 'camera'
     # the camera hangs on its pan/tilt neck (moving joints, /tf), the neck where camera_mount says
-    assert ros.spin_until(lambda: {'camera_pan_link', 'camera'} <= {
-        t.child_frame_id for m in dynamic for t in m.transforms}, 5)
+    assert ros.spin_until(
+        lambda: (
+            {'camera_pan_link', 'camera'}
+            <= {t.child_frame_id for m in dynamic for t in m.transforms}
+        ),
+        5,
+    )
     neck = {t.child_frame_id: t for m in dynamic for t in m.transforms}
     pan = neck['camera_pan_link'].transform.translation
     assert neck['camera_pan_link'].header.frame_id == 'base_link' and (pan.x, pan.z) == (0.05, 0.3)
@@ -89,18 +108,23 @@ def _reverse(ros, wheel):
 def _robot_status(ros):
     arrays = []
     ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
-    return lambda: next((s for a in reversed(arrays) for s in a.status
-                         if s.name.endswith('ipaq_driver: robot')), None)
+    return lambda: next(
+        (s for a in reversed(arrays) for s in a.status if s.name.endswith('ipaq_driver: robot')),
+        None,
+    )
 
 
 def test_signed_wheel_power_decodes_negative_when_configured(setup):
-    emulator, process, ros = setup(units=Units(voltage_signed=True, current_signed=True),
-                                   voltage_signed=True, current_signed=True)
+    emulator, process, ros = setup(
+        units=Units(voltage_signed=True, current_signed=True),
+        voltage_signed=True,
+        current_signed=True,
+    )
     wheel = ros.listen(WheelPower, 'wheel_power')
     assert ros.spin_until(lambda: wheel, 20)
     reversing = _reverse(ros, wheel)
     assert all(m.voltage < 0 and m.current < 0 for m in reversing), reversing
-    assert all(abs(m.voltage) < 20 for m in reversing)          # volts, not 65 436 steps
+    assert all(abs(m.voltage) < 20 for m in reversing)  # volts, not 65 436 steps
 
 
 def test_signed_wheel_power_read_unsigned_says_which_parameter(setup):
@@ -109,17 +133,19 @@ def test_signed_wheel_power_read_unsigned_says_which_parameter(setup):
     status = _robot_status(ros)
     assert ros.spin_until(lambda: wheel, 20)
     reversing = _reverse(ros, wheel)
-    assert all(m.voltage > 60 for m in reversing)                # the wrong answer, as issued
-    assert ros.spin_until(lambda: status() is not None and 'voltage_signed:=true'
-                          in status().message, 5), status()
+    assert all(m.voltage > 60 for m in reversing)  # the wrong answer, as issued
+    assert ros.spin_until(
+        lambda: status() is not None and 'voltage_signed:=true' in status().message, 5
+    ), status()
     assert status().level == DiagnosticStatus.WARN
 
 
 def test_replies_that_never_parse_point_at_framed_responses(setup):
-    emulator, process, ros = setup(framed_responses=False)      # the robot answers unframed
+    emulator, process, ros = setup(framed_responses=False)  # the robot answers unframed
     status = _robot_status(ros)
-    assert ros.spin_until(lambda: status() is not None and 'framed_responses (now true)'
-                          in status().message, 15), status()
+    assert ros.spin_until(
+        lambda: status() is not None and 'framed_responses (now true)' in status().message, 15
+    ), status()
     assert status().level == DiagnosticStatus.ERROR
 
 
@@ -130,14 +156,24 @@ def _ok(response):
 
 def test_telemetry_tracking_bitmap_and_frame_topics(setup):
     emulator, process, ros = setup(ball_orbit=0.0)
-    topics = {name: ros.listen(kind, name) for name, kind in (
-        ('range', Range), ('wheel_power', WheelPower), ('odom', Odometry),
-        ('tracking', TrackingResult), ('tracking/bitmap', Image), ('camera/image_raw', Image),
-        ('tracking/camera_info', CameraInfo), ('camera/camera_info', CameraInfo))}
+    topics = {
+        name: ros.listen(kind, name)
+        for name, kind in (
+            ('range', Range),
+            ('wheel_power', WheelPower),
+            ('odom', Odometry),
+            ('tracking', TrackingResult),
+            ('tracking/bitmap', Image),
+            ('camera/image_raw', Image),
+            ('tracking/camera_info', CameraInfo),
+            ('camera/camera_info', CameraInfo),
+        )
+    }
     diagnostics = []
     ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
-    assert ros.spin_until(lambda: topics['odom'] and topics['range'] and topics['wheel_power'],
-                          20), 'no telemetry'
+    assert ros.spin_until(
+        lambda: topics['odom'] and topics['range'] and topics['wheel_power'], 20
+    ), 'no telemetry'
     assert topics['range'][-1].radiation_type == Range.INFRARED
     assert topics['range'][-1].header.frame_id == 'ir_range'
     assert topics['odom'][-1].header.frame_id == 'odom'
@@ -145,7 +181,7 @@ def test_telemetry_tracking_bitmap_and_frame_topics(setup):
 
     _ok(ros.call(ColorTracking, 'start_color_tracking', ColorTracking.Request(**RED)))
     assert ros.spin_until(lambda: len(topics['tracking']) >= 10, 5)
-    assert ros.spin_until(lambda: abs(topics['tracking'][-1].x - 40) <= 4, 5)   # camera follows
+    assert ros.spin_until(lambda: abs(topics['tracking'][-1].x - 40) <= 4, 5)  # camera follows
     assert topics['tracking'][-1].confidence > 100
     assert emulator.trike.pan != 128
 
@@ -160,10 +196,12 @@ def test_telemetry_tracking_bitmap_and_frame_topics(setup):
     frame = topics['camera/image_raw'][-1]
     assert (frame.width, frame.height, frame.encoding) == (160, 143, 'rgb8')
     pixels = image_to_array(frame)
-    assert ((pixels[..., 0] > 180) & (pixels[..., 1] < 90)).sum() > 20        # the ball
+    assert ((pixels[..., 0] > 180) & (pixels[..., 1] < 90)).sum() > 20  # the ball
     # every image has its camera_info beside it, same stamp, in the optical frame
-    for image_topic, info_topic in (('camera/image_raw', 'camera/camera_info'),
-                                    ('tracking/bitmap', 'tracking/camera_info')):
+    for image_topic, info_topic in (
+        ('camera/image_raw', 'camera/camera_info'),
+        ('tracking/bitmap', 'tracking/camera_info'),
+    ):
         image = topics[image_topic][-1]
         assert ros.spin_until(lambda: any(i.header == image.header for i in topics[info_topic]), 5)
         info = next(i for i in topics[info_topic] if i.header == image.header)
@@ -181,8 +219,10 @@ def test_telemetry_tracking_bitmap_and_frame_topics(setup):
                 if status.name.endswith('robot') and status.level == DiagnosticStatus.OK:
                     return {kv.key: kv.value for kv in status.values}
         return None
+
     def carried():
         return [v for k, v in (robot_status() or {}).items() if k.endswith('carries')]
+
     # diagnostics come once a second: the one received first may predate the frame dump
     assert ros.spin_until(lambda: any('FrameDump' in v for v in carried()), 5)
     assert any('TrackingPacket' in v and 'Bitmap' in v for v in carried())
@@ -201,22 +241,28 @@ def test_drive_by_cmd_vel_then_timeout_stop_and_odometry_follows_the_ipaq(setup)
     assert emulator.trike.v > 0.3
     steer = Units().raw_to_steering(Units().steering_to_raw(math.atan(0.35 * 0.3 / 0.4)))
     assert emulator.trike.steer == pytest.approx(steer)
-    assert ros.spin_until(lambda: emulator.trike.v == 0.0, 3)      # cmd_vel stopped
+    assert ros.spin_until(lambda: emulator.trike.v == 0.0, 3)  # cmd_vel stopped
     ros.spin_until(lambda: False, 0.3)
     x, y, yaw = emulator.trike.integrated
     last = odom[-1]
     assert x > 0.3 and y > 0.0
     assert last.pose.pose.position.x == pytest.approx(x, abs=0.01)
     assert last.pose.pose.position.y == pytest.approx(y, abs=0.01)
-    assert 2 * math.atan2(last.pose.pose.orientation.z, last.pose.pose.orientation.w) == \
-        pytest.approx(yaw, abs=0.01)
+    assert 2 * math.atan2(
+        last.pose.pose.orientation.z, last.pose.pose.orientation.w
+    ) == pytest.approx(yaw, abs=0.01)
     assert any(m.twist.twist.linear.x > 0.3 for m in odom)
 
 
 def test_services_reach_the_robot(setup):
     emulator, process, ros = setup()
-    _ok(ros.call(SetPose, 'set_pose', SetPose.Request(x=2.0, y=-1.0, theta=0.5, set_x=True,
-                                                      set_theta=True)))
+    _ok(
+        ros.call(
+            SetPose,
+            'set_pose',
+            SetPose.Request(x=2.0, y=-1.0, theta=0.5, set_x=True, set_theta=True),
+        )
+    )
     assert emulator.trike.integrated[0] == pytest.approx(2.0)
     assert emulator.trike.integrated[2] == pytest.approx(0.5)
     _ok(ros.call(WindowTracking, 'start_window_tracking', WindowTracking.Request(mode=3)))
@@ -227,8 +273,9 @@ def test_services_reach_the_robot(setup):
     assert emulator.trike.safety_raw == Units().range_to_raw(0.25)
     far = ros.call(SetDistance, 'set_safety_distance', SetDistance.Request(distance=3.0))
     assert not far.success and 'beyond' in far.message
-    stem = _ok(ros.call(BytesCommand, 'brainstem_command',
-                        BytesCommand.Request(data=[2, 2, 30, 0x80])))
+    stem = _ok(
+        ros.call(BytesCommand, 'brainstem_command', BytesCommand.Request(data=[2, 2, 30, 0x80]))
+    )
     assert list(stem.reply[:3]) == [2, 3, 4]
     silent = ros.call(BytesCommand, 'brainstem_command', BytesCommand.Request(data=[8, 1, 0]))
     assert not silent.success and 'BrainStem failed to respond' in silent.message
@@ -260,7 +307,7 @@ def test_swapped_stream_ports_and_terminate_service(setup):
     assert ros.spin_until(lambda: tracking and frames, 5)
     _ok(ros.call(Trigger, 'terminate_server', Trigger.Request()))
     assert emulator.terminated.wait(3)
-    assert process.poll() is None            # the driver keeps trying to reconnect
+    assert process.poll() is None  # the driver keeps trying to reconnect
 
 
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
@@ -275,13 +322,16 @@ def test_shutdown_stops_the_wheel_and_tracking(setup, signum):
     assert last[0][2][5] == p.MaskBits().mask('vel') and last[0][2][1] == 0
 
 
-@pytest.mark.parametrize('parameter, message', [
-    ('control_port:=0', "'control_port' must be an integer within 1..65535"),
-    ('p_mask_bits:=[0,1,2]', 'p_mask_bits needs 7 bit numbers'),
-    ('p_mask_bits:=[0,1,2,3,4,5,5]', 'seven different numbers'),
-    ('range_conversion:=sonar', "expected one of 'gp2d02', 'linear'"),
-    ('velocity_scale:=0.0', 'velocity_scale'),
-])
+@pytest.mark.parametrize(
+    'parameter, message',
+    [
+        ('control_port:=0', "'control_port' must be an integer within 1..65535"),
+        ('p_mask_bits:=[0,1,2]', 'p_mask_bits needs 7 bit numbers'),
+        ('p_mask_bits:=[0,1,2,3,4,5,5]', 'seven different numbers'),
+        ('range_conversion:=sonar', "expected one of 'gp2d02', 'linear'"),
+        ('velocity_scale:=0.0', 'velocity_scale'),
+    ],
+)
 def test_bad_parameters_exit_2_with_a_clear_message(parameter, message):
     result = run_module('ipaq_driver.node', '--ros-args', '-p', parameter, timeout=30)
     assert result.returncode == 2, result.stderr
@@ -300,6 +350,7 @@ def test_unreachable_robot_reports_in_diagnostics_and_keeps_trying(setup):
                 if status.name.endswith('control link') and status.level != DiagnosticStatus.OK:
                     return status
         return None
+
     assert ros.spin_until(control_link, 10)
     assert wait_for(lambda: process.poll() is None, 0.1)
 
@@ -308,7 +359,7 @@ def test_safety_distance_parameter_is_sent_on_every_connect(setup):
     emulator, process, ros = setup(safety_distance=0.25)
     raw = Units().range_to_raw(0.25)
     assert wait_for(lambda: emulator.trike.safety_raw == raw, 20)
-    emulator.trike.safety_raw = 0          # as after an iPaq restart
+    emulator.trike.safety_raw = 0  # as after an iPaq restart
     emulator.drop_clients()
     assert wait_for(lambda: emulator.trike.safety_raw == raw, 20)
 
@@ -336,16 +387,22 @@ def test_default_mounts_optical_frame_and_stable_status_names(setup):
     ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
     assert ros.spin_until(lambda: static and latest_status(diagnostics, 'tracking port link'), 20)
     frames = {t.child_frame_id: t for t in static[-1].transforms}
-    assert ros.spin_until(lambda: any(t.child_frame_id == 'camera_pan_link'
-                                      for m in dynamic for t in m.transforms), 10)
+    assert ros.spin_until(
+        lambda: any(t.child_frame_id == 'camera_pan_link' for m in dynamic for t in m.transforms),
+        10,
+    )
     neck = next(t for m in dynamic for t in m.transforms if t.child_frame_id == 'camera_pan_link')
     camera = neck.transform.translation
-    assert (camera.x, camera.z) == (0.10, 0.25)              # not identity: the documented guess
+    assert (camera.x, camera.z) == (0.10, 0.25)  # not identity: the documented guess
     optical = frames['camera_optical_frame'].transform.rotation
     assert (optical.x, optical.y, optical.z, optical.w) == (-0.5, 0.5, -0.5, 0.5)
     names = {s.name for array in diagnostics for s in array.status}
-    assert {'trike/ipaq_driver: control link', 'trike/ipaq_driver: frame_dump port link',
-            'trike/ipaq_driver: tracking port link', 'trike/ipaq_driver: robot'} <= names
-    assert not any(ch.isdigit() for name in names for ch in name)     # no port numbers
+    assert {
+        'trike/ipaq_driver: control link',
+        'trike/ipaq_driver: frame_dump port link',
+        'trike/ipaq_driver: tracking port link',
+        'trike/ipaq_driver: robot',
+    } <= names
+    assert not any(ch.isdigit() for name in names for ch in name)  # no port numbers
     hardware = latest_status(diagnostics, ': robot').hardware_id
     assert hardware == f'iPaq robot 127.0.0.1:{emulator.parameters["control_port"]}'

@@ -1,4 +1,5 @@
 """The iPaq codec against the spec's vectors, round trips, and property/fuzz tests."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,11 +12,14 @@ L = p.Letter
 
 
 # ---- framing: the spec's computed examples (§2.2) ---------------------------------------
-@pytest.mark.parametrize('packet, wire', [
-    (p.encode_command(L.STOP_TRACKING), 'ff 38 4e 4e ff 37'),
-    (p.encode_safety(255), 'ff 38 53 ff ff 52 ff 37'),
-    (p.encode_safety(0), 'ff 38 53 00 53 ff 37'),
-])
+@pytest.mark.parametrize(
+    'packet, wire',
+    [
+        (p.encode_command(L.STOP_TRACKING), 'ff 38 4e 4e ff 37'),
+        (p.encode_safety(255), 'ff 38 53 ff ff 52 ff 37'),
+        (p.encode_safety(0), 'ff 38 53 00 53 ff 37'),
+    ],
+)
 def test_spec_examples_byte_for_byte(packet, wire):
     assert packet == bytes.fromhex(wire)
 
@@ -52,8 +56,14 @@ def _parse(packet):
 
 
 def test_every_command_round_trips():
-    params = p.SetParameters(vel_timeout=10, vel=200, direction=128, pan=90, tilt=255,
-                             mask=p.MaskBits().mask('vel', 'direction', 'tilt'))
+    params = p.SetParameters(
+        vel_timeout=10,
+        vel=200,
+        direction=128,
+        pan=90,
+        tilt=255,
+        mask=p.MaskBits().mask('vel', 'direction', 'tilt'),
+    )
     command = _parse(p.encode_set_parameters(params))
     assert command.letter is L.SET_PARAMETERS
     assert p.decode_set_parameters(command.fields) == params
@@ -68,8 +78,12 @@ def test_every_command_round_trips():
     assert _parse(p.encode_command(L.DUMP_FRAME)) == p.Command(L.DUMP_FRAME, b'')
     assert _parse(p.encode_safety(77)) == p.Command(L.SAFETY, b'\x4d')
     assert _parse(p.encode_pass_through(L.CMUCAM, 'GV')) == p.Command(L.CMUCAM, b'GV')
-    assert p.encode_pass_through(L.CMUCAM, 'GV') == bytes.fromhex('ff 38 43 02 47 56') + \
-        bytes([(0x43 + 2 + 0x47 + 0x56) % 256]) + b'\xff\x37'
+    assert (
+        p.encode_pass_through(L.CMUCAM, 'GV')
+        == bytes.fromhex('ff 38 43 02 47 56')
+        + bytes([(0x43 + 2 + 0x47 + 0x56) % 256])
+        + b'\xff\x37'
+    )
 
 
 def test_bad_commands_get_the_statuses_the_ipaq_answers():
@@ -80,31 +94,33 @@ def test_bad_commands_get_the_statuses_the_ipaq_answers():
         p.decode_command(p.with_checksum(b'Q'))
     assert unknown.value.status == p.Status.UNKNOWN_TYPE
     with pytest.raises(p.PacketError) as short:
-        p.decode_command(p.with_checksum(b'S'))           # distance byte missing
+        p.decode_command(p.with_checksum(b'S'))  # distance byte missing
     assert short.value.status == p.Status.UNKNOWN_TYPE
     with pytest.raises(p.PacketError):
-        p.decode_command(p.with_checksum(b'C\x05GV'))     # length says 5, 2 follow
+        p.decode_command(p.with_checksum(b'C\x05GV'))  # length says 5, 2 follow
 
 
-@pytest.mark.parametrize('call', [
-    lambda: p.encode_set_parameters(p.SetParameters(vel=256)),
-    lambda: p.encode_set_integration(70000, 0, 0, 1),
-    lambda: p.encode_color_tracking(4, (0, 1, 0, 1, 0, 1)),
-    lambda: p.encode_color_tracking(0, (10, 5, 0, 1, 0, 1)),
-    lambda: p.encode_color_tracking(0, (0, 1)),
-    lambda: p.encode_window_tracking(-1),
-    lambda: p.encode_pass_through(L.CMUCAM, ''),
-    lambda: p.encode_pass_through(L.BRAINSTEM, bytes(256)),
-    lambda: p.MaskBits(vel=0),
-])
+@pytest.mark.parametrize(
+    'call',
+    [
+        lambda: p.encode_set_parameters(p.SetParameters(vel=256)),
+        lambda: p.encode_set_integration(70000, 0, 0, 1),
+        lambda: p.encode_color_tracking(4, (0, 1, 0, 1, 0, 1)),
+        lambda: p.encode_color_tracking(0, (10, 5, 0, 1, 0, 1)),
+        lambda: p.encode_color_tracking(0, (0, 1)),
+        lambda: p.encode_window_tracking(-1),
+        lambda: p.encode_pass_through(L.CMUCAM, ''),
+        lambda: p.encode_pass_through(L.BRAINSTEM, bytes(256)),
+        lambda: p.MaskBits(vel=0),
+    ],
+)
 def test_invalid_command_values_are_refused(call):
     with pytest.raises(ValueError):
         call()
 
 
 def test_mask_bits_follow_the_field_order_and_can_be_moved():
-    assert p.MaskBits().mask('vel_timeout', 'tilt', 'kill_motor', 'init_brainstem') == \
-        0b1110001
+    assert p.MaskBits().mask('vel_timeout', 'tilt', 'kill_motor', 'init_brainstem') == 0b1110001
     assert p.MaskBits(vel=3, pan=1).mask('vel') == 0b1000
 
 
@@ -112,16 +128,24 @@ def test_mask_bits_follow_the_field_order_and_can_be_moved():
 def test_responses_round_trip_and_are_told_apart_by_length():
     full = p.FullResponse(0, 120, 0x1234, 0xFFFF, 0xFF00, 7, 0x8001)
     receiver = p.FrameReceiver()
-    bodies = receiver.feed(p.encode_mini(p.Status.CAMERA_TIMEOUT) + p.encode_full(full) +
-                           p.encode_string(0, b'ACK\rCMUcam v1.12 ') + p.encode_string(0, b''))
+    bodies = receiver.feed(
+        p.encode_mini(p.Status.CAMERA_TIMEOUT)
+        + p.encode_full(full)
+        + p.encode_string(0, b'ACK\rCMUcam v1.12 ')
+        + p.encode_string(0, b'')
+    )
     decoded = [p.decode_response(b) for b in bodies]
-    assert decoded == [p.MiniResponse(10), full, p.StringResponse(0, b'ACK\rCMUcam v1.12 '),
-                       p.StringResponse(0, b'')]
+    assert decoded == [
+        p.MiniResponse(10),
+        full,
+        p.StringResponse(0, b'ACK\rCMUcam v1.12 '),
+        p.StringResponse(0, b''),
+    ]
 
 
 def test_bad_responses_are_malformed():
     with pytest.raises(MalformedFrame):
-        p.decode_response(b'\x00\x01')                    # checksum
+        p.decode_response(b'\x00\x01')  # checksum
     with pytest.raises(MalformedFrame):
         p.decode_response(p.with_checksum(b'\x00\x05ab'))  # string length
     with pytest.raises(MalformedFrame):
@@ -132,7 +156,7 @@ def test_unframed_response_lengths():
     F, M, S = p.ResponseKind.FULL, p.ResponseKind.MINI, p.ResponseKind.STRING
     assert p.unframed_response_length(F, b'') is None
     assert p.unframed_response_length(F, b'\x00') == 13
-    assert p.unframed_response_length(F, b'\x02') == 2     # error → Mini
+    assert p.unframed_response_length(F, b'\x02') == 2  # error → Mini
     assert p.unframed_response_length(M, b'\x00') == 2
     assert p.unframed_response_length(S, b'\x00') is None
     assert p.unframed_response_length(S, b'\x00\x04') == 7
@@ -157,7 +181,7 @@ def test_receiver_restarts_on_start_and_reports_junk():
 def test_receiver_limits_packet_length():
     items = p.FrameReceiver(max_length=10).feed(b'\xff\x38' + bytes(20) + b'\xff\x37')
     assert isinstance(items[0], MalformedFrame)
-    assert len(items) == 2 and isinstance(items[1], MalformedFrame)   # the lone END
+    assert len(items) == 2 and isinstance(items[1], MalformedFrame)  # the lone END
 
 
 # ---- stream ports --------------------------------------------------------------------------
@@ -215,8 +239,9 @@ def test_truncated_or_wrong_size_frame_dumps_are_malformed():
 def test_a_dump_between_tracking_packets_is_recognised_by_content():
     tracking = p.TrackingPacket(1, 2, 3, 4, 5, 6, 7, 8)
     scene = _scene()
-    items = p.StreamDecoder().feed(p.encode_tracking(tracking) + p.encode_frame_dump(scene) +
-                                   p.encode_tracking(tracking))
+    items = p.StreamDecoder().feed(
+        p.encode_tracking(tracking) + p.encode_frame_dump(scene) + p.encode_tracking(tracking)
+    )
     assert [type(i) for i in items] == [p.TrackingPacket, p.FrameDump, p.TrackingPacket]
 
 
@@ -230,20 +255,39 @@ def test_bad_tracking_checksum_is_reported_and_the_stream_goes_on():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255),
-                          st.integers(0, 255), st.integers(0, 255), st.integers(0, 255),
-                          st.integers(0, 255), st.integers(0, 255)), min_size=1, max_size=8),
-       st.binary(max_size=30), st.data())
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 255),
+            st.integers(0, 255),
+            st.integers(0, 255),
+            st.integers(0, 255),
+            st.integers(0, 255),
+            st.integers(0, 255),
+            st.integers(0, 255),
+            st.integers(0, 255),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.binary(max_size=30),
+    st.data(),
+)
 def test_every_item_is_found_in_any_chunking_among_junk(fields, junk, data):
     junk = junk.replace(b'\xff', b'').replace(b'A', b'')
     packets = [p.TrackingPacket(*f) for f in fields]
     scene = _scene()
-    stream = junk + b''.join(p.encode_tracking(t) for t in packets) + p.encode_frame_dump(scene) \
-        + junk + p.encode_tracking(packets[0])
+    stream = (
+        junk
+        + b''.join(p.encode_tracking(t) for t in packets)
+        + p.encode_frame_dump(scene)
+        + junk
+        + p.encode_tracking(packets[0])
+    )
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
     decoder = p.StreamDecoder()
     items = []
-    for start, end in zip([0] + cuts, cuts + [len(stream)]):
+    for start, end in zip([0] + cuts, cuts + [len(stream)], strict=False):
         items += decoder.feed(stream[start:end])
     good = [i for i in items if not isinstance(i, MalformedFrame)]
     assert good[:-2] == packets and good[-1] == packets[0]

@@ -1,4 +1,5 @@
 """Raw ↔ SI units and record → message conversions, without a running graph."""
+
 import math
 
 import numpy as np
@@ -12,8 +13,19 @@ from ipaq_driver.units import INCH, Units, gp2d02_inches
 from legacy_robot_common.messages import image_to_array
 
 
-@pytest.mark.parametrize('raw, inches', [(210, 3.0), (151, 5.95), (150, 6.5), (116, 9.9),
-                                         (115, 18.5 - 26 / 2.8), (90, 18.5 - 1 / 2.8), (89, None), (0, None)])
+@pytest.mark.parametrize(
+    'raw, inches',
+    [
+        (210, 3.0),
+        (151, 5.95),
+        (150, 6.5),
+        (116, 9.9),
+        (115, 18.5 - 26 / 2.8),
+        (90, 18.5 - 1 / 2.8),
+        (89, None),
+        (0, None),
+    ],
+)
 def test_gp2d02_conversion_from_the_spec(raw, inches):
     result = gp2d02_inches(raw)
     assert result == (None if inches is None else pytest.approx(inches))
@@ -42,7 +54,7 @@ def test_velocity_encoding_both_ways(signed):
 def test_steering_and_servos_clamp_to_the_servo_range():
     units = Units()
     assert units.steering_to_raw(0.0) == 128
-    assert units.steering_to_raw(10.0) == 255 and units.steering_to_raw(-10.0) == 1   # symmetric
+    assert units.steering_to_raw(10.0) == 255 and units.steering_to_raw(-10.0) == 1  # symmetric
     assert units.servo_to_raw(0.5) == 128 + round(0.5 / 0.0123)
     assert units.raw_to_servo(units.servo_to_raw(-0.3)) == pytest.approx(-0.3, abs=0.007)
 
@@ -52,7 +64,7 @@ def test_turning_on_the_spot_is_impossible_so_only_the_wheel_turns():
     vel, direction = units.twist_to_drive(0.0, 1.0)
     assert units.raw_to_velocity(vel) == 0.0 and direction == 255
     assert units.twist_to_drive(0.0, 0.0) == (0, 128)
-    vel, direction = units.twist_to_drive(-0.5, 0.3)     # reversing: same turn rate formula
+    vel, direction = units.twist_to_drive(-0.5, 0.3)  # reversing: same turn rate formula
     v, steer = units.raw_to_velocity(vel), units.raw_to_steering(direction)
     assert v * math.tan(steer) / units.wheelbase == pytest.approx(0.3, rel=0.05)
 
@@ -62,11 +74,12 @@ def test_pose_words(signed):
     units = Units(pose_signed=signed)
     pose = (-1.5, 2.25, -3.0) if signed else (1.5, 2.25, 3.0)
     assert units.pose_from_raw(*units.pose_to_raw(*pose)) == pytest.approx(pose)
-    assert units.pose_to_raw(100.0, 0, 0)[0] == (0x7FFF if signed else 0xFFFF)   # clamped
+    assert units.pose_to_raw(100.0, 0, 0)[0] == (0x7FFF if signed else 0xFFFF)  # clamped
 
 
-@pytest.mark.parametrize('bad', [dict(range_conversion='sonar'), dict(velocity_scale=0),
-                                 dict(steering_center=300)])
+@pytest.mark.parametrize(
+    'bad', [dict(range_conversion='sonar'), dict(velocity_scale=0), dict(steering_center=300)]
+)
 def test_bad_units_are_refused(bad):
     with pytest.raises(ValueError):
         Units(**bad)

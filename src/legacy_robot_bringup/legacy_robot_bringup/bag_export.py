@@ -4,19 +4,26 @@ recording is replayed into it, written with rosbags (metadata.yaml, message defi
 The bag's message times are the recorded clock: each message gets the recorded time of the
 newest robot chunk the replay had sent when the driver published it.
 """
+
 import os
 import time
 
 from rclpy.node import Node
-from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness, QosReliability,
-                                QosTime)
+from rosbags.interfaces import (
+    Qos,
+    QosDurability,
+    QosHistory,
+    QosLiveliness,
+    QosReliability,
+    QosTime,
+)
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from legacy_robot_common.message_definitions import MessageDefinitions
 from legacy_robot_common.topics import import_type, matching_qos
 
-DISCOVERY_TIME = 2.0          # s the driver's publishers get to appear in the graph
-NOT_EXPORTED = ('/rosout', '/parameter_events')   # every node's; not the robot's data
+DISCOVERY_TIME = 2.0  # s the driver's publishers get to appear in the graph
+NOT_EXPORTED = ('/rosout', '/parameter_events')  # every node's; not the robot's data
 BAG_VERSION = 9
 NEVER = QosTime(sec=0, nsec=0)
 
@@ -32,11 +39,17 @@ def check_bag_path(path):
 
 def _bag_qos(profile):
     """rclpy's QoS profile → rosbags' (the offered_qos_profiles of metadata.yaml)."""
-    return Qos(history=QosHistory(int(profile.history)), depth=profile.depth,
-               reliability=QosReliability(int(profile.reliability)),
-               durability=QosDurability(int(profile.durability)), deadline=NEVER,
-               lifespan=NEVER, liveliness=QosLiveliness.AUTOMATIC,
-               liveliness_lease_duration=NEVER, avoid_ros_namespace_conventions=False)
+    return Qos(
+        history=QosHistory(int(profile.history)),
+        depth=profile.depth,
+        reliability=QosReliability(int(profile.reliability)),
+        durability=QosDurability(int(profile.durability)),
+        deadline=NEVER,
+        lifespan=NEVER,
+        liveliness=QosLiveliness.AUTOMATIC,
+        liveliness_lease_duration=NEVER,
+        avoid_ros_namespace_conventions=False,
+    )
 
 
 def _gid(info):
@@ -65,10 +78,12 @@ class BagCapture(Node):
         name, namespace = driver.get_name(), driver.get_namespace()
         deadline = time.monotonic() + DISCOVERY_TIME
         topics, seen = {}, -1
-        while time.monotonic() < deadline:     # until the graph stops growing
-            topics = {topic: types[0] for topic, types in
-                      self.get_publisher_names_and_types_by_node(name, namespace)
-                      if len(types) == 1 and topic not in NOT_EXPORTED}
+        while time.monotonic() < deadline:  # until the graph stops growing
+            topics = {
+                topic: types[0]
+                for topic, types in self.get_publisher_names_and_types_by_node(name, namespace)
+                if len(types) == 1 and topic not in NOT_EXPORTED
+            }
             if len(topics) == seen:
                 break
             seen = len(topics)
@@ -77,34 +92,42 @@ class BagCapture(Node):
 
     def _subscribe_to(self, driver):
         for topic, type_name in sorted(self._driver_topics(driver).items()):
-            publishers = [p for p in self.get_publishers_info_by_topic(topic)
-                          if (p.node_name, p.node_namespace) ==
-                          (driver.get_name(), driver.get_namespace())]
+            publishers = [
+                p
+                for p in self.get_publishers_info_by_topic(topic)
+                if (p.node_name, p.node_namespace) == (driver.get_name(), driver.get_namespace())
+            ]
             offered = publishers[0].qos_profile if publishers else None
-            qos = matching_qos(publishers, depth=1000)     # a burst at --speed 0 fits
+            qos = matching_qos(publishers, depth=1000)  # a burst at --speed 0 fits
             self._definitions.add(type_name)
             connection = self.writer.add_connection(
-                self._bag_name(topic), type_name, typestore=self._definitions.typestore,
-                offered_qos_profiles=[_bag_qos(offered)] if offered else [])
+                self._bag_name(topic),
+                type_name,
+                typestore=self._definitions.typestore,
+                offered_qos_profiles=[_bag_qos(offered)] if offered else [],
+            )
             self.counts[connection.topic] = 0
             self.create_subscription(
-                import_type(type_name), topic,
+                import_type(type_name),
+                topic,
                 self._writer_for(connection, {bytes(p.endpoint_gid) for p in publishers}),
-                qos, raw=True)
+                qos,
+                raw=True,
+            )
 
     def _bag_name(self, topic):
         inside = self._namespace and topic.startswith(self._namespace + '/')
-        return topic[len(self._namespace):] if inside else topic
+        return topic[len(self._namespace) :] if inside else topic
 
     def _writer_for(self, connection, driver_gids):
         def write(data, info):
-            if _gid(info) not in driver_gids:      # another node on a shared topic (/tf)
+            if _gid(info) not in driver_gids:  # another node on a shared topic (/tf)
                 return
             self.writer.write(connection, self._clock(), data)
             self.counts[connection.topic] += 1
             self.bytes += len(data)
+
         return write
 
     def close(self):
         self.writer.close()
-

@@ -13,6 +13,7 @@ Each robot's benchmark runs as its own process (`python -m <package>.bench`) and
 and writes <output>/summary.json and <output>/summary.png. Exit code 1 when a benchmark
 failed or a target was missed.
 """
+
 import argparse
 import dataclasses
 import json
@@ -21,8 +22,14 @@ import subprocess
 import sys
 
 from legacy_robot_common.artifacts import new_figure, save_figure
-from legacy_robot_common.bench import (FLOOR_RATIO_TARGET, HEADROOM_TARGET, RECORDING_TARGET,
-                                       SINGLE_FLOOR_TARGET, machine_description, verdict)
+from legacy_robot_common.bench import (
+    FLOOR_RATIO_TARGET,
+    HEADROOM_TARGET,
+    RECORDING_TARGET,
+    SINGLE_FLOOR_TARGET,
+    machine_description,
+    verdict,
+)
 
 from .registry import discover_plugins
 
@@ -31,33 +38,60 @@ from .registry import discover_plugins
 class Robot:
     label: str
     package: str
-    name: str                  # its benchmark's JSON file name
-    quick: tuple = ()          # arguments for a short run (--quick)
-    module: str = ''           # its benchmark (default <package>.bench)
+    name: str  # its benchmark's JSON file name
+    quick: tuple = ()  # arguments for a short run (--quick)
+    module: str = ''  # its benchmark (default <package>.bench)
 
 
 def installed_robots():
     """Every installed robot (its plugin names its label and quick arguments; the benchmark
     is `<package>.bench`), in entry-point order: a new robot package brings its own."""
-    return tuple(Robot(plugin.title, plugin.package, plugin.name, plugin.bench_quick_arguments)
-                 for plugin in discover_plugins().values())
+    return tuple(
+        Robot(plugin.title, plugin.package, plugin.name, plugin.bench_quick_arguments)
+        for plugin in discover_plugins().values()
+    )
 
 
 # beside the robots: what the Foxglove relay and the bag export cost (no pipeline row)
-TOOLS = (Robot('Foxglove / bags', 'legacy_robot_bringup', 'foxglove', ('--seconds', '5'),
-               'legacy_robot_bringup.foxglove_bench'),)
-ROBOTS = installed_robots()             # the soak and the fuzz tests take these too
+TOOLS = (
+    Robot(
+        'Foxglove / bags',
+        'legacy_robot_bringup',
+        'foxglove',
+        ('--seconds', '5'),
+        'legacy_robot_bringup.foxglove_bench',
+    ),
+)
+ROBOTS = installed_robots()  # the soak and the fuzz tests take these too
 BENCHMARKS = ROBOTS + TOOLS
-PIPELINE_COLUMNS = ('robot', 'main stream', 'decode /s', 'unthrottled /s', 'real max /s',
-                    'headroom', 'CPU %', 'floor %', 'lean %', 'CPU / floor',
-                    'CPU / 1-thread floor', 'recording', 'p50 ms', 'p99 ms')
+PIPELINE_COLUMNS = (
+    'robot',
+    'main stream',
+    'decode /s',
+    'unthrottled /s',
+    'real max /s',
+    'headroom',
+    'CPU %',
+    'floor %',
+    'lean %',
+    'CPU / floor',
+    'CPU / 1-thread floor',
+    'recording',
+    'p50 ms',
+    'p99 ms',
+)
 
 
 def run_benchmark(robot, output, quick):
     """Run one robot's benchmark as its own process; its table goes to our stdout."""
-    command = [sys.executable, '-m', robot.module or f'{robot.package}.bench',
-               '--output', str(output),
-               *(robot.quick if quick else ())]
+    command = [
+        sys.executable,
+        '-m',
+        robot.module or f'{robot.package}.bench',
+        '--output',
+        str(output),
+        *(robot.quick if quick else ()),
+    ]
     print(f'--- {robot.label}: {" ".join(command[1:])}', flush=True)
     return subprocess.run(command).returncode
 
@@ -80,18 +114,28 @@ def pipeline_rows(results):
     rows = []
     for robot, result in results.items():
         summary = (result or {}).get('summary')
-        if result is not None and summary is None:      # a tool: its targets only
+        if result is not None and summary is None:  # a tool: its targets only
             continue
         if summary is None:
             rows.append((robot.label, 'no result') + ('',) * (len(PIPELINE_COLUMNS) - 2))
             continue
         _, outcome = verdict(summary['headroom'], ('>=', HEADROOM_TARGET))
         latency = summary['latency']
-        rows.append((robot.label, summary['stream'], f'{summary["decode_rate"]:,.0f}',
-                     f'{summary["unthrottled_rate"]:,.0f}', f'{summary["real_rate"]:g}',
-                     f'{summary["headroom"]:,.1f}x {outcome}', f'{summary["cpu"]:.2f}',
-                     *floor_cells(summary), recording_cell(summary), f'{latency["p50_ms"]:.2f}',
-                     f'{latency["p99_ms"]:.2f}'))
+        rows.append(
+            (
+                robot.label,
+                summary['stream'],
+                f'{summary["decode_rate"]:,.0f}',
+                f'{summary["unthrottled_rate"]:,.0f}',
+                f'{summary["real_rate"]:g}',
+                f'{summary["headroom"]:,.1f}x {outcome}',
+                f'{summary["cpu"]:.2f}',
+                *floor_cells(summary),
+                recording_cell(summary),
+                f'{latency["p50_ms"]:.2f}',
+                f'{latency["p99_ms"]:.2f}',
+            )
+        )
     return rows
 
 
@@ -106,8 +150,12 @@ def floor_cells(summary):
     single_cell = '-'
     if single is not None:
         single_cell = f'{single:.2f}x {verdict(single, ("<=", SINGLE_FLOOR_TARGET))[1]}'
-    return (f'{summary["floor"]:.2f}', f'{summary["lean_floor"]:.2f}',
-            f'{summary["floor_ratio"]:.2f}x {outcome}', single_cell)
+    return (
+        f'{summary["floor"]:.2f}',
+        f'{summary["lean_floor"]:.2f}',
+        f'{summary["floor_ratio"]:.2f}x {outcome}',
+        single_cell,
+    )
 
 
 def recording_cell(summary):
@@ -131,30 +179,46 @@ def target_rows(results):
 
 def format_table(columns, rows):
     widths = [max(len(str(row[i])) for row in (columns, *rows)) for i in range(len(columns))]
-    return [' | '.join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
-            for row in (columns, *rows)]
+    return [
+        ' | '.join(
+            str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)
+        ).rstrip()
+        for row in (columns, *rows)
+    ]
 
 
 def write_chart(results, path):
     """Headroom (log scale, with the target) and latency p50 / p99 per robot."""
-    summaries = [(robot.label, result['summary']) for robot, result in results.items()
-                 if result and 'summary' in result]
+    summaries = [
+        (robot.label, result['summary'])
+        for robot, result in results.items()
+        if result and 'summary' in result
+    ]
     figure = new_figure(10.0, 4.0)
     headroom, latency = figure.subplots(1, 2)
     labels = [label for label, _ in summaries]
     positions = range(len(summaries))
     headroom.bar(labels, [s['headroom'] for _, s in summaries], color='tab:blue')
-    headroom.axhline(HEADROOM_TARGET, color='tab:red', linestyle='--',
-                     label=f'target {HEADROOM_TARGET:g}x')
+    headroom.axhline(
+        HEADROOM_TARGET, color='tab:red', linestyle='--', label=f'target {HEADROOM_TARGET:g}x'
+    )
     headroom.set_yscale('log')
     headroom.set_ylim(bottom=1)
     headroom.set_title('headroom: unthrottled rate / real robot rate')
     headroom.legend()
     width = 0.4
-    latency.bar([x - width / 2 for x in positions], [s['latency']['p50_ms'] for _, s in summaries],
-                width, label='p50')
-    latency.bar([x + width / 2 for x in positions], [s['latency']['p99_ms'] for _, s in summaries],
-                width, label='p99')
+    latency.bar(
+        [x - width / 2 for x in positions],
+        [s['latency']['p50_ms'] for _, s in summaries],
+        width,
+        label='p50',
+    )
+    latency.bar(
+        [x + width / 2 for x in positions],
+        [s['latency']['p99_ms'] for _, s in summaries],
+        width,
+        label='p99',
+    )
     latency.set_xticks(list(positions), labels)
     latency.set_ylabel('ms')
     latency.set_title('wire -> subscriber latency')
@@ -167,8 +231,9 @@ def summarize(results, output):
     """Print both tables, write summary.json and summary.png; → the list of misses."""
     pipeline = pipeline_rows(results)
     targets = target_rows(results)
-    missed = [f'{robot}: {measure}' for robot, measure, _, _, outcome in targets
-               if outcome == 'MISSED']
+    missed = [
+        f'{robot}: {measure}' for robot, measure, _, _, outcome in targets if outcome == 'MISSED'
+    ]
     missed += [f'{robot.label}: no result' for robot, result in results.items() if result is None]
     print(f'\nAll robots on {machine_description()}')
     print('\n'.join(format_table(PIPELINE_COLUMNS, pipeline)))
@@ -176,10 +241,17 @@ def summarize(results, output):
     print('\n'.join(format_table(('robot', 'measure', 'value', 'target', 'result'), targets)))
     folder = pathlib.Path(output)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / 'summary.json').write_text(json.dumps({
-        'machine': machine_description(), 'headroom_target': HEADROOM_TARGET,
-        'robots': {robot.name: result for robot, result in results.items()},
-        'missed': missed}, indent=2))
+    (folder / 'summary.json').write_text(
+        json.dumps(
+            {
+                'machine': machine_description(),
+                'headroom_target': HEADROOM_TARGET,
+                'robots': {robot.name: result for robot, result in results.items()},
+                'missed': missed,
+            },
+            indent=2,
+        )
+    )
     written = [folder / 'summary.json']
     if any(result and 'summary' in result for result in results.values()):
         written.append(write_chart(results, folder / 'summary.png'))
@@ -191,13 +263,19 @@ def summarize(results, output):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='bench', description=__doc__.split('\n\n')[0])
     parser.add_argument('--output', default='bench-output', help='folder for the JSON and PNG')
-    parser.add_argument('--only', nargs='+', choices=[r.name for r in BENCHMARKS],
-                        metavar='NAME',
-                        help=f'these only ({", ".join(r.name for r in BENCHMARKS)})')
-    parser.add_argument('--quick', action='store_true',
-                        help='short runs (a smoke test; the numbers are rough)')
-    parser.add_argument('--no-run', action='store_true',
-                        help='only summarize the JSON files already in --output')
+    parser.add_argument(
+        '--only',
+        nargs='+',
+        choices=[r.name for r in BENCHMARKS],
+        metavar='NAME',
+        help=f'these only ({", ".join(r.name for r in BENCHMARKS)})',
+    )
+    parser.add_argument(
+        '--quick', action='store_true', help='short runs (a smoke test; the numbers are rough)'
+    )
+    parser.add_argument(
+        '--no-run', action='store_true', help='only summarize the JSON files already in --output'
+    )
     args = parser.parse_args(argv)
     robots = [r for r in BENCHMARKS if not args.only or r.name in args.only]
     failed = []
@@ -205,7 +283,7 @@ def main(argv=None):
         pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)
         for robot in robots:
             (pathlib.Path(args.output) / f'{robot.name}.json').unlink(missing_ok=True)
-            if run_benchmark(robot, args.output, args.quick) not in (0, 1):   # 1: a target missed
+            if run_benchmark(robot, args.output, args.quick) not in (0, 1):  # 1: a target missed
                 failed.append(robot.label)
     results = {robot: load_result(args.output, robot) for robot in robots}
     missed = summarize(results, args.output)

@@ -8,6 +8,7 @@ Parameters come from config/<robot>.yaml (the files the launch files use) and
 any --params-file given after it; --sim points each driver at its emulator, --replay
 points a robot's driver at a replay of its recording (with the recorded parameters).
 """
+
 import argparse
 import contextlib
 import pathlib
@@ -17,16 +18,27 @@ import time
 import rclpy
 from rclpy.parameter import Parameter
 
-from legacy_robot_common.driver_node import (RCLError, make_executor, prepare_process,
-                                             spin_until_shutdown)
+from legacy_robot_common.driver_node import (
+    RCLError,
+    make_executor,
+    prepare_process,
+    spin_until_shutdown,
+)
 from legacy_robot_common.memory import MallocTrim
 from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
 
 from .foxglove import add_foxglove_arguments, foxglove_option, start_relay
-from .launch_plan import (FRAME_MODES, FRAMES_HELP, LOG_LEVELS, file_parameters,
-                          frame_isolation, per_robot_by_default, robot_namespace)
+from .launch_plan import (
+    FRAME_MODES,
+    FRAMES_HELP,
+    LOG_LEVELS,
+    file_parameters,
+    frame_isolation,
+    per_robot_by_default,
+    robot_namespace,
+)
 from .paths import config_file
 from .recordings import open_replay
 from .registry import PluginError, discover_plugins, select
@@ -38,25 +50,35 @@ class Composition:
     rclpy must be initialised with the parameter files first (see ros_args()).
     """
 
-    def __init__(self, plugins, sim=False, namespace='', namespace_per_robot=False, replays=None,
-                 record_folder=None, frames='prefix', use_sim_time=False, user_params_files=(),
-                 foxglove=None):
+    def __init__(
+        self,
+        plugins,
+        sim=False,
+        namespace='',
+        namespace_per_robot=False,
+        replays=None,
+        record_folder=None,
+        frames='prefix',
+        use_sim_time=False,
+        user_params_files=(),
+        foxglove=None,
+    ):
         self.plugins = list(plugins)
         self.sim = sim
-        self.user_params_files = list(user_params_files)   # they win over the emulators' values
-        self.record_folder = record_folder      # each driver records to <folder>/<robot>.mcap
-        self.replays = dict(replays or {})     # robot name → replay (not started) in place
+        self.user_params_files = list(user_params_files)  # they win over the emulators' values
+        self.record_folder = record_folder  # each driver records to <folder>/<robot>.mcap
+        self.replays = dict(replays or {})  # robot name → replay (not started) in place
         #                                        of its emulator
         self.namespace = namespace
         self.namespace_per_robot = namespace_per_robot
-        self.frames = frames                    # launch_plan.FRAME_MODES
+        self.frames = frames  # launch_plan.FRAME_MODES
         self.use_sim_time = use_sim_time
-        self.foxglove = foxglove                # (address, port) of a Foxglove relay, or None
+        self.foxglove = foxglove  # (address, port) of a Foxglove relay, or None
         self.relay = None
         self.emulators = {}
         self.nodes = {}
         self.executor = make_executor()
-        self.malloc_trim = MallocTrim()         # ParameterError for a bad LEGACY_ROBOTS_MALLOC_TRIM
+        self.malloc_trim = MallocTrim()  # ParameterError for a bad LEGACY_ROBOTS_MALLOC_TRIM
 
     def robot_namespace(self, plugin):
         return robot_namespace(plugin, self.namespace, self.namespace_per_robot)
@@ -81,8 +103,11 @@ class Composition:
             if self.use_sim_time:
                 overrides.append(Parameter('use_sim_time', value=True))
             remap_args = [arg for rule in remappings for arg in ('-r', ':='.join(rule))]
-            node = plugin.create_node(namespace=namespace, parameter_overrides=overrides,
-                                      cli_args=['--ros-args', *remap_args] if remap_args else None)
+            node = plugin.create_node(
+                namespace=namespace,
+                parameter_overrides=overrides,
+                cli_args=['--ros-args', *remap_args] if remap_args else None,
+            )
             self.nodes[plugin.name] = node
             self.executor.add_node(node)
         if self.foxglove is not None:
@@ -97,8 +122,11 @@ class Composition:
             mine.update(file_parameters(path, plugin.node_name, namespace))
         kept = sorted(set(values) & set(mine))
         if kept:
-            print(f'{plugin.name}: --sim: your parameter file sets {", ".join(kept)}: '
-                  'used instead of the emulator\'s', flush=True)
+            print(
+                f'{plugin.name}: --sim: your parameter file sets {", ".join(kept)}: '
+                "used instead of the emulator's",
+                flush=True,
+            )
         return [Parameter(k, value=v) for k, v in values.items() if k not in mine]
 
     def spin(self, duration=None, on_tick=None, tick=0.1):
@@ -115,18 +143,18 @@ class Composition:
         """Nodes first (each link says goodbye to its robot), then the emulators."""
         for node in [*self.nodes.values(), *([self.relay] if self.relay else [])]:
             try:
-                self.executor.remove_node(node)   # before its entities go
+                self.executor.remove_node(node)  # before its entities go
                 node.destroy_node()
             except Exception as exc:  # keep shutting the others down
                 print(f'warning: {node.get_name()}: {exc!r}', file=sys.stderr)
         for name, emulator in self.emulators.items():
             emulator.stop()
-            if name in self.replays:     # what the recording could not answer, if anything
+            if name in self.replays:  # what the recording could not answer, if anything
                 for line in emulator.report():
                     print(f'{name}: replay {line}', flush=True)
         try:
             self.executor.shutdown()
-        except RuntimeError as exc:   # rclpy 9.1's events executor, once in a few runs
+        except RuntimeError as exc:  # rclpy 9.1's events executor, once in a few runs
             print(f'warning: executor shutdown: {exc}', file=sys.stderr)
 
 
@@ -177,32 +205,69 @@ def choose(plugins, names, recordings=(), loop=False):
 
 def build_parser():
     parser = argparse.ArgumentParser(
-        prog='bringup', description='Run legacy robot drivers in one process.')
-    parser.add_argument('robots', nargs='*', help='robots to run (default: every installed robot); '
-                        'KIND:NAME names one, so two of a kind can run: p2os:r1 p2os:r2')
-    parser.add_argument('--sim', action='store_true',
-                        help='start each robot emulator in this process and connect to it')
-    parser.add_argument('--replay', action='append', default=[], metavar='MCAP',
-                        help='run a robot against a replay of its recording (record_path) '
-                        'instead of the robot or its emulator; may repeat')
-    parser.add_argument('--record', metavar='FOLDER', help='each driver records its links to '
-                        'FOLDER/<robot>.mcap (parameter record_path)')
-    parser.add_argument('--params-file', action='append', default=[], metavar='YAML',
-                        help='extra ROS parameter file (keys /**/<node_name>:), may repeat')
+        prog='bringup', description='Run legacy robot drivers in one process.'
+    )
+    parser.add_argument(
+        'robots',
+        nargs='*',
+        help='robots to run (default: every installed robot); '
+        'KIND:NAME names one, so two of a kind can run: p2os:r1 p2os:r2',
+    )
+    parser.add_argument(
+        '--sim',
+        action='store_true',
+        help='start each robot emulator in this process and connect to it',
+    )
+    parser.add_argument(
+        '--replay',
+        action='append',
+        default=[],
+        metavar='MCAP',
+        help='run a robot against a replay of its recording (record_path) '
+        'instead of the robot or its emulator; may repeat',
+    )
+    parser.add_argument(
+        '--record',
+        metavar='FOLDER',
+        help='each driver records its links to FOLDER/<robot>.mcap (parameter record_path)',
+    )
+    parser.add_argument(
+        '--params-file',
+        action='append',
+        default=[],
+        metavar='YAML',
+        help='extra ROS parameter file (keys /**/<node_name>:), may repeat',
+    )
     parser.add_argument('--namespace', default='', help='ROS namespace for every node')
-    parser.add_argument('--namespace-per-robot', action=argparse.BooleanOptionalAction,
-                        default=None, help='put each robot under <namespace>/<robot name> '
-                        '(default: yes for several robots, as all_robots.launch.py does)')
+    parser.add_argument(
+        '--namespace-per-robot',
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help='put each robot under <namespace>/<robot name> '
+        '(default: yes for several robots, as all_robots.launch.py does)',
+    )
     parser.add_argument('--frames', choices=FRAME_MODES, default='prefix', help=FRAMES_HELP)
     add_foxglove_arguments(parser)
-    parser.add_argument('--use-sim-time', action='store_true',
-                        help='stamp with the simulated clock on /clock (use_sim_time)')
-    parser.add_argument('--log-level', choices=LOG_LEVELS,
-                        help='ROS log level of every node (as --ros-args --log-level)')
-    parser.add_argument('--duration', type=float, default=None,
-                        help='seconds to run (default: until Ctrl-C)')
-    parser.add_argument('--plugin', action='append', default=[], metavar='MODULE:ATTR',
-                        help='load an extra robot plugin (for robots outside this repository)')
+    parser.add_argument(
+        '--use-sim-time',
+        action='store_true',
+        help='stamp with the simulated clock on /clock (use_sim_time)',
+    )
+    parser.add_argument(
+        '--log-level',
+        choices=LOG_LEVELS,
+        help='ROS log level of every node (as --ros-args --log-level)',
+    )
+    parser.add_argument(
+        '--duration', type=float, default=None, help='seconds to run (default: until Ctrl-C)'
+    )
+    parser.add_argument(
+        '--plugin',
+        action='append',
+        default=[],
+        metavar='MODULE:ATTR',
+        help='load an extra robot plugin (for robots outside this repository)',
+    )
     parser.add_argument('--list', action='store_true', help='list the installed robots and exit')
     return parser
 
@@ -214,7 +279,7 @@ def split_ros_args(argv):
     if '--ros-args' not in argv:
         return argv, []
     index = argv.index('--ros-args')
-    return argv[:index], argv[index + 1:]
+    return argv[:index], argv[index + 1 :]
 
 
 def missing_files(paths):
@@ -249,12 +314,19 @@ def main(argv=None):
     if per_robot is None:
         per_robot = per_robot_by_default(chosen)
     try:
-        with running(chosen, args.params_file, extra_ros_args, sim=args.sim,
-                     namespace=args.namespace,
-                     namespace_per_robot=per_robot, replays=replays,
-                     record_folder=args.record, frames=args.frames,
-                     use_sim_time=args.use_sim_time,
-                     foxglove=foxglove_option(args)) as composition:
+        with running(
+            chosen,
+            args.params_file,
+            extra_ros_args,
+            sim=args.sim,
+            namespace=args.namespace,
+            namespace_per_robot=per_robot,
+            replays=replays,
+            record_folder=args.record,
+            frames=args.frames,
+            use_sim_time=args.use_sim_time,
+            foxglove=foxglove_option(args),
+        ) as composition:
             for name, emulator in composition.emulators.items():
                 print(f'{name}: emulator {emulator.description}', flush=True)
             if composition.relay is not None:

@@ -5,6 +5,7 @@
 
 Exit code 0 only if every robot connected and every required topic carried data.
 """
+
 import argparse
 import collections
 import pathlib
@@ -12,7 +13,6 @@ import sys
 import time
 
 from rclpy.node import Node
-
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
@@ -75,8 +75,9 @@ class DemoMonitor(Node):
                 topic = f'{namespace}/{demo_topic.topic}' if namespace else demo_topic.topic
                 stats = TopicStats(plugin.name, topic, demo_topic.required)
                 self.stats.append(stats)
-                self.create_subscription(demo_topic.msg_type, topic,
-                                         self._callback(stats, demo_topic, script), 10)
+                self.create_subscription(
+                    demo_topic.msg_type, topic, self._callback(stats, demo_topic, script), 10
+                )
 
     def _callback(self, stats, demo_topic, script):
         def on_message(msg):
@@ -87,6 +88,7 @@ class DemoMonitor(Node):
             stats.record(time.monotonic(), summary)
             if script is not None and hasattr(script, 'on_message'):
                 script.on_message(demo_topic.topic, msg)
+
         return on_message
 
     def act(self, elapsed):
@@ -101,15 +103,17 @@ class RobotModels:
 
     def __init__(self, node):
         self._node = node
-        self.descriptions = {}          # robot name → (URDF text, frame prefix)
-        self.transforms = {}            # child frame → latest TransformStamped
+        self.descriptions = {}  # robot name → (URDF text, frame prefix)
+        self.transforms = {}  # child frame → latest TransformStamped
         self._listening = False
 
     def watch(self, name, namespace):
         def keep(msg):
             self.descriptions[name] = (msg.data, namespace_prefix(namespace))
-        self._node.create_subscription(String, f'{namespace}/robot_description', keep,
-                                       DESCRIPTION_QOS)
+
+        self._node.create_subscription(
+            String, f'{namespace}/robot_description', keep, DESCRIPTION_QOS
+        )
         if not self._listening:
             self._listening = True
             for topic, qos in (('/tf', TF_QOS), ('/tf_static', TF_STATIC_LISTENER_QOS)):
@@ -127,20 +131,25 @@ class RobotModels:
         overlays = script.model_overlays() if hasattr(script, 'model_overlays') else ()
         figure = new_figure(10.0, 4.5)
         robot = draw_model(figure, text, self.transforms, prefix, overlays)
-        figure.suptitle(f'{name}: the {robot.name} model in its last pose (robot_description '
-                        'and TF)')
+        figure.suptitle(
+            f'{name}: the {robot.name} model in its last pose (robot_description and TF)'
+        )
         return [save_figure(figure, folder / 'model.png')]
 
 
 def render_table(composition, stats, elapsed, duration):
     now = time.monotonic()
     lines = [f'legacy robots demo  {elapsed:5.1f} / {duration:.0f} s', '']
-    lines.append(f'{"robot":<10} {"link":<22} {"topic":<32} {"msgs":>7} {"rate Hz":>8}  last message')
+    lines.append(
+        f'{"robot":<10} {"link":<22} {"topic":<32} {"msgs":>7} {"rate Hz":>8}  last message'
+    )
     for row in stats:
         node = composition.nodes[row.robot]
         link = ', '.join(c.state.value for c in node.links) or '-'
-        lines.append(f'{row.robot:<10} {link:<22} {row.topic:<32} {row.count:>7} '
-                     f'{row.rate(now):>8.1f}  {row.summary[:60]}')
+        lines.append(
+            f'{row.robot:<10} {link:<22} {row.topic:<32} {row.count:>7} '
+            f'{row.rate(now):>8.1f}  {row.summary[:60]}'
+        )
     return '\n'.join(lines)
 
 
@@ -150,8 +159,10 @@ def verdict(composition, stats):
     for name, node in composition.nodes.items():
         for client in node.links:
             if client.counters.connects == 0:
-                problems.append(f'{name}: {client.name} never connected '
-                                f'({client.counters.last_error or "no error recorded"})')
+                problems.append(
+                    f'{name}: {client.name} never connected '
+                    f'({client.counters.last_error or "no error recorded"})'
+                )
     for row in stats:
         if row.required and row.count == 0:
             problems.append(f'{row.robot}: no message on {row.topic}')
@@ -160,19 +171,37 @@ def verdict(composition, stats):
 
 def build_parser():
     parser = argparse.ArgumentParser(prog='demo', description=__doc__.split('\n\n')[0])
-    parser.add_argument('robots', nargs='*', help='robots to show (default: every installed robot)')
+    parser.add_argument(
+        'robots', nargs='*', help='robots to show (default: every installed robot)'
+    )
     parser.add_argument('--duration', type=float, default=20.0, help='seconds to run (default 20)')
     parser.add_argument('--output', default='demo-output', help='folder for the output files')
-    parser.add_argument('--plugin', action='append', default=[], metavar='MODULE:ATTR',
-                        help='load an extra robot plugin')
-    parser.add_argument('--replay', action='append', default=[], metavar='MCAP',
-                        help='show a robot from its recording (replayed in a loop) instead of '
-                        'its emulator; may repeat; without robot names only these robots run')
-    parser.add_argument('--record', metavar='FOLDER', help='each driver records its links to '
-                        'FOLDER/<robot>.mcap (how recordings/ was made)')
+    parser.add_argument(
+        '--plugin',
+        action='append',
+        default=[],
+        metavar='MODULE:ATTR',
+        help='load an extra robot plugin',
+    )
+    parser.add_argument(
+        '--replay',
+        action='append',
+        default=[],
+        metavar='MCAP',
+        help='show a robot from its recording (replayed in a loop) instead of '
+        'its emulator; may repeat; without robot names only these robots run',
+    )
+    parser.add_argument(
+        '--record',
+        metavar='FOLDER',
+        help='each driver records its links to FOLDER/<robot>.mcap (how recordings/ was made)',
+    )
     add_foxglove_arguments(parser)
-    parser.add_argument('--plain', action='store_true',
-                        help='print the table every few seconds instead of redrawing it')
+    parser.add_argument(
+        '--plain',
+        action='store_true',
+        help='print the table every few seconds instead of redrawing it',
+    )
     return parser
 
 
@@ -182,8 +211,9 @@ def main(argv=None):
         print('error: --duration must be positive', file=sys.stderr)
         return 2
     try:
-        chosen, replays = choose(discover_plugins(args.plugin), args.robots, args.replay,
-                                 loop=True)
+        chosen, replays = choose(
+            discover_plugins(args.plugin), args.robots, args.replay, loop=True
+        )
     except (PluginError, RecordingError, ValueError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
@@ -200,9 +230,14 @@ def run_demo(chosen, args, replays=None):
         return 0
 
     try:
-        with running(chosen, sim=True, namespace_per_robot=True, replays=replays,
-                     record_folder=getattr(args, 'record', None),
-                     foxglove=foxglove_option(args)) as composition:
+        with running(
+            chosen,
+            sim=True,
+            namespace_per_robot=True,
+            replays=replays,
+            record_folder=getattr(args, 'record', None),
+            foxglove=foxglove_option(args),
+        ) as composition:
             monitor = DemoMonitor(composition)
             composition.executor.add_node(monitor)
             try:
@@ -229,7 +264,7 @@ def _run(args, output, composition, monitor):
         if elapsed - last_draw[0] >= (0.5 if live else 5.0):
             last_draw[0] = elapsed
             table = render_table(composition, monitor.stats, elapsed, args.duration)
-            if composition.relay is not None:      # the URL stays on the redrawn screen
+            if composition.relay is not None:  # the URL stays on the redrawn screen
                 table += '\n' + composition.relay.announcement
             print(('\x1b[H\x1b[2J' if live else '\n') + table, flush=True)
 
@@ -245,8 +280,12 @@ def _run(args, output, composition, monitor):
         except Exception as exc:  # one robot's broken output must not hide the others'
             ok = False
             problems.append(f'{name}: writing its output files failed: {exc!r}')
-    paths.insert(0, save_lines(output / 'summary.txt',
-                               [table, '', 'result: ' + ('ok' if ok else 'FAILED'), *problems]))
+    paths.insert(
+        0,
+        save_lines(
+            output / 'summary.txt', [table, '', 'result: ' + ('ok' if ok else 'FAILED'), *problems]
+        ),
+    )
     print('\n' + table + '\n')
     for problem in problems:
         print(f'problem: {problem}')

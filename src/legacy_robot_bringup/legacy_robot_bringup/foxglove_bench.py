@@ -9,6 +9,7 @@
 * recording export --rosbag2 of each shipped recording at --speed 0: CDR megabytes written
   per second, and the recording's own megabytes per second.
 """
+
 import argparse
 import re
 import shutil
@@ -25,7 +26,7 @@ from .paths import share_dir
 from .recordings import decode
 
 ANNOUNCEMENT = re.compile(r'foxglove: (ws://localhost:\d+)')
-SETTLE = 10.0          # s after start-up before measuring (links up, first graph look done)
+SETTLE = 10.0  # s after start-up before measuring (links up, first graph look done)
 RELAY_STATUS = 'foxglove_relay: foxglove'
 
 
@@ -34,8 +35,9 @@ def start_bringup(foxglove):
     command = [sys.executable, '-m', 'legacy_robot_bringup.compose', '--sim']
     if foxglove:
         command += ['--foxglove', '0']
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     lines = []
     threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
     if not foxglove:
@@ -71,20 +73,24 @@ def bringup_costs(seconds):
         results['relay, no client'] = cpu_percent(process.pid, seconds)
         client = FoxgloveClient(url)
         try:
-            client.receive(3.0)                       # every channel advertised
+            client.receive(3.0)  # every channel advertised
             for topic in list(client.channels):
                 client.subscribe(topic, decode=topic == '/diagnostics')
             client.receive(3.0)
             before, started = client.received, time.monotonic()
-            cpu = threading.Thread(target=lambda: results.update(
-                {'relay, one client on every channel': cpu_percent(process.pid, seconds)}))
+            cpu = threading.Thread(
+                target=lambda: results.update(
+                    {'relay, one client on every channel': cpu_percent(process.pid, seconds)}
+                )
+            )
             cpu.start()
             client.receive(seconds)
             cpu.join()
             results['messages/s to the client'] = (client.received - before) / (
-                time.monotonic() - started)
+                time.monotonic() - started
+            )
             results['channels'] = len(client.channels)
-            client.receive(1.5)                       # the relay's next status
+            client.receive(1.5)  # the relay's next status
             results['dropped'] = relay_dropped(client)
         finally:
             client.close()
@@ -114,18 +120,41 @@ def main(argv=None):
     parser.add_argument('--output', default='bench-output', help='folder for foxglove.json')
     args = parser.parse_args(argv)
     costs = bringup_costs(args.seconds)
-    rows = [(f'bringup of all five --sim, {label} (% of a core)', costs[label],
-             f'{costs[label]:.1f}', None)
-            for label in ('no relay', 'relay, no client', 'relay, one client on every channel')]
-    rows += [(f'messages/s to the client ({costs["channels"]} channels)',
-              costs['messages/s to the client'], f'{costs["messages/s to the client"]:,.0f}',
-              None),
-             ('messages the relay dropped', costs['dropped'], f'{costs["dropped"]}', ('<=', 0))]
+    rows = [
+        (
+            f'bringup of all five --sim, {label} (% of a core)',
+            costs[label],
+            f'{costs[label]:.1f}',
+            None,
+        )
+        for label in ('no relay', 'relay, no client', 'relay, one client on every channel')
+    ]
+    rows += [
+        (
+            f'messages/s to the client ({costs["channels"]} channels)',
+            costs['messages/s to the client'],
+            f'{costs["messages/s to the client"]:,.0f}',
+            None,
+        ),
+        ('messages the relay dropped', costs['dropped'], f'{costs["dropped"]}', ('<=', 0)),
+    ]
     for name, (recording_mb, cdr_mb, seconds) in export_rates().items():
-        rows.append((f'export {name}.mcap: CDR written (MB/s; {cdr_mb:.2f} MB in {seconds:.1f} s)',
-                     cdr_mb / seconds, f'{cdr_mb / seconds:.2f}', None))
-        rows.append((f'export {name}.mcap: recording read (MB/s; {recording_mb:.3f} MB)',
-                     recording_mb / seconds, f'{recording_mb / seconds:.3f}', None))
+        rows.append(
+            (
+                f'export {name}.mcap: CDR written (MB/s; {cdr_mb:.2f} MB in {seconds:.1f} s)',
+                cdr_mb / seconds,
+                f'{cdr_mb / seconds:.2f}',
+                None,
+            )
+        )
+        rows.append(
+            (
+                f'export {name}.mcap: recording read (MB/s; {recording_mb:.3f} MB)',
+                recording_mb / seconds,
+                f'{recording_mb / seconds:.3f}',
+                None,
+            )
+        )
     return report('Foxglove relay and bag export', rows, args.output, 'foxglove')
 
 

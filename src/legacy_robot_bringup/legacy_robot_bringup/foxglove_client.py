@@ -2,6 +2,7 @@
 `websockets` library), independent of the SDK the relay uses: the tests and the benchmark watch
 the relay as Foxglove does. CDR is decoded by mcap_ros2's decoder from the definitions the
 server advertises."""
+
 import json
 import struct
 import time
@@ -10,22 +11,23 @@ from mcap_ros2._dynamic import generate_dynamic
 from websockets.sync.client import connect
 
 SUBPROTOCOLS = ['foxglove.sdk.v1', 'foxglove.websocket.v1']
-MESSAGE_DATA = 0x01          # server → client: subscription id, log time, payload
+MESSAGE_DATA = 0x01  # server → client: subscription id, log time, payload
 SERVICE_RESPONSE = 0x03
-CLIENT_MESSAGE_DATA = 0x01   # client → server: client channel id, payload
+CLIENT_MESSAGE_DATA = 0x01  # client → server: client channel id, payload
 SERVICE_REQUEST = 0x02
 
 
 class FoxgloveClient:
     def __init__(self, url):
-        self.ws = connect(url, subprotocols=SUBPROTOCOLS, max_size=None, open_timeout=10,
-                          legacy=True)
-        self.channels = {}       # topic → advertised channel
-        self.services = {}       # name → advertised service
-        self.messages = {}       # topic → [decoded message] (or [payload size] undecoded)
-        self.received = 0        # message frames
-        self.responses = {}      # call id → (encoding, payload)
-        self.failures = {}       # call id → message
+        self.ws = connect(
+            url, subprotocols=SUBPROTOCOLS, max_size=None, open_timeout=10, legacy=True
+        )
+        self.channels = {}  # topic → advertised channel
+        self.services = {}  # name → advertised service
+        self.messages = {}  # topic → [decoded message] (or [payload size] undecoded)
+        self.received = 0  # message frames
+        self.responses = {}  # call id → (encoding, payload)
+        self.failures = {}  # call id → message
         self._subscriptions = {}  # subscription id → (topic, decoder)
         self._next_id = 1
 
@@ -72,10 +74,11 @@ class FoxgloveClient:
             topic, decode = self._subscriptions[subscription]
             self.received += 1
             self.messages.setdefault(topic, []).append(
-                decode(frame[13:]) if decode else len(frame) - 13)
+                decode(frame[13:]) if decode else len(frame) - 13
+            )
         elif opcode == SERVICE_RESPONSE:
             _service, call, length = struct.unpack_from('<III', frame, 1)
-            self.responses[call] = (frame[13:13 + length].decode(), frame[13 + length:])
+            self.responses[call] = (frame[13 : 13 + length].decode(), frame[13 + length :])
 
     def _id(self):
         self._next_id += 1
@@ -86,26 +89,48 @@ class FoxgloveClient:
         decoder = None
         if decode:
             decoder = generate_dynamic(channel['schemaName'], channel['schema'])[
-                channel['schemaName']]
+                channel['schemaName']
+            ]
         subscription = self._id()
         self._subscriptions[subscription] = (topic, decoder)
-        self.ws.send(json.dumps({'op': 'subscribe',
-                                 'subscriptions': [{'id': subscription,
-                                                    'channelId': channel['id']}]}))
+        self.ws.send(
+            json.dumps(
+                {
+                    'op': 'subscribe',
+                    'subscriptions': [{'id': subscription, 'channelId': channel['id']}],
+                }
+            )
+        )
 
     def call(self, name, payload, timeout=10.0):
         """Call a service with CDR payload; (encoding, response bytes) or the failure text."""
         service, call = self.services[name], self._id()
         encoding = b'cdr'
-        self.ws.send(struct.pack('<BIII', SERVICE_REQUEST, service['id'], call, len(encoding))
-                     + encoding + payload)
+        self.ws.send(
+            struct.pack('<BIII', SERVICE_REQUEST, service['id'], call, len(encoding))
+            + encoding
+            + payload
+        )
         self.wait_for(lambda: call in self.responses or call in self.failures, timeout)
         return self.responses.get(call) or self.failures.get(call)
 
     def advertise(self, topic, schema_name):
         channel = self._id()
-        self.ws.send(json.dumps({'op': 'advertise', 'channels': [
-            {'id': channel, 'topic': topic, 'encoding': 'cdr', 'schemaName': schema_name}]}))
+        self.ws.send(
+            json.dumps(
+                {
+                    'op': 'advertise',
+                    'channels': [
+                        {
+                            'id': channel,
+                            'topic': topic,
+                            'encoding': 'cdr',
+                            'schemaName': schema_name,
+                        }
+                    ],
+                }
+            )
+        )
         return channel
 
     def publish(self, channel, payload):

@@ -1,13 +1,16 @@
 """What a robot launch starts, as plain data (no `launch` import), so it can be
 checked on machines without `launch` and turned into launch actions where it exists."""
+
 import dataclasses
 import os
-
-import yaml
 from typing import Dict, List, Optional, Tuple
 
-from ament_index_python.packages import (PackageNotFoundError, get_package_prefix,
-                                         get_package_share_directory)
+import yaml
+from ament_index_python.packages import (
+    PackageNotFoundError,
+    get_package_prefix,
+    get_package_share_directory,
+)
 
 from legacy_robot_common.frames import namespace_prefix
 
@@ -24,7 +27,7 @@ class ProcessSpec:
     parameters: Dict[str, object] = dataclasses.field(default_factory=dict)
     arguments: Tuple[str, ...] = ()
     is_node: bool = True
-    user_params_files: Tuple[str, ...] = ()      # absolute paths, applied last
+    user_params_files: Tuple[str, ...] = ()  # absolute paths, applied last
     remappings: Tuple[Tuple[str, str], ...] = ()
     ros_arguments: Tuple[str, ...] = ()
 
@@ -32,16 +35,17 @@ class ProcessSpec:
 @dataclasses.dataclass(frozen=True)
 class LaunchOptions:
     """The launch arguments of every launch file (launch/*.launch.py)."""
+
     sim: bool = False
     namespace: str = ''
-    namespace_per_robot: Optional[bool] = None   # None: yes for several robots
+    namespace_per_robot: Optional[bool] = None  # None: yes for several robots
     frames: str = 'prefix'
     use_sim_time: bool = False
     autostart: bool = True
     params_file: str = ''
     log_level: str = 'info'
-    robot_state_publisher: str = 'auto'          # auto: when the package is installed
-    foxglove: str = ''                           # a port: the Foxglove relay ('' = none)
+    robot_state_publisher: str = 'auto'  # auto: when the package is installed
+    foxglove: str = ''  # a port: the Foxglove relay ('' = none)
     foxglove_address: str = '127.0.0.1'
 
 
@@ -61,9 +65,11 @@ def robot_namespace(plugin, namespace='', per_robot=False):
 # moves /tf and /tf_static into the namespace, as Nav2's multi-robot bringup does.
 FRAME_MODES = ('prefix', 'namespace')
 TF_REMAPPINGS = (('/tf', 'tf'), ('/tf_static', 'tf_static'))
-FRAMES_HELP = ('robots in namespaces keep their TF frames apart by a frame prefix (r1/base_link, '
-               'one /tf; default) or by /tf and /tf_static in their namespace (Nav2 multi-robot '
-               'style)')
+FRAMES_HELP = (
+    'robots in namespaces keep their TF frames apart by a frame prefix (r1/base_link, '
+    'one /tf; default) or by /tf and /tf_static in their namespace (Nav2 multi-robot '
+    'style)'
+)
 LOG_LEVELS = ('debug', 'info', 'warn', 'error', 'fatal')
 
 
@@ -87,14 +93,18 @@ def per_robot_by_default(robot_names):
 # robot_state_publisher instead of the drivers' own joint transforms (launch argument
 # robot_state_publisher): auto = when a full ROS install has it
 STATE_PUBLISHER_CHOICES = ('auto', 'true', 'false')
-STATE_PUBLISHER_HELP = ('robot_state_publisher publishes each robot model\'s transforms '
-                        'instead of the drivers (auto: when it is installed)')
+STATE_PUBLISHER_HELP = (
+    "robot_state_publisher publishes each robot model's transforms "
+    'instead of the drivers (auto: when it is installed)'
+)
 
 
 def use_state_publisher(choice):
     if choice not in STATE_PUBLISHER_CHOICES:
-        raise ValueError(f'robot_state_publisher must be one of '
-                         f'{", ".join(STATE_PUBLISHER_CHOICES)}, not {choice!r}')
+        raise ValueError(
+            f'robot_state_publisher must be one of '
+            f'{", ".join(STATE_PUBLISHER_CHOICES)}, not {choice!r}'
+        )
     if choice != 'auto':
         return choice == 'true'
     try:
@@ -109,8 +119,10 @@ def launch_plan(chosen, options):
     included) with options (LaunchOptions); ValueError for combinations that cannot work."""
     kinds = [plugin.package for plugin in chosen]
     if options.sim and len(set(kinds)) < len(kinds):
-        raise ValueError('sim:=true starts each kind\'s emulator on its fixed port, so one robot '
-                         'of a kind; several of a kind on emulators: bringup KIND:NAME ... --sim')
+        raise ValueError(
+            "sim:=true starts each kind's emulator on its fixed port, so one robot "
+            'of a kind; several of a kind on emulators: bringup KIND:NAME ... --sim'
+        )
     if options.params_file and not os.path.isfile(options.params_file):
         raise ValueError(f'params_file: no such file: {options.params_file}')
     per_robot = options.namespace_per_robot
@@ -127,22 +139,37 @@ def launch_plan(chosen, options):
         for spec in robot_processes(plugin, options.sim):
             if spec.is_node:
                 spec = dataclasses.replace(
-                    spec, parameters={**spec.parameters, **frame_parameters, **common,
-                                      'autostart': options.autostart,
-                                      **(STATE_PUBLISHER_DRIVER_PARAMETERS if with_model else {})},
+                    spec,
+                    parameters={
+                        **spec.parameters,
+                        **frame_parameters,
+                        **common,
+                        'autostart': options.autostart,
+                        **(STATE_PUBLISHER_DRIVER_PARAMETERS if with_model else {}),
+                    },
                     user_params_files=(options.params_file,) if options.params_file else (),
                     remappings=tuple(remappings),
-                    ros_arguments=('--log-level', options.log_level))
+                    ros_arguments=('--log-level', options.log_level),
+                )
             processes.append(spec)
         if with_model:
             driver = processes[-1]
-            processes.append(ProcessSpec(
-                package='robot_state_publisher', executable='robot_state_publisher',
-                name='robot_state_publisher', parameters={
-                    'robot_description': plugin.describe_robot(node_parameter_values(
-                        driver, namespace)),
-                    'frame_prefix': frame_parameters.get('frame_prefix', ''), **common},
-                remappings=tuple(remappings), ros_arguments=('--log-level', options.log_level)))
+            processes.append(
+                ProcessSpec(
+                    package='robot_state_publisher',
+                    executable='robot_state_publisher',
+                    name='robot_state_publisher',
+                    parameters={
+                        'robot_description': plugin.describe_robot(
+                            node_parameter_values(driver, namespace)
+                        ),
+                        'frame_prefix': frame_parameters.get('frame_prefix', ''),
+                        **common,
+                    },
+                    remappings=tuple(remappings),
+                    ros_arguments=('--log-level', options.log_level),
+                )
+            )
         plan.append((namespace, processes))
     if options.foxglove:
         plan.append((None, [foxglove_relay_process(options.foxglove, options.foxglove_address)]))
@@ -153,14 +180,18 @@ def foxglove_relay_process(port, address):
     """The Foxglove relay (its own process: it follows the whole graph)."""
     if not str(port).isdigit():
         raise ValueError(f'foxglove must be a port number, not {port!r}')
-    return ProcessSpec(package=PACKAGE, executable='foxglove_relay', name='foxglove_relay',
-                       arguments=('--port', str(port), '--address', address), is_node=False)
+    return ProcessSpec(
+        package=PACKAGE,
+        executable='foxglove_relay',
+        name='foxglove_relay',
+        arguments=('--port', str(port), '--address', address),
+        is_node=False,
+    )
 
 
 # a driver beside robot_state_publisher leaves the model and its joints to it (its other
 # static frames, optical and footprint, stay on /tf_static)
-STATE_PUBLISHER_DRIVER_PARAMETERS = {'publish_joint_tf': False,
-                                     'publish_robot_description': False}
+STATE_PUBLISHER_DRIVER_PARAMETERS = {'publish_joint_tf': False, 'publish_robot_description': False}
 
 
 def node_parameter_values(spec, namespace):
@@ -184,8 +215,9 @@ def file_parameters(path, node_name, namespace):
     values = {}
     for key, section in sections.items():
         name = key.strip('/')
-        wildcard = name in ('**', '*') or (name.startswith('**/') and
-                                           name.rsplit('/', 1)[-1] == node_name)
+        wildcard = name in ('**', '*') or (
+            name.startswith('**/') and name.rsplit('/', 1)[-1] == node_name
+        )
         if (wildcard or name == own) and isinstance(section, dict):
             values.update(section.get('ros__parameters') or {})
     return values
@@ -195,13 +227,24 @@ def robot_processes(plugin, sim) -> List[ProcessSpec]:
     """The driver node (with its parameter file) and, with sim, its emulator."""
     processes = []
     if sim:
-        processes.append(ProcessSpec(package=plugin.package, executable=plugin.emulator_executable,
-                                     name=f'{plugin.name}_emulator',
-                                     arguments=tuple(plugin.emulator_arguments), is_node=False))
-    processes.append(ProcessSpec(
-        package=plugin.package, executable=plugin.executable, name=plugin.node_name,
-        params_files=((PACKAGE, f'config/{plugin.config_file}'),),
-        parameters=dict(plugin.sim_parameters or {}) if sim else {}))
+        processes.append(
+            ProcessSpec(
+                package=plugin.package,
+                executable=plugin.emulator_executable,
+                name=f'{plugin.name}_emulator',
+                arguments=tuple(plugin.emulator_arguments),
+                is_node=False,
+            )
+        )
+    processes.append(
+        ProcessSpec(
+            package=plugin.package,
+            executable=plugin.executable,
+            name=plugin.node_name,
+            params_files=((PACKAGE, f'config/{plugin.config_file}'),),
+            parameters=dict(plugin.sim_parameters or {}) if sim else {},
+        )
+    )
     return processes
 
 

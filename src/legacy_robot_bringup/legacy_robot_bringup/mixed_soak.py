@@ -26,6 +26,7 @@ noise (emulator.MainFrame); SETTLE later it is killed, and DOWN_TIME after that 
 messages this process received in that lifetime are counted. Lost = sent − at risk − received, when positive. The first lifetime is
 left out: its frames started before this process subscribed.
 """
+
 import csv
 import dataclasses
 import importlib
@@ -43,29 +44,29 @@ from legacy_robot_common.soak import Row
 from .soak import Emulator
 
 NAMESPACE = '/mixed'
-TICK = 0.1                  # s between the activities' turns (cmd_vel at 10 Hz)
-SAMPLE_PERIOD = 10.0        # s between rows of mixed.csv
-RESTART_PERIOD = 180.0      # s between emulator kills (each robot in turn)
-DOWN_TIME = 0.5             # s an emulator stays dead
-WARM_UP = 600.0             # s before the targets' baselines are taken
-WINDOW = 600.0              # s compared at the start and at the end (p99)
-RECONNECT_LIMIT = 1.0       # s: emulator ready → the robot's topic flows again
+TICK = 0.1  # s between the activities' turns (cmd_vel at 10 Hz)
+SAMPLE_PERIOD = 10.0  # s between rows of mixed.csv
+RESTART_PERIOD = 180.0  # s between emulator kills (each robot in turn)
+DOWN_TIME = 0.5  # s an emulator stays dead
+WARM_UP = 600.0  # s before the targets' baselines are taken
+WINDOW = 600.0  # s compared at the start and at the end (p99)
+RECONNECT_LIMIT = 1.0  # s: emulator ready → the robot's topic flows again
 RSS_GROWTH_LIMIT = 0.05
 P99_GROWTH_LIMIT = 1.5
-SLOW_CALLBACK = 0.5         # s the slow consumer spends on each image
-SETTLE = 0.3                # s for a silenced emulator's last messages to reach the soak
+SLOW_CALLBACK = 0.5  # s the slow consumer spends on each image
+SETTLE = 0.3  # s for a silenced emulator's last messages to reach the soak
 
 
 @dataclasses.dataclass
 class Robot:
     plugin: object
-    spec: object            # its RestartSpec: emulator arguments, driver parameters, topic
-    extra: list             # mixed_emulator_arguments(rate)
-    act: object             # mixed_activity(ros, namespace, elapsed) or None
+    spec: object  # its RestartSpec: emulator arguments, driver parameters, topic
+    extra: list  # mixed_emulator_arguments(rate)
+    act: object  # mixed_activity(ros, namespace, elapsed) or None
     log: object
     emulator: object = None
-    counted_from: int = None    # the soak's count of the main topic when this emulator started
-    lifetimes: list = dataclasses.field(default_factory=list)   # (sent, at risk, received)
+    counted_from: int = None  # the soak's count of the main topic when this emulator started
+    lifetimes: list = dataclasses.field(default_factory=list)  # (sent, at risk, received)
 
     @property
     def namespace(self):
@@ -83,7 +84,7 @@ class Ros:
     def __init__(self, node, rng):
         self.node, self.random = node, rng
         self._publishers, self._clients = {}, {}
-        self._next = {}             # (robot, what) → when due() says yes again
+        self._next = {}  # (robot, what) → when due() says yes again
 
     def due(self, robot, what, period):
         """True once every period seconds for robot's what (the first time at once)."""
@@ -108,9 +109,12 @@ class Ros:
     def set_parameters(self, node_name, values):
         from rcl_interfaces.srv import SetParameters
         from rclpy.parameter import Parameter
+
         request = SetParameters.Request(
-            parameters=[Parameter(name, value=value).to_parameter_msg()
-                        for name, value in values.items()])
+            parameters=[
+                Parameter(name, value=value).to_parameter_msg() for name, value in values.items()
+            ]
+        )
         self.call(SetParameters, f'{node_name}/set_parameters', request)
 
 
@@ -120,16 +124,29 @@ def load_robots(plugins, folder, rate, output):
         module = importlib.import_module(f'{plugin.package}.soak')
         arguments = getattr(module, 'mixed_emulator_arguments', lambda rate: [])(rate)
         log = open(pathlib.Path(output) / f'mixed-{plugin.name}-emulator.log', 'w')
-        robots.append(Robot(plugin, module.restart_spec(folder), list(arguments),
-                            getattr(module, 'mixed_activity', None), log))
+        robots.append(
+            Robot(
+                plugin,
+                module.restart_spec(folder),
+                list(arguments),
+                getattr(module, 'mixed_activity', None),
+                log,
+            )
+        )
     return robots
 
 
 def parameters_file(robots, folder):
     """The drivers' parameters (pointing them at their emulators) for bringup --params-file."""
     path = pathlib.Path(folder) / 'mixed.yaml'
-    path.write_text(yaml.safe_dump({f'/**/{robot.plugin.node_name}': {
-        'ros__parameters': robot.spec.parameters} for robot in robots}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                f'/**/{robot.plugin.node_name}': {'ros__parameters': robot.spec.parameters}
+                for robot in robots
+            }
+        )
+    )
     return path
 
 
@@ -139,23 +156,40 @@ def start_emulator(robot):
 
 def start_bringup(robots, folder, output):
     log = open(pathlib.Path(output) / 'mixed-bringup.log', 'w')
-    command = [sys.executable, '-m', 'legacy_robot_bringup.compose',
-               *[robot.plugin.name for robot in robots], '--namespace', NAMESPACE,
-               '--namespace-per-robot', '--params-file', str(parameters_file(robots, folder)),
-               '--record', str(pathlib.Path(output) / 'mixed-recordings')]
+    command = [
+        sys.executable,
+        '-m',
+        'legacy_robot_bringup.compose',
+        *[robot.plugin.name for robot in robots],
+        '--namespace',
+        NAMESPACE,
+        '--namespace-per-robot',
+        '--params-file',
+        str(parameters_file(robots, folder)),
+        '--record',
+        str(pathlib.Path(output) / 'mixed-recordings'),
+    ]
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), log
 
 
 def image_topics(robots):
     from sensor_msgs.msg import Image
-    return [f'{robot.namespace}/{topic.topic}' for robot in robots
-            for topic in robot.plugin.demo_topics if topic.msg_type is Image]
+
+    return [
+        f'{robot.namespace}/{topic.topic}'
+        for robot in robots
+        for topic in robot.plugin.demo_topics
+        if topic.msg_type is Image
+    ]
 
 
 def start_slow_consumer(topics, output):
     log = open(pathlib.Path(output) / 'mixed-slow-consumer.log', 'w')
-    return subprocess.Popen([sys.executable, '-m', 'legacy_robot_bringup.mixed_soak',
-                             'slow-consumer', *topics], stdout=log, stderr=subprocess.STDOUT), log
+    return subprocess.Popen(
+        [sys.executable, '-m', 'legacy_robot_bringup.mixed_soak', 'slow-consumer', *topics],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    ), log
 
 
 # ---- samples ---------------------------------------------------------------------------------
@@ -165,8 +199,12 @@ def process_sample(pid):
         status = pathlib.Path(f'/proc/{pid}/status').read_text()
         fields = dict(line.split(':', 1) for line in status.splitlines() if ':' in line)
         fds = len(list(pathlib.Path(f'/proc/{pid}/fd').iterdir()))
-        return (int(fields['VmRSS'].split()[0]) / 1024, fds, int(fields['Threads']),
-                cpu_seconds(pid))
+        return (
+            int(fields['VmRSS'].split()[0]) / 1024,
+            fds,
+            int(fields['Threads']),
+            cpu_seconds(pid),
+        )
     except (FileNotFoundError, ProcessLookupError, KeyError):
         return None
 
@@ -174,15 +212,30 @@ def process_sample(pid):
 class Samples:
     """mixed.csv, written row by row, and the same rows kept for the targets."""
 
-    FIELDS = ('seconds', 'kind', 'name', 'pid', 'rss_mb', 'fds', 'threads', 'cpu_percent',
-              'messages_per_s', 'p50_ms', 'p99_ms', 'reconnect_ms', 'sent', 'at_risk', 'received')
+    FIELDS = (
+        'seconds',
+        'kind',
+        'name',
+        'pid',
+        'rss_mb',
+        'fds',
+        'threads',
+        'cpu_percent',
+        'messages_per_s',
+        'p50_ms',
+        'p99_ms',
+        'reconnect_ms',
+        'sent',
+        'at_risk',
+        'received',
+    )
 
     def __init__(self, path):
         self.file = open(path, 'w', newline='')
         self.writer = csv.DictWriter(self.file, self.FIELDS)
         self.writer.writeheader()
         self.rows = []
-        self._cpu = {}              # pid → (cpu seconds, time)
+        self._cpu = {}  # pid → (cpu seconds, time)
 
     def process(self, seconds, name, pid):
         sample = process_sample(pid)
@@ -193,22 +246,39 @@ class Samples:
         now = time.monotonic()
         self._cpu[pid] = (cpu, now)
         percent = 100 * (cpu - before[0]) / (now - before[1]) if before else ''
-        self._add(seconds=seconds, kind='process', name=name, pid=pid, rss_mb=round(rss, 1),
-                  fds=fds, threads=threads,
-                  cpu_percent=round(percent, 2) if percent != '' else '')
+        self._add(
+            seconds=seconds,
+            kind='process',
+            name=name,
+            pid=pid,
+            rss_mb=round(rss, 1),
+            fds=fds,
+            threads=threads,
+            cpu_percent=round(percent, 2) if percent != '' else '',
+        )
 
     def robot(self, seconds, name, rate, latencies):
         p50 = round(1000 * percentile(latencies, 0.5), 2) if latencies else ''
         p99 = round(1000 * percentile(latencies, 0.99), 2) if latencies else ''
-        self._add(seconds=seconds, kind='robot', name=name, messages_per_s=round(rate, 1),
-                  p50_ms=p50, p99_ms=p99)
+        self._add(
+            seconds=seconds,
+            kind='robot',
+            name=name,
+            messages_per_s=round(rate, 1),
+            p50_ms=p50,
+            p99_ms=p99,
+        )
 
     def restart(self, seconds, name, seconds_back, lifetime):
         """A kill: how long the robot took to come back, and the lifetime it ended (sent, at
         risk, received; None when not counted)."""
-        row = dict(seconds=seconds, kind='restart', name=name,
-                   reconnect_ms=round(1000 * seconds_back) if seconds_back is not None else '')
-        row.update(zip(('sent', 'at_risk', 'received'), lifetime or ()))
+        row = dict(
+            seconds=seconds,
+            kind='restart',
+            name=name,
+            reconnect_ms=round(1000 * seconds_back) if seconds_back is not None else '',
+        )
+        row.update(zip(('sent', 'at_risk', 'received'), lifetime or (), strict=False))
         self._add(**row)
 
     def _add(self, **row):
@@ -224,7 +294,9 @@ class Samples:
 def run(plugins, minutes, rate, output, seed=1):
     """The mixed part → rows of the fault suite's table."""
     import tempfile
+
     from legacy_robot_common.bench import Listener
+
     output = pathlib.Path(output)
     output.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -232,7 +304,7 @@ def run(plugins, minutes, rate, output, seed=1):
     window = min(WINDOW, 60 * minutes / 4)
     with tempfile.TemporaryDirectory(prefix='mixed-') as folder:
         robots = load_robots(plugins, folder, rate, output)
-        started = []                    # processes and logs to stop and close, in order
+        started = []  # processes and logs to stop and close, in order
         samples = Samples(output / 'mixed.csv')
         reconnects = {robot.plugin.name: [] for robot in robots}
         listener = None
@@ -303,12 +375,24 @@ def drive(robots, bringup, slow, listener, ros, samples, reconnects, seconds):
             ended = len(robot.lifetimes)
             seconds_back = restart(robot, listener)
             reconnects[robot.plugin.name].append(seconds_back)
-            samples.restart(round(now - started), robot.plugin.name, seconds_back,
-                            robot.lifetimes[-1] if len(robot.lifetimes) > ended else None)
+            samples.restart(
+                round(now - started),
+                robot.plugin.name,
+                seconds_back,
+                robot.lifetimes[-1] if len(robot.lifetimes) > ended else None,
+            )
             turn, next_kill = turn + 1, next_kill + restart_period
         if now >= next_sample:
-            sample(robots, bringup, slow, listener, samples, counted, now - last_sample,
-                   round(now - started))
+            sample(
+                robots,
+                bringup,
+                slow,
+                listener,
+                samples,
+                counted,
+                now - last_sample,
+                round(now - started),
+            )
             last_sample, next_sample = now, next_sample + SAMPLE_PERIOD
         time.sleep(TICK)
 
@@ -333,9 +417,9 @@ def end_lifetimes(robots, listener):
     for robot in robots:
         robot.emulator.kill()
     time.sleep(DOWN_TIME)
-    for robot, frames in zip(robots, counted):
+    for robot, frames in zip(robots, counted, strict=False):
         if frames is None or robot.counted_from is None:
-            continue        # the Nabaztag's rabbits do not count; nor does the first lifetime
+            continue  # the Nabaztag's rabbits do not count; nor does the first lifetime
         received = listener.counts[robot.topic] - robot.counted_from
         robot.lifetimes.append((*frames, received))
         robot.log.write(f'soak: {received} messages on {robot.topic} in this lifetime\n')
@@ -350,15 +434,18 @@ def sample(robots, bringup, slow, listener, samples, counted, interval, seconds)
         receipts = listener.receipts[robot.topic]
         listener.receipts[robot.topic] = []
         latencies = [arrival - stamp for stamp, arrival in receipts]
-        samples.robot(seconds, robot.plugin.name, (count - counted[robot.topic]) / interval,
-                      latencies)
+        samples.robot(
+            seconds, robot.plugin.name, (count - counted[robot.topic]) / interval, latencies
+        )
         counted[robot.topic] = count
 
 
 # ---- the targets -----------------------------------------------------------------------------
 def judge(rows, reconnects, alive, warm_up, window):
-    out = [Row('mixed', name, 'running at the end' if up else 'EXITED', 'never exits', up)
-           for name, up in alive.items()]
+    out = [
+        Row('mixed', name, 'running at the end' if up else 'EXITED', 'never exits', up)
+        for name, up in alive.items()
+    ]
     processes = [r for r in rows if r['kind'] == 'process' and r['seconds'] >= warm_up]
     for name in ('bringup', 'slow consumer'):
         mine = [r for r in processes if r['name'] == name]
@@ -366,18 +453,38 @@ def judge(rows, reconnects, alive, warm_up, window):
             continue
         first, last = mine[0], mine[-1]
         growth = last['rss_mb'] / first['rss_mb'] - 1
-        out.append(Row('mixed', name, f'RSS {first["rss_mb"]:.1f} → {last["rss_mb"]:.1f} MB '
-                       f'({100 * growth:+.1f} %) after the warm-up',
-                       f'≤ {100 * RSS_GROWTH_LIMIT:g} %', growth <= RSS_GROWTH_LIMIT))
+        out.append(
+            Row(
+                'mixed',
+                name,
+                f'RSS {first["rss_mb"]:.1f} → {last["rss_mb"]:.1f} MB '
+                f'({100 * growth:+.1f} %) after the warm-up',
+                f'≤ {100 * RSS_GROWTH_LIMIT:g} %',
+                growth <= RSS_GROWTH_LIMIT,
+            )
+        )
         fds = (min(r['fds'] for r in mine[:6]), min(r['fds'] for r in mine[-6:]))
         threads = (min(r['threads'] for r in mine[:6]), min(r['threads'] for r in mine[-6:]))
-        out.append(Row('mixed', name, f'fds {fds[0]} → {fds[1]}, threads {threads[0]} → '
-                       f'{threads[1]} (fewest of a minute)', 'flat',
-                       fds[1] <= fds[0] and threads[1] <= threads[0]))
+        out.append(
+            Row(
+                'mixed',
+                name,
+                f'fds {fds[0]} → {fds[1]}, threads {threads[0]} → '
+                f'{threads[1]} (fewest of a minute)',
+                'flat',
+                fds[1] <= fds[0] and threads[1] <= threads[0],
+            )
+        )
     end = max((r['seconds'] for r in rows), default=0)
     for name, times in reconnects.items():
-        out += robot_rows(name, [r for r in rows if r['kind'] == 'robot' and r['name'] == name],
-                          times, warm_up, window, end)
+        out += robot_rows(
+            name,
+            [r for r in rows if r['kind'] == 'robot' and r['name'] == name],
+            times,
+            warm_up,
+            window,
+            end,
+        )
     return out
 
 
@@ -386,22 +493,45 @@ def robot_rows(name, rows, reconnects, warm_up, window, end):
     if reconnects:
         back = [t for t in reconnects if t is not None]
         worst = max(back, default=float('inf'))
-        out.append(Row('mixed', name, f'{len(reconnects)} emulator kills: reconnect max '
-                       f'{1000 * worst:.0f} ms, {len(reconnects) - len(back)} never',
-                       f'every ≤ {RECONNECT_LIMIT:g} s',
-                       len(back) == len(reconnects) and worst <= RECONNECT_LIMIT))
+        out.append(
+            Row(
+                'mixed',
+                name,
+                f'{len(reconnects)} emulator kills: reconnect max '
+                f'{1000 * worst:.0f} ms, {len(reconnects) - len(back)} never',
+                f'every ≤ {RECONNECT_LIMIT:g} s',
+                len(back) == len(reconnects) and worst <= RECONNECT_LIMIT,
+            )
+        )
     rates = [r['messages_per_s'] for r in rows if r['seconds'] >= warm_up]
     if rates:
-        out.append(Row('mixed', name, f'main topic {min(rates):.1f} – {max(rates):.1f} /s',
-                       'keeps flowing', min(rates) > 0))
-    start = [r['p99_ms'] for r in rows if warm_up <= r['seconds'] < warm_up + window
-             and r['p99_ms'] != '']
+        out.append(
+            Row(
+                'mixed',
+                name,
+                f'main topic {min(rates):.1f} – {max(rates):.1f} /s',
+                'keeps flowing',
+                min(rates) > 0,
+            )
+        )
+    start = [
+        r['p99_ms']
+        for r in rows
+        if warm_up <= r['seconds'] < warm_up + window and r['p99_ms'] != ''
+    ]
     finish = [r['p99_ms'] for r in rows if r['seconds'] > end - window and r['p99_ms'] != '']
     if start and finish:
         before, after = percentile(start, 0.5), percentile(finish, 0.5)
-        out.append(Row('mixed', name, f'p99 reception → subscriber {before:.2f} → {after:.2f} ms '
-                       '(median of the 10 s windows, first and last)',
-                       f'≤ {P99_GROWTH_LIMIT:g}x', after <= P99_GROWTH_LIMIT * before))
+        out.append(
+            Row(
+                'mixed',
+                name,
+                f'p99 reception → subscriber {before:.2f} → {after:.2f} ms '
+                '(median of the 10 s windows, first and last)',
+                f'≤ {P99_GROWTH_LIMIT:g}x',
+                after <= P99_GROWTH_LIMIT * before,
+            )
+        )
     return out
 
 
@@ -409,45 +539,75 @@ def lost_rows(robot):
     """Sent, at risk and received over the emulator lifetimes that were counted."""
     if not robot.lifetimes:
         return []
-    sent, at_risk, received = (sum(column) for column in zip(*robot.lifetimes))
+    sent, at_risk, received = (sum(column) for column in zip(*robot.lifetimes, strict=False))
     lost = sum(max(0, s - r - g) for s, r, g in robot.lifetimes)
-    extra = sum(max(0, g - s) for s, r, g in robot.lifetimes)   # more messages than frames
-    return [Row('mixed', robot.plugin.name, f'{len(robot.lifetimes)} emulator lifetimes: '
-                f'{sent} frames sent ({at_risk} at risk from the noise), {received} messages '
-                f'received, {lost} lost, {extra} more than sent', '0 lost, 0 more',
-                lost == 0 and extra == 0)]
+    extra = sum(max(0, g - s) for s, r, g in robot.lifetimes)  # more messages than frames
+    return [
+        Row(
+            'mixed',
+            robot.plugin.name,
+            f'{len(robot.lifetimes)} emulator lifetimes: '
+            f'{sent} frames sent ({at_risk} at risk from the noise), {received} messages '
+            f'received, {lost} lost, {extra} more than sent',
+            '0 lost, 0 more',
+            lost == 0 and extra == 0,
+        )
+    ]
 
 
 def log_rows(output):
     logs = sorted(pathlib.Path(output).glob('mixed-*.log'))
     bad = [log.name for log in logs if 'Traceback' in log.read_text(errors='replace')]
-    return [Row('mixed', 'logs', f'{len(bad)} of {len(logs)} with a traceback'
-                + (f': {", ".join(bad)}' if bad else ''), '0', not bad)]
+    return [
+        Row(
+            'mixed',
+            'logs',
+            f'{len(bad)} of {len(logs)} with a traceback' + (f': {", ".join(bad)}' if bad else ''),
+            '0',
+            not bad,
+        )
+    ]
 
 
 def recording_rows(folder):
     from .recordings import main as recording_command
+
     rows = []
     for path in sorted(pathlib.Path(folder).glob('*.mcap')):
         code = recording_command(['info', str(path)])
-        rows.append(Row('mixed', f'recording {path.name}', f'recording info: exit {code}',
-                        'readable to the end', code == 0))
+        rows.append(
+            Row(
+                'mixed',
+                f'recording {path.name}',
+                f'recording info: exit {code}',
+                'readable to the end',
+                code == 0,
+            )
+        )
     return rows or [Row('mixed', 'recordings', 'none written', 'one per robot', False)]
 
 
 def plot(rows, path):
     import matplotlib
+
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
+
     figure, (rss, latency, rate) = plt.subplots(3, 1, figsize=(10, 10), sharex=True)
-    for kind, axis, field in (('process', rss, 'rss_mb'), ('robot', latency, 'p99_ms'),
-                              ('robot', rate, 'messages_per_s')):
+    for kind, axis, field in (
+        ('process', rss, 'rss_mb'),
+        ('robot', latency, 'p99_ms'),
+        ('robot', rate, 'messages_per_s'),
+    ):
         names = sorted({r['name'] for r in rows if r['kind'] == kind})
         for name in names:
-            points = [(r['seconds'] / 60, r[field]) for r in rows
-                      if r['kind'] == kind and r['name'] == name and r[field] != '']
+            points = [
+                (r['seconds'] / 60, r[field])
+                for r in rows
+                if r['kind'] == kind and r['name'] == name and r[field] != ''
+            ]
             if points:
-                axis.plot(*zip(*points), label=name)
+                axis.plot(*zip(*points, strict=False), label=name)
         axis.legend(fontsize='small', ncol=2)
     rss.set_ylabel('RSS (MB)')
     latency.set_ylabel('p99 reception → subscriber (ms)')
@@ -463,6 +623,7 @@ def slow_consumer(topics):
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from sensor_msgs.msg import Image
+
     rclpy.init()
     node = rclpy.create_node('mixed_slow_consumer')
     for topic in topics:

@@ -1,5 +1,6 @@
 """Where the shared config/, launch/ and recordings/ files are: the install space, else the
 source tree."""
+
 import pathlib
 
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory

@@ -3,6 +3,7 @@ and planned for replay (the MCAP reader, the grouping by link and connection, th
 request map). What a damaged recording does to a driver is tested end to end by
 test/test_record_replay.py. No rclpy here.
 """
+
 import pathlib
 import tempfile
 
@@ -14,7 +15,7 @@ from legacy_robot_common.soak import FuzzTarget
 from .paths import recording_file
 from .registry import discover_plugins
 
-SEED_CHUNKS = 12        # chunks per connection in a seed: small, so a million cases stay quick
+SEED_CHUNKS = 12  # chunks per connection in a seed: small, so a million cases stay quick
 
 
 def fuzz_targets():
@@ -22,9 +23,15 @@ def fuzz_targets():
     for name, plugin in discover_plugins().items():
         path = recording_file(name)
         if path is not None:
-            targets.append(FuzzTarget(f'{plugin.title} recording (reader, replay plan)',
-                                      replay_plan(plugin), [seed(path)],
-                                      rejects=(RecordingError, ValueError), max_random=400))
+            targets.append(
+                FuzzTarget(
+                    f'{plugin.title} recording (reader, replay plan)',
+                    replay_plan(plugin),
+                    [seed(path)],
+                    rejects=(RecordingError, ValueError),
+                    max_random=400,
+                )
+            )
     return targets
 
 
@@ -42,4 +49,5 @@ def replay_plan(plugin):
         for server in getattr(replay, 'servers', {}).values():
             for connection in server.connections:
                 exchanges(connection)
+
     return decode

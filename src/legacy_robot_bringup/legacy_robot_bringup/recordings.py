@@ -14,6 +14,7 @@ decode is counted (csv: written), with the malformed frames its links reject; ex
 what the driver publishes meanwhile as a rosbag2 (MCAP storage). replay serves the recording as
 the robot, like the robot's emulator, until Ctrl-C.
 """
+
 import argparse
 import collections
 import csv
@@ -35,8 +36,8 @@ from legacy_robot_common.replay import ReplayOptions
 from .bag_export import check_bag_path
 from .registry import PluginError, discover_plugins
 
-QUIET_END = 1.0         # s without a new record after the replay's end: decoding is done
-PATIENCE = 20.0         # s beyond the recording's duration before decoding gives up
+QUIET_END = 1.0  # s without a new record after the replay's end: decoding is done
+PATIENCE = 20.0  # s beyond the recording's duration before decoding gives up
 
 
 def plugin_for(recording, plugins=None):
@@ -45,8 +46,10 @@ def plugin_for(recording, plugins=None):
     for plugin in plugins.values():
         if plugin.node_name == recording.node:
             return plugin
-    raise PluginError(f'{recording.path}: recorded by {recording.node!r}, which no installed '
-                      f'robot package provides')
+    raise PluginError(
+        f'{recording.path}: recorded by {recording.node!r}, which no installed '
+        f'robot package provides'
+    )
 
 
 def open_replay(path, options=None, plugins=None):
@@ -59,11 +62,11 @@ def open_replay(path, options=None, plugins=None):
 # ---- decoding: the recording replayed into the driver --------------------------------------
 @dataclasses.dataclass
 class Decoded:
-    rows: list          # (recorded time ns, link, record)
-    bad_frames: dict    # link → malformed frames the driver rejected
-    report: list        # the replay's own report lines
+    rows: list  # (recorded time ns, link, record)
+    bad_frames: dict  # link → malformed frames the driver rejected
+    report: list  # the replay's own report lines
     bag: object = None  # with a bag: its BagCapture (message counts per topic, bytes)
-    finished: bool = True   # the replay reached the recording's end (not given up after PATIENCE)
+    finished: bool = True  # the replay reached the recording's end (not given up after PATIENCE)
 
 
 def decode(path, speed=1.0, plugins=None, bag=None):
@@ -84,10 +87,14 @@ def decode(path, speed=1.0, plugins=None, bag=None):
     replay.start()
     rows, node, capture = [], None, None
     try:
-        node = plugin.create_node(namespace=f'/recording_decode_{os.getpid()}', context=context,
-                                  parameter_overrides=[Parameter(name, value=value) for name, value
-                                                       in replay.parameters.items()])
-        for client, link in zip(node.links, node.link_names):
+        node = plugin.create_node(
+            namespace=f'/recording_decode_{os.getpid()}',
+            context=context,
+            parameter_overrides=[
+                Parameter(name, value=value) for name, value in replay.parameters.items()
+            ],
+        )
+        for client, link in zip(node.links, node.link_names, strict=False):
             _capture(client, link, replay, rows)
         # single-threaded: the bag keeps only the driver's messages by their publisher (a
         # MessageInfo callback, which rclpy 9.1's events executor cannot call)
@@ -97,7 +104,10 @@ def decode(path, speed=1.0, plugins=None, bag=None):
             capture = BagCapture(node, bag, lambda: _recorded_now(replay), context)
             executor.add_node(capture)
         _spin_to_end(executor, replay, rows, speed)
-        bad = {link: client.counters.bad_frames for client, link in zip(node.links, node.link_names)}
+        bad = {
+            link: client.counters.bad_frames
+            for client, link in zip(node.links, node.link_names, strict=False)
+        }
         return Decoded(rows, bad, replay.report(), capture, replay.finished)
     finally:
         if node is not None:
@@ -111,8 +121,10 @@ def decode(path, speed=1.0, plugins=None, bag=None):
 
 def _recorded_now(replay):
     """The recorded time of the newest chunk the replay has sent (its start before any)."""
-    return max([replay.recorded_time(link) for link in replay.recording.links] +
-               [replay.recording.start_ns])
+    return max(
+        [replay.recorded_time(link) for link in replay.recording.links]
+        + [replay.recording.start_ns]
+    )
 
 
 def _capture(client, link, replay, rows):
@@ -121,6 +133,7 @@ def _capture(client, link, replay, rows):
     def capture(record):
         rows.append((replay.recorded_time(link), link, record))
         forward(record)
+
     client.on_record = capture
 
 
@@ -138,25 +151,33 @@ def _spin_to_end(executor, replay, rows, speed):
 
 # ---- output -------------------------------------------------------------------------------
 def info_lines(recording, decoded=None):
-    lines = [f'{recording.path}: {recording.node} {recording.driver_version}, '
-             f'{recording.duration:.2f} s, {len(recording.links)} links']
+    lines = [
+        f'{recording.path}: {recording.node} {recording.driver_version}, '
+        f'{recording.duration:.2f} s, {len(recording.links)} links'
+    ]
     if recording.problem:
         lines.append(f'  problem: {recording.problem}')
     for name, link in recording.links.items():
-        lines.append(f'  {name}: {len(link.connections)} connections, from robot '
-                     f'{link.chunk_count(FROM_ROBOT)} chunks / {link.byte_count(FROM_ROBOT)} '
-                     f'bytes, to robot {link.chunk_count(TO_ROBOT)} chunks / '
-                     f'{link.byte_count(TO_ROBOT)} bytes')
+        lines.append(
+            f'  {name}: {len(link.connections)} connections, from robot '
+            f'{link.chunk_count(FROM_ROBOT)} chunks / {link.byte_count(FROM_ROBOT)} '
+            f'bytes, to robot {link.chunk_count(TO_ROBOT)} chunks / '
+            f'{link.byte_count(TO_ROBOT)} bytes'
+        )
         if decoded is not None:
             kinds = collections.Counter(type(r).__name__ for _, n, r in decoded.rows if n == name)
             counted = ', '.join(f'{count} {kind}' for kind, count in sorted(kinds.items()))
-            lines.append(f'    decoded: {counted or "nothing"}; decode errors: '
-                         f'{decoded.bad_frames.get(name, 0)}')
+            lines.append(
+                f'    decoded: {counted or "nothing"}; decode errors: '
+                f'{decoded.bad_frames.get(name, 0)}'
+            )
     if decoded is not None:
         lines += [f'  replay {line}' for line in decoded.report]
         if not decoded.finished:
-            lines.append(f'  replay: the end of the recording was not reached; decoding gave up '
-                         f'{PATIENCE:.0f} s after the recording\'s length at this speed')
+            lines.append(
+                f'  replay: the end of the recording was not reached; decoding gave up '
+                f"{PATIENCE:.0f} s after the recording's length at this speed"
+            )
     return lines
 
 
@@ -180,7 +201,7 @@ def _plain(value):
         return bytes(value).hex() if len(value) <= 32 else f'<{len(value)} bytes>'
     if isinstance(value, enum.Enum):
         return value.name
-    if hasattr(value, 'tolist'):            # NumPy arrays: their shape, not their pixels
+    if hasattr(value, 'tolist'):  # NumPy arrays: their shape, not their pixels
         return f'<array {getattr(value, "shape", "")}>'
     if dataclasses.is_dataclass(value):
         return dataclasses.asdict(value)
@@ -188,9 +209,11 @@ def _plain(value):
 
 
 def export_lines(capture, path, recording, seconds):
-    lines = [f'{path}: rosbag2 (mcap), {sum(capture.counts.values())} messages on '
-             f'{len(capture.counts)} topics, {capture.bytes} bytes of CDR, from '
-             f'{os.path.getsize(recording.path)} bytes of recording in {seconds:.1f} s']
+    lines = [
+        f'{path}: rosbag2 (mcap), {sum(capture.counts.values())} messages on '
+        f'{len(capture.counts)} topics, {capture.bytes} bytes of CDR, from '
+        f'{os.path.getsize(recording.path)} bytes of recording in {seconds:.1f} s'
+    ]
     lines += [f'  {topic}: {count}' for topic, count in sorted(capture.counts.items())]
     return lines
 
@@ -205,45 +228,65 @@ def write_params(path, parameters):
 def build_parser():
     parser = argparse.ArgumentParser(prog='recording', description=__doc__.split('\n\n')[0])
     commands = parser.add_subparsers(dest='command', required=True)
-    for name, text in (('info', 'links, counts, duration and decode errors'),
-                       ('csv', 'the decoded records as CSV'),
-                       ('export', 'the driver\'s ROS messages as a rosbag2 (MCAP storage)'),
-                       ('replay', 'serve the recording as the robot until Ctrl-C')):
+    for name, text in (
+        ('info', 'links, counts, duration and decode errors'),
+        ('csv', 'the decoded records as CSV'),
+        ('export', "the driver's ROS messages as a rosbag2 (MCAP storage)"),
+        ('replay', 'serve the recording as the robot until Ctrl-C'),
+    ):
         command = commands.add_parser(name, help=text)
         command.add_argument('path', help='the recording (.mcap)')
-        command.add_argument('--speed', type=float, default=1.0,
-                             help='1 = as recorded, 2 = twice as fast, 0 = as fast as possible')
+        command.add_argument(
+            '--speed',
+            type=float,
+            default=1.0,
+            help='1 = as recorded, 2 = twice as fast, 0 = as fast as possible',
+        )
         if name == 'replay':
-            command.add_argument('--delay', type=float, default=0.0, help='seconds to wait '
-                                 'before playing (subscribers find the driver meanwhile)')
+            command.add_argument(
+                '--delay',
+                type=float,
+                default=0.0,
+                help='seconds to wait before playing (subscribers find the driver meanwhile)',
+            )
     info = commands.choices['info']
-    info.add_argument('--decode', action='store_true',
-                      help='also replay the recording into its driver and count the records it '
-                      'decodes and the frames it rejects (takes about the recording\'s length '
-                      'at --speed 1); without it the counts come from the file alone, at once')
+    info.add_argument(
+        '--decode',
+        action='store_true',
+        help='also replay the recording into its driver and count the records it '
+        "decodes and the frames it rejects (takes about the recording's length "
+        'at --speed 1); without it the counts come from the file alone, at once',
+    )
     info.add_argument('--no-decode', action='store_true', help=argparse.SUPPRESS)  # the default
     commands.choices['csv'].add_argument('--output', '-o', help='CSV file (default: stdout)')
-    commands.choices['export'].add_argument('--rosbag2', required=True, metavar='FOLDER',
-                                            help='the bag to write (a new folder, as ros2 bag '
-                                            'record -o makes)')
+    commands.choices['export'].add_argument(
+        '--rosbag2',
+        required=True,
+        metavar='FOLDER',
+        help='the bag to write (a new folder, as ros2 bag record -o makes)',
+    )
     replay = commands.choices['replay']
     replay.add_argument('--loop', action='store_true', help='start again after the end')
-    replay.add_argument('--params-out', metavar='YAML',
-                        help='write the driver parameters that point it at this replay')
+    replay.add_argument(
+        '--params-out',
+        metavar='YAML',
+        help='write the driver parameters that point it at this replay',
+    )
     return parser
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
-        options = ReplayOptions(speed=args.speed, loop=getattr(args, 'loop', False),
-                                delay=getattr(args, 'delay', 0.0))
+        options = ReplayOptions(
+            speed=args.speed, loop=getattr(args, 'loop', False), delay=getattr(args, 'delay', 0.0)
+        )
         if args.command == 'replay':
             return _replay(args, options)
         recording = read_recording(args.path)
         plugin_for(recording)
         if args.command == 'csv' and args.output:
-            _check_writable(args.output)       # before a decode that can take minutes
+            _check_writable(args.output)  # before a decode that can take minutes
         bag = getattr(args, 'rosbag2', None)
         if bag:
             check_bag_path(bag)
@@ -296,7 +339,7 @@ class _Announced:
 
     def start(self):
         self.replay.start()
-        if self.params_out:              # the ports are known once it listens
+        if self.params_out:  # the ports are known once it listens
             write_params(self.params_out, self.replay.parameters)
         threading.Thread(target=self._announce_end, daemon=True).start()
 
@@ -314,8 +357,10 @@ class _Announced:
 
     @property
     def description(self):
-        settings = ' '.join(f'-p {name}:={json.dumps(value)}' for name, value
-                            in sorted(self.replay.parameters.items()))
+        settings = ' '.join(
+            f'-p {name}:={json.dumps(value)}'
+            for name, value in sorted(self.replay.parameters.items())
+        )
         return f'{self.replay.description}\n  driver parameters: {settings}'
 
 

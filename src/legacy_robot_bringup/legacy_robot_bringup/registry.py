@@ -1,4 +1,5 @@
 """Find the installed robot packages (entry points) and any extra plugins named by the user."""
+
 import dataclasses
 import importlib
 import re
@@ -48,12 +49,14 @@ def select(plugins, names):
     if unknown:
         known = ', '.join(sorted(plugins)) or 'none installed'
         raise PluginError(f'unknown robot(s): {", ".join(unknown)} (known: {known})')
-    chosen = [_instance(plugins[kind], name) for kind, name in zip(kinds, names)]
+    chosen = [_instance(plugins[kind], name) for kind, name in zip(kinds, names, strict=False)]
     taken = [plugin.name for plugin in chosen]
     repeated = sorted({name for name in taken if taken.count(name) > 1})
     if repeated:
-        raise PluginError(f'robot name(s) {", ".join(repeated)} given twice: name each robot of '
-                          'a kind, e.g. p2os:r1 p2os:r2')
+        raise PluginError(
+            f'robot name(s) {", ".join(repeated)} given twice: name each robot of '
+            'a kind, e.g. p2os:r1 p2os:r2'
+        )
     return chosen
 
 
@@ -62,6 +65,8 @@ def _instance(plugin, spec):
     if not colon:
         return plugin
     if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', name):
-        raise PluginError(f'{spec!r}: a robot name must be a ROS name token (letters, digits, _; '
-                          'not starting with a digit)')
+        raise PluginError(
+            f'{spec!r}: a robot name must be a ROS name token (letters, digits, _; '
+            'not starting with a digit)'
+        )
     return dataclasses.replace(plugin, name=name)

@@ -32,6 +32,7 @@ Not run unless asked for (--parts mixed):
            into <output>/mixed.csv and mixed.png (mixed_soak.py).
 Prints one table, writes <output>/soak.json (and the drivers' logs); exit 1 on a miss.
 """
+
 import argparse
 import dataclasses
 import importlib
@@ -54,16 +55,16 @@ from legacy_robot_common.soak import Row, fuzz
 from .bench import ROBOTS, format_table
 from .registry import discover_plugins
 
-RECONNECT_LIMIT = 2.0       # s: the suite's target for every reconnect
-DOWN_TIME = 0.5             # s the emulator stays dead in each cycle
-WARM_UP_CYCLES = 3          # resources are compared from here on (DDS settles in first)
-NOISE_SETTLE = 5.0          # s after the noise stops before the checks read the state
-DRIVE_PERIOD = 0.1          # s between the noise run's calls of a robot's drive()
+RECONNECT_LIMIT = 2.0  # s: the suite's target for every reconnect
+DOWN_TIME = 0.5  # s the emulator stays dead in each cycle
+WARM_UP_CYCLES = 3  # resources are compared from here on (DDS settles in first)
+NOISE_SETTLE = 5.0  # s after the noise stops before the checks read the state
+DRIVE_PERIOD = 0.1  # s between the noise run's calls of a robot's drive()
 NAMESPACE = '/soak'
 
 
 # ---- fuzz -----------------------------------------------------------------------------------
-RECORDING_TARGETS = 'legacy_robot_bringup.recording_fuzz'   # every robot's recording
+RECORDING_TARGETS = 'legacy_robot_bringup.recording_fuzz'  # every robot's recording
 
 
 def _fuzz_job(job):
@@ -74,17 +75,30 @@ def _fuzz_job(job):
 
 def fuzz_part(robots, cases):
     modules = [f'{robot.package}.soak' for robot in robots] + [RECORDING_TARGETS]
-    jobs = [(module, index, cases) for module in modules
-            for index in range(len(importlib.import_module(module).fuzz_targets()))]
+    jobs = [
+        (module, index, cases)
+        for module in modules
+        for index in range(len(importlib.import_module(module).fuzz_targets()))
+    ]
     rows = []
     # spawn: the workers import only the codecs, never a forked copy of this process's state
     with multiprocessing.get_context('spawn').Pool(os.cpu_count()) as pool:
         for result in pool.imap(_fuzz_job, jobs):
-            print(f'fuzz: {result.name}: {result.cases:,} inputs, {result.rejected:,} rejects, '
-                  f'{result.crashes} uncaught ({result.seconds:.0f} s)'
-                  + (f'\n  first: {result.first_crash}' if result.crashes else ''), flush=True)
-            rows.append(Row('fuzz', result.name, f'{result.crashes} uncaught in {result.cases:,}; '
-                            f'{result.rejected:,} rejects', '0 uncaught', result.crashes == 0))
+            print(
+                f'fuzz: {result.name}: {result.cases:,} inputs, {result.rejected:,} rejects, '
+                f'{result.crashes} uncaught ({result.seconds:.0f} s)'
+                + (f'\n  first: {result.first_crash}' if result.crashes else ''),
+                flush=True,
+            )
+            rows.append(
+                Row(
+                    'fuzz',
+                    result.name,
+                    f'{result.crashes} uncaught in {result.cases:,}; {result.rejected:,} rejects',
+                    '0 uncaught',
+                    result.crashes == 0,
+                )
+            )
     return rows
 
 
@@ -96,9 +110,14 @@ class Emulator:
     for its count of main-stream frames."""
 
     def __init__(self, arguments, log):
-        self.process = subprocess.Popen([sys.executable, '-m', *arguments], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=log, text=True)
-        line = self.process.stdout.readline()          # run_emulator's "… on <address>" line
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', *arguments],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+        line = self.process.stdout.readline()  # run_emulator's "… on <address>" line
         if not line:
             raise RuntimeError(f'emulator {arguments[0]} did not start (see {log.name})')
         self.ready = time.monotonic()
@@ -113,7 +132,7 @@ class Emulator:
                 if line.startswith(MAIN_FRAMES):
                     self._held.put(line)
         except ValueError:
-            pass                # the log was closed after the kill
+            pass  # the log was closed after the kill
 
     def hold(self, timeout=5.0):
         """Silence the emulator (SIGUSR1) → (main frames it sent, of them at risk), or None if
@@ -130,7 +149,7 @@ class Emulator:
             self.process.stdin.write(line + '\n')
             self.process.stdin.flush()
         except (BrokenPipeError, ValueError):
-            pass                # killed meanwhile: the next one gets the next line
+            pass  # killed meanwhile: the next one gets the next line
 
     def kill(self):
         self.process.send_signal(signal.SIGKILL)
@@ -141,8 +160,9 @@ def resources(pid):
     """(open file descriptors, threads) of a process, from /proc."""
     fds = len(os.listdir(f'/proc/{pid}/fd'))
     status = pathlib.Path(f'/proc/{pid}/status').read_text()
-    threads = int(next(line.split()[1] for line in status.splitlines()
-                       if line.startswith('Threads:')))
+    threads = int(
+        next(line.split()[1] for line in status.splitlines() if line.startswith('Threads:'))
+    )
     return fds, threads
 
 
@@ -159,22 +179,28 @@ def settled_resources(pid, samples=10, interval=0.1):
 
 def restart_cycles(robot, cycles, output):
     """Kill and restart robot's emulator cycles times under its running driver."""
-    from legacy_robot_common.bench import Listener, stop_process   # rclpy only for this part
+    from legacy_robot_common.bench import Listener, stop_process  # rclpy only for this part
+
     spec_module = importlib.import_module(f'{robot.package}.soak')
-    with tempfile.TemporaryDirectory(prefix='soak-') as folder, \
-            open(pathlib.Path(output) / f'{robot.name}-emulator.log', 'w') as emulator_log, \
-            open(pathlib.Path(output) / f'{robot.name}-driver.log', 'w') as driver_log:
+    with (
+        tempfile.TemporaryDirectory(prefix='soak-') as folder,
+        open(pathlib.Path(output) / f'{robot.name}-emulator.log', 'w') as emulator_log,
+        open(pathlib.Path(output) / f'{robot.name}-driver.log', 'w') as driver_log,
+    ):
         spec = spec_module.restart_spec(folder)
         topic = f'{NAMESPACE}/{spec.topic}'
         emulator = Emulator(spec.emulator, emulator_log)
-        driver = subprocess.Popen([sys.executable, '-m', spec.driver,
-                                   *ros_args(NAMESPACE, spec.parameters)],
-                                  stdout=driver_log, stderr=subprocess.STDOUT)
+        driver = subprocess.Popen(
+            [sys.executable, '-m', spec.driver, *ros_args(NAMESPACE, spec.parameters)],
+            stdout=driver_log,
+            stderr=subprocess.STDOUT,
+        )
         listener = Listener(f'soak_{robot.name}', {topic: spec.message})
         try:
             if not wait_until(lambda: listener.counts[topic], 60, poll=0.01):
-                raise RuntimeError(f'{robot.label}: no {spec.topic} before the first kill '
-                                   f'(see {driver_log.name})')
+                raise RuntimeError(
+                    f'{robot.label}: no {spec.topic} before the first kill (see {driver_log.name})'
+                )
             reconnects, failures, baseline = [], 0, None
             for cycle in range(cycles):
                 emulator.kill()
@@ -200,19 +226,42 @@ def restart_cycles(robot, cycles, output):
 
 def restart_rows(robot, cycles, reconnects, failures, alive, baseline, final):
     subject = f'{robot.label} ({cycles} emulator kills)'
-    rows = [Row('restart', subject, 'driver still running' if alive else 'DRIVER EXITED',
-                'never exits', alive)]
+    rows = [
+        Row(
+            'restart',
+            subject,
+            'driver still running' if alive else 'DRIVER EXITED',
+            'never exits',
+            alive,
+        )
+    ]
     if reconnects:
-        p50, p99, worst = (1000 * percentile(reconnects, 0.5), 1000 * percentile(reconnects, 0.99),
-                           1000 * max(reconnects))
-        rows.append(Row('restart', subject, f'reconnect p50 {p50:.0f} / p99 {p99:.0f} / max '
-                        f'{worst:.0f} ms; {failures} never', f'every < {RECONNECT_LIMIT:g} s',
-                        failures == 0 and worst < 1000 * RECONNECT_LIMIT))
+        p50, p99, worst = (
+            1000 * percentile(reconnects, 0.5),
+            1000 * percentile(reconnects, 0.99),
+            1000 * max(reconnects),
+        )
+        rows.append(
+            Row(
+                'restart',
+                subject,
+                f'reconnect p50 {p50:.0f} / p99 {p99:.0f} / max {worst:.0f} ms; {failures} never',
+                f'every < {RECONNECT_LIMIT:g} s',
+                failures == 0 and worst < 1000 * RECONNECT_LIMIT,
+            )
+        )
     if baseline and final:
         growth = (final[0] - baseline[0], final[1] - baseline[1])
-        rows.append(Row('restart', subject, f'fds {baseline[0]} -> {final[0]}, threads '
-                        f'{baseline[1]} -> {final[1]} (after cycle {WARM_UP_CYCLES})',
-                        'no growth', growth[0] <= 0 and growth[1] <= 0))
+        rows.append(
+            Row(
+                'restart',
+                subject,
+                f'fds {baseline[0]} -> {final[0]}, threads '
+                f'{baseline[1]} -> {final[1]} (after cycle {WARM_UP_CYCLES})',
+                'no growth',
+                growth[0] <= 0 and growth[1] <= 0,
+            )
+        )
     return rows
 
 
@@ -233,13 +282,25 @@ def restart_part(robots, cycles, output):
 # ---- the table ------------------------------------------------------------------------------
 def report(rows, output):
     print(f'\nFault suite on {machine_description()}')
-    print('\n'.join(format_table(('part', 'subject', 'measured', 'target', 'result'),
-                                 [row.cells() for row in rows])))
+    print(
+        '\n'.join(
+            format_table(
+                ('part', 'subject', 'measured', 'target', 'result'), [row.cells() for row in rows]
+            )
+        )
+    )
     missed = [f'{row.part}: {row.subject}: {row.measured}' for row in rows if not row.ok]
     path = pathlib.Path(output) / 'soak.json'
-    path.write_text(json.dumps({'machine': machine_description(),
-                                'rows': [dataclasses.asdict(row) for row in rows],
-                                'missed': missed}, indent=2))
+    path.write_text(
+        json.dumps(
+            {
+                'machine': machine_description(),
+                'rows': [dataclasses.asdict(row) for row in rows],
+                'missed': missed,
+            },
+            indent=2,
+        )
+    )
     print(f'\nwritten: {path}')
     print('missed: ' + ('; '.join(missed) if missed else 'nothing'))
     return missed
@@ -252,18 +313,23 @@ class NoiseWatch:
 
     def __init__(self, specs):
         from diagnostic_msgs.msg import DiagnosticArray
+
         from legacy_robot_common.bench import Listener
-        self.topics = {robot: f'{noise_namespace(robot)}/{spec.topic}'
-                       for robot, spec in specs.items()}
-        self.listener = Listener('soak_noise', {self.topics[robot]: spec.message
-                                                for robot, spec in specs.items()})
+
+        self.topics = {
+            robot: f'{noise_namespace(robot)}/{spec.topic}' for robot, spec in specs.items()
+        }
+        self.listener = Listener(
+            'soak_noise', {self.topics[robot]: spec.message for robot, spec in specs.items()}
+        )
         self.node = self.listener.node
         self.kept = {robot: {topic: [] for topic in spec.kept} for robot, spec in specs.items()}
         self.diagnostics = {}
         for robot, spec in specs.items():
             for topic, kind in spec.kept.items():
-                self.node.create_subscription(kind, f'{noise_namespace(robot)}/{topic}',
-                                              self.kept[robot][topic].append, 100)
+                self.node.create_subscription(
+                    kind, f'{noise_namespace(robot)}/{topic}', self.kept[robot][topic].append, 100
+                )
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._diagnostics, 50)
 
     def count(self, robot):
@@ -275,8 +341,11 @@ class NoiseWatch:
 
     def of(self, robot):
         """{status name: values} of robot's driver (names are "<namespace>/<node>: <task>")."""
-        return {name: values for name, values in self.diagnostics.items()
-                if name.partition(': ')[0].rpartition('/')[2] == robot.package}
+        return {
+            name: values
+            for name, values in self.diagnostics.items()
+            if name.partition(': ')[0].rpartition('/')[2] == robot.package
+        }
 
     def close(self):
         self.listener.close()
@@ -290,6 +359,7 @@ def noise_part(robots, minutes, rate, output):
     """Every driver at once, each against its emulator dropping rate and corrupting rate of
     its bytes, for minutes; then the noise stops and the robots' checks run."""
     from legacy_robot_common.bench import stop_process
+
     specs = {}
     for robot in robots:
         module = importlib.import_module(f'{robot.package}.soak')
@@ -299,9 +369,16 @@ def noise_part(robots, minutes, rate, output):
     for robot, spec in specs.items():
         log = open(pathlib.Path(output) / f'{robot.name}-noise-driver.log', 'w')
         logs.append(log)
-        drivers[robot] = subprocess.Popen([sys.executable, '-m', spec.driver,
-                                           *ros_args(noise_namespace(robot), spec.parameters)],
-                                          stdout=log, stderr=subprocess.STDOUT)
+        drivers[robot] = subprocess.Popen(
+            [
+                sys.executable,
+                '-m',
+                spec.driver,
+                *ros_args(noise_namespace(robot), spec.parameters),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     watch = NoiseWatch(specs)
     per_minute = {robot: [] for robot in specs}
     try:
@@ -318,8 +395,11 @@ def noise_part(robots, minutes, rate, output):
                     now = watch.count(robot)
                     per_minute[robot].append(now - counted[robot])
                     counted[robot] = now
-                print(f'noise: minute {minute}: ' + ', '.join(
-                    f'{r.label} {m[-1]}' for r, m in per_minute.items()), flush=True)
+                print(
+                    f'noise: minute {minute}: '
+                    + ', '.join(f'{r.label} {m[-1]}' for r, m in per_minute.items()),
+                    flush=True,
+                )
                 minute, next_minute = minute + 1, next_minute + 60
         for spec in specs.values():
             spec.emulator.faults.drop_rate = spec.emulator.faults.corrupt_rate = 0.0
@@ -341,28 +421,40 @@ def noise_rows(robot, spec, driver, watch, per_minute, rate):
     subject = f'{robot.label}, {100 * rate:g} % dropped + {100 * rate:g} % corrupted'
     alive = driver.poll() is None
     diagnostics = watch.of(robot)
-    bad = max((int(values['bad frames']) for values in diagnostics.values()
-               if 'bad frames' in values), default=0)
-    rows = [Row('noise', subject, 'driver still running' if alive else 'DRIVER EXITED',
-                'no crash', alive),
-            Row('noise', subject, f'{bad:,} bad frames counted in diagnostics', 'counted',
-                bad > 0),
-            flow_row(subject, spec, per_minute)]
+    bad = max(
+        (int(values['bad frames']) for values in diagnostics.values() if 'bad frames' in values),
+        default=0,
+    )
+    rows = [
+        Row(
+            'noise',
+            subject,
+            'driver still running' if alive else 'DRIVER EXITED',
+            'no crash',
+            alive,
+        ),
+        Row('noise', subject, f'{bad:,} bad frames counted in diagnostics', 'counted', bad > 0),
+        flow_row(subject, spec, per_minute),
+    ]
     if spec.check is not None:
         rows += spec.check(spec.emulator, watch.kept[robot], diagnostics)
     return rows
 
 
 def flow_row(subject, spec, per_minute):
-    measured = (f'{spec.topic} per minute: {min(per_minute, default=0):,}'
-                f'..{max(per_minute, default=0):,}')
+    measured = (
+        f'{spec.topic} per minute: {min(per_minute, default=0):,}..{max(per_minute, default=0):,}'
+    )
     if spec.no_flow_reason:
         return Row('noise', subject, measured, f'none expected: {spec.no_flow_reason}', True)
-    return Row('noise', subject, measured, 'keeps flowing', bool(per_minute) and min(per_minute) > 0)
+    return Row(
+        'noise', subject, measured, 'keeps flowing', bool(per_minute) and min(per_minute) > 0
+    )
 
 
 def mixed_part(robots, minutes, rate, output):
     from . import mixed_soak
+
     plugins = discover_plugins()
     try:
         return mixed_soak.run([plugins[robot.name] for robot in robots], minutes, rate, output)
@@ -381,13 +473,14 @@ def robot_part(robots, name, rows_of):
 
 
 COMMON_PARTS = ('fuzz', 'restart', 'noise')
-ASKED_FOR_PARTS = ('mixed',)        # hours long: only with --parts
+ASKED_FOR_PARTS = ('mixed',)  # hours long: only with --parts
 
 
 def robot_parts():
     """(robot name, SoakPart) for the parts the installed robots name in their plugins."""
-    return [(plugin.name, part) for plugin in discover_plugins().values()
-            for part in plugin.soak_parts]
+    return [
+        (plugin.name, part) for plugin in discover_plugins().values() for part in plugin.soak_parts
+    ]
 
 
 def run_robot_part(part, value):
@@ -399,27 +492,53 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='soak', description=__doc__.split('\n\n')[0])
     own_parts = robot_parts()
     parts = COMMON_PARTS + tuple(part.name for _, part in own_parts)
-    parser.add_argument('--parts', nargs='+', choices=parts + ASKED_FOR_PARTS,
-                        default=list(parts))
-    parser.add_argument('--only', nargs='+', choices=[r.name for r in ROBOTS], metavar='NAME',
-                        help=f'these robots only ({", ".join(r.name for r in ROBOTS)})')
+    parser.add_argument('--parts', nargs='+', choices=parts + ASKED_FOR_PARTS, default=list(parts))
+    parser.add_argument(
+        '--only',
+        nargs='+',
+        choices=[r.name for r in ROBOTS],
+        metavar='NAME',
+        help=f'these robots only ({", ".join(r.name for r in ROBOTS)})',
+    )
     parser.add_argument('--cases', type=int, default=1_000_000, help='fuzz inputs per decoder')
     parser.add_argument('--cycles', type=int, default=50, help='kill/restart cycles per driver')
-    parser.add_argument('--noise-minutes', type=float, default=10.0,
-                        help='length of the link-noise run (all drivers at once)')
-    parser.add_argument('--noise-rate', type=float, default=0.005,
-                        help='fraction of bytes dropped, and as many corrupted (0.005: 1 %% in all)')
-    parser.add_argument('--minutes', type=float, default=120.0,
-                        help='length of the mixed run (all robots at once, --parts mixed)')
-    parser.add_argument('--mixed-noise-rate', type=float, default=0.0005,
-                        help='the mixed run\'s line noise (default 0.0005: 0.1 %% of the bytes)')
+    parser.add_argument(
+        '--noise-minutes',
+        type=float,
+        default=10.0,
+        help='length of the link-noise run (all drivers at once)',
+    )
+    parser.add_argument(
+        '--noise-rate',
+        type=float,
+        default=0.005,
+        help='fraction of bytes dropped, and as many corrupted (0.005: 1 %% in all)',
+    )
+    parser.add_argument(
+        '--minutes',
+        type=float,
+        default=120.0,
+        help='length of the mixed run (all robots at once, --parts mixed)',
+    )
+    parser.add_argument(
+        '--mixed-noise-rate',
+        type=float,
+        default=0.0005,
+        help="the mixed run's line noise (default 0.0005: 0.1 %% of the bytes)",
+    )
     for _, part in own_parts:
-        parser.add_argument(part.option, type=part.kind, default=part.default,
-                            help=f'{part.help} (default {part.default:g})')
+        parser.add_argument(
+            part.option,
+            type=part.kind,
+            default=part.default,
+            help=f'{part.help} (default {part.default:g})',
+        )
     parser.add_argument('--output', default='soak-output', help='folder for soak.json and logs')
     args = parser.parse_args(argv)
-    values = {part.name: getattr(args, part.option.lstrip('-').replace('-', '_'))
-              for _, part in own_parts}
+    values = {
+        part.name: getattr(args, part.option.lstrip('-').replace('-', '_'))
+        for _, part in own_parts
+    }
     if min(args.cases, args.minutes, *values.values()) <= 0 or args.cycles < WARM_UP_CYCLES + 1:
         options = ', '.join(['--cases', '--minutes'] + [part.option for _, part in own_parts])
         parser.error(f'{options} must be positive, --cycles > {WARM_UP_CYCLES}')

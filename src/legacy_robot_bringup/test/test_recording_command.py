@@ -1,4 +1,5 @@
 """`recording info / csv / replay` as real processes, on the recordings in recordings/."""
+
 import csv
 import io
 import json
@@ -10,16 +11,20 @@ from legacy_robot_bringup.paths import recording_file
 
 
 def recording(*args, timeout=120):
-    return subprocess.run([sys.executable, '-m', 'legacy_robot_bringup.recordings', *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, '-m', 'legacy_robot_bringup.recordings', *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_info_lists_links_and_decodes_with_the_driver():
     path = str(recording_file('p2os'))
     started = time.monotonic()
-    counted = recording('info', path)           # the file's own counts: at once
+    counted = recording('info', path)  # the file's own counts: at once
     assert counted.returncode == 0, counted.stderr
-    assert time.monotonic() - started < 10       # a process start, not the recording's 24 s
+    assert time.monotonic() - started < 10  # a process start, not the recording's 24 s
     assert 'p2os_driver' in counted.stdout and 'p2os: 1 connections, from robot' in counted.stdout
     assert 'decoded' not in counted.stdout
     decoded = recording('info', path, '--decode', '--speed', '0')
@@ -33,10 +38,13 @@ def test_info_lists_links_and_decodes_with_the_driver():
 def test_info_says_when_decoding_gave_up_before_the_end():
     from legacy_robot_bringup.recordings import Decoded, info_lines
     from legacy_robot_common.recording import read_recording
+
     recording_ = read_recording(str(recording_file('p2os')))
     lines = info_lines(recording_, Decoded(rows=[], bad_frames={}, report=[], finished=False))
-    assert lines[-1] == ('  replay: the end of the recording was not reached; decoding gave up '
-                         "20 s after the recording's length at this speed")
+    assert lines[-1] == (
+        '  replay: the end of the recording was not reached; decoding gave up '
+        "20 s after the recording's length at this speed"
+    )
 
 
 def test_csv_has_a_row_per_decoded_record_on_the_recorded_clock(tmp_path):
@@ -57,8 +65,11 @@ def test_csv_has_a_row_per_decoded_record_on_the_recorded_clock(tmp_path):
 def test_user_errors_exit_2_with_a_message(tmp_path):
     not_mcap = tmp_path / 'notes.mcap'
     not_mcap.write_text('hello')
-    for args in (('info', str(not_mcap)), ('replay', str(tmp_path / 'absent.mcap')),
-                 ('replay', str(recording_file('p2os')), '--speed', '-1')):
+    for args in (
+        ('info', str(not_mcap)),
+        ('replay', str(tmp_path / 'absent.mcap')),
+        ('replay', str(recording_file('p2os')), '--speed', '-1'),
+    ):
         done = recording(*args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert done.stderr.startswith('error: ') and 'Traceback' not in done.stderr, done.stderr
@@ -77,4 +88,4 @@ def test_csv_checks_its_output_folder_before_decoding(tmp_path):
     started = time.monotonic()
     done = recording('csv', str(recording_file('pleo')), '-o', str(tmp_path / 'nodir' / 'x.csv'))
     assert done.returncode == 2 and 'no folder' in done.stderr and 'Traceback' not in done.stderr
-    assert time.monotonic() - started < 10                 # not after the whole decode
+    assert time.monotonic() - started < 10  # not after the whole decode

@@ -8,11 +8,14 @@ def test_load_plugin_by_module_and_attribute():
     assert plugin.name == 'tick' and plugin.node_name == 'tick_driver'
 
 
-@pytest.mark.parametrize('spec, message', [
-    ('tick_robot', 'must look like package.module:ATTRIBUTE'),
-    ('tick_robot:NOPE', "cannot load plugin 'tick_robot:NOPE'"),
-    ('tick_robot:TickNode', 'is a type, not a RobotPlugin'),
-])
+@pytest.mark.parametrize(
+    'spec, message',
+    [
+        ('tick_robot', 'must look like package.module:ATTRIBUTE'),
+        ('tick_robot:NOPE', "cannot load plugin 'tick_robot:NOPE'"),
+        ('tick_robot:TickNode', 'is a type, not a RobotPlugin'),
+    ],
+)
 def test_bad_plugin_specs_are_explained(spec, message):
     with pytest.raises(PluginError, match=message):
         load_plugin(spec)

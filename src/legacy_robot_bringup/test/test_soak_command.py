@@ -1,4 +1,5 @@
 """`make soak` as a process, on short runs: the table, soak.json, and the parts' rows."""
+
 import json
 import re
 import subprocess
@@ -6,9 +7,12 @@ import sys
 
 
 def soak(tmp_path, *arguments, timeout=180):
-    return subprocess.run([sys.executable, '-m', 'legacy_robot_bringup.soak', '--output',
-                           str(tmp_path), *arguments], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, '-m', 'legacy_robot_bringup.soak', '--output', str(tmp_path), *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def rows_of(tmp_path):
@@ -27,8 +31,8 @@ def test_fuzz_part_reports_every_target(tmp_path):
 def test_restart_part_kills_the_emulator_under_a_running_driver(tmp_path):
     done = soak(tmp_path, '--parts', 'restart', '--only', 'p2os', '--cycles', '4')
     rows = {row['measured'].split(' ')[0]: row for row in rows_of(tmp_path)}
-    assert rows['driver']['ok'], done.stdout + done.stderr        # "driver still running"
-    assert rows['reconnect']['measured'].endswith('0 never')       # it came back every time
+    assert rows['driver']['ok'], done.stdout + done.stderr  # "driver still running"
+    assert rows['reconnect']['measured'].endswith('0 never')  # it came back every time
     assert rows['fds']['subject'] == 'P2OS (4 emulator kills)'
     assert (tmp_path / 'p2os-driver.log').read_text()
 
@@ -54,11 +58,12 @@ def test_mixed_part_runs_every_robot_at_once_and_samples_it(tmp_path):
         assert kills and kills[0]['measured'].endswith('0 never'), by_subject[robot]
         flow = [row for row in by_subject[robot] if row['measured'].startswith('main topic')]
         assert flow and flow[0]['ok'], by_subject[robot]
-    for robot in ('aibo', 'ipaq', 'p2os', 'pleo'):    # the stream emulators count their frames
+    for robot in ('aibo', 'ipaq', 'p2os', 'pleo'):  # the stream emulators count their frames
         counted = [row for row in by_subject[robot] if 'emulator lifetimes' in row['measured']]
         assert counted, by_subject[robot]
-        sent, received = re.search(r'(\d+) frames sent .* (\d+) messages received',
-                                   counted[0]['measured']).groups()
+        sent, received = re.search(
+            r'(\d+) frames sent .* (\d+) messages received', counted[0]['measured']
+        ).groups()
         assert 0 < int(received) <= int(sent), counted[0]
     for name in ('bringup', 'slow consumer'):
         assert by_subject[name][0]['measured'] == 'running at the end'
@@ -68,6 +73,6 @@ def test_mixed_part_runs_every_robot_at_once_and_samples_it(tmp_path):
     assert header.startswith('seconds,kind,name,pid,rss_mb,fds,threads')
     named = {line.split(',')[2] for line in samples}
     restarts = [line for line in samples if line.split(',')[1] == 'restart']
-    assert len(restarts) >= len(robots), restarts          # one row per kill, with its time
+    assert len(restarts) >= len(robots), restarts  # one row per kill, with its time
     assert named >= {'bringup', 'slow consumer', *robots, *(f'{r} emulator' for r in robots)}
     assert (tmp_path / 'mixed.png').stat().st_size > 10_000

@@ -1,4 +1,5 @@
 """Writing demo and benchmark output files: PNG pictures and plots, WAV audio, text logs."""
+
 import pathlib
 import wave
 
@@ -6,8 +7,10 @@ import wave
 def save_png(path, pixels):
     """H×W (grey) or H×W×3/4 uint8 array → PNG file; returns the path."""
     import matplotlib
+
     matplotlib.use('Agg')
     from matplotlib import image
+
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if pixels.ndim == 2:
@@ -20,8 +23,10 @@ def save_png(path, pixels):
 def new_figure(width=6.0, height=4.5):
     """A matplotlib figure on the file-only Agg backend (no display needed)."""
     import matplotlib
+
     matplotlib.use('Agg')
     from matplotlib.figure import Figure
+
     return Figure(figsize=(width, height), dpi=100)
 
 

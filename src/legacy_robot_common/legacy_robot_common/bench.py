@@ -2,6 +2,7 @@
 
 Benchmarks print tables; they are not tests (conventions: no timed unit tests).
 """
+
 import bisect
 import contextlib
 import dataclasses
@@ -24,8 +25,10 @@ from .recording import WRITER_THREAD, Recorder
 
 
 def machine_description():
-    return (f'{platform.node()} {platform.machine()}, {os.cpu_count()} cores, '
-            f'Python {platform.python_version()}')
+    return (
+        f'{platform.node()} {platform.machine()}, {os.cpu_count()} cores, '
+        f'Python {platform.python_version()}'
+    )
 
 
 def cpu_seconds(pid):
@@ -51,8 +54,12 @@ def ros_args(namespace, parameters):
 
 def start_driver(module, namespace, parameters):
     """`python -m module` with the node in namespace and parameters {name: value}."""
-    return subprocess.Popen([sys.executable, '-m', module, *ros_args(namespace, parameters)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, '-m', module, *ros_args(namespace, parameters)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def stop_process(process):
@@ -122,8 +129,9 @@ class Listener:
         self.counts[topic] += 1
         header = getattr(msg, 'header', None)
         if header is not None:
-            self.receipts[topic].append((header.stamp.sec + header.stamp.nanosec * 1e-9,
-                                         time.time()))
+            self.receipts[topic].append(
+                (header.stamp.sec + header.stamp.nanosec * 1e-9, time.time())
+            )
 
     def forget_receipts(self):
         """Start the latency record now (start-up and discovery do not count)."""
@@ -173,16 +181,20 @@ def latency_summary(latencies):
     """{'p50_ms', 'p99_ms', 'max_ms', 'samples'} of latencies in seconds."""
     if not latencies:
         raise RuntimeError('no message could be matched to a frame on the wire')
-    return {'p50_ms': 1000 * percentile(latencies, 0.5), 'p99_ms': 1000 * percentile(latencies, 0.99),
-            'max_ms': 1000 * max(latencies), 'samples': len(latencies)}
+    return {
+        'p50_ms': 1000 * percentile(latencies, 0.5),
+        'p99_ms': 1000 * percentile(latencies, 0.99),
+        'max_ms': 1000 * max(latencies),
+        'samples': len(latencies),
+    }
 
 
-HEADROOM_TARGET = 20.0     # issue 8: every pipeline sustains 20x the real robot's rate
+HEADROOM_TARGET = 20.0  # issue 8: every pipeline sustains 20x the real robot's rate
 FLOOR_RATIO_TARGET = 1.25  # a driver's CPU over that of its structure without the robot
 SINGLE_FLOOR_TARGET = 0.6  # issue 32: a driver's CPU over its structure's on rclpy's
 #                            SingleThreadedExecutor (the floor before the events executor)
-RECORDING_TARGET = 10.0    # the recording's own CPU, % of the driver's without it (issue 20)
-RECORDING_PAIRS = 2        # runs without and with a recording, alternately
+RECORDING_TARGET = 10.0  # the recording's own CPU, % of the driver's without it (issue 20)
+RECORDING_PAIRS = 2  # runs without and with a recording, alternately
 
 
 def recording_overhead(measure, seconds, pairs=RECORDING_PAIRS):
@@ -199,9 +211,16 @@ def recording_overhead(measure, seconds, pairs=RECORDING_PAIRS):
             writer.append(recorder)
             messages.append(recorded_messages(path))
             sizes.append(path.stat().st_size)
-    mean = lambda values: sum(values) / pairs          # noqa: E731
-    return RecordingCost(mean(off), mean(on), mean(sizes), seconds, mean(writer),
-                         mean(messages) / seconds, tap_call_seconds())
+    mean = lambda values: sum(values) / pairs  # noqa: E731
+    return RecordingCost(
+        mean(off),
+        mean(on),
+        mean(sizes),
+        seconds,
+        mean(writer),
+        mean(messages) / seconds,
+        tap_call_seconds(),
+    )
 
 
 def cpu_and_recorder_percent(pid, seconds):
@@ -210,8 +229,10 @@ def cpu_and_recorder_percent(pid, seconds):
     before, writer_before, started = cpu_seconds(pid), recorder_seconds(pid), time.monotonic()
     time.sleep(seconds)
     elapsed = time.monotonic() - started
-    return (100.0 * (cpu_seconds(pid) - before) / elapsed,
-            100.0 * (recorder_seconds(pid) - writer_before) / elapsed)
+    return (
+        100.0 * (cpu_seconds(pid) - before) / elapsed,
+        100.0 * (recorder_seconds(pid) - writer_before) / elapsed,
+    )
 
 
 def recorder_seconds(pid):
@@ -221,13 +242,14 @@ def recorder_seconds(pid):
             if (task / 'comm').read_text().strip() == WRITER_THREAD:
                 return int((task / 'schedstat').read_text().split()[0]) / 1e9
         except OSError:
-            continue            # a thread that just ended
+            continue  # a thread that just ended
     return 0.0
 
 
 def recorded_messages(path):
     """Messages in a finished recording (its summary statistics)."""
     from mcap.reader import make_reader
+
     with open(path, 'rb') as stream:
         return make_reader(stream).get_summary().statistics.message_count
 
@@ -236,8 +258,9 @@ def tap_call_seconds(calls=200_000):
     """CPU a link thread spends per recorded read or write (LinkTap.received: the stamp, the
     count, the queue), measured here on an unstarted recorder."""
     with tempfile.TemporaryDirectory(prefix='bench-tap-') as folder:
-        recorder = Recorder(pathlib.Path(folder) / 'tap.mcap', 'bench', '0', {},
-                            max_pending_bytes=1 << 40)
+        recorder = Recorder(
+            pathlib.Path(folder) / 'tap.mcap', 'bench', '0', {}, max_pending_bytes=1 << 40
+        )
         tap, data = recorder.tap('link'), bytes(100)
         started = time.thread_time()
         for _ in range(calls):
@@ -256,13 +279,14 @@ class RecordingCost:
     and with record_path) differ by less than their noise (±0.2 points between runs), so the
     target is on what the recording itself spends: its writer thread (measured exactly) and
     its calls in the link threads (messages per s × the measured cost of one call)."""
-    cpu_off: float            # driver CPU, % of one core, without recording
-    cpu_on: float             # the same with record_path set
-    file_bytes: float         # size of one run's recording
-    seconds: float            # how long each run measured
-    writer_cpu: float = 0.0   # the recorder thread, % of one core
+
+    cpu_off: float  # driver CPU, % of one core, without recording
+    cpu_on: float  # the same with record_path set
+    file_bytes: float  # size of one run's recording
+    seconds: float  # how long each run measured
+    writer_cpu: float = 0.0  # the recorder thread, % of one core
     messages_per_second: float = 0.0
-    tap_call: float = 0.0     # s of CPU per recorded read or write, in the link thread
+    tap_call: float = 0.0  # s of CPU per recorded read or write, in the link thread
 
     @property
     def recording_cpu(self):
@@ -296,6 +320,7 @@ class PipelineSummary:
     floor / lean_floor: the CPU of the driver's structure without the robot and of the
     leanest structure (floor.py; FloorCpu), measured in the same run.
     """
+
     stream: str
     real_rate: float
     decode_rate: float
@@ -304,8 +329,8 @@ class PipelineSummary:
     latency: dict
     floor: float = None
     lean_floor: float = None
-    recording: RecordingCost = None   # driver CPU without and with record_path, same rate
-    single_floor: float = None        # the floor on SingleThreadedExecutor, same run
+    recording: RecordingCost = None  # driver CPU without and with record_path, same rate
+    single_floor: float = None  # the floor on SingleThreadedExecutor, same run
 
     @property
     def headroom(self):
@@ -313,32 +338,73 @@ class PipelineSummary:
 
     def rows(self):
         """Table rows (label, value, text, target) for report()."""
-        return [
-            (f'{self.stream}: to a subscriber, emulator unthrottled (per s)',
-             self.unthrottled_rate, f'{self.unthrottled_rate:,.0f}', None),
-            (f'{self.stream}: headroom over the real robot\'s {self.real_rate:g}/s',
-             self.headroom, f'{self.headroom:,.1f}x', ('>=', HEADROOM_TARGET)),
-            (f'{self.stream}: wire -> subscriber p50 (ms)', self.latency['p50_ms'],
-             f'{self.latency["p50_ms"]:.2f}', None),
-            (f'{self.stream}: wire -> subscriber p99 (ms)', self.latency['p99_ms'],
-             f'{self.latency["p99_ms"]:.2f}', None)] + self.floor_rows() + self.recording_rows()
+        return (
+            [
+                (
+                    f'{self.stream}: to a subscriber, emulator unthrottled (per s)',
+                    self.unthrottled_rate,
+                    f'{self.unthrottled_rate:,.0f}',
+                    None,
+                ),
+                (
+                    f"{self.stream}: headroom over the real robot's {self.real_rate:g}/s",
+                    self.headroom,
+                    f'{self.headroom:,.1f}x',
+                    ('>=', HEADROOM_TARGET),
+                ),
+                (
+                    f'{self.stream}: wire -> subscriber p50 (ms)',
+                    self.latency['p50_ms'],
+                    f'{self.latency["p50_ms"]:.2f}',
+                    None,
+                ),
+                (
+                    f'{self.stream}: wire -> subscriber p99 (ms)',
+                    self.latency['p99_ms'],
+                    f'{self.latency["p99_ms"]:.2f}',
+                    None,
+                ),
+            ]
+            + self.floor_rows()
+            + self.recording_rows()
+        )
 
     def recording_rows(self):
         if self.recording is None:
             return []
         cost = self.recording
-        return [(f'{self.stream}: recording, driver CPU without / with (% of one core)',
-                 cost.cpu_on, f'{cost.cpu_off:.2f} / {cost.cpu_on:.2f}', None),
-                (f'{self.stream}: recording, with / without - 1 (noisy)',
-                 cost.measured_difference, f'{cost.measured_difference:+.1f} %', None),
-                (f'{self.stream}: recording, messages per s and MB per minute',
-                 cost.messages_per_second,
-                 f'{cost.messages_per_second:,.0f}, {cost.mb_per_minute:.2f}', None),
-                (f'{self.stream}: recording, writer + link-thread calls (% of one core)',
-                 cost.recording_cpu, f'{cost.writer_cpu:.3f} + '
-                 f'{cost.recording_cpu - cost.writer_cpu:.3f}', None),
-                (f'{self.stream}: recording, its CPU / driver CPU (%)', cost.extra,
-                 f'+{cost.extra:.1f} %', ('<=', RECORDING_TARGET))]
+        return [
+            (
+                f'{self.stream}: recording, driver CPU without / with (% of one core)',
+                cost.cpu_on,
+                f'{cost.cpu_off:.2f} / {cost.cpu_on:.2f}',
+                None,
+            ),
+            (
+                f'{self.stream}: recording, with / without - 1 (noisy)',
+                cost.measured_difference,
+                f'{cost.measured_difference:+.1f} %',
+                None,
+            ),
+            (
+                f'{self.stream}: recording, messages per s and MB per minute',
+                cost.messages_per_second,
+                f'{cost.messages_per_second:,.0f}, {cost.mb_per_minute:.2f}',
+                None,
+            ),
+            (
+                f'{self.stream}: recording, writer + link-thread calls (% of one core)',
+                cost.recording_cpu,
+                f'{cost.writer_cpu:.3f} + {cost.recording_cpu - cost.writer_cpu:.3f}',
+                None,
+            ),
+            (
+                f'{self.stream}: recording, its CPU / driver CPU (%)',
+                cost.extra,
+                f'+{cost.extra:.1f} %',
+                ('<=', RECORDING_TARGET),
+            ),
+        ]
 
     @property
     def floor_ratio(self):
@@ -352,28 +418,59 @@ class PipelineSummary:
         if self.floor is None:
             return []
         return [
-            (f'{self.stream}: driver CPU at the real rate (% of one core)', self.cpu,
-             f'{self.cpu:.2f} %', None),
-            (f'{self.stream}: floor, its structure without the robot (% of one core)',
-             self.floor, f'{self.floor:.2f} %', None),
-            (f'{self.stream}: lean floor, a thread publishing, no services (%)',
-             self.lean_floor, f'{self.lean_floor:.2f} %', None),
-            (f'{self.stream}: driver / floor', self.floor_ratio, f'{self.floor_ratio:.2f}x',
-             ('<=', FLOOR_RATIO_TARGET))] + self.single_floor_rows()
+            (
+                f'{self.stream}: driver CPU at the real rate (% of one core)',
+                self.cpu,
+                f'{self.cpu:.2f} %',
+                None,
+            ),
+            (
+                f'{self.stream}: floor, its structure without the robot (% of one core)',
+                self.floor,
+                f'{self.floor:.2f} %',
+                None,
+            ),
+            (
+                f'{self.stream}: lean floor, a thread publishing, no services (%)',
+                self.lean_floor,
+                f'{self.lean_floor:.2f} %',
+                None,
+            ),
+            (
+                f'{self.stream}: driver / floor',
+                self.floor_ratio,
+                f'{self.floor_ratio:.2f}x',
+                ('<=', FLOOR_RATIO_TARGET),
+            ),
+        ] + self.single_floor_rows()
 
     def single_floor_rows(self):
         if self.single_floor is None:
             return []
-        return [(f'{self.stream}: floor on SingleThreadedExecutor (% of one core)',
-                 self.single_floor, f'{self.single_floor:.2f} %', None),
-                (f'{self.stream}: driver / single-threaded floor', self.single_floor_ratio,
-                 f'{self.single_floor_ratio:.2f}x', ('<=', SINGLE_FLOOR_TARGET))]
+        return [
+            (
+                f'{self.stream}: floor on SingleThreadedExecutor (% of one core)',
+                self.single_floor,
+                f'{self.single_floor:.2f} %',
+                None,
+            ),
+            (
+                f'{self.stream}: driver / single-threaded floor',
+                self.single_floor_ratio,
+                f'{self.single_floor_ratio:.2f}x',
+                ('<=', SINGLE_FLOOR_TARGET),
+            ),
+        ]
 
     def as_json(self):
         extra = {'recording_extra': self.recording.extra} if self.recording else {}
-        return {**dataclasses.asdict(self), 'headroom': self.headroom,
-                'floor_ratio': self.floor_ratio,
-                'driver_over_single_threaded_floor': self.single_floor_ratio, **extra}
+        return {
+            **dataclasses.asdict(self),
+            'headroom': self.headroom,
+            'floor_ratio': self.floor_ratio,
+            'driver_over_single_threaded_floor': self.single_floor_ratio,
+            **extra,
+        }
 
 
 def floor_cpu(shape, topics, seconds, lean=False, namespace='/floor', executor=None):
@@ -381,20 +478,35 @@ def floor_cpu(shape, topics, seconds, lean=False, namespace='/floor', executor=N
     Listener here subscribes to topics {driver topic: class} moved to the floor's namespace,
     as the driver's were; executor: 'events' / 'single' (default: the drivers')."""
     from .floor import moved
+
     with tempfile.NamedTemporaryFile('w', suffix='.json') as file:
         json.dump(shape, file)
         file.flush()
         env = dict(os.environ, **({EXECUTOR_VARIABLE: executor} if executor else {}))
-        process = subprocess.Popen([sys.executable, '-m', 'legacy_robot_common.floor',
-                                    file.name, '--namespace', namespace,
-                                    *(['--lean'] if lean else [])], env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                '-m',
+                'legacy_robot_common.floor',
+                file.name,
+                '--namespace',
+                namespace,
+                *(['--lean'] if lean else []),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         listener = None
         try:
-            listener = Listener('floor_listener', {moved(topic, shape, namespace): kind
-                                                   for topic, kind in topics.items()})
-            wait_ready(process, lambda: all(listener.counts.values()),
-                       'the floor process did not publish')
+            listener = Listener(
+                'floor_listener',
+                {moved(topic, shape, namespace): kind for topic, kind in topics.items()},
+            )
+            wait_ready(
+                process, lambda: all(listener.counts.values()), 'the floor process did not publish'
+            )
             return cpu_percent(process.pid, seconds)
         finally:
             if listener is not None:
@@ -409,8 +521,11 @@ def floors(shape, topics, seconds):
     single = None
     if executor_kind() != 'single':
         single = floor_cpu(shape, topics, seconds, executor='single')
-    return (floor_cpu(shape, topics, seconds), floor_cpu(shape, topics, seconds, lean=True),
-            single)
+    return (
+        floor_cpu(shape, topics, seconds),
+        floor_cpu(shape, topics, seconds, lean=True),
+        single,
+    )
 
 
 def verdict(value, target):
@@ -446,8 +561,16 @@ def report(title, rows, output, name, extra=None, summary=None):
     folder = pathlib.Path(output)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f'{name}.json'
-    path.write_text(json.dumps({'machine': machine, 'results': results, **(extra or {}),
-                                'targets': {label: target for label, _, _, target in rows
-                                            if target}}, indent=2))
+    path.write_text(
+        json.dumps(
+            {
+                'machine': machine,
+                'results': results,
+                **(extra or {}),
+                'targets': {label: target for label, _, _, target in rows if target},
+            },
+            indent=2,
+        )
+    )
     print(f'written: {path}')
     return 1 if missed else 0

@@ -6,6 +6,7 @@ The base class opens the stream, restarts the session with bounded back-off
 after any link loss, keeps counters, and hands decoded records to ``on_record``.
 No rclpy here.
 """
+
 import dataclasses
 import enum
 import logging
@@ -50,7 +51,7 @@ class Link:
 
     def __init__(self, stream, counters, read_timeout, stop_event, tap=None):
         self.stream = stream
-        self._tap = tap               # a recording's LinkTap, or None
+        self._tap = tap  # a recording's LinkTap, or None
         self._counters = counters
         self.read_timeout = read_timeout
         self._stop = stop_event
@@ -105,8 +106,9 @@ class Link:
             if len(self._buffer) > max_length:
                 dropped = bytes(self._buffer)
                 self._buffer.clear()
-                raise MalformedFrame(f'no {delimiter!r} within {max_length} bytes '
-                                     f'({len(dropped)} bytes dropped)')
+                raise MalformedFrame(
+                    f'no {delimiter!r} within {max_length} bytes ({len(dropped)} bytes dropped)'
+                )
             self._fill(self.read_timeout if timeout is None else timeout)
 
     def discard_input(self, quiet_time=0.0, max_time=None):
@@ -169,7 +171,7 @@ class ReconnectingClient:
         self.counters = LinkCounters()
         self.state = LinkState.STOPPED
         self.on_record = None
-        self.tap = None               # set before start() to record the link (recording.py)
+        self.tap = None  # set before start() to record the link (recording.py)
         self._stop = threading.Event()
         self._thread = None
         self._link = None
@@ -241,8 +243,10 @@ class ReconnectingClient:
         """Count and log (rate-limited) one malformed frame; the session goes on."""
         self.counters.bad_frames += 1
         self.counters.last_error = str(error)
-        self.log.warning('bad-' + what, f'{self.name}: bad {what} skipped: {error} '
-                         f'({self.counters.bad_frames} so far)')
+        self.log.warning(
+            'bad-' + what,
+            f'{self.name}: bad {what} skipped: {error} ({self.counters.bad_frames} so far)',
+        )
 
     def idle(self, timeout):
         """Wait in a session until timeout passes or poke() is called; ends the session on stop."""
@@ -285,7 +289,7 @@ class ReconnectingClient:
                 pass
             except (ConnectionLost, MalformedFrame, TimeoutError) as exc:
                 lost = exc
-                if not self._stop.is_set():   # at shutdown a closed link is normal
+                if not self._stop.is_set():  # at shutdown a closed link is normal
                     self._note_failure(exc)
             except Exception as exc:  # a bug must not end the link thread
                 self.counters.last_error = repr(exc)
@@ -311,7 +315,7 @@ class ReconnectingClient:
         """close_session on a live link. When the robot side closed first (its emulator stopped
         by the same Ctrl-C) there is no one to say goodbye to: one INFO line, nothing more."""
         if type(self).close_session is ReconnectingClient.close_session:
-            return   # this link has no goodbye (e.g. a stream the robot only sends on)
+            return  # this link has no goodbye (e.g. a stream the robot only sends on)
         if lost is None:
             try:
                 self.close_session(link)

@@ -3,6 +3,7 @@
 Tasks are callables returning (level, message, {key: value}); the link task
 reports a ReconnectingClient's state, counters and rates.
 """
+
 import collections
 import time
 
@@ -44,11 +45,11 @@ class DiagnosticsPublisher:
             try:
                 items = group()
             except Exception as exc:  # a broken group must not stop the others
-                items = [('group', self.hardware_id, ERROR, f'diagnostic group failed: {exc!r}',
-                          {})]
+                items = [
+                    ('group', self.hardware_id, ERROR, f'diagnostic group failed: {exc!r}', {})
+                ]
             for name, hardware_id, level, message, values in items:
-                statuses.append(self._status(name, hardware_id,
-                                             lambda: (level, message, values)))
+                statuses.append(self._status(name, hardware_id, lambda: (level, message, values)))
         return statuses
 
     def _status(self, name, hardware_id, task):
@@ -126,7 +127,7 @@ class RateMeter:
 
     @property
     def rate(self):
-        times = list(self._times)      # a copy: tick() may run on a link thread meanwhile
+        times = list(self._times)  # a copy: tick() may run on a link thread meanwhile
         if len(times) < 2 or times[-1] <= times[0]:
             return 0.0
         return (len(times) - 1) / (times[-1] - times[0])

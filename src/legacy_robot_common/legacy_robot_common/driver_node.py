@@ -11,10 +11,11 @@ publishing and accepting commands (services, cmd_vel), deactivate stops the robo
 publishing, cleanup closes the links, shutdown says goodbye. With `autostart` (default) begin()
 configures and activates at once, so a plain launch behaves as an unmanaged node.
 """
-import functools
-import inspect
+
 import contextlib
+import functools
 import importlib.metadata
+import inspect
 import os
 import queue
 import signal
@@ -62,8 +63,9 @@ def executor_kind():
     with its message) for anything else."""
     kind = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower() or DEFAULT_EXECUTOR
     if kind not in EXECUTORS:
-        raise ParameterError(f'{EXECUTOR_VARIABLE}={kind!r}: must be one of '
-                         f'{", ".join(EXECUTORS)}')
+        raise ParameterError(
+            f'{EXECUTOR_VARIABLE}={kind!r}: must be one of {", ".join(EXECUTORS)}'
+        )
     return kind
 
 
@@ -104,20 +106,34 @@ class DriverNode(LifecycleNode):
         self.link_names = []
         self.recorder = None
         self.active = False
-        self.inactive_refusals = 0          # commands refused while not active
+        self.inactive_refusals = 0  # commands refused while not active
         self._configure_error = None
         self.robot_kind = hardware_id
         self.diagnostics = DiagnosticsPublisher(self, hardware_id)
-        self._hardware_id = declare(self, 'hardware_id', '', 'hardware_id of this driver\'s '
-                                    'diagnostics ("" = the kind of robot and its address)',
-                                    read_only=True)
+        self._hardware_id = declare(
+            self,
+            'hardware_id',
+            '',
+            'hardware_id of this driver\'s diagnostics ("" = the kind of robot and its address)',
+            read_only=True,
+        )
         self.frames = RobotFrames(self)
-        self.model = None                    # a RobotStatePublisher, for robots with a model
-        self.autostart = declare(self, 'autostart', True, 'configure and activate at start '
-                                 '(false: wait for a lifecycle manager)', read_only=True)
-        self._gate_commands = True           # from here on, services and subscriptions
-        self.record_path = declare(self, 'record_path', '', 'MCAP file to record the raw bytes '
-                                   'of every link to (empty: no recording)', read_only=True)
+        self.model = None  # a RobotStatePublisher, for robots with a model
+        self.autostart = declare(
+            self,
+            'autostart',
+            True,
+            'configure and activate at start (false: wait for a lifecycle manager)',
+            read_only=True,
+        )
+        self._gate_commands = True  # from here on, services and subscriptions
+        self.record_path = declare(
+            self,
+            'record_path',
+            '',
+            'MCAP file to record the raw bytes of every link to (empty: no recording)',
+            read_only=True,
+        )
         # Ctrl-C shuts the context down before destroy_node() stops the links: tell them at
         # once, so a robot side that closes in that moment is shutdown, not a link fault
         self.context.on_shutdown(self._request_links_stop)
@@ -144,17 +160,21 @@ class DriverNode(LifecycleNode):
         QoS-event handlers: each is a waitable the executor walks on every record (measured on
         P2OS: about a third of the driver's CPU); a subscriber with an incompatible QoS still
         gets its own warning."""
-        return self.create_lifecycle_publisher(msg_type, topic, qos,
-                                               event_callbacks=PublisherEventCallbacks(
-                                                   use_default_callbacks=False))
+        return self.create_lifecycle_publisher(
+            msg_type,
+            topic,
+            qos,
+            event_callbacks=PublisherEventCallbacks(use_default_callbacks=False),
+        )
 
     # ---- managed node ------------------------------------------------------------------------
     def begin(self):
         """The end of a robot node's __init__: with autostart, configure and activate now
         (a ParameterError of configure, such as a record_path that cannot be opened, raises)."""
         if not self.autostart:
-            self.get_logger().info('autostart is false: waiting for configure and activate '
-                                   '(lifecycle)')
+            self.get_logger().info(
+                'autostart is false: waiting for configure and activate (lifecycle)'
+            )
             return
         self.trigger_configure()
         if self._configure_error is not None:
@@ -189,7 +209,7 @@ class DriverNode(LifecycleNode):
         if self.active:
             self.stop_robot()
         self.active = False
-        self.stop_links()                  # each link says its goodbye to the robot
+        self.stop_links()  # each link says its goodbye to the robot
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state):
@@ -215,8 +235,10 @@ class DriverNode(LifecycleNode):
 
     def _refuse(self, what):
         self.inactive_refusals += 1
-        self.log.warning(f'inactive-{what}', f'{what}: refused, the driver is not active '
-                         '(lifecycle: configure and activate it)')
+        self.log.warning(
+            f'inactive-{what}',
+            f'{what}: refused, the driver is not active (lifecycle: configure and activate it)',
+        )
 
     def _when_active_service(self, name, callback):
         def refusal(response):
@@ -226,14 +248,18 @@ class DriverNode(LifecycleNode):
             if hasattr(response, 'message'):
                 response.message = 'the driver is not active (lifecycle state)'
             return response
+
         if inspect.iscoroutinefunction(callback):
+
             @functools.wraps(callback)
             async def gated(request, response):
                 return refusal(response) if not self.active else await callback(request, response)
         else:
+
             @functools.wraps(callback)
             def gated(request, response):
                 return refusal(response) if not self.active else callback(request, response)
+
         return gated
 
     def _when_active_message(self, topic, callback):
@@ -243,6 +269,7 @@ class DriverNode(LifecycleNode):
                 callback(msg)
             else:
                 self._refuse(topic)
+
         return gated
 
     def attach_client(self, client, diagnostic_name='link', status_task=None, link_name=None):
@@ -267,13 +294,14 @@ class DriverNode(LifecycleNode):
             version = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             version = 'unknown'
-        parameters = {name: _plain(parameter.value)
-                      for name, parameter in sorted(self._parameters.items())}
+        parameters = {
+            name: _plain(parameter.value) for name, parameter in sorted(self._parameters.items())
+        }
         try:
             self.recorder = Recorder(self.record_path, self.get_name(), version, parameters)
         except RecordingError as exc:
             raise ParameterError(f'{self.get_name()}: parameter record_path: {exc}') from None
-        for link_client, name in zip(self.links, self.link_names):
+        for link_client, name in zip(self.links, self.link_names, strict=False):
             link_client.tap = self.recorder.tap(name)
         self.recorder.start()
         self.diagnostics.add_task('recording', self._recording_status)
@@ -281,15 +309,19 @@ class DriverNode(LifecycleNode):
 
     def _recording_status(self):
         recorder = self.recorder
-        values = {'path': recorder.path, 'state': recorder.state,
-                  'messages': recorder.messages, 'bytes': recorder.bytes}
+        values = {
+            'path': recorder.path,
+            'state': recorder.state,
+            'messages': recorder.messages,
+            'bytes': recorder.bytes,
+        }
         if recorder.failure:
             return WARN, f'recording stopped, the driver runs on: {recorder.failure}', values
         return (OK if recorder.state == 'recording' else ERROR), recorder.state, values
 
     def _enqueue(self, record):
         if isinstance(record, self.direct_records):
-            if self.context.ok():      # after shutdown a late record has nowhere to go
+            if self.context.ok():  # after shutdown a late record has nowhere to go
                 self._handle(record)
             return
         self._records.put(record)
@@ -351,8 +383,11 @@ class DriverNode(LifecycleNode):
             if not future.done():
                 future.set_result(value)
 
-        timer = self.create_timer(timeout, lambda: complete(TimeoutError(
-            f'no reply within {timeout:.1f} s')), callback_group=self.callback_group)
+        timer = self.create_timer(
+            timeout,
+            lambda: complete(TimeoutError(f'no reply within {timeout:.1f} s')),
+            callback_group=self.callback_group,
+        )
         return future, lambda value: self._enqueue(_Resolve(complete, value))
 
     async def await_reply(self, send, timeout):
@@ -370,7 +405,7 @@ class DriverNode(LifecycleNode):
         return (None, str(reply)) if isinstance(reply, Exception) else (reply, None)
 
     def _drain_records(self):
-        self._wake_pending.clear()   # before draining: a record put from now on wakes us again
+        self._wake_pending.clear()  # before draining: a record put from now on wakes us again
         while not self._destroyed:
             try:
                 record = self._records.get_nowait()
@@ -386,8 +421,11 @@ class DriverNode(LifecycleNode):
             self.handle_record(record)
         except Exception as exc:  # one bad record must not stop the stream
             self.records_dropped += 1
-            self.log.error('handle-record', f'could not publish {type(record).__name__}: '
-                           f'{exc!r} ({self.records_dropped} dropped so far)')
+            self.log.error(
+                'handle-record',
+                f'could not publish {type(record).__name__}: '
+                f'{exc!r} ({self.records_dropped} dropped so far)',
+            )
 
     def handle_record(self, record):
         raise NotImplementedError
@@ -408,9 +446,8 @@ class DriverNode(LifecycleNode):
         self.stop_links()
         if self.recorder is not None:
             self.recorder.stop()
-        self._destroyed = True           # a drain task still queued finds nothing to publish to
+        self._destroyed = True  # a drain task still queued finds nothing to publish to
         super().destroy_node()
-
 
 
 def _plain(value):
@@ -441,8 +478,7 @@ class _InterruptWatch:
             self._read, self._write = socket.socketpair()
             self._read.setblocking(False)
             self._write.setblocking(False)
-            self._previous = signal.set_wakeup_fd(self._write.fileno(),
-                                                  warn_on_full_buffer=False)
+            self._previous = signal.set_wakeup_fd(self._write.fileno(), warn_on_full_buffer=False)
 
     def interrupted(self):
         try:
@@ -483,7 +519,7 @@ def spin_until_shutdown():
         interrupts.close()
 
 
-SPIN_TICK = 1.0     # s: the longest an idle spin_once waits (shutdown wakes it at once)
+SPIN_TICK = 1.0  # s: the longest an idle spin_once waits (shutdown wakes it at once)
 
 
 def spin(executor, malloc_trim=None):
@@ -515,13 +551,13 @@ def run_node(create_node, args=None, user_errors=(ParameterError,)):
     prepare_process()
     try:
         rclpy.init(args=args)
-    except RCLError as exc:          # e.g. a -p value that is not valid YAML
+    except RCLError as exc:  # e.g. a -p value that is not valid YAML
         print(f'error: bad ROS arguments: {exc}', file=sys.stderr)
         return 2
     node = None
     try:
-        executor = make_executor()         # first: an unknown executor is a user error
-        malloc_trim = MallocTrim()         # and a bad LEGACY_ROBOTS_MALLOC_TRIM
+        executor = make_executor()  # first: an unknown executor is a user error
+        malloc_trim = MallocTrim()  # and a bad LEGACY_ROBOTS_MALLOC_TRIM
         node = create_node()
         executor.add_node(node)
         with spin_until_shutdown():

@@ -4,6 +4,7 @@ An emulator's robot logic is a ``handler(stream, stop_event)`` function that
 serves one connection through the stream interface of streams.py, so the same
 handler serves TCP and a pty alike. No rclpy here.
 """
+
 import collections
 import os
 import random
@@ -41,8 +42,10 @@ class TcpEmulatorServer:
             listener.bind((self._host, self._requested_port))
         except OSError as exc:
             listener.close()
-            raise OSError(f'{self.name}: cannot listen on {self._host}:{self._requested_port}: '
-                          f'{exc.strerror or exc}') from exc
+            raise OSError(
+                f'{self.name}: cannot listen on {self._host}:{self._requested_port}: '
+                f'{exc.strerror or exc}'
+            ) from exc
         listener.listen(8)
         listener.settimeout(0.2)
         self._listener = listener
@@ -55,8 +58,9 @@ class TcpEmulatorServer:
         return (self._host, self.port)
 
     def _spawn(self, target, label, *args):
-        thread = threading.Thread(target=target, args=args, daemon=True,
-                                  name=f'{self.name}-{label}')
+        thread = threading.Thread(
+            target=target, args=args, daemon=True, name=f'{self.name}-{label}'
+        )
         self._threads.append(thread)
         thread.start()
 
@@ -271,10 +275,14 @@ def report_main_frames_on_signal(emulator):
     the mixed soak can compare them with what reached a subscriber before it kills the
     emulator. One without a FaultInjector (the Nabaztag's rabbits) says it does not count.
     Install it before the emulator announces itself (SIGUSR1's default is to exit)."""
+
     def report(*_):
         faults = getattr(emulator, 'faults', None)
-        print(ACCOUNTING_LINE.format(*faults.hold()) if faults is not None
-              else NOT_COUNTED_LINE, flush=True)
+        print(
+            ACCOUNTING_LINE.format(*faults.hold()) if faults is not None else NOT_COUNTED_LINE,
+            flush=True,
+        )
+
     signal.signal(signal.SIGUSR1, report)
 
 

@@ -19,6 +19,7 @@ process with the same structure doing nothing else. So a benchmark, in the same 
 Timers the driver keeps (diagnostics, watchdogs) do not show in the graph: the floor has the
 DriverNode's own (diagnostics every second).
 """
+
 import argparse
 import base64
 import collections
@@ -35,9 +36,9 @@ from rclpy.serialization import deserialize_message
 from .driver_node import DriverNode, make_executor, prepare_process, spin, spin_until_shutdown
 from .memory import MallocTrim
 
-SKIPPED_TOPICS = ('/rosout', '/parameter_events', '/diagnostics')   # every node has these
+SKIPPED_TOPICS = ('/rosout', '/parameter_events', '/diagnostics')  # every node has these
 SKIPPED_SERVICE_PACKAGES = ('rcl_interfaces', 'type_description_interfaces')
-BURST_GAP = 0.003       # s between messages of one burst, as a subscriber sees them
+BURST_GAP = 0.003  # s between messages of one burst, as a subscriber sees them
 
 
 def ros_type(name):
@@ -52,62 +53,87 @@ def capture_shape(node, driver_name, namespace, seconds=2.0):
     reliable, transient_local, sample (base64)}], 'subscriptions': [{topic, type}],
     'services': [{name, type}]}. Subscribes to each publisher for seconds to count its rate
     and keep its last message; the subscriptions are gone before this returns."""
-    publishers = [(topic, types[0]) for topic, types in
-                  node.get_publisher_names_and_types_by_node(driver_name, namespace)
-                  if topic not in SKIPPED_TOPICS]
+    publishers = [
+        (topic, types[0])
+        for topic, types in node.get_publisher_names_and_types_by_node(driver_name, namespace)
+        if topic not in SKIPPED_TOPICS
+    ]
     counts, samples, probes, arrivals = collections.Counter(), {}, [], []
     qos = {}
     for topic, type_name in publishers:
-        endpoint = next(info for info in node.get_publishers_info_by_topic(topic)
-                        if info.node_name == driver_name)
+        endpoint = next(
+            info
+            for info in node.get_publishers_info_by_topic(topic)
+            if info.node_name == driver_name
+        )
         qos[topic] = endpoint.qos_profile
-        profile = QoSProfile(depth=10, reliability=endpoint.qos_profile.reliability,
-                             durability=endpoint.qos_profile.durability)
+        profile = QoSProfile(
+            depth=10,
+            reliability=endpoint.qos_profile.reliability,
+            durability=endpoint.qos_profile.durability,
+        )
 
         def keep(data, topic=topic):
             counts[topic] += 1
             samples[topic] = data
             arrivals.append(time.monotonic())
-        probes.append(node.create_subscription(ros_type(type_name), topic, keep, profile,
-                                               raw=True))
+
+        probes.append(
+            node.create_subscription(ros_type(type_name), topic, keep, profile, raw=True)
+        )
     time.sleep(seconds)
     for probe in probes:
         node.destroy_subscription(probe)
-    latched = {topic for topic, profile in qos.items()
-               if profile.durability == DurabilityPolicy.TRANSIENT_LOCAL}
+    latched = {
+        topic
+        for topic, profile in qos.items()
+        if profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+    }
     return {
-        'name': driver_name, 'namespace': namespace,
+        'name': driver_name,
+        'namespace': namespace,
         # a robot's packet becomes several messages at once, and the executor wakes once for
         # them: messages arriving within BURST_GAP of each other count as one burst
         'burst_rate': bursts(sorted(arrivals)) / seconds,
-        'publishers': [{'topic': topic, 'type': type_name,
-                        'rate': 0.0 if topic in latched else counts[topic] / seconds,
-                        'reliable': qos[topic].reliability == ReliabilityPolicy.RELIABLE,
-                        'transient_local': qos[topic].durability ==
-                        DurabilityPolicy.TRANSIENT_LOCAL,
-                        'sample': base64.b64encode(samples.get(topic, b'')).decode()}
-                       for topic, type_name in publishers],
-        'subscriptions': [{'topic': topic, 'type': types[0]} for topic, types in
-                          node.get_subscriber_names_and_types_by_node(driver_name, namespace)
-                          if topic not in SKIPPED_TOPICS],
-        'services': [{'name': name, 'type': types[0]} for name, types in
-                     node.get_service_names_and_types_by_node(driver_name, namespace)
-                     if types[0].split('/')[0] not in SKIPPED_SERVICE_PACKAGES],
+        'publishers': [
+            {
+                'topic': topic,
+                'type': type_name,
+                'rate': 0.0 if topic in latched else counts[topic] / seconds,
+                'reliable': qos[topic].reliability == ReliabilityPolicy.RELIABLE,
+                'transient_local': qos[topic].durability == DurabilityPolicy.TRANSIENT_LOCAL,
+                'sample': base64.b64encode(samples.get(topic, b'')).decode(),
+            }
+            for topic, type_name in publishers
+        ],
+        'subscriptions': [
+            {'topic': topic, 'type': types[0]}
+            for topic, types in node.get_subscriber_names_and_types_by_node(driver_name, namespace)
+            if topic not in SKIPPED_TOPICS
+        ],
+        'services': [
+            {'name': name, 'type': types[0]}
+            for name, types in node.get_service_names_and_types_by_node(driver_name, namespace)
+            if types[0].split('/')[0] not in SKIPPED_SERVICE_PACKAGES
+        ],
     }
 
 
 def bursts(times, gap=None):
     """How many groups of times (sorted) lie within gap of their neighbours."""
     gap = BURST_GAP if gap is None else gap
-    return sum(1 for before, after in zip([None] + times, times)
-               if before is None or after - before > gap)
+    return sum(
+        1
+        for before, after in zip([None] + times, times, strict=False)
+        if before is None or after - before > gap
+    )
 
 
 def moved(name, shape, namespace):
     """A driver's topic or service name, in the floor's namespace."""
     prefix = shape['namespace'].rstrip('/') + '/'
     if shape['namespace'] not in ('', '/') and name.startswith(prefix):
-        return namespace.rstrip('/') + '/' + name[len(prefix):]
+        return namespace.rstrip('/') + '/' + name[len(prefix) :]
     return name
 
 
@@ -123,8 +149,11 @@ class Feed:
 
     def __init__(self, entries, burst_rate):
         self.once = [(publisher, message) for publisher, message, rate in entries if rate <= 0]
-        self.shares = [(publisher, message, rate / burst_rate)
-                       for publisher, message, rate in entries if rate > 0 and burst_rate > 0]
+        self.shares = [
+            (publisher, message, rate / burst_rate)
+            for publisher, message, rate in entries
+            if rate > 0 and burst_rate > 0
+        ]
         self.period = 1.0 / burst_rate if burst_rate > 0 else None
         self.stop = threading.Event()
 
@@ -149,22 +178,28 @@ class FloorNode(DriverNode):
 
     def __init__(self, shape, namespace):
         super().__init__(shape['name'], hardware_id='floor', namespace=namespace)
-        self.feed = Feed(self.feed_entries(shape, namespace, self.publisher),
-                         shape['burst_rate'])
+        self.feed = Feed(self.feed_entries(shape, namespace, self.publisher), shape['burst_rate'])
         for subscription in shape['subscriptions']:
-            self.create_subscription(ros_type(subscription['type']),
-                                     moved(subscription['topic'], shape, namespace),
-                                     lambda msg: None, 10, callback_group=self.callback_group)
+            self.create_subscription(
+                ros_type(subscription['type']),
+                moved(subscription['topic'], shape, namespace),
+                lambda msg: None,
+                10,
+                callback_group=self.callback_group,
+            )
         for service in shape['services']:
             if is_lifecycle(service):
-                continue                     # the floor is a managed node itself
+                continue  # the floor is a managed node itself
             kind = ros_type(service['type'])
-            self.create_service(kind, moved(service['name'], shape, namespace),
-                                lambda request, response: response,
-                                callback_group=self.callback_group)
-        self.feeder = threading.Thread(target=self.feed.run,
-                                       args=(lambda pub, msg: self._enqueue((pub, msg)),),
-                                       daemon=True)
+            self.create_service(
+                kind,
+                moved(service['name'], shape, namespace),
+                lambda request, response: response,
+                callback_group=self.callback_group,
+            )
+        self.feeder = threading.Thread(
+            target=self.feed.run, args=(lambda pub, msg: self._enqueue((pub, msg)),), daemon=True
+        )
         self.begin()
 
     @staticmethod
@@ -174,14 +209,27 @@ class FloorNode(DriverNode):
             if is_lifecycle(entry):
                 continue
             kind = ros_type(entry['type'])
-            qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE
-                             if entry['reliable'] else ReliabilityPolicy.BEST_EFFORT,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL
-                             if entry['transient_local'] else DurabilityPolicy.VOLATILE)
-            message = deserialize_message(base64.b64decode(entry['sample']), kind) \
-                if entry['sample'] else kind()
-            entries.append((create(kind, moved(entry['topic'], shape, namespace), qos),
-                            message, entry['rate']))
+            qos = QoSProfile(
+                depth=10,
+                reliability=ReliabilityPolicy.RELIABLE
+                if entry['reliable']
+                else ReliabilityPolicy.BEST_EFFORT,
+                durability=DurabilityPolicy.TRANSIENT_LOCAL
+                if entry['transient_local']
+                else DurabilityPolicy.VOLATILE,
+            )
+            message = (
+                deserialize_message(base64.b64decode(entry['sample']), kind)
+                if entry['sample']
+                else kind()
+            )
+            entries.append(
+                (
+                    create(kind, moved(entry['topic'], shape, namespace), qos),
+                    message,
+                    entry['rate'],
+                )
+            )
         return entries
 
     def handle_record(self, record):
@@ -191,10 +239,10 @@ class FloorNode(DriverNode):
 
 def lean_node(shape, namespace):
     """A plain node with the driver's publishers and no services; → (node, feed)."""
-    node = rclpy.create_node(shape['name'], namespace=namespace,
-                             start_parameter_services=False)
-    feed = Feed(FloorNode.feed_entries(shape, namespace, node.create_publisher),
-                shape['burst_rate'])
+    node = rclpy.create_node(shape['name'], namespace=namespace, start_parameter_services=False)
+    feed = Feed(
+        FloorNode.feed_entries(shape, namespace, node.create_publisher), shape['burst_rate']
+    )
     return node, feed
 
 
@@ -202,19 +250,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='floor', description=__doc__.split('\n\n')[0])
     parser.add_argument('shape', help='JSON file written from capture_shape()')
     parser.add_argument('--namespace', default='/floor')
-    parser.add_argument('--lean', action='store_true',
-                        help='a thread publishing directly, no services (the leanest floor)')
+    parser.add_argument(
+        '--lean',
+        action='store_true',
+        help='a thread publishing directly, no services (the leanest floor)',
+    )
     args = parser.parse_args(argv)
     with open(args.shape) as source:
         shape = json.load(source)
-    prepare_process()                # as the driver it stands in for does
+    prepare_process()  # as the driver it stands in for does
     malloc_trim = MallocTrim()
     rclpy.init()
     try:
         if args.lean:
             node, feed = lean_node(shape, args.namespace)
-            feeder = threading.Thread(target=feed.run,
-                                      args=(lambda pub, msg: pub.publish(msg),), daemon=True)
+            feeder = threading.Thread(
+                target=feed.run, args=(lambda pub, msg: pub.publish(msg),), daemon=True
+            )
         else:
             node = FloorNode(shape, args.namespace)
             feed, feeder = node.feed, node.feeder

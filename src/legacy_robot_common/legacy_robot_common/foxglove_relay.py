@@ -9,6 +9,7 @@ its channel, its messages are relayed only while one does, and they go to the se
 one bounded queue, so a slow client or a flood drops (counted on /diagnostics) instead of
 holding up a driver.
 """
+
 import queue
 import threading
 
@@ -24,10 +25,10 @@ from .message_definitions import UnknownType, shared
 from .topics import import_type, matching_qos
 
 DEFAULT_PORT = 8765
-GRAPH_PERIOD = 1.0            # s between looks at the graph (new topics, services, robots)
-QUEUE_LENGTH = 1000           # messages waiting for the server; beyond: dropped, counted
-SERVICE_TIMEOUT = 10.0        # s a Foxglove service call waits for the driver's answer
-LATCHED_KEPT = 64             # distinct messages a latched topic keeps for late clients
+GRAPH_PERIOD = 1.0  # s between looks at the graph (new topics, services, robots)
+QUEUE_LENGTH = 1000  # messages waiting for the server; beyond: dropped, counted
+SERVICE_TIMEOUT = 10.0  # s a Foxglove service call waits for the driver's answer
+LATCHED_KEPT = 64  # distinct messages a latched topic keeps for late clients
 # rclpy's own services of every node: parameters (Foxglove has no panel for their types) and
 # type descriptions; the lifecycle services stay (configure / activate from a button)
 HIDDEN_SERVICE_TYPES = ('rcl_interfaces/srv/', 'type_description_interfaces/srv/')
@@ -42,9 +43,9 @@ class _Topic:
 
     def __init__(self, name, type_name, channel):
         self.name, self.type_name, self.channel = name, type_name, channel
-        self.watchers = set()          # Foxglove client ids subscribed
+        self.watchers = set()  # Foxglove client ids subscribed
         self.subscription = None
-        self.latched = None            # transient local topics: their distinct messages
+        self.latched = None  # transient local topics: their distinct messages
 
 
 class _Subscription:
@@ -65,11 +66,11 @@ class FoxgloveRelay(Node):
         super().__init__('foxglove_relay', start_parameter_services=False, **kwargs)
         self._definitions = shared()
         self._foxglove_context = foxglove.Context()
-        self._topics = {}             # topic → _Topic
-        self._kept_subscriptions = {}      # topic → _Subscription (made at a first watcher, kept)
-        self._by_channel = {}         # Foxglove channel id → _Topic
-        self._service_clients = {}    # service name → rclpy client (None until its first call)
-        self._client_channels = {}    # (client id, client channel id) → ROS publisher
+        self._topics = {}  # topic → _Topic
+        self._kept_subscriptions = {}  # topic → _Subscription (made at a first watcher, kept)
+        self._by_channel = {}  # Foxglove channel id → _Topic
+        self._service_clients = {}  # service name → rclpy client (None until its first call)
+        self._client_channels = {}  # (client id, client channel id) → ROS publisher
         self._client_publishers = {}  # (topic, type) → ROS publisher
         self._queue = queue.Queue(QUEUE_LENGTH)
         self._lock = threading.Lock()
@@ -77,9 +78,14 @@ class FoxgloveRelay(Node):
         self._host = host
         try:
             self.server = foxglove.start_server(
-                name='legacy robots', host=host, port=port, context=self._foxglove_context,
+                name='legacy robots',
+                host=host,
+                port=port,
+                context=self._foxglove_context,
                 capabilities=[Capability.ClientPublish, Capability.Services],
-                supported_encodings=['cdr'], server_listener=_Listener(self))
+                supported_encodings=['cdr'],
+                server_listener=_Listener(self),
+            )
         except Exception as exc:  # the SDK raises its own error types for bind failures
             super().destroy_node()
             raise OSError(f'foxglove: cannot listen on {host}:{port}: {exc}') from None
@@ -101,8 +107,10 @@ class FoxgloveRelay(Node):
 
     @property
     def announcement(self):
-        return (f'foxglove: {self.url} (Foxglove or Lichtblick: Open connection → '
-                f'Foxglove WebSocket → {self.url})')
+        return (
+            f'foxglove: {self.url} (Foxglove or Lichtblick: Open connection → '
+            f'Foxglove WebSocket → {self.url})'
+        )
 
     @property
     def watching_clients(self):
@@ -118,7 +126,7 @@ class FoxgloveRelay(Node):
     def _follow_topics(self):
         present = {}
         for name, types in self.get_topic_names_and_types():
-            if len(types) == 1:        # a topic with two types cannot be one channel
+            if len(types) == 1:  # a topic with two types cannot be one channel
                 present[name] = types[0]
         for name in [n for n, t in self._topics.items() if present.get(n) != t.type_name]:
             self._close_topic(self._topics.pop(name))
@@ -133,9 +141,11 @@ class FoxgloveRelay(Node):
             self.get_logger().warn(f'foxglove: {name} not relayed: {exc}', once=True)
             return
         channel = foxglove.Channel(
-            name, message_encoding='cdr', context=self._foxglove_context,
-            schema=foxglove.Schema(name=type_name, encoding='ros2msg',
-                                   data=definition.encode()))
+            name,
+            message_encoding='cdr',
+            context=self._foxglove_context,
+            schema=foxglove.Schema(name=type_name, encoding='ros2msg', data=definition.encode()),
+        )
         topic = self._topics[name] = _Topic(name, type_name, channel)
         self._by_channel[channel.id()] = topic
 
@@ -148,8 +158,11 @@ class FoxgloveRelay(Node):
         topic.channel.close()
 
     def _follow_services(self):
-        present = {name: types[0] for name, types in self.get_service_names_and_types()
-                   if len(types) == 1 and not types[0].startswith(HIDDEN_SERVICE_TYPES)}
+        present = {
+            name: types[0]
+            for name, types in self.get_service_names_and_types()
+            if len(types) == 1 and not types[0].startswith(HIDDEN_SERVICE_TYPES)
+        }
         gone = [name for name in self._service_clients if name not in present]
         if gone:
             self.server.remove_services(gone)
@@ -173,15 +186,25 @@ class FoxgloveRelay(Node):
         except (UnknownType, ImportError, AttributeError) as exc:
             self.get_logger().warn(f'foxglove: service {name} not offered: {exc}', once=True)
             return None
-        self._service_clients[name] = None      # its client is made at the first call
+        self._service_clients[name] = None  # its client is made at the first call
 
         def schema(part, text):
-            return foxglove.MessageSchema(encoding='cdr', schema=foxglove.Schema(
-                name=f'{type_name}_{part}', encoding='ros2msg', data=text.encode()))
+            return foxglove.MessageSchema(
+                encoding='cdr',
+                schema=foxglove.Schema(
+                    name=f'{type_name}_{part}', encoding='ros2msg', data=text.encode()
+                ),
+            )
+
         return foxglove.Service(
-            name, schema=foxglove.ServiceSchema(type_name, request=schema('Request', request),
-                                                response=schema('Response', response)),
-            handler=lambda call: self._call(name, srv_type, call))
+            name,
+            schema=foxglove.ServiceSchema(
+                type_name,
+                request=schema('Request', request),
+                response=schema('Response', response),
+            ),
+            handler=lambda call: self._call(name, srv_type, call),
+        )
 
     def _client(self, name, srv_type):
         """The service's rclpy client, made in the executor's thread at the first call (an
@@ -194,6 +217,7 @@ class FoxgloveRelay(Node):
                 if self._service_clients.get(name) is None:
                     self._service_clients[name] = self.create_client(srv_type, name)
                 made.set()
+
             self._in_executor(make)
             if not made.wait(SERVICE_TIMEOUT):
                 raise TimeoutError(f'{name}: the relay is not spinning')
@@ -229,7 +253,7 @@ class FoxgloveRelay(Node):
             first = len(topic.watchers) == 1
         if first and topic.subscription is None:
             self._in_executor(self._subscribe, topic)
-        elif topic.latched:            # a later client gets the latched messages too
+        elif topic.latched:  # a later client gets the latched messages too
             for data in list(topic.latched):
                 self._enqueue(topic, data)
 
@@ -245,16 +269,22 @@ class FoxgloveRelay(Node):
             return
         kept = self._kept_subscriptions.get(topic.name)
         if kept is not None and kept.type_name != topic.type_name:
-            self.destroy_subscription(kept.subscription)   # the topic came back as another type
+            self.destroy_subscription(kept.subscription)  # the topic came back as another type
             kept = None
         if kept is None:
             qos = matching_qos(self.get_publishers_info_by_topic(topic.name))
             kept = self._kept_subscriptions[topic.name] = _Subscription(
-                topic.type_name, self.create_subscription(
-                    import_type(topic.type_name), topic.name,
-                    lambda data, name=topic.name: self._on_message(name, data), qos, raw=True,
-                    event_callbacks=NO_SUBSCRIPTION_EVENTS),
-                qos.durability == DurabilityPolicy.TRANSIENT_LOCAL)
+                topic.type_name,
+                self.create_subscription(
+                    import_type(topic.type_name),
+                    topic.name,
+                    lambda data, name=topic.name: self._on_message(name, data),
+                    qos,
+                    raw=True,
+                    event_callbacks=NO_SUBSCRIPTION_EVENTS,
+                ),
+                qos.durability == DurabilityPolicy.TRANSIENT_LOCAL,
+            )
         topic.latched = {} if kept.latched else None
         topic.subscription = kept.subscription
 
@@ -290,26 +320,33 @@ class FoxgloveRelay(Node):
     def client_advertised(self, client_id, channel):
         """A client's channel: accepted for a topic a node other than this relay subscribes
         to (the drivers' command topics), with the type given by the client's schema."""
-        subscribers = [info for info in self.get_subscriptions_info_by_topic(channel.topic)
-                       if info.node_name != self.get_name()]
+        subscribers = [
+            info
+            for info in self.get_subscriptions_info_by_topic(channel.topic)
+            if info.node_name != self.get_name()
+        ]
         if channel.encoding != 'cdr' or not subscribers:
             self.refused += 1
-            self.get_logger().warn(f'foxglove: a client may not publish on {channel.topic} '
-                                   f'({channel.encoding}): only topics the drivers subscribe to, '
-                                   'in cdr')
+            self.get_logger().warn(
+                f'foxglove: a client may not publish on {channel.topic} '
+                f'({channel.encoding}): only topics the drivers subscribe to, '
+                'in cdr'
+            )
             return
         try:
             msg_type = import_type(channel.schema_name)
         except (ValueError, ImportError, AttributeError):
             self.refused += 1
-            self.get_logger().warn(f'foxglove: unknown type {channel.schema_name!r} for '
-                                   f'{channel.topic}')
+            self.get_logger().warn(
+                f'foxglove: unknown type {channel.schema_name!r} for {channel.topic}'
+            )
             return
         key = (channel.topic, channel.schema_name)
         publisher = self._client_publishers.get(key)
         if publisher is None:
             publisher = self._client_publishers[key] = self.create_publisher(
-                msg_type, channel.topic, 10, event_callbacks=NO_PUBLISHER_EVENTS)
+                msg_type, channel.topic, 10, event_callbacks=NO_PUBLISHER_EVENTS
+            )
         self._client_channels[(client_id, channel.id)] = publisher
 
     def client_unadvertised(self, client_id, channel_id):
@@ -326,11 +363,17 @@ class FoxgloveRelay(Node):
     # ---- state -------------------------------------------------------------------------------
     def _status(self):
         watched = sum(1 for t in self._topics.values() if t.watchers)
-        values = {'url': self.url, 'clients': len(self.watching_clients), 'channels': len(self._topics),
-                  'topics watched': watched, 'services': len(self._service_clients),
-                  'messages relayed': self.relayed, 'messages dropped': self.dropped,
-                  'client messages published': self.published,
-                  'client messages refused': self.refused}
+        values = {
+            'url': self.url,
+            'clients': len(self.watching_clients),
+            'channels': len(self._topics),
+            'topics watched': watched,
+            'services': len(self._service_clients),
+            'messages relayed': self.relayed,
+            'messages dropped': self.dropped,
+            'client messages published': self.published,
+            'client messages refused': self.refused,
+        }
         level = WARN if self.dropped else OK
         return level, f'{len(self.watching_clients)} client(s), {watched} topic(s) watched', values
 

@@ -6,6 +6,7 @@ to the robot's namespace, "r1/"). Sensor mounts go to /tf_static whatever happen
 odometry transform (`publish_static_tf` turns them off for a user whose robot_state_publisher
 broadcasts them instead). Cameras get a REP-103 optical frame: z forward, x right, y down.
 """
+
 import math
 
 from geometry_msgs.msg import Quaternion, TransformStamped
@@ -35,8 +36,12 @@ def rpy_quaternion(roll, pitch, yaw):
     cr, sr = math.cos(roll / 2), math.sin(roll / 2)
     cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
     cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
-    return Quaternion(x=sr * cp * cy - cr * sp * sy, y=cr * sp * cy + sr * cp * sy,
-                      z=cr * cp * sy - sr * sp * cy, w=cr * cp * cy + sr * sp * sy)
+    return Quaternion(
+        x=sr * cp * cy - cr * sp * sy,
+        y=cr * sp * cy + sr * cp * sy,
+        z=cr * cp * sy - sr * sp * cy,
+        w=cr * cp * cy + sr * sp * sy,
+    )
 
 
 def mount_transform(stamp, parent, child, xyz=(0.0, 0.0, 0.0), rpy=(0.0, 0.0, 0.0)):
@@ -50,8 +55,9 @@ def mount_transform(stamp, parent, child, xyz=(0.0, 0.0, 0.0), rpy=(0.0, 0.0, 0.
 
 def optical_transform(stamp, camera_frame, optical_frame):
     """The fixed rotation from a camera's body frame to its optical frame."""
-    transform = TransformStamped(header=Header(stamp=stamp, frame_id=camera_frame),
-                                 child_frame_id=optical_frame)
+    transform = TransformStamped(
+        header=Header(stamp=stamp, frame_id=camera_frame), child_frame_id=optical_frame
+    )
     transform.transform.rotation = OPTICAL_ROTATION
     return transform
 
@@ -61,16 +67,27 @@ class RobotFrames:
 
     def __init__(self, node):
         self._node = node
-        self.prefix = normalized_prefix(declare(
-            node, 'frame_prefix', '', 'prepended to every frame id this driver stamps or '
-            'broadcasts, e.g. "r1/" (bringup and the launch files set it to the robot\'s '
-            'namespace)', read_only=True))
+        self.prefix = normalized_prefix(
+            declare(
+                node,
+                'frame_prefix',
+                '',
+                'prepended to every frame id this driver stamps or '
+                'broadcasts, e.g. "r1/" (bringup and the launch files set it to the robot\'s '
+                'namespace)',
+                read_only=True,
+            )
+        )
         self.publish_static = declare(
-            node, 'publish_static_tf', True, 'broadcast the sensor mounts (and optical, '
+            node,
+            'publish_static_tf',
+            True,
+            'broadcast the sensor mounts (and optical, '
             'footprint frames) on /tf_static; false when robot_state_publisher does it',
-            read_only=True)
+            read_only=True,
+        )
         self._static = None
-        self._sent = {}            # child frame → its latest static transform
+        self._sent = {}  # child frame → its latest static transform
 
     def declare(self, name, default, description):
         """Declare `<name>_frame_id` (read-only) and return the prefixed frame id."""
@@ -82,8 +99,11 @@ class RobotFrames:
 
     def unprefixed(self, frame_id):
         """A frame id as the robot model names its link (frame_prefix off)."""
-        return frame_id[len(self.prefix):] if self.prefix and frame_id.startswith(
-            self.prefix) else frame_id
+        return (
+            frame_id[len(self.prefix) :]
+            if self.prefix and frame_id.startswith(self.prefix)
+            else frame_id
+        )
 
     def send_static(self, transforms):
         """Add transforms to the node's /tf_static message (latest per child frame)."""
@@ -103,11 +123,18 @@ class RobotFrames:
         """Declare `<name>_frame_id` and `<name>_optical_frame_id` (default: the camera frame +
         '_optical_frame'); broadcast the optical rotation; → (camera frame, optical frame)."""
         camera = declare(self._node, f'{name}_frame_id', default, description, read_only=True)
-        optical = declare(self._node, f'{name}_optical_frame_id', '', f'frame images of '
-                          f'{name} are stamped in (z forward, x right, y down; "" = '
-                          f'{name}_frame_id + "_optical_frame")', read_only=True)
+        optical = declare(
+            self._node,
+            f'{name}_optical_frame_id',
+            '',
+            f'frame images of '
+            f'{name} are stamped in (z forward, x right, y down; "" = '
+            f'{name}_frame_id + "_optical_frame")',
+            read_only=True,
+        )
         optical = self.prefixed(optical or f'{camera}_optical_frame')
         camera = self.prefixed(camera)
-        self.send_static([optical_transform(self._node.get_clock().now().to_msg(), camera,
-                                            optical)])
+        self.send_static(
+            [optical_transform(self._node.get_clock().now().to_msg(), camera, optical)]
+        )
         return camera, optical

@@ -15,18 +15,21 @@ on free() -- until glibc's dynamic threshold, raised by the first such free(), m
 the heap, where they leave holes and up to twice their size of untrimmed top. Fixed thresholds
 keep them out of the heap (fix_malloc_thresholds).
 """
+
 import ctypes
 import os
 import time
 
-M_ARENA_MAX = -8       # mallopt's parameter numbers (glibc malloc.h)
+M_ARENA_MAX = -8  # mallopt's parameter numbers (glibc malloc.h)
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 ARENAS = 2
 ENVIRONMENT = 'MALLOC_ARENA_MAX'
 THRESHOLD = 128 * 1024  # bytes: glibc's own starting value for both, kept from moving
-THRESHOLD_VARIABLES = {M_MMAP_THRESHOLD: 'MALLOC_MMAP_THRESHOLD_',
-                       M_TRIM_THRESHOLD: 'MALLOC_TRIM_THRESHOLD_'}
+THRESHOLD_VARIABLES = {
+    M_MMAP_THRESHOLD: 'MALLOC_MMAP_THRESHOLD_',
+    M_TRIM_THRESHOLD: 'MALLOC_TRIM_THRESHOLD_',
+}
 
 
 def configure_malloc():
@@ -59,13 +62,15 @@ def fix_malloc_thresholds(threshold=THRESHOLD):
     mallopt = getattr(ctypes.CDLL(None), 'mallopt', None)
     if mallopt is None:
         return []
-    return [THRESHOLD_VARIABLES[parameter] for parameter in (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD)
-            if THRESHOLD_VARIABLES[parameter] not in os.environ
-            and mallopt(parameter, threshold) == 1]
+    return [
+        THRESHOLD_VARIABLES[parameter]
+        for parameter in (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD)
+        if THRESHOLD_VARIABLES[parameter] not in os.environ and mallopt(parameter, threshold) == 1
+    ]
 
 
 TRIM_VARIABLE = 'LEGACY_ROBOTS_MALLOC_TRIM'
-TRIM_PERIOD = 60.0     # s: a trim took 0.3 - 4.6 ms here; the growth it undoes takes minutes
+TRIM_PERIOD = 60.0  # s: a trim took 0.3 - 4.6 ms here; the growth it undoes takes minutes
 
 
 def trim_period():
@@ -81,8 +86,10 @@ def trim_period():
     if not period >= 0 or period == float('inf'):
         # imported here: params imports rclpy, whose threads would take arenas before the cap
         from .params import ParameterError
-        raise ParameterError(f'{TRIM_VARIABLE}={text!r}: must be seconds between malloc '
-                             'trims, 0 for never')
+
+        raise ParameterError(
+            f'{TRIM_VARIABLE}={text!r}: must be seconds between malloc trims, 0 for never'
+        )
     return period
 
 

@@ -8,6 +8,7 @@ a channel with. The definitions come from the .msg / .srv files each interface p
 legacy_robot_interfaces included; rosbags (a maintained ROS bag library) parses them and writes
 the concatenated form.
 """
+
 import functools
 
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
@@ -63,15 +64,17 @@ def service_parts(type_name):
     package, _, name = _split(type_name)
     text = interface_text(type_name)
     request, _, response = ('\n' + text + '\n').partition(SERVICE_SEPARATOR)
-    return {f'{package}/msg/{name}_Request': request.strip('\n') + '\n',
-            f'{package}/msg/{name}_Response': response.strip('\n') + '\n'}
+    return {
+        f'{package}/msg/{name}_Request': request.strip('\n') + '\n',
+        f'{package}/msg/{name}_Response': response.strip('\n') + '\n',
+    }
 
 
 class MessageDefinitions:
     """A rosbags typestore filled on demand with the installed definitions."""
 
     def __init__(self):
-        self.typestore = get_typestore(Stores.EMPTY)     # builtin_interfaces Time/Duration only
+        self.typestore = get_typestore(Stores.EMPTY)  # builtin_interfaces Time/Duration only
 
     def add(self, type_name, text=None):
         """Register type_name (and every type it uses) from its installed file (or text);
@@ -81,7 +84,7 @@ class MessageDefinitions:
         if text is None:
             text = interface_text(type_name)
         parsed = get_types_from_msg(text, type_name)
-        (registered, (_, fields)), = parsed.items()   # rosbags may respell a service part's name
+        ((registered, (_, fields)),) = parsed.items()  # rosbags may respell a service part's name
         for used in sorted(set(_used_types(fields)) - {registered}):
             self.add(used)
         self.typestore.register(parsed)

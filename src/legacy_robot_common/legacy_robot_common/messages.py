@@ -3,6 +3,7 @@
 uint8[]/int16[] fields are filled from buffers through array.array, never from
 Python lists: rosidl's setter checks every element of a list in Python.
 """
+
 import array
 import math
 
@@ -39,8 +40,10 @@ def image_msg(pixels, encoding, header):
     pixels = np.ascontiguousarray(pixels)
     expected_ndim = 2 if channels == 1 else 3
     if pixels.ndim != expected_ndim or (channels > 1 and pixels.shape[2] != channels):
-        raise ValueError(f'{encoding} needs shape (h, w{", %d" % channels if channels > 1 else ""}),'
-                         f' got {pixels.shape}')
+        raise ValueError(
+            f'{encoding} needs shape (h, w{", %d" % channels if channels > 1 else ""}),'
+            f' got {pixels.shape}'
+        )
     msg = Image()
     msg.header = header
     msg.height, msg.width = int(pixels.shape[0]), int(pixels.shape[1])
@@ -55,7 +58,7 @@ def image_to_array(msg):
     """sensor_msgs/Image (8-bit encodings) → NumPy array view, for tests and demo output."""
     channels = _CHANNELS[msg.encoding]
     flat = np.frombuffer(msg.data, dtype=np.uint8)
-    rows = flat.reshape(msg.height, msg.step)[:, :msg.width * channels]
+    rows = flat.reshape(msg.height, msg.step)[:, : msg.width * channels]
     return rows.reshape(msg.height, msg.width, channels) if channels > 1 else rows
 
 
@@ -90,6 +93,7 @@ def camera_info_msg(width, height, fov_x, fov_y, header):
 def audio_chunk_msg(pcm, header):
     """Interleaved PCM bytes → AudioDataStamped (audio_common_msgs layout)."""
     from legacy_robot_interfaces.msg import AudioDataStamped
+
     msg = AudioDataStamped()
     msg.header = header
     msg.audio.data = uint8_array(pcm)
@@ -98,25 +102,42 @@ def audio_chunk_msg(pcm, header):
 
 def audio_info_msg(channels, sample_rate, sample_format='S16LE', coding_format='wave'):
     from legacy_robot_interfaces.msg import AudioInfo
+
     bits = {'S16LE': 16, 'S8': 8, 'U8': 8, 'S32LE': 32}.get(sample_format, 0)
-    return AudioInfo(channels=channels, sample_rate=sample_rate, sample_format=sample_format,
-                     bitrate=channels * sample_rate * bits, coding_format=coding_format)
+    return AudioInfo(
+        channels=channels,
+        sample_rate=sample_rate,
+        sample_format=sample_format,
+        bitrate=channels * sample_rate * bits,
+        coding_format=coding_format,
+    )
 
 
 def point_cloud_msg(points, header):
     """N×3 float array of x, y, z (metres) → sensor_msgs/PointCloud2 (float32 fields)."""
     xyz = np.ascontiguousarray(points, dtype=np.float32).reshape(-1, 3)
-    fields = [PointField(name=axis, offset=4 * i, datatype=PointField.FLOAT32, count=1)
-              for i, axis in enumerate('xyz')]
-    return PointCloud2(header=header, height=1, width=len(xyz), fields=fields, is_bigendian=False,
-                       point_step=12, row_step=12 * len(xyz), is_dense=True,
-                       data=uint8_array(xyz.tobytes()))
+    fields = [
+        PointField(name=axis, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+        for i, axis in enumerate('xyz')
+    ]
+    return PointCloud2(
+        header=header,
+        height=1,
+        width=len(xyz),
+        fields=fields,
+        is_bigendian=False,
+        point_step=12,
+        row_step=12 * len(xyz),
+        is_dense=True,
+        data=uint8_array(xyz.tobytes()),
+    )
 
 
 def time_msg(seconds):
     """Seconds (time.time(), or on the node's clock) → builtin_interfaces/Time; never before 0
     (under simulated time the clock reads 0 until /clock speaks)."""
     from builtin_interfaces.msg import Time
+
     seconds = max(0.0, seconds)
     whole = int(seconds)
     return Time(sec=whole, nanosec=min(999_999_999, int((seconds - whole) * 1e9)))

@@ -7,6 +7,7 @@ on a busy machine can take longer to be discovered; the answer is then dropped (
 response (timeout)") and the caller waits forever. config/fastdds_profiles.xml raises the wait
 to 1 s for every service of the process.
 """
+
 import os
 import pathlib
 

@@ -4,6 +4,7 @@ Top view and side view, each link's visuals (boxes, cylinders, spheres) projecte
 outlines; overlays are cones along a frame's x axis (sonar beams, a camera's field of view).
 matplotlib only, like the other demo pictures: what rviz would show, without rviz.
 """
+
 import math
 
 import numpy as np
@@ -11,15 +12,19 @@ import numpy as np
 from .frames import rpy_quaternion
 from .robot_model import COLOURS, MOVING, joint_transform, parse, rest_position
 
-VIEW_MARGIN = 0.6     # of the robot's size, around it
+VIEW_MARGIN = 0.6  # of the robot's size, around it
 VIEWS = (('top view', 0, 1, 'x (m)', 'y (m)'), ('side view', 0, 2, 'x (m)', 'z (m)'))
 
 
 def quaternion_matrix(q):
     x, y, z, w = q.x, q.y, q.z, q.w
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def transform_matrix(transform):
@@ -88,11 +93,18 @@ def _hull(points):
     def half(sequence):
         chain = []
         for p in sequence:
-            while len(chain) >= 2 and ((chain[-1][0] - chain[-2][0]) * (p[1] - chain[-2][1]) -
-                                       (chain[-1][1] - chain[-2][1]) * (p[0] - chain[-2][0])) <= 0:
+            while (
+                len(chain) >= 2
+                and (
+                    (chain[-1][0] - chain[-2][0]) * (p[1] - chain[-2][1])
+                    - (chain[-1][1] - chain[-2][1]) * (p[0] - chain[-2][0])
+                )
+                <= 0
+            ):
                 chain.pop()
             chain.append(p)
         return chain[:-1]
+
     return half(points) + half(reversed(points))
 
 
@@ -108,15 +120,18 @@ def draw_model(figure, description, transforms, prefix='', overlays=(), title=''
             continue
         for visual in link.visuals:
             origin = visual.origin
-            local = pose @ pose_matrix(origin.xyz if origin else (0, 0, 0),
-                                       origin.rpy if origin else (0, 0, 0))
+            local = pose @ pose_matrix(
+                origin.xyz if origin else (0, 0, 0), origin.rpy if origin else (0, 0, 0)
+            )
             points = _outline_points(visual)
             world = (local[:3, :3] @ points.T).T + local[:3, 3]
-            colour = COLOURS.get(visual.material.name if visual.material else '', (.5, .5, .5, 1))
+            colour = COLOURS.get(
+                visual.material.name if visual.material else '', (0.5, 0.5, 0.5, 1)
+            )
             shapes.append((world, colour))
     cones = []
     for frame, length, angle, colour in overlays:
-        pose = poses.get(frame[len(prefix):] if prefix and frame.startswith(prefix) else frame)
+        pose = poses.get(frame[len(prefix) :] if prefix and frame.startswith(prefix) else frame)
         if pose is None or not math.isfinite(length):
             continue
         tip = [(length, length * math.tan(angle / 2) * s, 0.0) for s in (-1, 1)]
@@ -126,14 +141,21 @@ def draw_model(figure, description, transforms, prefix='', overlays=(), title=''
     for index, (name, a, b, xlabel, ylabel) in enumerate(VIEWS):
         axes = figure.add_subplot(1, 2, index + 1)
         # far parts first: from above the lowest, from the right side (-y) the left ones
-        depth = (lambda world: world[:, 2].mean()) if b == 1 else (lambda world: -world[:, 1].mean())
+        depth = (
+            (lambda world: world[:, 2].mean()) if b == 1 else (lambda world: -world[:, 1].mean())
+        )
         order = sorted(shapes, key=lambda shape: depth(shape[0]))
         for world, colour in order:
-            axes.fill(*zip(*_hull(world[:, [a, b]])), color=colour[:3], alpha=0.85,
-                      edgecolor='black', linewidth=0.3)
+            axes.fill(
+                *zip(*_hull(world[:, [a, b]]), strict=False),
+                color=colour[:3],
+                alpha=0.85,
+                edgecolor='black',
+                linewidth=0.3,
+            )
         for world, colour in cones:
-            axes.fill(*zip(*_hull(world[:, [a, b]])), color=colour, alpha=0.12)
-        if shapes:           # the robot fills the view; long beams run out of it
+            axes.fill(*zip(*_hull(world[:, [a, b]]), strict=False), color=colour, alpha=0.12)
+        if shapes:  # the robot fills the view; long beams run out of it
             every = np.vstack([world for world, _ in shapes])
             low, high = every.min(axis=0), every.max(axis=0)
             margin = VIEW_MARGIN * (high - low).max() + 0.05

@@ -1,4 +1,5 @@
 """Declaring parameters with a description and a clear error for invalid values."""
+
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.parameter import Parameter
@@ -8,27 +9,37 @@ class ParameterError(ValueError):
     """A parameter value the driver cannot work with; the message says which and why."""
 
 
-def declare(node, name, default, description, *, minimum=None, maximum=None, choices=None,
-            read_only=False):
+def declare(
+    node, name, default, description, *, minimum=None, maximum=None, choices=None, read_only=False
+):
     """Declare one parameter and return its value, checked against range and choices."""
     descriptor = ParameterDescriptor(description=description, read_only=read_only)
     numeric = isinstance(default, (int, float)) and not isinstance(default, bool)
     if numeric and (minimum is not None or maximum is not None):
-        low = minimum if minimum is not None else (-2**63 if isinstance(default, int) else -1e308)
-        high = maximum if maximum is not None else (2**63 - 1 if isinstance(default, int) else 1e308)
+        low = (
+            minimum if minimum is not None else (-(2**63) if isinstance(default, int) else -1e308)
+        )
+        high = (
+            maximum if maximum is not None else (2**63 - 1 if isinstance(default, int) else 1e308)
+        )
         if isinstance(default, int):
-            descriptor.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=0)]
+            descriptor.integer_range = [
+                IntegerRange(from_value=int(low), to_value=int(high), step=0)
+            ]
         else:
             descriptor.floating_point_range = [
-                FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+                FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)
+            ]
     _accept_integers_as_numbers(node, name, default)
     try:
         value = node.declare_parameter(name, default, descriptor).value
     except (InvalidParameterValueException, InvalidParameterTypeException) as exc:
         raise ParameterError(_explain(node, name, default, minimum, maximum, exc)) from None
     if choices is not None and value not in choices:
-        raise ParameterError(f'{node.get_name()}: parameter {name!r} is {value!r}; '
-                             f'expected one of {", ".join(map(repr, choices))}')
+        raise ParameterError(
+            f'{node.get_name()}: parameter {name!r} is {value!r}; '
+            f'expected one of {", ".join(map(repr, choices))}'
+        )
     return value
 
 
@@ -36,23 +47,32 @@ def _accept_integers_as_numbers(node, name, default):
     """ROS users type `-p max_linear_speed:=1` and `-p camera_mount:="[0, 0, 0.2, 0]"`: an
     integer (or integer list) given at start where a number (number list) is expected is taken
     as that number, as ros2 launch's YAML users expect."""
-    override = node._parameter_overrides.get(name)      # rclpy keeps the start values here
+    override = node._parameter_overrides.get(name)  # rclpy keeps the start values here
     if override is None:
         return
     if isinstance(default, float) and override.type_ == Parameter.Type.INTEGER:
-        node._parameter_overrides[name] = Parameter(name, Parameter.Type.DOUBLE,
-                                                    float(override.value))
-    elif (isinstance(default, list) and default and all(isinstance(v, float) for v in default)
-          and override.type_ == Parameter.Type.INTEGER_ARRAY):
-        node._parameter_overrides[name] = Parameter(name, Parameter.Type.DOUBLE_ARRAY,
-                                                    [float(v) for v in override.value])
+        node._parameter_overrides[name] = Parameter(
+            name, Parameter.Type.DOUBLE, float(override.value)
+        )
+    elif (
+        isinstance(default, list)
+        and default
+        and all(isinstance(v, float) for v in default)
+        and override.type_ == Parameter.Type.INTEGER_ARRAY
+    ):
+        node._parameter_overrides[name] = Parameter(
+            name, Parameter.Type.DOUBLE_ARRAY, [float(v) for v in override.value]
+        )
 
 
 def _explain(node, name, default, minimum, maximum, exc):
     kind = {bool: 'true or false', int: 'an integer', float: 'a number', str: 'a string'}.get(
-        type(default), f'a {type(default).__name__}')
+        type(default), f'a {type(default).__name__}'
+    )
     bounds = ''
     if minimum is not None or maximum is not None:
-        bounds = f' within {minimum if minimum is not None else "-inf"}..' \
-                 f'{maximum if maximum is not None else "inf"}'
+        bounds = (
+            f' within {minimum if minimum is not None else "-inf"}..'
+            f'{maximum if maximum is not None else "inf"}'
+        )
     return f'{node.get_name()}: parameter {name!r} must be {kind}{bounds} ({exc})'

@@ -4,6 +4,7 @@ Each robot package exposes one RobotPlugin under the entry-point group
 ``legacy_robots.robots`` (setup.py), e.g. ``p2os = p2os_driver.plugin:PLUGIN``.
 Nothing here imports rclpy; the callables do that when called.
 """
+
 import dataclasses
 import time
 from typing import Any, Callable, Optional, Tuple
@@ -14,6 +15,7 @@ ENTRY_POINT_GROUP = 'legacy_robots.robots'
 @dataclasses.dataclass(frozen=True)
 class DemoTopic:
     """A topic the demo watches: relative name, message class, one-line summary."""
+
     topic: str
     msg_type: Any
     summarize: Callable[[Any], str] = lambda msg: ''
@@ -24,9 +26,10 @@ class DemoTopic:
 class SoakPart:
     """A part of `make soak` that is one robot's own (P2OS safety, AIBO audio, ...):
     'package.module:function', called with the value of its command-line option → rows."""
-    name: str                     # for --parts: "safety"
-    function: str                 # "p2os_driver.soak:safety_rows"
-    option: str                   # "--repeats"
+
+    name: str  # for --parts: "safety"
+    function: str  # "p2os_driver.soak:safety_rows"
+    option: str  # "--repeats"
     default: float
     help: str
     kind: type = int
@@ -36,20 +39,21 @@ class SoakPart:
 class FoxgloveView:
     """What a robot's Foxglove layout shows (foxglove_layout.py builds it): relative topic
     names, plot series as topic.field paths, services as (relative name, button text)."""
-    image: Optional[str] = None           # "camera/image_raw"
-    plots: Tuple[str, ...] = ()           # "battery.voltage"
+
+    image: Optional[str] = None  # "camera/image_raw"
+    plots: Tuple[str, ...] = ()  # "battery.voltage"
     services: Tuple[Tuple[str, str], ...] = ()
-    teleop: bool = False                  # a mobile base: a Teleop panel on cmd_vel
+    teleop: bool = False  # a mobile base: a Teleop panel on cmd_vel
 
 
 @dataclasses.dataclass(frozen=True)
 class RobotPlugin:
-    name: str                     # short robot name used on command lines: "p2os"
-    package: str                  # ROS package: "p2os_driver"
-    node_name: str                # node name: "p2os_driver"
-    executable: str               # console script that runs the node alone
-    emulator_executable: str      # console script that runs the emulator alone
-    config_file: str              # parameter file name in config/: "p2os.yaml"
+    name: str  # short robot name used on command lines: "p2os"
+    package: str  # ROS package: "p2os_driver"
+    node_name: str  # node name: "p2os_driver"
+    executable: str  # console script that runs the node alone
+    emulator_executable: str  # console script that runs the emulator alone
+    config_file: str  # parameter file name in config/: "p2os.yaml"
     # create_node(**node_kwargs) -> DriverNode (node_kwargs: namespace, parameter_overrides,
     # cli_args)
     create_node: Callable[..., Any]
@@ -71,9 +75,9 @@ class RobotPlugin:
     # Nabaztag's, which plays the rabbits' requests to the bridge)
     replay_links: Tuple[Any, ...] = ()
     make_replay: Optional[Callable[..., Any]] = None
-    label: str = ''                          # in tables: "P2OS"
+    label: str = ''  # in tables: "P2OS"
     foxglove: FoxgloveView = FoxgloveView()  # its Foxglove layout
-    bench_quick_arguments: Tuple[str, ...] = ()   # for `make bench BENCH_ARGS=--quick`
+    bench_quick_arguments: Tuple[str, ...] = ()  # for `make bench BENCH_ARGS=--quick`
     soak_parts: Tuple[SoakPart, ...] = ()
     # describe_robot(parameters) -> URDF text from the driver's parameter values ({name: value},
     # defaults for the rest): the robot model a launch hands robot_state_publisher
@@ -88,7 +92,7 @@ class DemoScript:
     """Base for demo scripts: each named service call is made once, when its server is ready
     (call_until_success: again, at most once a second, until it answers success)."""
 
-    RETRY_PERIOD = 1.0      # s
+    RETRY_PERIOD = 1.0  # s
 
     def __init__(self):
         self.requested = set()
@@ -121,4 +125,5 @@ def make_replay(plugin, recording, options):
     if not plugin.replay_links:
         raise ValueError(f'{plugin.title} recordings cannot be replayed (no replay links)')
     from .replay import RecordingReplay
+
     return RecordingReplay(recording, plugin.replay_links, options)

@@ -1,4 +1,5 @@
 """Log repeated problems (bad frames, reconnects) at most once per period."""
+
 import threading
 import time
 

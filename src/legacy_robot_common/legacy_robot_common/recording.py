@@ -14,6 +14,7 @@ The link thread only appends to a queue; a writer thread compresses and writes. 
 or a writer that falls behind by more than max_pending_bytes, ends the recording (its state
 says why), never the link. No rclpy here.
 """
+
 import collections
 import ctypes
 import dataclasses
@@ -29,13 +30,19 @@ from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
 
 FORMAT = 'legacy_robots link recording 1'
-WRITER_THREAD = 'recorder'      # also its name in the OS (/proc/<pid>/task/*/comm)
+WRITER_THREAD = 'recorder'  # also its name in the OS (/proc/<pid>/task/*/comm)
 BYTES_ENCODING = 'octet-stream'
 FROM_ROBOT, TO_ROBOT, EVENTS = 'from_robot', 'to_robot', 'events'
-EVENT_SCHEMA = json.dumps({
-    'type': 'object', 'title': 'link event',
-    'properties': {'event': {'type': 'string', 'enum': ['connected', 'closed']},
-                   'detail': {'type': 'string'}}}).encode()
+EVENT_SCHEMA = json.dumps(
+    {
+        'type': 'object',
+        'title': 'link event',
+        'properties': {
+            'event': {'type': 'string', 'enum': ['connected', 'closed']},
+            'detail': {'type': 'string'},
+        },
+    }
+).encode()
 
 
 class RecordingError(Exception):
@@ -49,8 +56,17 @@ class Recorder:
     # costs about 0.15 ms of CPU (measured: 0.3 % of a core at 20 a second, whatever the data)
     FLUSH_PERIOD = 0.5
 
-    def __init__(self, path, node_name, driver_version, parameters, *,
-                 max_pending_bytes=64 << 20, chunk_size=1 << 20, compress=True):
+    def __init__(
+        self,
+        path,
+        node_name,
+        driver_version,
+        parameters,
+        *,
+        max_pending_bytes=64 << 20,
+        chunk_size=1 << 20,
+        compress=True,
+    ):
         self.path = str(path)
         self.max_pending_bytes = max_pending_bytes
         try:
@@ -59,17 +75,25 @@ class Recorder:
             self._file = open(self.path, 'wb')
         except OSError as exc:
             raise RecordingError(f'cannot record to {self.path}: {exc.strerror or exc}') from None
-        self._writer = Writer(self._file, chunk_size=chunk_size,
-                              compression=CompressionType.ZSTD if compress else
-                              CompressionType.NONE)
+        self._writer = Writer(
+            self._file,
+            chunk_size=chunk_size,
+            compression=CompressionType.ZSTD if compress else CompressionType.NONE,
+        )
         self._writer.start(profile='', library='legacy_robots')
-        self._event_schema = self._writer.register_schema('legacy_robots/LinkEvent',
-                                                          'jsonschema', EVENT_SCHEMA)
-        self._meta = {'format': FORMAT, 'node': node_name, 'driver_version': driver_version,
-                      'parameters': json.dumps(parameters, sort_keys=True), 'links': []}
+        self._event_schema = self._writer.register_schema(
+            'legacy_robots/LinkEvent', 'jsonschema', EVENT_SCHEMA
+        )
+        self._meta = {
+            'format': FORMAT,
+            'node': node_name,
+            'driver_version': driver_version,
+            'parameters': json.dumps(parameters, sort_keys=True),
+            'links': [],
+        }
         self._queue = collections.deque()
-        self._write_lock = threading.Lock()     # the MCAP writer: writer thread and set-up
-        self._count_lock = threading.Lock()     # the pending byte count: link threads too
+        self._write_lock = threading.Lock()  # the MCAP writer: writer thread and set-up
+        self._count_lock = threading.Lock()  # the pending byte count: link threads too
         self._pending = 0
         self.messages = 0
         self.bytes = 0
@@ -81,11 +105,18 @@ class Recorder:
     def tap(self, link):
         """The LinkTap for one link (a name without '/': 'telemetry', 'monitor', 'http')."""
         with self._write_lock:
-            channels = {direction: self._writer.register_channel(
-                f'{link}/{direction}', BYTES_ENCODING, 0, {'link': link, 'direction': direction})
-                for direction in (FROM_ROBOT, TO_ROBOT)}
+            channels = {
+                direction: self._writer.register_channel(
+                    f'{link}/{direction}',
+                    BYTES_ENCODING,
+                    0,
+                    {'link': link, 'direction': direction},
+                )
+                for direction in (FROM_ROBOT, TO_ROBOT)
+            }
             channels[EVENTS] = self._writer.register_channel(
-                f'{link}/{EVENTS}', 'json', self._event_schema, {'link': link})
+                f'{link}/{EVENTS}', 'json', self._event_schema, {'link': link}
+            )
         self._meta['links'].append(link)
         return LinkTap(self, channels)
 
@@ -133,7 +164,7 @@ class Recorder:
         try:
             self._file.close()
         except OSError:
-            pass            # its buffered tail cannot be written: already reported as failure
+            pass  # its buffered tail cannot be written: already reported as failure
 
     # ---- the writer thread --------------------------------------------------------------------
     def _write_loop(self):
@@ -147,7 +178,7 @@ class Recorder:
         while queue:
             batch.append(queue.popleft())
         try:
-            with self._write_lock:          # once per batch: a lock costs as much as a message
+            with self._write_lock:  # once per batch: a lock costs as much as a message
                 for channel, stamp, connection, item in batch:
                     if self.failure:
                         break
@@ -155,10 +186,10 @@ class Recorder:
                     self._writer.add_message(channel, stamp, data, stamp, connection)
                     self.messages += 1
                     self.bytes += len(data)
-        except (OSError, ValueError) as exc:   # a full disk, a file closed under us
+        except (OSError, ValueError) as exc:  # a full disk, a file closed under us
             self._fail(f'cannot write {self.path}: {getattr(exc, "strerror", None) or exc}')
         with self._count_lock:
-            self._pending -= sum(len(item) for *_, item in batch)    # as put() counted them
+            self._pending -= sum(len(item) for *_, item in batch)  # as put() counted them
 
     def _fail(self, reason):
         if not self.failure:
@@ -178,9 +209,9 @@ def _name_os_thread(name):
     """Give the calling thread its name in the OS too (Linux), so that its CPU can be read
     from /proc apart from the driver's (the benchmark's recording column does)."""
     try:
-        ctypes.CDLL(None).prctl(15, name.encode()[:15], 0, 0, 0)     # PR_SET_NAME
+        ctypes.CDLL(None).prctl(15, name.encode()[:15], 0, 0, 0)  # PR_SET_NAME
     except (OSError, AttributeError):
-        pass        # not Linux: only the name in tools is lost
+        pass  # not Linux: only the name in tools is lost
 
 
 class LinkTap:
@@ -222,8 +253,8 @@ class LinkTap:
 # ---- reading -------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class Chunk:
-    time_ns: int        # host clock when the bytes crossed the wire
-    direction: str      # FROM_ROBOT or TO_ROBOT
+    time_ns: int  # host clock when the bytes crossed the wire
+    direction: str  # FROM_ROBOT or TO_ROBOT
     data: bytes
 
 
@@ -231,23 +262,28 @@ class Chunk:
 class Connection:
     number: int
     start_ns: int
-    opened: str = ''            # the connected event's detail (the peer)
-    closed: str = None          # the closed event's detail; None: the recording ended first
+    opened: str = ''  # the connected event's detail (the peer)
+    closed: str = None  # the closed event's detail; None: the recording ended first
     chunks: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
 class LinkRecording:
     name: str
-    connections: dict = dataclasses.field(default_factory=dict)   # number → Connection
+    connections: dict = dataclasses.field(default_factory=dict)  # number → Connection
 
     def chunk_count(self, direction):
-        return sum(1 for c in self.connections.values() for k in c.chunks
-                   if k.direction == direction)
+        return sum(
+            1 for c in self.connections.values() for k in c.chunks if k.direction == direction
+        )
 
     def byte_count(self, direction):
-        return sum(len(k.data) for c in self.connections.values() for k in c.chunks
-                   if k.direction == direction)
+        return sum(
+            len(k.data)
+            for c in self.connections.values()
+            for k in c.chunks
+            if k.direction == direction
+        )
 
 
 @dataclasses.dataclass
@@ -256,10 +292,10 @@ class RecordingFile:
     node: str
     driver_version: str
     parameters: dict
-    links: dict                 # name → LinkRecording
+    links: dict  # name → LinkRecording
     start_ns: int = 0
     end_ns: int = 0
-    problem: str = ''           # e.g. a file cut short: what was read before it is kept
+    problem: str = ''  # e.g. a file cut short: what was read before it is kept
 
     @property
     def duration(self):
@@ -294,8 +330,9 @@ def _read(path, stream):
         metas, messages, problem = _read_forward(stream)
         if not metas:
             raise RecordingError(f'{path}: not a readable MCAP file ({exc!r})') from None
-    recording = _from_metadata(path, next((m.metadata for m in metas if m.name == 'recording'),
-                                          None))
+    recording = _from_metadata(
+        path, next((m.metadata for m in metas if m.name == 'recording'), None)
+    )
     recording.problem = problem
     try:
         for _, channel, message in messages:
@@ -303,8 +340,10 @@ def _read(path, stream):
     except Exception as exc:  # a damaged tail: keep what came before it
         recording.problem = f'read stopped early: {exc!r}'
     if recording.problem and not recording.end_ns:
-        raise RecordingError(f'{path}: damaged before its first record '
-                             f'({recording.problem}): nothing to inspect or replay')
+        raise RecordingError(
+            f'{path}: damaged before its first record '
+            f'({recording.problem}): nothing to inspect or replay'
+        )
     return recording
 
 
@@ -327,22 +366,31 @@ def _read_forward(stream):
 
 def _from_metadata(path, meta):
     if meta is None or meta.get('format') != FORMAT:
-        raise RecordingError(f'{path}: not a legacy_robots link recording '
-                             f'(no "recording" metadata of format {FORMAT!r})')
+        raise RecordingError(
+            f'{path}: not a legacy_robots link recording '
+            f'(no "recording" metadata of format {FORMAT!r})'
+        )
     try:
         parameters = json.loads(meta.get('parameters', '{}'))
-        links = {str(name): LinkRecording(str(name)) for name in json.loads(meta.get('links', '[]'))}
+        links = {
+            str(name): LinkRecording(str(name)) for name in json.loads(meta.get('links', '[]'))
+        }
     except (ValueError, KeyError, TypeError) as exc:
         raise RecordingError(f'{path}: damaged "recording" metadata ({exc})') from None
-    return RecordingFile(str(path), meta.get('node', ''), meta.get('driver_version', ''),
-                         parameters if isinstance(parameters, dict) else {}, links)
+    return RecordingFile(
+        str(path),
+        meta.get('node', ''),
+        meta.get('driver_version', ''),
+        parameters if isinstance(parameters, dict) else {},
+        links,
+    )
 
 
 def _add_message(recording, channel, message):
     link_name, _, kind = channel.topic.rpartition('/')
     link = recording.links.get(link_name)
     if link is None or kind not in (FROM_ROBOT, TO_ROBOT, EVENTS):
-        return                      # a channel someone added: not ours to replay
+        return  # a channel someone added: not ours to replay
     stamp = message.log_time
     recording.start_ns = min(recording.start_ns or stamp, stamp)
     recording.end_ns = max(recording.end_ns, stamp)
@@ -366,8 +414,9 @@ def _add_message(recording, channel, message):
 def write_recording(path, recording, chunks_per_connection=None, compress=True):
     """Write recording (a RecordingFile) again, e.g. an excerpt (the first chunks of each
     connection) or with changed chunks: fuzz seeds and damaged copies for tests."""
-    recorder = Recorder(path, recording.node, recording.driver_version, recording.parameters,
-                        compress=compress)
+    recorder = Recorder(
+        path, recording.node, recording.driver_version, recording.parameters, compress=compress
+    )
     taps = {name: recorder.tap(name) for name in recording.links}
     recorder.start()
     for name, link in recording.links.items():

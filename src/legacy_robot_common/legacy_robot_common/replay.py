@@ -20,6 +20,7 @@ silent (with loop: recorded connection 1 again). A connection the robot side clo
 closed again at the same point; at the end of the recording the link stays open and silent
 (with loop, it closes and starts again). No rclpy.
 """
+
 import dataclasses
 import threading
 import time
@@ -29,22 +30,23 @@ from .emulator import PtyEmulatorPort, TcpEmulatorServer
 from .errors import ConnectionLost
 from .recording import FROM_ROBOT, TO_ROBOT
 
-GATE_TIMEOUT = 2.0          # s the timeline waits for a request the driver does not send
-CLOSED_BY_DRIVER = 'closed by the driver'   # the closed event's detail a driver writes
-READ_SLICE = 0.05           # s between looks at the stop flag while waiting for the driver
-INBOX_LIMIT = 1 << 16       # driver bytes kept for matching
+GATE_TIMEOUT = 2.0  # s the timeline waits for a request the driver does not send
+CLOSED_BY_DRIVER = 'closed by the driver'  # the closed event's detail a driver writes
+READ_SLICE = 0.05  # s between looks at the stop flag while waiting for the driver
+INBOX_LIMIT = 1 << 16  # driver bytes kept for matching
 
 
 @dataclasses.dataclass(frozen=True)
 class ReplayLink:
     """How one recorded link is served, and which node parameter points the driver at it."""
-    name: str                            # the link's name in the recording
-    parameter: str                       # node parameter: 'telemetry_port', 'port', ...
-    mode: str = 'stream'                 # 'stream' or 'reply'
-    serial: bool = False                 # a pseudo-terminal instead of a TCP port
-    address: str = '{port}'              # the parameter's value: '{port}' (an integer),
+
+    name: str  # the link's name in the recording
+    parameter: str  # node parameter: 'telemetry_port', 'port', ...
+    mode: str = 'stream'  # 'stream' or 'reply'
+    serial: bool = False  # a pseudo-terminal instead of a TCP port
+    address: str = '{port}'  # the parameter's value: '{port}' (an integer),
     #                                      'tcp://{host}:{port}' or '{device}'
-    gate: Callable[[bytes], bool] = lambda data: True   # stream: requests the timeline holds at
+    gate: Callable[[bytes], bool] = lambda data: True  # stream: requests the timeline holds at
 
     def __post_init__(self):
         if self.mode not in ('stream', 'reply'):
@@ -53,16 +55,17 @@ class ReplayLink:
 
 @dataclasses.dataclass
 class ReplayOptions:
-    speed: float = 1.0        # 0: as fast as possible
+    speed: float = 1.0  # 0: as fast as possible
     loop: bool = False
     host: str = '127.0.0.1'
-    delay: float = 0.0        # s after start() before the recording plays (like `ros2 bag
+    delay: float = 0.0  # s after start() before the recording plays (like `ros2 bag
     #                           play --delay`: subscribers have time to find the driver)
 
     def __post_init__(self):
         if self.speed < 0:
-            raise ValueError(f'--speed must be 0 (as fast as possible) or positive, '
-                             f'got {self.speed}')
+            raise ValueError(
+                f'--speed must be 0 (as fast as possible) or positive, got {self.speed}'
+            )
         if self.delay < 0:
             raise ValueError(f'--delay must not be negative, got {self.delay}')
 
@@ -72,14 +75,14 @@ class ReplayCounters:
     connections: int = 0
     chunks_sent: int = 0
     gates_met: int = 0
-    gates_missed: int = 0       # requests the driver did not send in time
+    gates_missed: int = 0  # requests the driver did not send in time
     answered: int = 0
-    repeated: int = 0           # answers given again after the recorded ones ran out
-    unanswered: int = 0         # requests the recording cannot answer
+    repeated: int = 0  # answers given again after the recorded ones ran out
+    unanswered: int = 0  # requests the recording cannot answer
     unanswered_samples: list = dataclasses.field(default_factory=list)
-    finished: bool = False      # the end of the last recorded connection was reached
-    last_sent_ns: int = 0       # recorded time of the chunk sent last
-    last_request_at: float = 0.0    # monotonic time the driver last sent a request it matched
+    finished: bool = False  # the end of the last recorded connection was reached
+    last_sent_ns: int = 0  # recorded time of the chunk sent last
+    last_request_at: float = 0.0  # monotonic time the driver last sent a request it matched
 
 
 class RecordingReplay:
@@ -92,10 +95,14 @@ class RecordingReplay:
         known = {spec.name: spec for spec in links}
         unknown = sorted(set(recording.links) - set(known))
         if unknown:
-            raise ValueError(f'{recording.path}: links {", ".join(unknown)} are not links of '
-                             f'{recording.node} (it has {", ".join(sorted(known))})')
-        self.servers = {name: _LinkServer(known[name], link, self.options)
-                        for name, link in recording.links.items()}
+            raise ValueError(
+                f'{recording.path}: links {", ".join(unknown)} are not links of '
+                f'{recording.node} (it has {", ".join(sorted(known))})'
+            )
+        self.servers = {
+            name: _LinkServer(known[name], link, self.options)
+            for name, link in recording.links.items()
+        }
 
     def start(self):
         for server in self.servers.values():
@@ -109,17 +116,22 @@ class RecordingReplay:
     @property
     def finished(self):
         played_to = max(server.counters.last_sent_ns for server in self.servers.values())
-        return all(server.counters.finished or self._left_behind(server, played_to)
-                   for server in self.servers.values())
+        return all(
+            server.counters.finished or self._left_behind(server, played_to)
+            for server in self.servers.values()
+        )
 
     def _left_behind(self, server, played_to):
         """As fast as possible no clock ends a reply link (at speed > 0 its recorded time
         does): it is done when the other links have played past its last chunk and its driver
         has asked for nothing for GATE_TIMEOUT. What is left are requests the driver does not
         send by itself (a command a user gave in the live run, like the AIBO's RCODE line)."""
-        return (self.options.speed == 0 and server.spec.mode == 'reply'
-                and server.end_ns <= played_to
-                and time.monotonic() - server.counters.last_request_at >= GATE_TIMEOUT)
+        return (
+            self.options.speed == 0
+            and server.spec.mode == 'reply'
+            and server.end_ns <= played_to
+            and time.monotonic() - server.counters.last_request_at >= GATE_TIMEOUT
+        )
 
     def recorded_time(self, link):
         """The recorded time of the chunk sent last on link (0 before the first)."""
@@ -129,8 +141,11 @@ class RecordingReplay:
     @property
     def parameters(self):
         """The recorded node parameters, pointed at this replay instead of the robot."""
-        parameters = {name: value for name, value in self.recording.parameters.items()
-                      if name not in ('record_path', 'use_sim_time') and value != []}
+        parameters = {
+            name: value
+            for name, value in self.recording.parameters.items()
+            if name not in ('record_path', 'use_sim_time') and value != []
+        }
         if 'host' in parameters:
             parameters['host'] = self.options.host
         for server in self.servers.values():
@@ -141,17 +156,21 @@ class RecordingReplay:
     def description(self):
         links = ', '.join(f'{name} {server.address}' for name, server in self.servers.items())
         speed = 'as fast as possible' if self.options.speed == 0 else f'x{self.options.speed:g}'
-        return (f'replay of {self.recording.path} ({self.recording.node}, '
-                f'{self.recording.duration:.1f} s, {speed}): {links}')
+        return (
+            f'replay of {self.recording.path} ({self.recording.node}, '
+            f'{self.recording.duration:.1f} s, {speed}): {links}'
+        )
 
     def report(self):
         """One line per link: what was served and what the recording could not answer."""
         lines = []
         for name, server in self.servers.items():
             c = server.counters
-            line = (f'{name}: {c.connections} connections, {c.chunks_sent} chunks sent, '
-                    f'gates {c.gates_met} met / {c.gates_missed} missed, {c.answered} answered '
-                    f'({c.repeated} repeated), {c.unanswered} unanswered')
+            line = (
+                f'{name}: {c.connections} connections, {c.chunks_sent} chunks sent, '
+                f'gates {c.gates_met} met / {c.gates_missed} missed, {c.answered} answered '
+                f'({c.repeated} repeated), {c.unanswered} unanswered'
+            )
             if c.unanswered_samples:
                 line += ' e.g. ' + ', '.join(repr(s) for s in c.unanswered_samples)
             lines.append(line)
@@ -169,7 +188,7 @@ class _LinkServer:
         self._lock = threading.Lock()
         self._next = 0
         self.transport = None
-        self.play_from = 0.0    # monotonic time the recording starts to play (--delay)
+        self.play_from = 0.0  # monotonic time the recording starts to play (--delay)
         last = self.connections[-1] if self.connections else None
         self.end_ns = last.chunks[-1].time_ns if last and last.chunks else 0
 
@@ -178,8 +197,9 @@ class _LinkServer:
         if self.spec.serial:
             self.transport = PtyEmulatorPort(self._serve, name=f'replay-{self.spec.name}')
         else:
-            self.transport = TcpEmulatorServer(self._serve, host=self.options.host,
-                                               name=f'replay-{self.spec.name}')
+            self.transport = TcpEmulatorServer(
+                self._serve, host=self.options.host, name=f'replay-{self.spec.name}'
+            )
         self.transport.start()
 
     def stop(self):
@@ -201,7 +221,7 @@ class _LinkServer:
                 return None
             if self._next >= len(self.connections):
                 if not self.options.loop:
-                    return None         # the recording has ended: a silent robot
+                    return None  # the recording has ended: a silent robot
                 self._next = 0
             connection = self.connections[self._next]
             self._next += 1
@@ -209,10 +229,10 @@ class _LinkServer:
 
     def _serve(self, stream, stop):
         peer = _Peer(stream, stop, self.options.speed)
-        peer.read_until(self.play_from)     # --delay: what the driver sends meanwhile is kept
+        peer.read_until(self.play_from)  # --delay: what the driver sends meanwhile is kept
         while True:
             connection = self._take_connection()
-            if connection is None:      # nothing (more) to play: a silent robot
+            if connection is None:  # nothing (more) to play: a silent robot
                 self.counters.finished = True
                 peer.hold()
                 return
@@ -220,15 +240,15 @@ class _LinkServer:
             play = _play_replies if self.spec.mode == 'reply' else _play_stream
             try:
                 play(peer, connection, self.spec, self.counters, last, self.options.loop)
-            finally:            # played out, or the driver left the last one: either is the end
+            finally:  # played out, or the driver left the last one: either is the end
                 self.counters.finished |= last
             if self.spec.serial and (self.options.loop or not last):
-                continue        # a serial line has no connection to close: play on
+                continue  # a serial line has no connection to close: play on
             if not last and connection.closed != CLOSED_BY_DRIVER:
-                return          # the robot side dropped this connection: so do we
+                return  # the robot side dropped this connection: so do we
             if last and self.options.loop:
-                return          # the driver reconnects and gets the first one again
-            peer.hold()         # silent until the driver leaves or we stop
+                return  # the driver reconnects and gets the first one again
+            peer.hold()  # silent until the driver leaves or we stop
             return
 
 
@@ -241,7 +261,7 @@ class _Peer:
         self.stop = stop
         self.speed = speed
         self.inbox = bytearray()
-        self._anchor = None     # (monotonic time, recorded ns) the timeline counts from
+        self._anchor = None  # (monotonic time, recorded ns) the timeline counts from
 
     def anchor(self, recorded_ns):
         self._anchor = (time.monotonic(), recorded_ns)
@@ -275,7 +295,7 @@ class _Peer:
         while True:
             index = self.inbox.find(request)
             if index >= 0:
-                del self.inbox[:index + len(request)]
+                del self.inbox[: index + len(request)]
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -320,7 +340,7 @@ def _play_replies(peer, connection, spec, counters, last, loop):
         peer.send(chunk, counters)
     counters.finished |= last and unplayed == 0
     served = {request: 0 for request in answers}
-    requests = sorted(answers, key=len, reverse=True)     # the longest match first
+    requests = sorted(answers, key=len, reverse=True)  # the longest match first
     while True:
         if last and peer.speed and time.monotonic() >= peer.due(end_ns):
             counters.finished = True
@@ -334,7 +354,7 @@ def _play_replies(peer, connection, spec, counters, last, loop):
         served[request] += 1
         if index >= len(replies) and not loop:
             _unanswered(counters, request)
-            counters.finished |= last       # the driver has gone past the recording's end
+            counters.finished |= last  # the driver has gone past the recording's end
             continue
         counters.answered += 1
         if index >= len(replies):
@@ -368,7 +388,7 @@ def _next_request(peer, requests, counters) -> Optional[bytes]:
         return None
     for request in requests:
         if inbox.startswith(request):
-            del inbox[:len(request)]
+            del inbox[: len(request)]
             return request
     if any(request.startswith(inbox) for request in requests):
         return None

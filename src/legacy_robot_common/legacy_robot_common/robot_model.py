@@ -9,6 +9,7 @@ positions. The URDF is read back with urdf_parser_py (ROS's urdfdom_py), so what
 Foxglove draw is what the transforms come from. A user who runs robot_state_publisher instead
 sets publish_joint_tf (and publish_static_tf) false.
 """
+
 import math
 import threading
 import time
@@ -19,16 +20,21 @@ from geometry_msgs.msg import TransformStamped
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Header, String
 
-from .frames import mount_transform, rpy_quaternion
+from .frames import rpy_quaternion
 from .params import ParameterError, declare
 from .tf import TransformPublisher
 
 DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-COLOURS = {'body': (0.25, 0.25, 0.28, 1.0), 'dark': (0.08, 0.08, 0.08, 1.0),
-           'light': (0.85, 0.85, 0.82, 1.0), 'sensor': (0.9, 0.75, 0.1, 1.0),
-           'accent': (0.75, 0.15, 0.1, 1.0), 'green': (0.35, 0.6, 0.3, 1.0)}
+COLOURS = {
+    'body': (0.25, 0.25, 0.28, 1.0),
+    'dark': (0.08, 0.08, 0.08, 1.0),
+    'light': (0.85, 0.85, 0.82, 1.0),
+    'sensor': (0.9, 0.75, 0.1, 1.0),
+    'accent': (0.75, 0.15, 0.1, 1.0),
+    'green': (0.35, 0.6, 0.3, 1.0),
+}
 MOVING = ('revolute', 'continuous', 'prismatic')
-REPUBLISH_PERIOD = 1.0        # s
+REPUBLISH_PERIOD = 1.0  # s
 
 
 def _numbers(values):
@@ -56,8 +62,9 @@ def box(size, xyz=(0, 0, 0), rpy=(0, 0, 0), colour='body'):
 
 def cylinder(radius, length, xyz=(0, 0, 0), rpy=(0, 0, 0), colour='body'):
     """A cylinder visual, its axis along z of (its link turned by rpy)."""
-    return _visual('cylinder', {'radius': _numbers([radius]), 'length': _numbers([length])},
-                   xyz, rpy, colour)
+    return _visual(
+        'cylinder', {'radius': _numbers([radius]), 'length': _numbers([length])}, xyz, rpy, colour
+    )
 
 
 def sphere(radius, xyz=(0, 0, 0), colour='body'):
@@ -82,8 +89,17 @@ class Urdf:
         self.links[name].extend(visuals)
         return name
 
-    def joint(self, name, parent, child, xyz=(0, 0, 0), rpy=(0, 0, 0), kind='fixed',
-              axis=(0, 0, 1), limits=None):
+    def joint(
+        self,
+        name,
+        parent,
+        child,
+        xyz=(0, 0, 0),
+        rpy=(0, 0, 0),
+        kind='fixed',
+        axis=(0, 0, 1),
+        limits=None,
+    ):
         """child's pose in parent at joint position 0; limits (lower, upper) in rad or m."""
         self.link(parent)
         self.link(child)
@@ -95,8 +111,14 @@ class Urdf:
             ElementTree.SubElement(joint, 'axis', xyz=_numbers(axis))
         if kind in ('revolute', 'prismatic'):
             lower, upper = limits or (-math.pi, math.pi)
-            ElementTree.SubElement(joint, 'limit', lower=_numbers([lower]),
-                                   upper=_numbers([upper]), effort='1', velocity='1')
+            ElementTree.SubElement(
+                joint,
+                'limit',
+                lower=_numbers([lower]),
+                upper=_numbers([upper]),
+                effort='1',
+                velocity='1',
+            )
         self.joints[name] = (parent, child)
         return name
 
@@ -114,10 +136,11 @@ class Urdf:
 def parse(text):
     """URDF text → urdf_parser_py's URDF; ParameterError when the official parser refuses it
     or its links do not form one tree."""
-    from urdf_parser_py.urdf import URDF   # imported here: only drivers with a model need it
+    from urdf_parser_py.urdf import URDF  # imported here: only drivers with a model need it
+
     try:
         robot = URDF.from_xml_string(text)
-        robot.get_root()                    # raises when there is more than one root
+        robot.get_root()  # raises when there is more than one root
     except Exception as exc:  # noqa: BLE001 (the parser raises bare Exceptions and AssertionErrors)
         raise ParameterError(f'robot model: the URDF does not parse: {exc}') from None
     return robot
@@ -135,8 +158,12 @@ def _multiply(a, b):
     """Quaternion product of (x, y, z, w) tuples."""
     ax, ay, az, aw = a
     bx, by, bz, bw = b
-    return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+    return (
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    )
 
 
 def _rotate(q, v):
@@ -163,7 +190,7 @@ class JointMotion:
         """(translation, rotation (x, y, z, w)) of the child in the parent at position."""
         if self.type == 'prismatic':
             shift = _rotate(self.rotation, [a * position for a in self.axis])
-            return tuple(o + d for o, d in zip(self.xyz, shift)), self.rotation
+            return tuple(o + d for o, d in zip(self.xyz, shift, strict=False)), self.rotation
         if self.type not in MOVING:
             return self.xyz, self.rotation
         s = math.sin(position / 2)
@@ -171,8 +198,9 @@ class JointMotion:
         return self.xyz, _multiply(self.rotation, turn)
 
     def message(self, prefix=''):
-        return TransformStamped(header=Header(frame_id=prefix + self.parent),
-                                child_frame_id=prefix + self.child)
+        return TransformStamped(
+            header=Header(frame_id=prefix + self.parent), child_frame_id=prefix + self.child
+        )
 
     def fill(self, transform, position, stamp):
         """Set transform (a message of this joint) to position, stamped."""
@@ -207,63 +235,91 @@ class RobotStatePublisher:
         self._node = node
         self._frames = node.frames
         self.publish_joint_tf = declare(
-            node, 'publish_joint_tf', True, 'broadcast the moving joints of the robot model '
+            node,
+            'publish_joint_tf',
+            True,
+            'broadcast the moving joints of the robot model '
             '(from joint_states) on /tf; false when robot_state_publisher does it',
-            read_only=True)
+            read_only=True,
+        )
         publish_description = declare(
-            node, 'publish_robot_description', True, 'publish the robot model on '
-            'robot_description (false when robot_state_publisher does it)', read_only=True)
-        self._description_pub = node.create_publisher(
-            String, 'robot_description', DESCRIPTION_QOS) if publish_description else None
+            node,
+            'publish_robot_description',
+            True,
+            'publish the robot model on '
+            'robot_description (false when robot_state_publisher does it)',
+            read_only=True,
+        )
+        self._description_pub = (
+            node.create_publisher(String, 'robot_description', DESCRIPTION_QOS)
+            if publish_description
+            else None
+        )
         self._tf = TransformPublisher(node) if self.publish_joint_tf else None
         self.description = ''
         self.robot = None
-        self.moving = {}          # joint name → urdf_parser_py joint
-        self._motions = {}        # joint name → (JointMotion, its TransformStamped)
-        self.positions = {}       # joint name → last position reported (or the rest pose)
-        self._reported = {}       # joint name → time.monotonic() of its last report
+        self.moving = {}  # joint name → urdf_parser_py joint
+        self._motions = {}  # joint name → (JointMotion, its TransformStamped)
+        self.positions = {}  # joint name → last position reported (or the rest pose)
+        self._reported = {}  # joint name → time.monotonic() of its last report
         self._lock = threading.Lock()
         self.joint_updates = 0
         if self._tf is not None:
             # as joint_state_publisher does: joints nobody reports (a robot that never sends
             # them, a listener that joined late) still reach /tf, at their last position
-            node.create_timer(REPUBLISH_PERIOD, self._republish_quiet_joints,
-                              callback_group=node.callback_group)
+            node.create_timer(
+                REPUBLISH_PERIOD, self._republish_quiet_joints, callback_group=node.callback_group
+            )
 
     def describe(self, urdf):
         """Publish the model: the frames the driver already broadcasts (optical frames,
         base_footprint) become fixed joints too, its fixed joints go to /tf_static."""
         prefix = self._frames.prefix
-        already_sent = {self._frames.unprefixed(t.child_frame_id)
-                        for t in self._frames.static_transforms()}
+        already_sent = {
+            self._frames.unprefixed(t.child_frame_id) for t in self._frames.static_transforms()
+        }
         for transform in self._frames.static_transforms():
-            parent, child = (self._frames.unprefixed(transform.header.frame_id),
-                             self._frames.unprefixed(transform.child_frame_id))
+            parent, child = (
+                self._frames.unprefixed(transform.header.frame_id),
+                self._frames.unprefixed(transform.child_frame_id),
+            )
             if not any(c == child for _, c in urdf.joints.values()):
                 t = transform.transform.translation
-                urdf.fixed(parent, child, (t.x, t.y, t.z),
-                           quaternion_rpy(transform.transform.rotation))
+                urdf.fixed(
+                    parent, child, (t.x, t.y, t.z), quaternion_rpy(transform.transform.rotation)
+                )
         text = urdf.xml()
         robot = parse(text)
         stamp = self._node.get_clock().now().to_msg()
-        self._frames.send_static([joint_transform(joint, 0.0, stamp, prefix)
-                                  for joint in robot.joints
-                                  if joint.type == 'fixed' and joint.child not in already_sent])
+        self._frames.send_static(
+            [
+                joint_transform(joint, 0.0, stamp, prefix)
+                for joint in robot.joints
+                if joint.type == 'fixed' and joint.child not in already_sent
+            ]
+        )
         self.description, self.robot = text, robot
         self.moving = {joint.name: joint for joint in robot.joints if joint.type in MOVING}
         # one message per joint, filled again for each report (building one costs more)
-        self._motions = {name: (JointMotion(joint), JointMotion(joint).message(prefix))
-                         for name, joint in self.moving.items()}
-        self.positions = {name: self.positions.get(name, rest_position(joint))
-                          for name, joint in self.moving.items()}
+        self._motions = {
+            name: (JointMotion(joint), JointMotion(joint).message(prefix))
+            for name, joint in self.moving.items()
+        }
+        self.positions = {
+            name: self.positions.get(name, rest_position(joint))
+            for name, joint in self.moving.items()
+        }
         if self._description_pub is not None:
             self._description_pub.publish(String(data=text))
         self.publish_joints()
 
     def move(self, joint_state):
         """sensor_msgs/JointState from the robot → transforms of the joints it names."""
-        known = {name: position for name, position in zip(joint_state.name, joint_state.position)
-                 if name in self.moving and math.isfinite(position)}
+        known = {
+            name: position
+            for name, position in zip(joint_state.name, joint_state.position, strict=False)
+            if name in self.moving and math.isfinite(position)
+        }
         self.positions.update(known)
         now = time.monotonic()
         self._reported.update((name, now) for name in known)
@@ -272,8 +328,13 @@ class RobotStatePublisher:
 
     def _republish_quiet_joints(self):
         quiet_since = time.monotonic() - REPUBLISH_PERIOD / 2
-        self.publish_joints({name: position for name, position in list(self.positions.items())
-                             if self._reported.get(name, 0.0) < quiet_since})
+        self.publish_joints(
+            {
+                name: position
+                for name, position in list(self.positions.items())
+                if self._reported.get(name, 0.0) < quiet_since
+            }
+        )
 
     def publish_joints(self, positions=None, stamp=None):
         """The moving joints (default: all, at their last positions) on /tf; nothing while
@@ -283,6 +344,10 @@ class RobotStatePublisher:
             return
         stamp = stamp or self._node.get_clock().now().to_msg()
         motions = self._motions
-        with self._lock:       # the reused messages: a link thread and the executor may both report
-            self._tf.sendTransform([motions[name][0].fill(motions[name][1], value, stamp)
-                                    for name, value in positions.items()])
+        with self._lock:  # the reused messages: a link thread and the executor may both report
+            self._tf.sendTransform(
+                [
+                    motions[name][0].fill(motions[name][1], value, stamp)
+                    for name, value in positions.items()
+                ]
+            )

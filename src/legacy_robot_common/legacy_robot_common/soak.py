@@ -10,6 +10,7 @@ copies of the valid inputs; a reject is the decoder's documented exception (the 
 counts it and goes on), anything else is an uncaught exception, which would end a link
 thread or a build with a traceback instead of a counted, logged reject.
 """
+
 import dataclasses
 import random
 import time
@@ -18,18 +19,19 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 from .errors import MalformedFrame
 
-EXAMPLE_BYTES = 64          # how much of a crashing input a report shows
+EXAMPLE_BYTES = 64  # how much of a crashing input a report shows
 
 
 @dataclasses.dataclass
 class FuzzTarget:
     """decode(data) raises one of rejects for bad input; a stream decoder (stream=True: a
     receiver that skips bad frames and goes on) returns how many frames it rejected instead."""
+
     name: str
     decode: Callable[[bytes], object]
-    seeds: Sequence[bytes]                   # valid inputs; half the cases mutate one of them
+    seeds: Sequence[bytes]  # valid inputs; half the cases mutate one of them
     rejects: Tuple[type, ...] = (MalformedFrame,)
-    max_random: int = 600                    # longest random input, bytes
+    max_random: int = 600  # longest random input, bytes
     stream: bool = False
 
 
@@ -37,16 +39,17 @@ class FuzzTarget:
 class FuzzResult:
     name: str
     cases: int = 0
-    accepted: int = 0                        # inputs decoded without an exception
-    rejected: int = 0                        # inputs rejected, and frames a stream rejected
+    accepted: int = 0  # inputs decoded without an exception
+    rejected: int = 0  # inputs rejected, and frames a stream rejected
     crashes: int = 0
-    first_crash: str = ''                    # the exception, its place, and the input
+    first_crash: str = ''  # the exception, its place, and the input
     seconds: float = 0.0
 
 
 @dataclasses.dataclass
 class Row:
     """One line of the fault suite's table."""
+
     part: str
     subject: str
     measured: str
@@ -59,11 +62,11 @@ class Row:
 
 @dataclasses.dataclass
 class RestartSpec:
-    emulator: List[str]            # `python -m` arguments: the emulator at fixed addresses
-    driver: str                    # the node's module (`python -m`)
+    emulator: List[str]  # `python -m` arguments: the emulator at fixed addresses
+    driver: str  # the node's module (`python -m`)
     parameters: Dict[str, object]  # node parameters that point it at those addresses
-    topic: str                     # relative name of a topic that flows while connected
-    message: type                  # that topic's message class
+    topic: str  # relative name of a topic that flows while connected
+    message: type  # that topic's message class
 
 
 @dataclasses.dataclass
@@ -76,15 +79,16 @@ class NoiseSpec:
     check(emulator, received, diagnostics) runs after the noise stopped and the link
     settled: received = {relative topic: [messages]}, diagnostics = {status name: {key:
     value}}; it returns Rows."""
+
     emulator: object
     driver: str
     parameters: Dict[str, object]
     topic: str
     message: type
-    kept: Dict[str, type] = dataclasses.field(default_factory=dict)   # topics check() reads
+    kept: Dict[str, type] = dataclasses.field(default_factory=dict)  # topics check() reads
     drive: Callable = None
     check: Callable = None
-    no_flow_reason: str = ''       # why nothing can get through such a line, if so
+    no_flow_reason: str = ''  # why nothing can get through such a line, if so
 
 
 def mutate(data, rng, seeds=()):
@@ -101,15 +105,15 @@ def mutate(data, rng, seeds=()):
         elif edit == 2:
             out[position:position] = rng.randbytes(rng.randint(1, 8))
         elif edit == 3 and out:
-            del out[position:position + rng.randint(1, 16)]
+            del out[position : position + rng.randint(1, 16)]
         elif edit == 4:
             del out[position:]
         elif edit == 5 and out:
             start = rng.randrange(len(out))
-            out[position:position] = out[start:start + rng.randint(1, 32)]
+            out[position:position] = out[start : start + rng.randint(1, 32)]
         elif edit == 6 and seeds:
             other = rng.choice(seeds)
-            out = out[:position] + other[rng.randrange(len(other) + 1):]
+            out = out[:position] + other[rng.randrange(len(other) + 1) :]
     return bytes(out)
 
 
@@ -151,13 +155,15 @@ def fuzz(target, cases, seed=0):
                 result.rejected += outcome
         except target.rejects:
             result.rejected += 1
-        except Exception as exc:             # what the suite looks for: report, go on
+        except Exception as exc:  # what the suite looks for: report, go on
             result.crashes += 1
             if not result.first_crash:
                 place = traceback.extract_tb(exc.__traceback__)[-1]
-                result.first_crash = (f'{type(exc).__name__}: {exc} at {place.filename}:'
-                                      f'{place.lineno} on input {data[:EXAMPLE_BYTES].hex()}'
-                                      f'{"…" if len(data) > EXAMPLE_BYTES else ""}')
+                result.first_crash = (
+                    f'{type(exc).__name__}: {exc} at {place.filename}:'
+                    f'{place.lineno} on input {data[:EXAMPLE_BYTES].hex()}'
+                    f'{"…" if len(data) > EXAMPLE_BYTES else ""}'
+                )
     result.seconds = time.perf_counter() - started
     return result
 

@@ -4,6 +4,7 @@ Every stream has ``read(max_bytes, timeout) -> bytes`` (``b''`` when nothing
 arrived in time), ``write(data)``, ``drain()`` and ``close()``. A peer that has
 gone away raises ConnectionLost. No rclpy here.
 """
+
 import errno
 import os
 import select
@@ -30,7 +31,9 @@ class SocketStream:
         try:
             sock = socket.create_connection((host, port), timeout=connect_timeout)
         except OSError as exc:
-            raise ConnectionLost(f'cannot connect to {host}:{port}: {exc.strerror or exc}') from exc
+            raise ConnectionLost(
+                f'cannot connect to {host}:{port}: {exc.strerror or exc}'
+            ) from exc
         return cls(sock)
 
     def read(self, max_bytes=65536, timeout=None):
@@ -115,9 +118,11 @@ class SerialStream:
 
     def __init__(self, port, baudrate):
         import serial  # imported here so pure-TCP users do not need pyserial
+
         try:
-            self._serial = serial.serial_for_url(port, baudrate=baudrate, timeout=self.POLL,
-                                                 write_timeout=5.0)
+            self._serial = serial.serial_for_url(
+                port, baudrate=baudrate, timeout=self.POLL, write_timeout=5.0
+            )
         except (serial.SerialException, ValueError, OSError) as exc:
             raise ConnectionLost(f'cannot open serial port {port}: {exc}') from exc
         self._error = serial.SerialException
@@ -146,7 +151,7 @@ class SerialStream:
 
     def drain(self):
         try:
-            self._serial.flush()       # tcdrain: termios.error (not an OSError) on a closed pty
+            self._serial.flush()  # tcdrain: termios.error (not an OSError) on a closed pty
         except (self._error, OSError, termios.error) as exc:
             raise ConnectionLost(f'{self.description}: {exc}') from exc
 

@@ -5,6 +5,7 @@ StaticTransformBroadcaster publishes on /tf_static (reliable, transient local, d
 message holding every static transform sent so far. These classes do exactly that, so rviz
 and tf2 listeners see the drivers' frames on a pip install and on a full install alike.
 """
+
 from geometry_msgs.msg import TransformStamped
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from tf2_msgs.msg import TFMessage
@@ -26,7 +27,7 @@ class TransformPublisher:
         create = getattr(node, 'create_lifecycle_publisher', node.create_publisher)
         self._publisher = create(TFMessage, '/tf', TF_QOS)
 
-    def sendTransform(self, transforms):   # noqa: N802 (tf2_ros's name: a drop-in)
+    def sendTransform(self, transforms):  # noqa: N802 (tf2_ros's name: a drop-in)
         if isinstance(transforms, TransformStamped):
             transforms = [transforms]
         self._publisher.publish(TFMessage(transforms=list(transforms)))
@@ -39,7 +40,7 @@ class StaticTransformPublisher:
         self._publisher = node.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
         self._by_child = {}
 
-    def sendTransform(self, transforms):   # noqa: N802
+    def sendTransform(self, transforms):  # noqa: N802
         if isinstance(transforms, TransformStamped):
             transforms = [transforms]
         for transform in transforms:

@@ -1,5 +1,6 @@
 """Topics by name and type string, as tools that follow the graph need them (the Foxglove relay,
 the bag export): the Python class of a type, and the QoS that hears every publisher."""
+
 import importlib
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -16,11 +17,13 @@ def matching_qos(publishers, depth=10):
     """The QoS that receives from every publisher of a topic: reliable / transient local only
     when all of them offer it (a latched robot_description reaches a late subscriber)."""
     reliable = bool(publishers) and all(
-        p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers)
+        p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers
+    )
     latched = bool(publishers) and all(
-        p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers)
-    return QoSProfile(depth=depth,
-                      reliability=ReliabilityPolicy.RELIABLE if reliable
-                      else ReliabilityPolicy.BEST_EFFORT,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL if latched
-                      else DurabilityPolicy.VOLATILE)
+        p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers
+    )
+    return QoSProfile(
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+    )

@@ -41,6 +41,7 @@ def test_rate_limited_logger_counts_what_it_suppresses():
 def test_an_rclpy_logger_accepts_every_severity_through_one_wrapper():
     """rclpy raises if one call site logs at two severities; each level has its own site."""
     from rclpy.logging import get_logger
+
     log = RateLimitedLogger(get_logger('ratelimit_test'), period=0.0)
     for _ in range(2):
         assert log.info('a', 'info') and log.warning('b', 'warning') and log.error('c', 'error')

@@ -1,27 +1,36 @@
 """The benchmark helpers that turn raw times into the numbers of the `make bench` table."""
+
 import json
 import threading
 import time
 
 import pytest
 
-from legacy_robot_common.bench import (HEADROOM_TARGET, PipelineSummary, latency_summary,
-                                       percentile, report, wire_latencies)
+from legacy_robot_common.bench import (
+    HEADROOM_TARGET,
+    PipelineSummary,
+    latency_summary,
+    percentile,
+    report,
+    wire_latencies,
+)
 from legacy_robot_common.emulator import SendLog
 
 
 def test_each_message_is_matched_to_the_latest_frame_sent_before_its_stamp():
     sent = [10.0, 10.1, 10.2]
-    receipts = [(10.0004, 10.002),      # stamped by the driver just after the first frame
-                (10.1010, 10.103),
-                (10.2003, 10.2009),
-                (9.5, 9.6)]             # stamped before any frame: cannot be explained, left out
+    receipts = [
+        (10.0004, 10.002),  # stamped by the driver just after the first frame
+        (10.1010, 10.103),
+        (10.2003, 10.2009),
+        (9.5, 9.6),
+    ]  # stamped before any frame: cannot be explained, left out
     latencies = wire_latencies(sent, receipts)
     assert latencies == pytest.approx([0.002, 0.003, 0.0009])
 
 
 def test_latency_summary_and_percentiles():
-    latencies = [i / 1000 for i in range(1, 101)]           # 1..100 ms
+    latencies = [i / 1000 for i in range(1, 101)]  # 1..100 ms
     summary = latency_summary(latencies)
     assert summary['p50_ms'] == pytest.approx(51) and summary['p99_ms'] == pytest.approx(100)
     assert summary['max_ms'] == pytest.approx(100) and summary['samples'] == 100
@@ -48,9 +57,14 @@ def test_pipeline_summary_rows_and_json(tmp_path):
     assert summary.headroom == 15.0
     labels = [row[0] for row in summary.rows()]
     assert any('headroom' in label for label in labels)
-    code = report('test', [('decode rate', 150_000.0, '150,000', ('>=', 100_000))],
-                  tmp_path, 'robot', summary=summary)
-    assert code == 1                                         # 15x < 20x: missed
+    code = report(
+        'test',
+        [('decode rate', 150_000.0, '150,000', ('>=', 100_000))],
+        tmp_path,
+        'robot',
+        summary=summary,
+    )
+    assert code == 1  # 15x < 20x: missed
     written = json.loads((tmp_path / 'robot.json').read_text())
     assert written['summary']['headroom'] == 15.0 and written['summary']['stream'] == 'SIP'
     headroom_label = next(label for label in written['targets'] if 'headroom' in label)
@@ -60,19 +74,21 @@ def test_pipeline_summary_rows_and_json(tmp_path):
 def test_recording_overhead_alternates_runs_and_counts_what_the_recording_spends():
     from legacy_robot_common.bench import recording_overhead
     from legacy_robot_common.recording import Recorder
+
     calls = []
 
     def measure(record_path):
         calls.append(record_path)
         if record_path is None:
             return 2.0, 0.0
-        recorder = Recorder(record_path, 'bench', '0', {})    # what the driver would write
+        recorder = Recorder(record_path, 'bench', '0', {})  # what the driver would write
         tap = recorder.tap('link')
         recorder.start()
         for _ in range(300):
             tap.received(bytes(100))
         recorder.stop()
         return 2.2, 0.05
+
     cost = recording_overhead(measure, seconds=30.0, pairs=2)
     assert [path is None for path in calls] == [True, False, True, False]
     assert calls[1] != calls[3] and calls[1].endswith('.mcap')

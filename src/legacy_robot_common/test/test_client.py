@@ -1,14 +1,15 @@
 """ReconnectingClient against a real TCP emulator (the tick robot from test/support)."""
+
 import threading
 import time
 
 import pytest
+from helpers import wait_for
+from tick_robot import TickClient, TickEmulator
 
 from legacy_robot_common.backoff import Backoff
 from legacy_robot_common.client import Link, LinkState
 from legacy_robot_common.errors import ConnectionLost, LinkTimeout, MalformedFrame
-from helpers import wait_for
-from tick_robot import TickClient, TickEmulator
 
 
 class Collector:
@@ -80,8 +81,9 @@ def test_reconnects_after_the_robot_drops_the_connection(emulator):
 def test_reconnects_after_the_emulator_is_restarted_on_the_same_port():
     first = TickEmulator(rate=100).start()
     port = first.server.port
-    client = TickClient('127.0.0.1', port, read_timeout=0.5,
-                        backoff=Backoff(initial=0.05, maximum=0.2))
+    client = TickClient(
+        '127.0.0.1', port, read_timeout=0.5, backoff=Backoff(initial=0.05, maximum=0.2)
+    )
     client.on_record = Collector()
     client.start()
     try:
@@ -155,8 +157,12 @@ def test_a_bug_in_the_session_does_not_end_the_link_thread(emulator):
                 raise KeyError('bug')
             super().run_session(link)
 
-    client = Buggy('127.0.0.1', emulator.server.port, read_timeout=0.5,
-                   backoff=Backoff(initial=0.02, maximum=0.05))
+    client = Buggy(
+        '127.0.0.1',
+        emulator.server.port,
+        read_timeout=0.5,
+        backoff=Backoff(initial=0.02, maximum=0.05),
+    )
     client.on_record = Collector()
     client.start()
     try:
@@ -183,6 +189,7 @@ class ScriptedStream:
 
 def make_link(chunks, read_timeout=0.05):
     from legacy_robot_common.client import LinkCounters
+
     return Link(ScriptedStream(chunks), LinkCounters(), read_timeout, threading.Event())
 
 
@@ -216,6 +223,7 @@ class EndlessStream:
 
 def test_discard_input_gives_up_on_a_peer_that_never_goes_quiet():
     from legacy_robot_common.client import Link, LinkCounters
+
     link = Link(EndlessStream(), LinkCounters(), 1.0, threading.Event())
     started = time.monotonic()
     assert link.discard_input(quiet_time=0.05, max_time=0.3) is False
@@ -246,5 +254,6 @@ class StalledReaderStream(ScriptedStream):
 
 def test_a_stalled_reader_thread_is_not_mistaken_for_a_silent_robot():
     from legacy_robot_common.client import LinkCounters
+
     link = Link(StalledReaderStream(stall=0.1), LinkCounters(), 0.05, threading.Event())
     assert link.read_exact(1) == b'x'

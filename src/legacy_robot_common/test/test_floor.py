@@ -1,5 +1,6 @@
 """The benchmark floor (floor.py): a driver's shape captured from the ROS graph, and a process
 that publishes the same messages at the same rates in bursts, as real processes over DDS."""
+
 import json
 import subprocess
 import sys
@@ -8,11 +9,11 @@ import time
 
 import pytest
 import rclpy
+from helpers import spin_until
 from rclpy.executors import SingleThreadedExecutor
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from helpers import spin_until
 from legacy_robot_common.driver_node import DriverNode
 from legacy_robot_common.floor import Feed, bursts, capture_shape, moved
 
@@ -30,6 +31,7 @@ def test_feed_sends_each_entry_its_share_of_the_bursts_and_latched_ones_once():
         sent.append(publisher)
         if len(sent) >= 1 + 50:
             feed.stop.set()
+
     feed.run(send)
     assert sent[0] == 'latched' and sent.count('latched') == 1
     assert sent[1:].count('fast') == pytest.approx(4 * sent[1:].count('slow'), abs=4)
@@ -43,13 +45,19 @@ def test_names_move_to_the_floor_namespace_but_absolute_ones_stay():
 
 class ShapedDriver(DriverNode):
     def __init__(self, context):
-        super().__init__('shaped_driver', hardware_id='test', namespace='/shaped',
-                         context=context)
+        super().__init__('shaped_driver', hardware_id='test', namespace='/shaped', context=context)
         self.chatter = self.publisher(String, 'chatter')
-        self.create_service(Trigger, 'reset', lambda request, response: response,
-                            callback_group=self.callback_group)
-        self.create_timer(0.05, lambda: self.chatter.publish(String(data='x' * 100)),
-                          callback_group=self.callback_group)
+        self.create_service(
+            Trigger,
+            'reset',
+            lambda request, response: response,
+            callback_group=self.callback_group,
+        )
+        self.create_timer(
+            0.05,
+            lambda: self.chatter.publish(String(data='x' * 100)),
+            callback_group=self.callback_group,
+        )
         self.begin()
 
 
@@ -76,18 +84,26 @@ def test_a_captured_shape_runs_as_a_floor_process_at_the_same_rate(tmp_path):
         (tmp_path / 'shape.json').write_text(json.dumps(shape))
         executor.remove_node(driver)
         driver.destroy_node()
-        process = subprocess.Popen([sys.executable, '-m', 'legacy_robot_common.floor',
-                                    str(tmp_path / 'shape.json'), '--namespace', '/floor'])
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                '-m',
+                'legacy_robot_common.floor',
+                str(tmp_path / 'shape.json'),
+                '--namespace',
+                '/floor',
+            ]
+        )
         received = []
         watcher.create_subscription(String, '/floor/chatter', received.append, 100)
         spin_until(executor, lambda: len(received) >= 2, 15)
         started, before = time.monotonic(), len(received)
         spin_until(executor, lambda: time.monotonic() - started > 2.0, 5)
         assert 15 <= (len(received) - before) / (time.monotonic() - started) <= 25
-        assert received[-1].data == 'x' * 100               # the captured message itself
+        assert received[-1].data == 'x' * 100  # the captured message itself
         client = watcher.create_client(Trigger, '/floor/reset')
         spin_until(executor, client.service_is_ready, 5)
-        assert client.service_is_ready()                    # the driver's services are there
+        assert client.service_is_ready()  # the driver's services are there
     finally:
         if process is not None:
             process.terminate()

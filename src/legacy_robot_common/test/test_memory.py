@@ -1,5 +1,6 @@
 """The malloc arena cap and the periodic trim, in fresh processes: glibc's arenas counted
 from malloc_info, the pages a trim gives back from /proc/self/statm."""
+
 import os
 import subprocess
 import sys
@@ -7,13 +8,19 @@ import textwrap
 
 import pytest
 
-from legacy_robot_common.memory import (ARENAS, ENVIRONMENT, TRIM_PERIOD, TRIM_VARIABLE,
-                                        MallocTrim, trim_period)
 from legacy_robot_common.driver_node import run_node
+from legacy_robot_common.memory import (
+    ARENAS,
+    ENVIRONMENT,
+    TRIM_PERIOD,
+    TRIM_VARIABLE,
+    MallocTrim,
+    trim_period,
+)
 from legacy_robot_common.params import ParameterError
 
 # Eight threads allocate at once; then glibc's own report (malloc_info's XML) is counted.
-THREADS_ALLOCATING = textwrap.dedent('''
+THREADS_ALLOCATING = textwrap.dedent("""
     import ctypes, os, sys, tempfile, threading
     from legacy_robot_common.memory import limit_malloc_arenas
     print('cap', limit_malloc_arenas() if sys.argv[1] == 'cap' else 'not called')
@@ -34,14 +41,20 @@ THREADS_ALLOCATING = textwrap.dedent('''
     libc.fclose(ctypes.c_void_p(stream))
     print('arenas', open(path).read().count('<heap nr='))
     os.remove(path)
-''')
+""")
 
 
 def run(mode, **environment):
     env = {k: v for k, v in os.environ.items() if k != ENVIRONMENT}
     env.update(environment)
-    done = subprocess.run([sys.executable, '-c', THREADS_ALLOCATING, mode], env=env,
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, '-c', THREADS_ALLOCATING, mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     lines = dict(line.split(' ', 1) for line in done.stdout.splitlines())
     return lines['cap'], int(lines['arenas'])
 
@@ -53,7 +66,7 @@ def glibc():
 
 
 def test_threads_get_arenas_of_their_own_without_the_cap(glibc):
-    assert glibc > ARENAS          # what the cap is for: about one arena per thread
+    assert glibc > ARENAS  # what the cap is for: about one arena per thread
 
 
 def test_the_cap_holds_the_process_to_two_arenas(glibc):
@@ -70,7 +83,7 @@ def test_a_users_malloc_arena_max_is_left_alone(glibc):
 
 # 4,000 blocks of 16 KB (past pymalloc and below mmap's threshold: in the heap), every tenth
 # kept alive: free() leaves the 56 MB between them resident; MallocTrim.tick() gives it back.
-FRAGMENTED_HEAP = textwrap.dedent('''
+FRAGMENTED_HEAP = textwrap.dedent("""
     import os
     from legacy_robot_common.memory import MallocTrim
     def resident_mb():
@@ -86,15 +99,20 @@ FRAGMENTED_HEAP = textwrap.dedent('''
     early = trim.tick()
     now[0] = 60.0
     print(early, trim.tick(), before, resident_mb(), len(kept))
-''')
+""")
 
 
 def test_a_trim_gives_free_pages_between_live_blocks_back():
-    done = subprocess.run([sys.executable, '-c', FRAGMENTED_HEAP], capture_output=True,
-                          text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, '-c', FRAGMENTED_HEAP],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     early, trimmed, before, after, kept = done.stdout.split()
     assert (early, trimmed, kept) == ('False', 'True', '400')
-    assert float(before) - float(after) > 40, done.stdout    # of the 56 MB freed
+    assert float(before) - float(after) > 40, done.stdout  # of the 56 MB freed
 
 
 def test_trims_come_once_a_period_and_never_with_period_0():
@@ -132,7 +150,7 @@ def test_a_bad_trim_period_stops_a_driver_with_exit_2_before_its_node(monkeypatc
 # A 4 MB block is mmapped; its free() raises glibc's dynamic threshold to 4 MB, so without fixed
 # thresholds the 2 MB blocks that follow come from the heap (mallinfo2's hblks: mmapped blocks
 # in use) and, freed, stay resident as untrimmed top (up to twice the raised threshold).
-LARGE_BUFFERS = textwrap.dedent('''
+LARGE_BUFFERS = textwrap.dedent("""
     import ctypes, os, sys
     from legacy_robot_common.memory import fix_malloc_thresholds
     print('set', ','.join(fix_malloc_thresholds()) if sys.argv[1] == 'fix' else '-')
@@ -153,13 +171,19 @@ LARGE_BUFFERS = textwrap.dedent('''
     for block in blocks:
         libc.free(block)
     print('kept_free_mb', (libc.mallinfo2().fordblks - before.fordblks) / 2**20)
-''')
+""")
 
 
 def large_buffers(mode, **environment):
     env = dict(os.environ, **environment)
-    done = subprocess.run([sys.executable, '-c', LARGE_BUFFERS, mode], env=env,
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, '-c', LARGE_BUFFERS, mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return dict(line.split(' ', 1) for line in done.stdout.splitlines())
 
 
@@ -177,4 +201,4 @@ def test_fixed_thresholds_keep_large_buffers_out_of_the_heap():
 def test_a_users_malloc_thresholds_are_left_alone():
     users = large_buffers('fix', MALLOC_MMAP_THRESHOLD_='8388608')
     assert users['set'] == 'MALLOC_TRIM_THRESHOLD_'
-    assert users['mmapped'] == '0', users      # 2 MB is below the user's 8 MB threshold
+    assert users['mmapped'] == '0', users  # 2 MB is below the user's 8 MB threshold

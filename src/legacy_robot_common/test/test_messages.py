@@ -6,9 +6,16 @@ import pytest
 from std_msgs.msg import Header
 
 from legacy_robot_common.artifacts import save_png, save_wav
-from legacy_robot_common.messages import (audio_chunk_msg, audio_info_msg, camera_info_msg,
-                                          compressed_image_msg, image_msg, image_to_array,
-                                          int16_array, uint8_array)
+from legacy_robot_common.messages import (
+    audio_chunk_msg,
+    audio_info_msg,
+    camera_info_msg,
+    compressed_image_msg,
+    image_msg,
+    image_to_array,
+    int16_array,
+    uint8_array,
+)
 
 
 def header(frame='camera'):
@@ -30,8 +37,10 @@ def test_mono_image_from_a_non_contiguous_view():
     np.testing.assert_array_equal(image_to_array(msg), pixels)
 
 
-@pytest.mark.parametrize('shape, encoding', [((4, 4), 'rgb8'), ((4, 4, 3), 'mono8'),
-                                             ((4, 4, 4), 'rgb8'), ((4, 4), 'yuv422')])
+@pytest.mark.parametrize(
+    'shape, encoding',
+    [((4, 4), 'rgb8'), ((4, 4, 3), 'mono8'), ((4, 4, 4), 'rgb8'), ((4, 4), 'yuv422')],
+)
 def test_image_shape_or_encoding_mismatch_is_rejected(shape, encoding):
     with pytest.raises(ValueError):
         image_msg(np.zeros(shape, np.uint8), encoding, header())
@@ -57,7 +66,12 @@ def test_audio_messages_follow_audio_common_layout():
     chunk = audio_chunk_msg(pcm, header('mic'))
     assert bytes(chunk.audio.data) == pcm and chunk.header.frame_id == 'mic'
     info = audio_info_msg(2, 16000)
-    assert (info.channels, info.sample_rate, info.sample_format, info.bitrate) == (2, 16000, 'S16LE', 512000)
+    assert (info.channels, info.sample_rate, info.sample_format, info.bitrate) == (
+        2,
+        16000,
+        'S16LE',
+        512000,
+    )
 
 
 def test_array_helpers():
@@ -73,4 +87,8 @@ def test_artifact_files(tmp_path):
     assert grey.stat().st_size > 0
     wav = save_wav(tmp_path / 'tone.wav', np.zeros(1600, '<i2').tobytes(), 16000, channels=2)
     with wave.open(str(wav)) as reader:
-        assert (reader.getnchannels(), reader.getframerate(), reader.getnframes()) == (2, 16000, 800)
+        assert (reader.getnchannels(), reader.getframerate(), reader.getnframes()) == (
+            2,
+            16000,
+            800,
+        )

@@ -1,16 +1,23 @@
 """Recording links to MCAP: the file layout, a real client's traffic, and the failures that
 must end the recording but never the link (a full disk, a writer that falls behind)."""
+
 import json
 
 import pytest
+from helpers import wait_for
 from mcap.reader import make_reader
 from mcap.writer import Writer
+from tick_robot import TickClient, TickEmulator
 
 from legacy_robot_common.backoff import Backoff
-from legacy_robot_common.recording import (FORMAT, FROM_ROBOT, TO_ROBOT, Recorder, RecordingError,
-                                           read_recording)
-from helpers import wait_for
-from tick_robot import TickClient, TickEmulator
+from legacy_robot_common.recording import (
+    FORMAT,
+    FROM_ROBOT,
+    TO_ROBOT,
+    Recorder,
+    RecordingError,
+    read_recording,
+)
 
 
 def record(path, script, **kwargs):
@@ -31,6 +38,7 @@ def test_the_file_is_standard_mcap_with_one_channel_per_link_and_direction(tmp_p
         taps['a'].received(b'\x01\x02')
         taps['a'].sent(b'\x03')
         taps['a'].closed('closed by the driver')
+
     record(path, script)
     with open(path, 'rb') as stream:
         reader = make_reader(stream)
@@ -38,8 +46,14 @@ def test_the_file_is_standard_mcap_with_one_channel_per_link_and_direction(tmp_p
         topics = sorted(channel.topic for channel in summary.channels.values())
         meta = next(m for m in reader.iter_metadata() if m.name == 'recording').metadata
         events = [json.loads(m.data) for _, c, m in reader.iter_messages(topics=['a/events'])]
-    assert topics == ['a/events', 'a/from_robot', 'a/to_robot',
-                      'b/events', 'b/from_robot', 'b/to_robot']
+    assert topics == [
+        'a/events',
+        'a/from_robot',
+        'a/to_robot',
+        'b/events',
+        'b/from_robot',
+        'b/to_robot',
+    ]
     assert summary.chunk_indexes and summary.chunk_indexes[0].compression == 'zstd'
     assert meta['format'] == FORMAT and meta['node'] == 'test_driver'
     assert meta['driver_version'] == '1.2.3'
@@ -54,19 +68,22 @@ def test_reading_groups_bytes_by_link_and_connection_in_order(tmp_path):
     def script(taps):
         http = taps['b']
         first, second = http.opened('rabbit 1'), http.opened('rabbit 2')
-        http.received(b'GET /one', first)       # two connections at once, interleaved
+        http.received(b'GET /one', first)  # two connections at once, interleaved
         http.received(b'GET /two', second)
         http.sent(b'reply two', second)
         http.sent(b'reply one', first)
         http.closed('closed', first)
+
     record(path, script)
     recording = read_recording(path)
     link = recording.links['b']
     assert sorted(link.connections) == [1, 2]
     one, two = link.connections[1], link.connections[2]
     assert one.opened == 'rabbit 1' and one.closed == 'closed' and two.closed is None
-    assert [(c.direction, c.data) for c in one.chunks] == [(FROM_ROBOT, b'GET /one'),
-                                                           (TO_ROBOT, b'reply one')]
+    assert [(c.direction, c.data) for c in one.chunks] == [
+        (FROM_ROBOT, b'GET /one'),
+        (TO_ROBOT, b'reply one'),
+    ]
     assert [c.data for c in two.chunks] == [b'GET /two', b'reply two']
     assert link.byte_count(FROM_ROBOT) == 16 and link.chunk_count(TO_ROBOT) == 2
     assert recording.links['a'].connections == {}
@@ -78,8 +95,12 @@ def test_a_real_client_records_both_directions_and_each_connection(tmp_path):
     path = tmp_path / 'tick.mcap'
     emulator = TickEmulator(rate=200).start()
     recorder = Recorder(path, 'tick_driver', '0', {})
-    client = TickClient('127.0.0.1', emulator.server.port, read_timeout=0.5,
-                        backoff=Backoff(initial=0.05, maximum=0.1))
+    client = TickClient(
+        '127.0.0.1',
+        emulator.server.port,
+        read_timeout=0.5,
+        backoff=Backoff(initial=0.05, maximum=0.1),
+    )
     client.tap = recorder.tap('tick')
     client.on_record = lambda record: None
     recorder.start()
@@ -96,7 +117,7 @@ def test_a_real_client_records_both_directions_and_each_connection(tmp_path):
     assert len(link.connections) >= 2
     assert link.byte_count(FROM_ROBOT) == client.counters.bytes_in
     received = b''.join(c.data for c in link.connections[1].chunks if c.direction == FROM_ROBOT)
-    assert received.startswith(b'TICK 1 10\n')    # from the first byte on
+    assert received.startswith(b'TICK 1 10\n')  # from the first byte on
     assert link.connections[1].closed and link.connections[1].closed != 'closed by the driver'
     last = link.connections[max(link.connections)]
     assert last.chunks[-1].direction == TO_ROBOT and last.chunks[-1].data == b'BYE\n'
@@ -109,16 +130,16 @@ def test_a_full_disk_stops_the_recording_not_the_caller(tmp_path):
     recorder.start()
     tap.opened('peer')
     for _ in range(200):
-        tap.received(bytes(1000))              # never raises, never blocks
+        tap.received(bytes(1000))  # never raises, never blocks
     assert wait_for(lambda: recorder.failure, timeout=5.0)
     assert 'No space left' in recorder.failure and recorder.state.startswith('stopped')
-    tap.received(b'more')                      # still harmless
+    tap.received(b'more')  # still harmless
     recorder.stop()
 
 
 def test_a_writer_that_falls_behind_ends_the_recording(tmp_path):
     recorder = Recorder(tmp_path / 'r.mcap', 'test_driver', '0', {}, max_pending_bytes=10_000)
-    tap = recorder.tap('a')                    # not started: nothing drains the queue
+    tap = recorder.tap('a')  # not started: nothing drains the queue
     for _ in range(20):
         tap.received(bytes(1000))
     assert 'fell more than' in recorder.failure
@@ -144,17 +165,20 @@ def test_a_file_cut_short_keeps_what_came_before_the_cut(tmp_path):
         taps['a'].opened('peer')
         for n in range(300):
             taps['a'].received(f'line {n}\n'.encode() * 20)
+
     record(path, script, chunk_size=2048)
     data = path.read_bytes()
     cut = tmp_path / 'cut.mcap'
-    cut.write_bytes(data[:len(data) // 2])
+    cut.write_bytes(data[: len(data) // 2])
     recording = read_recording(cut)
     chunks = recording.links['a'].connections[1].chunks
     assert 0 < len(chunks) < 300 and recording.problem
     assert chunks[0].data.startswith(b'line 0\n')
 
 
-@pytest.mark.parametrize('content', [b'', b'not an mcap file at all', b'\x89MCAP0\r\n' + bytes(50)])
+@pytest.mark.parametrize(
+    'content', [b'', b'not an mcap file at all', b'\x89MCAP0\r\n' + bytes(50)]
+)
 def test_damaged_files_are_a_clear_error(tmp_path, content):
     path = tmp_path / 'bad.mcap'
     path.write_bytes(content)

@@ -1,13 +1,14 @@
 """Replaying recordings as the robot, over real sockets and a real pseudo-terminal: the
 stream timeline and its gates, replies matched to requests, the recording's end."""
+
 import os
 import socket
 
 import pytest
+from helpers import wait_for
 
 from legacy_robot_common.recording import Recorder, read_recording
 from legacy_robot_common.replay import GATE_TIMEOUT, RecordingReplay, ReplayLink, ReplayOptions
-from helpers import wait_for
 
 
 def make_recording(path, connections, link='robot', parameters=None):
@@ -49,7 +50,7 @@ def receive(sock, count):
 def nothing_arrives(sock, within=0.3):
     sock.settimeout(within)
     try:
-        sock.recv(100)             # data, or the end of the stream
+        sock.recv(100)  # data, or the end of the stream
         return False
     except socket.timeout:
         return True
@@ -58,16 +59,28 @@ def nothing_arrives(sock, within=0.3):
 
 
 def test_stream_holds_at_a_gate_until_the_driver_sends_that_request(tmp_path):
-    recording = make_recording(tmp_path / 'r.mcap', [(None, [
-        ('from', b'HELLO'), ('to', b'SYNC'), ('from', b'DATA1'), ('to', b'PULSE'),
-        ('from', b'DATA2')])])
+    recording = make_recording(
+        tmp_path / 'r.mcap',
+        [
+            (
+                None,
+                [
+                    ('from', b'HELLO'),
+                    ('to', b'SYNC'),
+                    ('from', b'DATA1'),
+                    ('to', b'PULSE'),
+                    ('from', b'DATA2'),
+                ],
+            )
+        ],
+    )
     replay = serve(recording, gate=lambda data: data == b'SYNC')
     try:
         with connect(replay) as sock:
             assert receive(sock, 5) == b'HELLO'
             assert nothing_arrives(sock)
-            sock.sendall(b'xxSYNC')             # bytes before the request do not matter
-            assert receive(sock, 10) == b'DATA1DATA2'   # no gate at PULSE
+            sock.sendall(b'xxSYNC')  # bytes before the request do not matter
+            assert receive(sock, 10) == b'DATA1DATA2'  # no gate at PULSE
             assert wait_for(lambda: replay.finished)
     finally:
         replay.stop()
@@ -76,21 +89,36 @@ def test_stream_holds_at_a_gate_until_the_driver_sends_that_request(tmp_path):
 
 
 def test_replies_answer_the_same_request_in_recorded_order(tmp_path):
-    recording = make_recording(tmp_path / 'r.mcap', [(None, [
-        ('from', b'WELCOME'), ('to', b'A'), ('from', b'a1'), ('to', b'BB'), ('from', b'b1'),
-        ('from', b'b1+'), ('to', b'A'), ('from', b'a2')])])
+    recording = make_recording(
+        tmp_path / 'r.mcap',
+        [
+            (
+                None,
+                [
+                    ('from', b'WELCOME'),
+                    ('to', b'A'),
+                    ('from', b'a1'),
+                    ('to', b'BB'),
+                    ('from', b'b1'),
+                    ('from', b'b1+'),
+                    ('to', b'A'),
+                    ('from', b'a2'),
+                ],
+            )
+        ],
+    )
     replay = serve(recording, mode='reply')
     try:
         with connect(replay) as sock:
             assert receive(sock, 7) == b'WELCOME'
             sock.sendall(b'BB')
             assert receive(sock, 5) == b'b1b1+'
-            sock.sendall(b'AA')                 # two requests in one segment
+            sock.sendall(b'AA')  # two requests in one segment
             assert receive(sock, 4) == b'a1a2'
             assert wait_for(lambda: replay.finished)
-            sock.sendall(b'A')                  # its recorded replies are used up
+            sock.sendall(b'A')  # its recorded replies are used up
             assert nothing_arrives(sock)
-            sock.sendall(b'ZZZ')                # never recorded
+            sock.sendall(b'ZZZ')  # never recorded
             assert nothing_arrives(sock)
     finally:
         replay.stop()
@@ -116,10 +144,13 @@ def test_as_fast_as_possible_a_reply_link_ends_when_its_driver_stops_asking(tmp_
     robot.sent(b'?')
     robot.received(b'1')
     recorder.stop()
-    links = [ReplayLink('command', 'command_port', mode='reply'),
-             ReplayLink('robot', 'port', mode='reply')]
-    replay = RecordingReplay(read_recording(tmp_path / 'r.mcap'), links,
-                             ReplayOptions(speed=0)).start()
+    links = [
+        ReplayLink('command', 'command_port', mode='reply'),
+        ReplayLink('robot', 'port', mode='reply'),
+    ]
+    replay = RecordingReplay(
+        read_recording(tmp_path / 'r.mcap'), links, ReplayOptions(speed=0)
+    ).start()
     try:
         with connect(replay) as sock:
             sock.sendall(b'?')
@@ -129,16 +160,18 @@ def test_as_fast_as_possible_a_reply_link_ends_when_its_driver_stops_asking(tmp_
             sock.settimeout(5)
             sock.sendall(b'C')
             assert receive(sock, 2) == b'c1'
-            assert not replay.finished          # its driver is still asking
+            assert not replay.finished  # its driver is still asking
             assert wait_for(lambda: replay.finished, GATE_TIMEOUT + 3)
-            assert not replay.servers['command'].counters.finished   # USER was never played
+            assert not replay.servers['command'].counters.finished  # USER was never played
     finally:
         replay.stop()
 
 
 def test_loop_answers_again_from_the_first_reply(tmp_path):
-    recording = make_recording(tmp_path / 'r.mcap', [(None, [
-        ('to', b'A'), ('from', b'a1'), ('to', b'A'), ('from', b'a2')])])
+    recording = make_recording(
+        tmp_path / 'r.mcap',
+        [(None, [('to', b'A'), ('from', b'a1'), ('to', b'A'), ('from', b'a2')])],
+    )
     replay = serve(recording, mode='reply', loop=True)
     try:
         with connect(replay) as sock:
@@ -151,26 +184,32 @@ def test_loop_answers_again_from_the_first_reply(tmp_path):
 
 
 def test_a_connection_the_robot_dropped_is_dropped_again_and_the_next_one_served(tmp_path):
-    recording = make_recording(tmp_path / 'r.mcap', [
-        ('closed by peer', [('from', b'FIRST')]),
-        ('closed by the driver', [('from', b'SECOND')])])
+    recording = make_recording(
+        tmp_path / 'r.mcap',
+        [
+            ('closed by peer', [('from', b'FIRST')]),
+            ('closed by the driver', [('from', b'SECOND')]),
+        ],
+    )
     replay = serve(recording)
     try:
         with connect(replay) as sock:
-            assert receive(sock, 100) == b'FIRST'      # then the end of the stream
+            assert receive(sock, 100) == b'FIRST'  # then the end of the stream
         with connect(replay) as sock:
             assert receive(sock, 6) == b'SECOND'
-            assert nothing_arrives(sock)               # the end: open and silent
+            assert nothing_arrives(sock)  # the end: open and silent
         with connect(replay) as sock:
-            assert nothing_arrives(sock)               # after the end: a silent robot
+            assert nothing_arrives(sock)  # after the end: a silent robot
     finally:
         replay.stop()
     assert replay.servers['robot'].counters.connections == 3 and replay.finished
 
 
 def test_a_serial_link_is_served_on_a_pseudo_terminal(tmp_path):
-    recording = make_recording(tmp_path / 'r.mcap', [(None, [
-        ('to', b'\n'), ('from', b'> '), ('from', b'monitor output\n')])])
+    recording = make_recording(
+        tmp_path / 'r.mcap',
+        [(None, [('to', b'\n'), ('from', b'> '), ('from', b'monitor output\n')])],
+    )
     replay = serve(recording, serial=True, address='{device}')
     try:
         device = replay.parameters['port']
@@ -188,14 +227,26 @@ def test_a_serial_link_is_served_on_a_pseudo_terminal(tmp_path):
 
 
 def test_parameters_are_the_recorded_ones_pointed_at_the_replay(tmp_path):
-    recording = make_recording(tmp_path / 'r.mcap', [(None, [('from', b'x')])], parameters={
-        'host': '192.168.0.7', 'port': 5000, 'rate': 2.5, 'record_path': '/tmp/x.mcap',
-        'names': [], 'use_sim_time': False})
+    recording = make_recording(
+        tmp_path / 'r.mcap',
+        [(None, [('from', b'x')])],
+        parameters={
+            'host': '192.168.0.7',
+            'port': 5000,
+            'rate': 2.5,
+            'record_path': '/tmp/x.mcap',
+            'names': [],
+            'use_sim_time': False,
+        },
+    )
     replay = RecordingReplay(recording, [ReplayLink('robot', 'port')], ReplayOptions())
     replay.start()
     try:
-        assert replay.parameters == {'host': '127.0.0.1', 'rate': 2.5,
-                                     'port': replay.servers['robot'].transport.port}
+        assert replay.parameters == {
+            'host': '127.0.0.1',
+            'rate': 2.5,
+            'port': replay.servers['robot'].transport.port,
+        }
         assert 'test_driver' in replay.description and 'x1' in replay.description
     finally:
         replay.stop()

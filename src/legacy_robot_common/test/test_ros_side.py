@@ -1,23 +1,24 @@
 """Parameters, diagnostics and the driver-node record path, with a real rclpy context."""
+
 import signal
 import threading
 import time
 
 import pytest
 import rclpy
-from rclpy.node import Node
 from builtin_interfaces.msg import Time
+from helpers import spin_until, wait_for
+from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
+from tick_robot import TickClient, TickEmulator
 
+from legacy_robot_common import driver_node
 from legacy_robot_common.backoff import Backoff
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
-from legacy_robot_common import driver_node
 from legacy_robot_common.driver_node import DriverNode
 from legacy_robot_common.params import ParameterError, declare
-from helpers import spin_until, wait_for
-from tick_robot import TickClient, TickEmulator
 
 
 @pytest.fixture
@@ -29,8 +30,11 @@ def context():
 
 
 def make_node(context, overrides=()):
-    return Node('params_test', context=context,
-                parameter_overrides=[Parameter(k, value=v) for k, v in overrides])
+    return Node(
+        'params_test',
+        context=context,
+        parameter_overrides=[Parameter(k, value=v) for k, v in overrides],
+    )
 
 
 def test_declare_returns_the_overridden_value(context):
@@ -64,8 +68,9 @@ def test_value_outside_choices_is_rejected(context):
 
 def test_link_status_reports_state_counters_and_rates():
     emulator = TickEmulator(rate=100, garbage_every=4).start()
-    client = TickClient('127.0.0.1', emulator.server.port, read_timeout=0.5,
-                        backoff=Backoff(0.05, 0.1))
+    client = TickClient(
+        '127.0.0.1', emulator.server.port, read_timeout=0.5, backoff=Backoff(0.05, 0.1)
+    )
     clock = [0.0]
     task = LinkStatusTask(client, clock=lambda: clock[0])
     level, message, values = task()
@@ -100,7 +105,7 @@ class RecordingDriver(DriverNode):
         super().__init__('recording_driver', 'test hw', context=context)
         self.handled = []
         self.handler_threads = set()
-        self.begin()                 # autostart: configured and active
+        self.begin()  # autostart: configured and active
 
     def handle_record(self, record):
         self.handler_threads.add(threading.get_ident())
@@ -109,7 +114,7 @@ class RecordingDriver(DriverNode):
         self.handled.append(record)
 
 
-EXECUTOR_KINDS = list(driver_node.EXECUTORS)      # both executors a driver may run on
+EXECUTOR_KINDS = list(driver_node.EXECUTORS)  # both executors a driver may run on
 
 
 @pytest.mark.parametrize('kind', EXECUTOR_KINDS)
@@ -131,19 +136,24 @@ def test_records_from_the_link_thread_are_handled_in_the_executor(context, kind)
 
 
 class DirectDriver(RecordingDriver):
-    direct_records = (str,)        # strings: published by the thread that delivers them
+    direct_records = (str,)  # strings: published by the thread that delivers them
 
 
 def test_direct_records_are_handled_on_the_link_thread_without_the_executor(context):
     node = DirectDriver(context)
     threads = set()
-    producer = threading.Thread(target=lambda: (threads.add(threading.get_ident()),
-                                                node._enqueue('direct'), node._enqueue(7),
-                                                node._enqueue('poison')))
+    producer = threading.Thread(
+        target=lambda: (
+            threads.add(threading.get_ident()),
+            node._enqueue('direct'),
+            node._enqueue(7),
+            node._enqueue('poison'),
+        )
+    )
     producer.start()
     producer.join()
-    assert node.handled == ['direct'] and node.handler_threads == threads   # no spin at all
-    assert node.records_dropped == 1 and node._records.qsize() == 1         # 7 waits its turn
+    assert node.handled == ['direct'] and node.handler_threads == threads  # no spin at all
+    assert node.records_dropped == 1 and node._records.qsize() == 1  # 7 waits its turn
     node.destroy_node()
 
 
@@ -153,6 +163,7 @@ class ReplyingDriver(RecordingDriver):
     def __init__(self, context, reply_after, timeout):
         super().__init__(context)
         from std_srvs.srv import Trigger
+
         self.reply_after = reply_after
         self.timeout = timeout
         self.create_service(Trigger, 'ask', self.on_ask, callback_group=self.callback_group)
@@ -167,11 +178,15 @@ class ReplyingDriver(RecordingDriver):
 
 
 @pytest.mark.parametrize('kind', EXECUTOR_KINDS)
-@pytest.mark.parametrize('reply_after, timeout, success, message', [
-    (0.3, 2.0, True, 'pong'), (1.0, 0.3, False, 'no reply within 0.3 s')])
+@pytest.mark.parametrize(
+    'reply_after, timeout, success, message',
+    [(0.3, 2.0, True, 'pong'), (1.0, 0.3, False, 'no reply within 0.3 s')],
+)
 def test_async_service_waits_for_the_robot_without_blocking_the_executor(
-        context, reply_after, timeout, success, message, kind):
+    context, reply_after, timeout, success, message, kind
+):
     from std_srvs.srv import Trigger
+
     node = ReplyingDriver(context, reply_after, timeout)
     caller = Node('caller', context=context)
     client = caller.create_client(Trigger, 'ask')
@@ -180,7 +195,9 @@ def test_async_service_waits_for_the_robot_without_blocking_the_executor(
     executor.add_node(caller)
     assert spin_until(executor, client.service_is_ready, 5)
     future = client.call_async(Trigger.Request())
-    feeder = threading.Thread(target=lambda: [(node._enqueue(i), time.sleep(0.01)) for i in range(50)])
+    feeder = threading.Thread(
+        target=lambda: [(node._enqueue(i), time.sleep(0.01)) for i in range(50)]
+    )
     feeder.start()
     spin_until(executor, future.done, 5)
     feeder.join()
@@ -216,7 +233,7 @@ def test_replies_leave_nothing_behind_in_the_callback_group(context, kind):
 
 @pytest.mark.parametrize('kind', EXECUTOR_KINDS)
 def test_records_before_the_node_has_an_executor_are_handled_once_it_has_one(context, kind):
-    node = RecordingDriver(context)          # a link up during begin()'s configure
+    node = RecordingDriver(context)  # a link up during begin()'s configure
     node._enqueue('early')
     executor = driver_node.make_executor(context, kind)
     executor.add_node(node)
@@ -246,7 +263,7 @@ def test_a_record_after_the_node_is_destroyed_is_dropped_quietly(context):
 class _ExecutorOfADyingContext:
     """Builds its wait set just after a signal shut the context down (a CI race)."""
 
-    context = None          # rclpy's default context
+    context = None  # rclpy's default context
 
     def __init__(self, shut_down_first):
         self.shut_down_first = shut_down_first
@@ -257,15 +274,16 @@ class _ExecutorOfADyingContext:
     def spin_once(self, timeout_sec=None):
         if self.shut_down_first:
             rclpy.shutdown()
-        raise driver_node.RCLError('failed to initialize wait set: the given context is '
-                                   'not valid')
+        raise driver_node.RCLError('failed to initialize wait set: the given context is not valid')
 
 
 @pytest.mark.parametrize('shut_down_first, exits_cleanly', [(True, True), (False, False)])
 def test_run_node_after_a_signal_is_a_clean_exit_but_other_rcl_errors_are_not(
-        monkeypatch, shut_down_first, exits_cleanly):
-    monkeypatch.setattr(driver_node, 'make_executor',
-                        lambda: _ExecutorOfADyingContext(shut_down_first))
+    monkeypatch, shut_down_first, exits_cleanly
+):
+    monkeypatch.setattr(
+        driver_node, 'make_executor', lambda: _ExecutorOfADyingContext(shut_down_first)
+    )
     if exits_cleanly:
         assert driver_node.run_node(lambda: Node('dying_context_test')) == 0
     else:
@@ -298,18 +316,20 @@ def test_spin_until_shutdown_takes_a_sigint_that_pybind11_turned_into_a_runtime_
     """rclpy 9.1's events executor: a SIGINT's KeyboardInterrupt raised while pybind11 converts
     an argument leaves spin_once as a RuntimeError, maybe before the context is shut down
     (CI, the P2OS driver's stop). Here no rclpy signal handler, so the context stays up."""
+
     def interrupted_conversion():
         try:
-            signal.raise_signal(signal.SIGINT)      # Python's handler: KeyboardInterrupt
+            signal.raise_signal(signal.SIGINT)  # Python's handler: KeyboardInterrupt
         except KeyboardInterrupt:
-            pass                                    # lost in pybind11's conversion
+            pass  # lost in pybind11's conversion
         raise RuntimeError("Unable to convert call argument '0' to Python object")
+
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     try:
         with driver_node.spin_until_shutdown():
             interrupted_conversion()
         assert rclpy.ok()
-        with pytest.raises(RuntimeError):           # the same error without a SIGINT
+        with pytest.raises(RuntimeError):  # the same error without a SIGINT
             with driver_node.spin_until_shutdown():
                 raise RuntimeError("Unable to convert call argument '0' to Python object")
     finally:
@@ -320,8 +340,12 @@ class IdleDriver(DriverNode):
     """A driver with no link, left unconfigured (autostart false)."""
 
     def __init__(self, context):
-        super().__init__('idle_driver', 'test hw', context=context,
-                         parameter_overrides=[Parameter('autostart', value=False)])
+        super().__init__(
+            'idle_driver',
+            'test hw',
+            context=context,
+            parameter_overrides=[Parameter('autostart', value=False)],
+        )
         self.commands = []
         self.create_subscription(String, 'command', self.commands.append, 10)
         self.begin()
@@ -333,13 +357,14 @@ class IdleDriver(DriverNode):
 @pytest.mark.parametrize('kind', EXECUTOR_KINDS)
 def test_an_inactive_driver_ignores_commands_but_follows_clock_set_at_run_time(context, kind):
     from rosgraph_msgs.msg import Clock
+
     node = IdleDriver(context)
     peer = Node('clock_peer', context=context)
     executor = driver_node.make_executor(context, kind)
     executor.add_node(node)
     executor.add_node(peer)
     try:
-        node.set_parameters([Parameter('use_sim_time', value=True)])   # rclpy subscribes /clock
+        node.set_parameters([Parameter('use_sim_time', value=True)])  # rclpy subscribes /clock
         clock_pub = peer.create_publisher(Clock, '/clock', 10)
         command_pub = peer.create_publisher(String, 'command', 10)
 
@@ -347,9 +372,11 @@ def test_an_inactive_driver_ignores_commands_but_follows_clock_set_at_run_time(c
             clock_pub.publish(Clock(clock=Time(sec=500)))
             command_pub.publish(String(data='go'))
             executor.spin_once(timeout_sec=0.05)
+
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and (node.get_clock().now().nanoseconds == 0
-                                                or node.inactive_refusals == 0):
+        while time.monotonic() < deadline and (
+            node.get_clock().now().nanoseconds == 0 or node.inactive_refusals == 0
+        ):
             step()
         assert node.get_clock().now().nanoseconds == 500 * 10**9
         assert node.commands == [] and node.inactive_refusals > 0

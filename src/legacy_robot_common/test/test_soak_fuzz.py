@@ -1,4 +1,5 @@
 """The fault suite's fuzz runner."""
+
 import random
 
 from legacy_robot_common.errors import MalformedFrame
@@ -17,7 +18,7 @@ def test_rejects_are_counted_and_other_exceptions_are_reported_with_their_input(
     assert result.cases == 2000
     assert result.accepted + result.rejected + result.crashes == 2000
     assert result.rejected > 0 and result.accepted > 0
-    assert result.crashes > 0                              # the mutations find the zero
+    assert result.crashes > 0  # the mutations find the zero
     assert result.first_crash.startswith('ZeroDivisionError') and '7f00' in result.first_crash
 
 
@@ -27,8 +28,9 @@ def reject_bad(item):
 
 
 def test_stream_targets_add_the_frames_they_rejected():
-    def decode(data):     # a receiver's output: one rejected frame, one good, one bad body
+    def decode(data):  # a receiver's output: one rejected frame, one good, one bad body
         return stream_rejects([MalformedFrame('x'), b'ok', b'bad'], reject_bad)
+
     result = fuzz(FuzzTarget('stream', decode, [b''], stream=True), 10)
     assert result.accepted == 10 and result.rejected == 20 and result.crashes == 0
 

@@ -6,12 +6,17 @@ import threading
 import time
 
 import pytest
+from helpers import wait_for
 
-from legacy_robot_common.emulator import (FaultInjector, MainFrame, PtyEmulatorPort,
-                                          TcpEmulatorServer, parse_main_frames)
+from legacy_robot_common.emulator import (
+    FaultInjector,
+    MainFrame,
+    PtyEmulatorPort,
+    TcpEmulatorServer,
+    parse_main_frames,
+)
 from legacy_robot_common.errors import ConnectionLost
 from legacy_robot_common.streams import SerialStream, SocketStream
-from helpers import wait_for
 
 
 def echo(stream, stop):
@@ -76,6 +81,7 @@ def test_listening_on_a_busy_port_says_which_port():
     port = first.start()
     try:
         import socket
+
         holder = socket.socket()
         holder.bind(('127.0.0.1', 0))
         holder.listen(1)
@@ -148,13 +154,13 @@ def test_main_frames_at_risk_are_the_damaged_ones_and_the_frames_after_them():
         faults.corrupt_rate = 0.0
         return out
 
-    assert faults.apply(MainFrame(b'A')) == b'A'        # clean
-    damaged(b'event line')                              # damage between frames
-    faults.apply(MainFrame(b'B'))                       # at risk: damage since A
-    faults.apply(MainFrame(b'C'))                       # clean again
-    assert damaged(MainFrame(b'D')) != b'D'             # at risk: damaged itself
-    faults.apply(MainFrame(b'E'))                       # at risk: D was damaged
-    faults.apply(MainFrame(b'F'))                       # clean
+    assert faults.apply(MainFrame(b'A')) == b'A'  # clean
+    damaged(b'event line')  # damage between frames
+    faults.apply(MainFrame(b'B'))  # at risk: damage since A
+    faults.apply(MainFrame(b'C'))  # clean again
+    assert damaged(MainFrame(b'D')) != b'D'  # at risk: damaged itself
+    faults.apply(MainFrame(b'E'))  # at risk: D was damaged
+    faults.apply(MainFrame(b'F'))  # clean
     faults.apply(b'not a main frame')
     assert faults.hold() == (6, 3)
     assert faults.apply(MainFrame(b'G')) == b'' and faults.hold() == (6, 3)
@@ -185,8 +191,9 @@ EMULATOR_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.parametrize('counted, expected', [('counted', (2, 0)), ('not', None)])
 def test_an_emulator_says_its_main_frame_count_on_sigusr1_and_keeps_running(counted, expected):
-    process = subprocess.Popen([sys.executable, '-c', EMULATOR_SCRIPT, counted],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, '-c', EMULATOR_SCRIPT, counted], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert process.stdout.readline().startswith('test emulator: on nowhere')
         process.send_signal(signal.SIGUSR1)

@@ -19,6 +19,7 @@ programs written in C (a Python client saturates long before the server):
     every 100 ms;
   * recording: bridge CPU under the 500-rabbit open loop without and with record_path.
 """
+
 import argparse
 import contextlib
 import pathlib
@@ -27,9 +28,18 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.bench import (Listener, PipelineSummary, cpu_seconds, record_parameter,
-                                       recorder_seconds, recording_overhead, report,
-                                       start_driver, stop_process, wait_ready)
+from legacy_robot_common.bench import (
+    Listener,
+    PipelineSummary,
+    cpu_seconds,
+    record_parameter,
+    recorder_seconds,
+    recording_overhead,
+    report,
+    start_driver,
+    stop_process,
+    wait_ready,
+)
 from legacy_robot_common.emulator import SendLog, free_port
 from legacy_robot_interfaces.msg import RabbitEvent
 
@@ -40,7 +50,7 @@ from .rabbits import RabbitRegistry
 
 NAMESPACE = '/bench'
 EVENTS = f'{NAMESPACE}/events'
-REAL_REQUEST_RATE = 1.0     # per s: one rabbit at the shortest ping interval
+REAL_REQUEST_RATE = 1.0  # per s: one rabbit at the shortest ping interval
 CLICK = p.SD_VALUES['click']
 SENDERS = 4
 
@@ -60,17 +70,23 @@ def reply_rate(count=50_000):
 
 IDLE_PING = '/vl/p4.jsp?sn=0019db000001&v=65808&st=1&sd=0&tc=7fffffff&h=4'
 CONCURRENCY = (50, 200, 500)
-CLOSED_LOOP_TARGET = 0.6      # of the canned-reply server's rate, at -c 50 and -c 500
+CLOSED_LOOP_TARGET = 0.6  # of the canned-reply server's rate, at -c 50 and -c 500
 CLOSED_LOOP_TARGETED = (50, 500)
 
 
 def start_bridge(port, record_path=None):
     """The bridge node as its own process, answering once it listens."""
-    bridge = start_driver('nabaztag_bridge.node', NAMESPACE,
-                          {'host': '127.0.0.1', 'port': port, 'ping_interval': 1,
-                           **record_parameter(record_path)})
-    wait_ready(bridge, lambda: _answers(f'http://127.0.0.1:{port}{IDLE_PING}'),
-               'the bridge did not answer', settle=1.0)
+    bridge = start_driver(
+        'nabaztag_bridge.node',
+        NAMESPACE,
+        {'host': '127.0.0.1', 'port': port, 'ping_interval': 1, **record_parameter(record_path)},
+    )
+    wait_ready(
+        bridge,
+        lambda: _answers(f'http://127.0.0.1:{port}{IDLE_PING}'),
+        'the bridge did not answer',
+        settle=1.0,
+    )
     return bridge
 
 
@@ -79,10 +95,17 @@ def _cpus(result):
 
 
 def start_canned(port):
-    server = subprocess.Popen([sys.executable, '-m', 'nabaztag_bridge.canned_server',
-                               str(port)], stderr=subprocess.PIPE, text=True)
-    wait_ready(server, lambda: _answers(f'http://127.0.0.1:{port}{IDLE_PING}'),
-               'the canned-reply server did not answer', settle=0.5)
+    server = subprocess.Popen(
+        [sys.executable, '-m', 'nabaztag_bridge.canned_server', str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_ready(
+        server,
+        lambda: _answers(f'http://127.0.0.1:{port}{IDLE_PING}'),
+        'the canned-reply server did not answer',
+        settle=0.5,
+    )
     return server
 
 
@@ -126,7 +149,8 @@ def closed_loop(requests, drain):
                 if drain:
                     loadgen.drain_time_wait()
                 results[concurrency][name] = loadgen.apache_bench(
-                    f'http://127.0.0.1:{ports[name]}{IDLE_PING}', concurrency, requests)
+                    f'http://127.0.0.1:{ports[name]}{IDLE_PING}', concurrency, requests
+                )
         return results
     finally:
         for server in servers.values():
@@ -139,8 +163,9 @@ def bridge_and_listener(namespace, topics, name):
     on topics {full name: class} in this process; yields (port, bridge, listener), and stops
     both on leaving."""
     port = free_port()
-    bridge = start_driver('nabaztag_bridge.node', namespace,
-                          {'host': '127.0.0.1', 'port': port, 'ping_interval': 1})
+    bridge = start_driver(
+        'nabaztag_bridge.node', namespace, {'host': '127.0.0.1', 'port': port, 'ping_interval': 1}
+    )
     listener = None
     try:
         listener = Listener(name, topics)
@@ -155,11 +180,22 @@ def bridge_and_listener(namespace, topics, name):
 def _clicking():
     """The bridge publishing events; yields (click URL of rabbit n, listener)."""
     with bridge_and_listener(NAMESPACE, {EVENTS: RabbitEvent}, 'nabaztag_bench_listener') as (
-            port, bridge, listener):
-        click = lambda n: ping_url(f'http://127.0.0.1:{port}', f'0019db{n:06x}',  # noqa: E731
-                                   RabbitOptions().bytecode_version, CLICK, p.IDLE_ID)
-        wait_ready(bridge, lambda: _answers(click(0)) and listener.counts[EVENTS],
-                   'the bridge did not answer or publish')
+        port,
+        bridge,
+        listener,
+    ):
+        click = lambda n: ping_url(
+            f'http://127.0.0.1:{port}',
+            f'0019db{n:06x}',  # noqa: E731
+            RabbitOptions().bytecode_version,
+            CLICK,
+            p.IDLE_ID,
+        )
+        wait_ready(
+            bridge,
+            lambda: _answers(click(0)) and listener.counts[EVENTS],
+            'the bridge did not answer or publish',
+        )
         yield click, listener
 
 
@@ -178,10 +214,11 @@ def unthrottled_event_rate(seconds):
         def send(n):
             while not stop.is_set():
                 rabbit_request(click(n))
+
         senders = [threading.Thread(target=send, args=(n,), daemon=True) for n in range(SENDERS)]
         for sender in senders:
             sender.start()
-        time.sleep(1.0)                 # the senders reach their pace
+        time.sleep(1.0)  # the senders reach their pace
         try:
             return listener.rate(EVENTS, seconds)
         finally:
@@ -200,75 +237,142 @@ def click_latency(seconds, interval=0.1):
             sent.mark()
             rabbit_request(url)
             time.sleep(interval)
-        time.sleep(0.5)                 # the last events arrive
+        time.sleep(0.5)  # the last events arrive
         return listener.wire_latency(EVENTS, sent)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='nabaztag_bench', description=__doc__.split('\n\n')[0])
-    parser.add_argument('--rabbits', type=int, default=500,
-                        help='open loop: rabbits pinging every second (default 500)')
-    parser.add_argument('--many-rabbits', type=int, default=5000,
-                        help='open loop: rabbits pinging every 10 s (default 5000)')
-    parser.add_argument('--seconds', type=float, default=20.0, help='measurement time (default 20)')
-    parser.add_argument('--requests', type=int, default=20000,
-                        help='closed loop: requests per ab run (default 20000)')
-    parser.add_argument('--no-drain', dest='drain', action='store_false',
-                        help='do not wait for TIME_WAIT sockets to drain (quick smoke runs)')
+    parser.add_argument(
+        '--rabbits',
+        type=int,
+        default=500,
+        help='open loop: rabbits pinging every second (default 500)',
+    )
+    parser.add_argument(
+        '--many-rabbits',
+        type=int,
+        default=5000,
+        help='open loop: rabbits pinging every 10 s (default 5000)',
+    )
+    parser.add_argument(
+        '--seconds', type=float, default=20.0, help='measurement time (default 20)'
+    )
+    parser.add_argument(
+        '--requests',
+        type=int,
+        default=20000,
+        help='closed loop: requests per ab run (default 20000)',
+    )
+    parser.add_argument(
+        '--no-drain',
+        dest='drain',
+        action='store_false',
+        help='do not wait for TIME_WAIT sockets to drain (quick smoke runs)',
+    )
     parser.add_argument('--output', default='bench-output', help='folder for nabaztag.json')
     args = parser.parse_args(argv)
     if min(args.rabbits, args.many_rabbits, args.requests) < 1 or args.seconds <= 0:
-        print('error: --rabbits, --many-rabbits, --requests must be ≥ 1 and --seconds positive',
-              file=sys.stderr)
+        print(
+            'error: --rabbits, --many-rabbits, --requests must be ≥ 1 and --seconds positive',
+            file=sys.stderr,
+        )
         return 2
     replies = reply_rate()
     try:
         program = loadgen.build_rabbit_load(pathlib.Path(args.output) / 'bin')
-        fleets = [(args.rabbits, 1, 10), (args.many_rabbits, 10, 20)]   # rabbits, interval, p99
-        opened = [(fleet, open_loop(program, *fleet[:2], args.seconds, args.drain))
-                  for fleet in fleets]
+        fleets = [(args.rabbits, 1, 10), (args.many_rabbits, 10, 20)]  # rabbits, interval, p99
+        opened = [
+            (fleet, open_loop(program, *fleet[:2], args.seconds, args.drain)) for fleet in fleets
+        ]
         closed = closed_loop(args.requests, args.drain)
         half = args.seconds / 2
-        recording = recording_overhead(lambda path: _cpus(open_loop(
-            program, args.rabbits, 1, half, args.drain, path)), half)
+        recording = recording_overhead(
+            lambda path: _cpus(open_loop(program, args.rabbits, 1, half, args.drain, path)), half
+        )
         events = unthrottled_event_rate(args.seconds)
         wire = click_latency(args.seconds)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 1
-    rows = [('ping replies built and encoded (codec, one core)', replies, f'{replies:,.0f} /s',
-             ('>=', 10_000))]
+    rows = [
+        (
+            'ping replies built and encoded (codec, one core)',
+            replies,
+            f'{replies:,.0f} /s',
+            ('>=', 10_000),
+        )
+    ]
     for (rabbits, interval, p99_target), result in opened:
         fleet = f'open loop, {rabbits:,} rabbits pinging every {interval} s'
         rows += [
             (f'{fleet}: answered /s', result['rate'], f'{result["rate"]:,.0f} /s', None),
             (f'{fleet}: ping p50 (ms)', result['p50_ms'], f'{result["p50_ms"]:.2f} ms', None),
-            (f'{fleet}: ping p99 (ms)', result['p99_ms'], f'{result["p99_ms"]:.2f} ms',
-             ('<=', p99_target)),
-            (f'{fleet}: failed or late pings', result['failed'] + result['overruns'],
-             f'{result["failed"] + result["overruns"]}', ('<=', 0)),
-            (f'{fleet}: bridge CPU (% of one core)', result['cpu'], f'{result["cpu"]:.1f} %',
-             None),
-            (f'{fleet}: bridge memory (RSS, MB)', result['rss_mb'],
-             f'{result["rss_mb"]:.0f} MB', None)]
+            (
+                f'{fleet}: ping p99 (ms)',
+                result['p99_ms'],
+                f'{result["p99_ms"]:.2f} ms',
+                ('<=', p99_target),
+            ),
+            (
+                f'{fleet}: failed or late pings',
+                result['failed'] + result['overruns'],
+                f'{result["failed"] + result["overruns"]}',
+                ('<=', 0),
+            ),
+            (
+                f'{fleet}: bridge CPU (% of one core)',
+                result['cpu'],
+                f'{result["cpu"]:.1f} %',
+                None,
+            ),
+            (
+                f'{fleet}: bridge memory (RSS, MB)',
+                result['rss_mb'],
+                f'{result["rss_mb"]:.0f} MB',
+                None,
+            ),
+        ]
     for concurrency, pair in closed.items():
         bridge, canned = pair['bridge'], pair['canned']
         ratio = bridge['rate'] / canned['rate']
         target = ('>=', CLOSED_LOOP_TARGET) if concurrency in CLOSED_LOOP_TARGETED else None
         rows += [
-            (f'ab -c {concurrency}: bridge requests/s (p99 {bridge["p99_ms"]:.0f} ms)',
-             bridge['rate'], f'{bridge["rate"]:,.0f} /s', None),
-            (f'ab -c {concurrency}: canned-reply server, same loop (p99 {canned["p99_ms"]:.0f} ms)',
-             canned['rate'], f'{canned["rate"]:,.0f} /s', None),
+            (
+                f'ab -c {concurrency}: bridge requests/s (p99 {bridge["p99_ms"]:.0f} ms)',
+                bridge['rate'],
+                f'{bridge["rate"]:,.0f} /s',
+                None,
+            ),
+            (
+                f'ab -c {concurrency}: canned-reply server, same loop (p99 {canned["p99_ms"]:.0f} ms)',
+                canned['rate'],
+                f'{canned["rate"]:,.0f} /s',
+                None,
+            ),
             (f'ab -c {concurrency}: bridge / canned-reply server', ratio, f'{ratio:.2f}x', target),
-            (f'ab -c {concurrency}: bridge failed or non-2xx', bridge['failed'] +
-             bridge['non_2xx'], f'{bridge["failed"] + bridge["non_2xx"]}', ('<=', 0))]
-    cpu = opened[0][1]['cpu']       # the summary's CPU: the bridge under the 500-rabbit load
-    summary = PipelineSummary('Nabaztag events', REAL_REQUEST_RATE, replies, events, cpu, wire,
-                              recording=recording)
-    return report('Nabaztag bridge benchmark', rows, args.output, 'nabaztag',
-                  {'open_loop': [r for _, r in opened],
-                   'closed_loop': {str(c): pair for c, pair in closed.items()}}, summary)
+            (
+                f'ab -c {concurrency}: bridge failed or non-2xx',
+                bridge['failed'] + bridge['non_2xx'],
+                f'{bridge["failed"] + bridge["non_2xx"]}',
+                ('<=', 0),
+            ),
+        ]
+    cpu = opened[0][1]['cpu']  # the summary's CPU: the bridge under the 500-rabbit load
+    summary = PipelineSummary(
+        'Nabaztag events', REAL_REQUEST_RATE, replies, events, cpu, wire, recording=recording
+    )
+    return report(
+        'Nabaztag bridge benchmark',
+        rows,
+        args.output,
+        'nabaztag',
+        {
+            'open_loop': [r for _, r in opened],
+            'closed_loop': {str(c): pair for c, pair in closed.items()},
+        },
+        summary,
+    )
 
 
 if __name__ == '__main__':

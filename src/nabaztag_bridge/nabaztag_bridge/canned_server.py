@@ -5,6 +5,7 @@ one's is how much of what the loop can do the bridge's own work leaves.
 
     python -m nabaztag_bridge.canned_server PORT
 """
+
 import asyncio
 import sys
 
@@ -37,8 +38,9 @@ class CannedReply(asyncio.Protocol):
 
 async def serve(port):
     loop = asyncio.get_running_loop()
-    await loop.create_server(CannedReply, '127.0.0.1', port, backlog=Limits.backlog,
-                             reuse_address=True)
+    await loop.create_server(
+        CannedReply, '127.0.0.1', port, backlog=Limits.backlog, reuse_address=True
+    )
     await asyncio.Event().wait()
 
 

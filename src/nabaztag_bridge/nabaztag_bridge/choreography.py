@@ -5,12 +5,13 @@ commands of wait byte + opcode + parameters, and 4 zero bytes. The rabbit
 skips the first wait byte; each later wait counts ticks of 10 ms x tempo since
 the previous command, and the tempo is 0 until a tempo command sets it.
 """
+
 import dataclasses
 
 from legacy_robot_common.errors import MalformedFrame
 
-TICK_SECONDS = 0.010          # one tick is TICK_SECONDS x tempo
-LEDS = 5                      # 0 bottom, 1-3 body, 4 nose
+TICK_SECONDS = 0.010  # one tick is TICK_SECONDS x tempo
+LEDS = 5  # 0 bottom, 1-3 body, 4 nose
 EARS = 2
 
 
@@ -18,31 +19,42 @@ EARS = 2
 class Opcode:
     code: int
     name: str
-    params: tuple             # parameter names, in file order
-    limits: dict = dataclasses.field(default_factory=dict)   # name → highest value
+    params: tuple  # parameter names, in file order
+    limits: dict = dataclasses.field(default_factory=dict)  # name → highest value
 
 
-OPCODES = {op.code: op for op in (
-    Opcode(0x01, 'tempo', ('tempo',)),
-    Opcode(0x07, 'led', ('led', 'red', 'green', 'blue', 'zero1', 'zero2'),
-           {'led': LEDS - 1, 'zero1': 0, 'zero2': 0}),
-    Opcode(0x08, 'ear', ('motor', 'position', 'direction'), {'motor': EARS - 1, 'direction': 1}),
-    Opcode(0x09, 'all_leds', ('red', 'green', 'blue')),
-    Opcode(0x0A, 'led_off', ('led',), {'led': LEDS - 1}),
-    Opcode(0x0E, 'led_palette', ('led', 'slot'), {'led': LEDS - 1, 'slot': 7}),
-    Opcode(0x10, 'random_midi', ()),
-    Opcode(0x11, 'ear_step', ('motor', 'delta'), {'motor': EARS - 1}),
-    Opcode(0x12, 'ifne', ('value', 'offset_high', 'offset_low')),
-    Opcode(0x13, 'attend', ()),
-    Opcode(0x14, 'motor_direction', ('motor', 'direction'), {'motor': EARS - 1, 'direction': 1}),
-)}
+OPCODES = {
+    op.code: op
+    for op in (
+        Opcode(0x01, 'tempo', ('tempo',)),
+        Opcode(
+            0x07,
+            'led',
+            ('led', 'red', 'green', 'blue', 'zero1', 'zero2'),
+            {'led': LEDS - 1, 'zero1': 0, 'zero2': 0},
+        ),
+        Opcode(
+            0x08, 'ear', ('motor', 'position', 'direction'), {'motor': EARS - 1, 'direction': 1}
+        ),
+        Opcode(0x09, 'all_leds', ('red', 'green', 'blue')),
+        Opcode(0x0A, 'led_off', ('led',), {'led': LEDS - 1}),
+        Opcode(0x0E, 'led_palette', ('led', 'slot'), {'led': LEDS - 1, 'slot': 7}),
+        Opcode(0x10, 'random_midi', ()),
+        Opcode(0x11, 'ear_step', ('motor', 'delta'), {'motor': EARS - 1}),
+        Opcode(0x12, 'ifne', ('value', 'offset_high', 'offset_low')),
+        Opcode(0x13, 'attend', ()),
+        Opcode(
+            0x14, 'motor_direction', ('motor', 'direction'), {'motor': EARS - 1, 'direction': 1}
+        ),
+    )
+}
 OPCODE_BY_NAME = {op.name: op for op in OPCODES.values()}
 TEMPO = 0x01
 
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    wait: int                 # ticks after the previous step
+    wait: int  # ticks after the previous step
     opcode: int
     args: tuple = ()
 
@@ -51,14 +63,19 @@ def check_step(step):
     """ValueError naming the problem when the rabbit could not play this step."""
     op = OPCODES.get(step.opcode)
     if op is None:
-        raise ValueError(f'unknown choreography opcode {step.opcode} (known: '
-                         + ', '.join(f'{c} {o.name}' for c, o in OPCODES.items()) + ')')
+        raise ValueError(
+            f'unknown choreography opcode {step.opcode} (known: '
+            + ', '.join(f'{c} {o.name}' for c, o in OPCODES.items())
+            + ')'
+        )
     if not 0 <= step.wait <= 255:
         raise ValueError(f'{op.name}: wait {step.wait} is not 0..255 ticks')
     if len(step.args) != len(op.params):
-        raise ValueError(f'{op.name} takes {len(op.params)} values '
-                         f'({", ".join(op.params) or "none"}), not {len(step.args)}')
-    for name, value in zip(op.params, step.args):
+        raise ValueError(
+            f'{op.name} takes {len(op.params)} values '
+            f'({", ".join(op.params) or "none"}), not {len(step.args)}'
+        )
+    for name, value in zip(op.params, step.args, strict=False):
         highest = op.limits.get(name, 255)
         if not 0 <= value <= highest:
             raise ValueError(f'{op.name}: {name} {value} is not 0..{highest}')
@@ -91,7 +108,7 @@ def parse(data, strict=True):
                 problem = f'unknown opcode {code}' if op is None else f'truncated {op.name}'
                 raise MalformedFrame(f'choreography byte {pos}: {problem}')
             return steps
-        steps.append(Step(wait, code, tuple(data[pos + 2:end])))
+        steps.append(Step(wait, code, tuple(data[pos + 2 : end])))
         pos = end
     if strict and pos != len(data):
         raise MalformedFrame('choreography ends inside a command')
@@ -102,7 +119,7 @@ def timeline(steps):
     """[(seconds from the start, step)] as the rabbit plays them."""
     times, now, tempo = [], 0.0, 0
     for index, step in enumerate(steps):
-        if index:             # the rabbit skips the first wait byte
+        if index:  # the rabbit skips the first wait byte
             now += step.wait * tempo * TICK_SECONDS
         times.append((now, step))
         if step.opcode == TEMPO:

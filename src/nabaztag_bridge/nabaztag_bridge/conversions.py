@@ -6,12 +6,18 @@ from legacy_robot_interfaces.msg import RabbitEvent, RabbitList, RabbitRecording
 from . import choreography as chor
 from . import protocol as p
 
-EVENT_KINDS = {'boot': RabbitEvent.BOOT, 'ping': RabbitEvent.PING, 'click': RabbitEvent.CLICK,
-               'double_click': RabbitEvent.DOUBLE_CLICK,
-               'click_while_playing': RabbitEvent.CLICK_WHILE_PLAYING,
-               'end_of_message': RabbitEvent.END_OF_MESSAGE,
-               'ears_moved': RabbitEvent.EARS_MOVED, 'rfid': RabbitEvent.RFID,
-               'recording': RabbitEvent.RECORDING, 'locate': RabbitEvent.LOCATE}
+EVENT_KINDS = {
+    'boot': RabbitEvent.BOOT,
+    'ping': RabbitEvent.PING,
+    'click': RabbitEvent.CLICK,
+    'double_click': RabbitEvent.DOUBLE_CLICK,
+    'click_while_playing': RabbitEvent.CLICK_WHILE_PLAYING,
+    'end_of_message': RabbitEvent.END_OF_MESSAGE,
+    'ears_moved': RabbitEvent.EARS_MOVED,
+    'rfid': RabbitEvent.RFID,
+    'recording': RabbitEvent.RECORDING,
+    'locate': RabbitEvent.LOCATE,
+}
 
 
 # offset: seconds from the host's time.time() to the node's clock (simulated time), 0 otherwise
@@ -20,8 +26,9 @@ def event_msg(event, frame_id='', offset=0.0):
     kind = EVENT_KINDS.get(event.kind)
     if kind is None:
         return None
-    msg = RabbitEvent(serial=event.serial, kind=kind, rfid=event.rfid,
-                      double_click=event.double_click)
+    msg = RabbitEvent(
+        serial=event.serial, kind=kind, rfid=event.rfid, double_click=event.double_click
+    )
     msg.header.stamp = time_msg(event.time + offset)
     msg.header.frame_id = frame_id
     msg.ear0, msg.ear1 = event.ears if event.ears else (-1, -1)
@@ -31,8 +38,9 @@ def event_msg(event, frame_id='', offset=0.0):
 
 
 def recording_msg(record, frame_id='', offset=0.0):
-    msg = RabbitRecording(serial=record.serial, sample_rate=record.sample_rate,
-                          double_click=record.double_click)
+    msg = RabbitRecording(
+        serial=record.serial, sample_rate=record.sample_rate, double_click=record.double_click
+    )
     msg.header.stamp = time_msg(record.time + offset)
     msg.header.frame_id = frame_id
     msg.wav = uint8_array(record.wav)
@@ -42,11 +50,18 @@ def recording_msg(record, frame_id='', offset=0.0):
 
 def rabbit_state_msg(rabbit):
     """A RabbitView (RabbitRegistry.snapshot) → RabbitState."""
-    return RabbitState(serial=rabbit.serial, bytecode_version=rabbit.bytecode_version,
-                       last_seen=time_msg(rabbit.last_seen), state=rabbit.state,
-                       program_id=format(rabbit.tc, 'x'), ping_interval=rabbit.ping_interval,
-                       plugin=rabbit.plugin, ear0=rabbit.ears[0], ear1=rabbit.ears[1],
-                       queued_packets=rabbit.queued_packets)
+    return RabbitState(
+        serial=rabbit.serial,
+        bytecode_version=rabbit.bytecode_version,
+        last_seen=time_msg(rabbit.last_seen),
+        state=rabbit.state,
+        program_id=format(rabbit.tc, 'x'),
+        ping_interval=rabbit.ping_interval,
+        plugin=rabbit.plugin,
+        ear0=rabbit.ears[0],
+        ear1=rabbit.ears[1],
+        queued_packets=rabbit.queued_packets,
+    )
 
 
 def rabbit_list_msg(rabbits, stamp):
@@ -59,13 +74,18 @@ def steps_from_msgs(tempo, steps):
     """RabbitChoreography request → choreography steps, tempo first (the rabbit's timescale
     is 0 until a tempo command)."""
     return [chor.Step(0, chor.TEMPO, (tempo,))] + [
-        chor.Step(s.wait, s.opcode, tuple(s.args)) for s in steps]
+        chor.Step(s.wait, s.opcode, tuple(s.args)) for s in steps
+    ]
 
 
 def ambient_from_request(request):
     """RabbitAmbient request → protocol.Ambient (ValueError when lengths differ)."""
     if len(request.service_types) != len(request.service_values):
-        raise ValueError(f'{len(request.service_types)} service types but '
-                         f'{len(request.service_values)} values')
-    return p.Ambient(tuple(zip(request.service_types, request.service_values)),
-                     (request.ear0, request.ear1), request.nose_blinks)
+        raise ValueError(
+            f'{len(request.service_types)} service types but {len(request.service_values)} values'
+        )
+    return p.Ambient(
+        tuple(zip(request.service_types, request.service_values, strict=False)),
+        (request.ear0, request.ear1),
+        request.nose_blinks,
+    )

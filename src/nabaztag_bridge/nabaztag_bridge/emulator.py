@@ -9,6 +9,7 @@ state), reports the end of a program at once, and can be told to click,
 double-click, move its ears, show an RFID tag or record (an IMA ADPCM WAV,
 uploaded with up to 3 attempts). Many rabbits run in one process for load tests.
 """
+
 import argparse
 import collections
 import dataclasses
@@ -25,33 +26,33 @@ from . import choreography as chor
 from . import protocol as p
 from . import recording
 
-NET_TIMEOUT = 10.0            # s of silence before the rabbit gives up a request
-RETRY_DELAY = 1.0             # s between boot / locate attempts
-RECORD_DELAY = 4.0            # s after an upload before the next ping
-STREAMING_PING = 60           # s between pings while streaming
+NET_TIMEOUT = 10.0  # s of silence before the rabbit gives up a request
+RETRY_DELAY = 1.0  # s between boot / locate attempts
+RECORD_DELAY = 4.0  # s after an upload before the next ping
+STREAMING_PING = 60  # s between pings while streaming
 MP3_BYTES_PER_SECOND = 16000  # audio length estimate for non-WAV files (128 kbit/s)
-LONG_CLICK = 1.5              # s: a longer press records
-PLAYED_KEPT = 100             # resources remembered per rabbit: a fleet runs for days
+LONG_CLICK = 1.5  # s: a longer press records
+PLAYED_KEPT = 100  # resources remembered per rabbit: a fleet runs for days
 
 
 @dataclasses.dataclass(frozen=True)
 class RabbitOptions:
-    server: str = '127.0.0.1:8080/vl'   # the rabbit's "Violet Platform" setting
+    server: str = '127.0.0.1:8080/vl'  # the rabbit's "Violet Platform" setting
     serial: str = '0019db000001'
     firmware: str = '0.0.0.13'
     bytecode_version: int = 65808
-    boot: bool = True                   # False: skip bc.jsp (bridge without a bytecode)
-    time_scale: float = 1.0             # multiplies playback and record durations
+    boot: bool = True  # False: skip bc.jsp (bridge without a bytecode)
+    time_scale: float = 1.0  # multiplies playback and record durations
     upload_attempts: int = 3
     stream_seconds: float = 5.0
-    net_timeout: float = NET_TIMEOUT    # s of server silence before a request is given up
-    start_delay: float = 0.0            # s before the rabbit is switched on
+    net_timeout: float = NET_TIMEOUT  # s of server silence before a request is given up
+    start_delay: float = 0.0  # s before the rabbit is switched on
 
 
 def split_url(url):
     """'http://host:port/path' or 'host/path' → (host, port, '/path'); port 80 by default."""
     if url.startswith('http://'):
-        url = url[len('http://'):]
+        url = url[len('http://') :]
     location, slash, path = url.partition('/')
     host, _, port = location.partition(':')
     return host, int(port or 80), slash + path
@@ -67,8 +68,10 @@ def rabbit_request(url, body=None, timeout=NET_TIMEOUT, limit=1 << 20):
     without Content-Type on a POST; the reply is read until the server closes, and
     the body is whatever follows the first blank line (the status is not checked)."""
     host, port, path = split_url(url)
-    head = (f'{"POST" if body is not None else "GET"} {path} HTTP/1.0\r\n'
-            f'User-Agent: MTL\r\nPragma: no-cache\r\nIcy-MetaData:1\r\nHost: {host}\r\n')
+    head = (
+        f'{"POST" if body is not None else "GET"} {path} HTTP/1.0\r\n'
+        f'User-Agent: MTL\r\nPragma: no-cache\r\nIcy-MetaData:1\r\nHost: {host}\r\n'
+    )
     if body is not None:
         head += f'Content-length: {len(body)}\r\n'
     with socket.create_connection((host, port), timeout=timeout) as connection:
@@ -87,7 +90,7 @@ class VirtualRabbit:
     def __init__(self, options):
         self.options = options
         self.serial = p.normalize_serial(options.serial)
-        self.last_error = ''        # the last failed request, for the reachability report
+        self.last_error = ''  # the last failed request, for the reachability report
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -104,18 +107,27 @@ class VirtualRabbit:
         self.leds = [(0, 0, 0)] * chor.LEDS
         self.ears = [0, 0]
         self.palette = [(0, 0, 0)] * 8
-        self.playing = None                  # program ID while a program runs
+        self.playing = None  # program ID while a program runs
         self.audio_until = 0.0
         self._streaming = False
         # (command, url, bytes) of the last resources used
         self.played = collections.deque(maxlen=PLAYED_KEPT)
-        self.counters = dict(boots=0, pings=0, bad_packets=0, programs=0, uploads=0,
-                             upload_attempts=0, rfid=0, errors=0)
+        self.counters = dict(
+            boots=0,
+            pings=0,
+            bad_packets=0,
+            programs=0,
+            uploads=0,
+            upload_attempts=0,
+            rfid=0,
+            errors=0,
+        )
 
     # ---- life cycle ---------------------------------------------------------------------
     def start(self):
-        self._thread = threading.Thread(target=self._run, name=f'rabbit-{self.serial}',
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f'rabbit-{self.serial}', daemon=True
+        )
         self._thread.start()
         return self
 
@@ -159,11 +171,19 @@ class VirtualRabbit:
 
     def status(self):
         with self._lock:
-            return dict(serial=self.serial, phase=self.phase, tc=format(self.tc, 'x'),
-                        state=p.state_from_tc(self.tc), playing=self.playing,
-                        ears=tuple(self.ears), leds=tuple(self.leds), ping_delay=self.ping_delay,
-                        services=self.ambient.services, nose_blinks=self.ambient.nose_blinks,
-                        **self.counters)
+            return dict(
+                serial=self.serial,
+                phase=self.phase,
+                tc=format(self.tc, 'x'),
+                state=p.state_from_tc(self.tc),
+                playing=self.playing,
+                ears=tuple(self.ears),
+                leds=tuple(self.leds),
+                ping_delay=self.ping_delay,
+                services=self.ambient.services,
+                nose_blinks=self.ambient.nose_blinks,
+                **self.counters,
+            )
 
     # ---- the rabbit program -------------------------------------------------------------
     def _request(self, url, body=None, limit=1 << 20):
@@ -181,18 +201,22 @@ class VirtualRabbit:
                 self._stop.wait(RETRY_DELAY if self.phase != 'ping' else self.ping_delay)
 
     def _boot(self):
-        mac = ':'.join(self.serial[i:i + 2] for i in range(0, 12, 2))
+        mac = ':'.join(self.serial[i : i + 2] for i in range(0, 12, 2))
         zero = '00:00:00:00:00:00'
-        data = self._request(f'{self.options.server}/bc.jsp?v={self.options.firmware}&m={mac}'
-                              f'&l={zero}&p={zero}&h=4')
-        p.check_bytecode(data)        # the boot code checks only the wrapper
+        data = self._request(
+            f'{self.options.server}/bc.jsp?v={self.options.firmware}&m={mac}&l={zero}&p={zero}&h=4'
+        )
+        p.check_bytecode(data)  # the boot code checks only the wrapper
         with self._lock:
             self.counters['boots'] += 1
             self.phase = 'locate'
 
     def _locate(self):
-        values = p.parse_locate(self._request(
-            f'{self.options.server}/locate.jsp?sn={self.serial}&h=4').decode('latin-1'))
+        values = p.parse_locate(
+            self._request(f'{self.options.server}/locate.jsp?sn={self.serial}&h=4').decode(
+                'latin-1'
+            )
+        )
         with self._lock:
             self.ping_base, self.broad = values['ping'], values['broad']
             self.phase = 'ping'
@@ -204,8 +228,9 @@ class VirtualRabbit:
             return
         with self._lock:
             sent = self.sd
-            url = ping_url(self.ping_base, self.serial, self.options.bytecode_version, sent,
-                           self.tc)
+            url = ping_url(
+                self.ping_base, self.serial, self.options.bytecode_version, sent, self.tc
+            )
         self._wake.clear()
         reply = self._request(url)
         with self._lock:
@@ -221,17 +246,22 @@ class VirtualRabbit:
             if action[0] == 'rfid':
                 with self._lock:
                     self.counters['rfid'] += 1
-                self._apply(self._request(
-                    f'{self.ping_base}/vl/rfid.jsp?sn={self.serial}'
-                    f'&v={self.options.bytecode_version}&h=4&t={action[1]}'))
+                self._apply(
+                    self._request(
+                        f'{self.ping_base}/vl/rfid.jsp?sn={self.serial}'
+                        f'&v={self.options.bytecode_version}&h=4&t={action[1]}'
+                    )
+                )
             elif action[0] == 'record':
                 self._upload(*action[1:])
 
     def _upload(self, seconds, double):
-        self._stop.wait(seconds * self.options.time_scale)   # the button is held
+        self._stop.wait(seconds * self.options.time_scale)  # the button is held
         wav = recording.encode_wav(recording.tone(seconds, 330.0 if double else 440.0))
-        url = (f'{self.ping_base}/vl/record.jsp?sn={self.serial}'
-               f'&v={self.options.bytecode_version}&h=4&m={int(double)}')
+        url = (
+            f'{self.ping_base}/vl/record.jsp?sn={self.serial}'
+            f'&v={self.options.bytecode_version}&h=4&m={int(double)}'
+        )
         for _ in range(self.options.upload_attempts):
             with self._lock:
                 self.counters['upload_attempts'] += 1
@@ -269,7 +299,7 @@ class VirtualRabbit:
                     self._interrupt_program()
                     self.phase = 'boot' if self.options.boot else 'locate'
                 return
-            elif block.type == p.BLOCK_MESSAGE and program is None:   # the first one wins
+            elif block.type == p.BLOCK_MESSAGE and program is None:  # the first one wins
                 program = block.data
         if program is not None:
             self._start_program(program)
@@ -306,8 +336,12 @@ class VirtualRabbit:
             self.counters['programs'] += 1
             self.playing = program.id
             self._player_stop = threading.Event()
-            self._player = threading.Thread(target=self._play, args=(program, self._player_stop),
-                                            name=f'rabbit-{self.serial}-player', daemon=True)
+            self._player = threading.Thread(
+                target=self._play,
+                args=(program, self._player_stop),
+                name=f'rabbit-{self.serial}-player',
+                daemon=True,
+            )
             self._player.start()
 
     def _interrupt_program(self):
@@ -319,7 +353,7 @@ class VirtualRabbit:
     # ---- playing a program --------------------------------------------------------------
     def _play(self, program, stopped):
         resources = {}
-        for key, url in program.commands:      # everything is downloaded before playing
+        for key, url in program.commands:  # everything is downloaded before playing
             if key in p.PRELOADED_COMMANDS and url not in resources:
                 resources[url] = self._download(url, p.PRELOADED_COMMANDS[key])
         for key, value in program.commands:
@@ -341,8 +375,9 @@ class VirtualRabbit:
             elif key == 'CL':
                 colour = int(value)
                 with self._lock:
-                    self.palette[colour >> 24 & 7] = tuple((colour >> s) & 0xFF
-                                                           for s in (16, 8, 0))
+                    self.palette[colour >> 24 & 7] = tuple(
+                        (colour >> s) & 0xFF for s in (16, 8, 0)
+                    )
         self._end_program(program.id, stopped)
 
     def _end_program(self, program_id, stopped):
@@ -351,7 +386,7 @@ class VirtualRabbit:
                 return
             self.playing = None
             self.sd = p.SD_VALUES['end_of_message']
-        self._wake.set()                        # the end is reported at once
+        self._wake.set()  # the end is reported at once
 
     def _download(self, url, cap):
         try:
@@ -401,8 +436,10 @@ class VirtualRabbit:
         with self._lock:
             self._streaming = key == 'ST'
         try:
-            data = self._request(p.resolve_url(url, self.broad),
-                                 limit=int(self.options.stream_seconds * MP3_BYTES_PER_SECOND))
+            data = self._request(
+                p.resolve_url(url, self.broad),
+                limit=int(self.options.stream_seconds * MP3_BYTES_PER_SECOND),
+            )
         except OSError:
             data = b''
         self._note_played(key, url, data)
@@ -413,7 +450,7 @@ class VirtualRabbit:
 
 
 PHASE_REQUESTS = {'boot': 'bc.jsp', 'locate': 'locate.jsp', 'ping': 'p4.jsp'}
-UNREACHABLE_REPORT_PERIOD = 30.0     # s between "cannot reach" lines while it lasts
+UNREACHABLE_REPORT_PERIOD = 30.0  # s between "cannot reach" lines while it lasts
 
 
 class ReachabilityReport:
@@ -446,8 +483,10 @@ class ReachabilityReport:
                     self._failing_since = self._failing_since or now
                     last_said = now
                     detail = next((r.last_error for r in rabbits if r.last_error), '')
-                    self._write(f'nabaztag_emulator: cannot reach the server {self._server} '
-                                f'({detail}); {now_errors} failed requests so far, retrying')
+                    self._write(
+                        f'nabaztag_emulator: cannot reach the server {self._server} '
+                        f'({detail}); {now_errors} failed requests so far, retrying'
+                    )
             errors, successes = now_errors, now_successes
 
 
@@ -459,8 +498,10 @@ def server_setting(text):
     setting = text.removeprefix('http://')
     host, slash, path = setting.partition('/')
     if not host or not slash or not path.strip('/'):
-        raise ValueError(f'--server {text}: give host[:port]/path, the rabbit\'s "Violet '
-                         'Platform" setting, e.g. 127.0.0.1:8080/vl (the bridge serves /vl)')
+        raise ValueError(
+            f'--server {text}: give host[:port]/path, the rabbit\'s "Violet '
+            'Platform" setting, e.g. 127.0.0.1:8080/vl (the bridge serves /vl)'
+        )
     return setting.rstrip('/')
 
 
@@ -472,12 +513,18 @@ class RabbitEmulator:
         that their pings do not all arrive in the same instant (real rabbits boot at
         different times)."""
         first = int(p.normalize_serial(options.serial), 16)
-        self.rabbits = [VirtualRabbit(dataclasses.replace(
-            options, serial=format(first + i, '012x'), start_delay=spread * i / count))
-            for i in range(count)]
+        self.rabbits = [
+            VirtualRabbit(
+                dataclasses.replace(
+                    options, serial=format(first + i, '012x'), start_delay=spread * i / count
+                )
+            )
+            for i in range(count)
+        ]
         self.scenario = Scenario(self.rabbits[0]) if scenario else None
-        self.description = (f'{count} rabbit(s) from {self.rabbits[0].serial} calling '
-                            f'{options.server}')
+        self.description = (
+            f'{count} rabbit(s) from {self.rabbits[0].serial} calling {options.server}'
+        )
 
     def start(self):
         for rabbit in self.rabbits:
@@ -493,7 +540,7 @@ class RabbitEmulator:
     def stop(self):
         if self.scenario:
             self.scenario.stop()
-        for rabbit in self.rabbits:     # all at once, then wait for each
+        for rabbit in self.rabbits:  # all at once, then wait for each
             rabbit.request_stop()
         for rabbit in self.rabbits:
             rabbit.stop()
@@ -502,9 +549,14 @@ class RabbitEmulator:
 class Scenario:
     """A rabbit with someone next to it: every period it is clicked, has an ear turned,
     is shown a tag and records a short message."""
+
     PERIOD = 14.0
-    ACTIONS = ((2.0, 'move_ears', (5, 12)), (4.0, 'click', ()),
-               (8.0, 'show_tag', ('d0021a0352d64cec',)), (11.0, 'record', (1.5,)))
+    ACTIONS = (
+        (2.0, 'move_ears', (5, 12)),
+        (4.0, 'click', ()),
+        (8.0, 'show_tag', ('d0021a0352d64cec',)),
+        (11.0, 'record', (1.5,)),
+    )
 
     def __init__(self, rabbit):
         self.rabbit = rabbit
@@ -529,8 +581,10 @@ class Scenario:
 
 
 # ---- command line ----------------------------------------------------------------------
-CONSOLE_HELP = ('commands: click [n] | double-click [n] | ears <e0> <e1> [n] | rfid <16 hex> [n] '
-                '| record [seconds] [n] | status [n] | help   (n = rabbit index, default 0)')
+CONSOLE_HELP = (
+    'commands: click [n] | double-click [n] | ears <e0> <e1> [n] | rfid <16 hex> [n] '
+    '| record [seconds] [n] | status [n] | help   (n = rabbit index, default 0)'
+)
 
 
 def console(emulator, lines=sys.stdin, out=sys.stdout):
@@ -569,26 +623,45 @@ def run_console_command(emulator, words):
 
 def build_parser():
     parser = argparse.ArgumentParser(
-        prog='nabaztag_emulator', description='Emulated ping-era Nabaztag/tag rabbits that call '
-        'a bridge (or any ping-era server).')
-    parser.add_argument('--server', default='127.0.0.1:8080/vl',
-                        help='the rabbits\' "Violet Platform" setting: host[:port]/path '
-                        '(default %(default)s)')
+        prog='nabaztag_emulator',
+        description='Emulated ping-era Nabaztag/tag rabbits that call '
+        'a bridge (or any ping-era server).',
+    )
+    parser.add_argument(
+        '--server',
+        default='127.0.0.1:8080/vl',
+        help='the rabbits\' "Violet Platform" setting: host[:port]/path (default %(default)s)',
+    )
     parser.add_argument('--rabbits', type=int, default=1, help='how many rabbits (default 1)')
-    parser.add_argument('--serial', default='0019db000001',
-                        help='serial (MAC) of the first rabbit; the others count up')
-    parser.add_argument('--spread', type=float, default=1.0,
-                        help='switch the rabbits on one after another over this many seconds '
-                        '(default 1)')
-    parser.add_argument('--no-boot', action='store_true',
-                        help='skip bc.jsp (for a bridge without a bytecode file)')
-    parser.add_argument('--time-scale', type=float, default=1.0,
-                        help='multiply playback and recording durations (default 1)')
-    parser.add_argument('--scenario', action='store_true',
-                        help='the first rabbit clicks, turns an ear, sees a tag and records, '
-                        f'every {Scenario.PERIOD:.0f} s')
-    parser.add_argument('--console', action='store_true',
-                        help='read commands from standard input: ' + CONSOLE_HELP)
+    parser.add_argument(
+        '--serial',
+        default='0019db000001',
+        help='serial (MAC) of the first rabbit; the others count up',
+    )
+    parser.add_argument(
+        '--spread',
+        type=float,
+        default=1.0,
+        help='switch the rabbits on one after another over this many seconds (default 1)',
+    )
+    parser.add_argument(
+        '--no-boot', action='store_true', help='skip bc.jsp (for a bridge without a bytecode file)'
+    )
+    parser.add_argument(
+        '--time-scale',
+        type=float,
+        default=1.0,
+        help='multiply playback and recording durations (default 1)',
+    )
+    parser.add_argument(
+        '--scenario',
+        action='store_true',
+        help='the first rabbit clicks, turns an ear, sees a tag and records, '
+        f'every {Scenario.PERIOD:.0f} s',
+    )
+    parser.add_argument(
+        '--console', action='store_true', help='read commands from standard input: ' + CONSOLE_HELP
+    )
     return parser
 
 
@@ -605,10 +678,17 @@ def main(argv=None):
         return 2
 
     def make():
-        emulator = RabbitEmulator(RabbitOptions(server=server, serial=args.serial,
-                                                boot=not args.no_boot,
-                                                time_scale=args.time_scale),
-                                  args.rabbits, args.scenario, args.spread)
+        emulator = RabbitEmulator(
+            RabbitOptions(
+                server=server,
+                serial=args.serial,
+                boot=not args.no_boot,
+                time_scale=args.time_scale,
+            ),
+            args.rabbits,
+            args.scenario,
+            args.spread,
+        )
         if args.console:
             threading.Thread(target=console, args=(emulator,), daemon=True).start()
         ReachabilityReport(emulator, server, lambda line: print(line, flush=True)).start()

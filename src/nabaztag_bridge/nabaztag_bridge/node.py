@@ -5,6 +5,7 @@
 
 Topic, service and parameter tables: README.md ("Nabaztag bridge").
 """
+
 import dataclasses
 import pathlib
 import sys
@@ -15,19 +16,25 @@ from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.errors import MalformedFrame
 from legacy_robot_common.params import ParameterError, declare
 from legacy_robot_interfaces.msg import RabbitEvent, RabbitList, RabbitRecording
-from legacy_robot_interfaces.srv import (RabbitAmbient, RabbitChoreography, RabbitEars,
-                                         RabbitProgram, RabbitRawPacket, RabbitSetting,
-                                         RabbitSound)
+from legacy_robot_interfaces.srv import (
+    RabbitAmbient,
+    RabbitChoreography,
+    RabbitEars,
+    RabbitProgram,
+    RabbitRawPacket,
+    RabbitSetting,
+    RabbitSound,
+)
 
 from . import choreography as chor
 from . import conversions as convert
 from . import protocol as p
 from .rabbits import PLUGINS, RabbitRegistry, UnknownRabbit, is_online
-from .server import BridgeServer, RabbitEvent as EventRecord, RabbitsChanged, Recording, Settings
+from .server import BridgeServer, RabbitsChanged, Recording, Settings
+from .server import RabbitEvent as EventRecord
 
-
-GIL_SWITCH_INTERVAL = 0.0005   # s; Python's default is 0.005
-RABBIT_LIST_MIN_GAP = 0.2     # s between rabbit lists sent because a rabbit registered
+GIL_SWITCH_INTERVAL = 0.0005  # s; Python's default is 0.005
+RABBIT_LIST_MIN_GAP = 0.2  # s between rabbit lists sent because a rabbit registered
 
 
 class NabaztagBridge(DriverNode):
@@ -42,11 +49,12 @@ class NabaztagBridge(DriverNode):
         self.event_pub = self.publisher(RabbitEvent, 'events', 50)
         self.recording_pub = self.publisher(RabbitRecording, 'recordings', 5)
         self.rabbits_pub = self.publisher(RabbitList, 'rabbits', LATCHED)
-        self._bad_before = 0               # bad requests at the last diagnostics report
-        self._rabbits_published = -RABBIT_LIST_MIN_GAP   # time.monotonic() of the last list
+        self._bad_before = 0  # bad requests at the last diagnostics report
+        self._rabbits_published = -RABBIT_LIST_MIN_GAP  # time.monotonic() of the last list
         self._create_services()
-        self.create_timer(self.rabbits_period, self._publish_rabbits,
-                          callback_group=self.callback_group)
+        self.create_timer(
+            self.rabbits_period, self._publish_rabbits, callback_group=self.callback_group
+        )
         self.settings = settings
         self.begin()
 
@@ -56,45 +64,96 @@ class NabaztagBridge(DriverNode):
         try:
             super().start_links()
         except OSError as exc:
-            raise ParameterError(f'nabaztag_bridge: cannot listen on {settings.host}:'
-                                 f'{settings.port}: {exc.strerror or exc}') from None
-        self.get_logger().info(f'rabbits call {self.bridge.base_url}{settings.path_prefix}/ '
-                               f'(set the rabbit\'s server to {self.bridge.locate_ping}'
-                               f'{settings.path_prefix}); locate answers ping '
-                               f'{self.bridge.locate_ping}, broad {self.bridge.locate_broad}')
+            raise ParameterError(
+                f'nabaztag_bridge: cannot listen on {settings.host}:'
+                f'{settings.port}: {exc.strerror or exc}'
+            ) from None
+        self.get_logger().info(
+            f'rabbits call {self.bridge.base_url}{settings.path_prefix}/ '
+            f"(set the rabbit's server to {self.bridge.locate_ping}"
+            f'{settings.path_prefix}); locate answers ping '
+            f'{self.bridge.locate_ping}, broad {self.bridge.locate_broad}'
+        )
 
     # ---- parameters -------------------------------------------------------------------
     def _declare_parameters(self):
         d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
         host = d('host', '0.0.0.0', 'address the HTTP server binds to', read_only=True)
-        port = d('port', 8080, 'HTTP port the rabbits call (0 = any free port)', minimum=0,
-                 maximum=65535, read_only=True)
-        advertised = d('advertised_host', '', 'address rabbits reach this machine at ("" = '
-                       'host, or the default route\'s address when host is 0.0.0.0)',
-                       read_only=True)
-        ping = d('locate_ping', '', 'locate reply "ping" value, host[:port] ("" = advertised '
-                 'host and port)', read_only=True)
-        broad = d('locate_broad', '', 'locate reply "broad" value ("" = advertised host:port'
-                  '/broadcast)', read_only=True)
+        port = d(
+            'port',
+            8080,
+            'HTTP port the rabbits call (0 = any free port)',
+            minimum=0,
+            maximum=65535,
+            read_only=True,
+        )
+        advertised = d(
+            'advertised_host',
+            '',
+            'address rabbits reach this machine at ("" = '
+            "host, or the default route's address when host is 0.0.0.0)",
+            read_only=True,
+        )
+        ping = d(
+            'locate_ping',
+            '',
+            'locate reply "ping" value, host[:port] ("" = advertised host and port)',
+            read_only=True,
+        )
+        broad = d(
+            'locate_broad',
+            '',
+            'locate reply "broad" value ("" = advertised host:port/broadcast)',
+            read_only=True,
+        )
         prefix = d('path_prefix', '/vl', 'URL folder of the rabbit requests', read_only=True)
-        extension = d('path_extension', '.jsp', 'extension of the rabbit requests (a patched '
-                      'bytecode may use .php)', read_only=True)
-        media_root = d('media_root', '', 'folder served under /local/ and /broadcast/ ("" = '
-                       'none)', read_only=True)
-        self.max_rabbit_statuses = d('diagnostics_max_rabbits', 100, 'rabbits with a '
-                                     'diagnostics status of their own (the most recently seen)',
-                                     minimum=0, maximum=100000, read_only=True)
-        self.rabbits_period = d('rabbits_period', 1.0, 's between rabbit list messages',
-                                minimum=0.1, maximum=60.0, read_only=True)
-        self.frame_id = self.frames.prefixed(d('frame_id', '', 'header frame_id of events and '
-                                               'recordings', read_only=True))
-        allowed = d('allowed_serials', '', 'comma-separated serials allowed to register ("" = '
-                    'any rabbit)', read_only=True)
-        for name, value in (('path_prefix', prefix), ('locate_ping', ping),
-                            ('locate_broad', broad)):
+        extension = d(
+            'path_extension',
+            '.jsp',
+            'extension of the rabbit requests (a patched bytecode may use .php)',
+            read_only=True,
+        )
+        media_root = d(
+            'media_root',
+            '',
+            'folder served under /local/ and /broadcast/ ("" = none)',
+            read_only=True,
+        )
+        self.max_rabbit_statuses = d(
+            'diagnostics_max_rabbits',
+            100,
+            'rabbits with a diagnostics status of their own (the most recently seen)',
+            minimum=0,
+            maximum=100000,
+            read_only=True,
+        )
+        self.rabbits_period = d(
+            'rabbits_period',
+            1.0,
+            's between rabbit list messages',
+            minimum=0.1,
+            maximum=60.0,
+            read_only=True,
+        )
+        self.frame_id = self.frames.prefixed(
+            d('frame_id', '', 'header frame_id of events and recordings', read_only=True)
+        )
+        allowed = d(
+            'allowed_serials',
+            '',
+            'comma-separated serials allowed to register ("" = any rabbit)',
+            read_only=True,
+        )
+        for name, value in (
+            ('path_prefix', prefix),
+            ('locate_ping', ping),
+            ('locate_broad', broad),
+        ):
             if value.endswith((':', '/')):
-                raise ParameterError(f'nabaztag_bridge: parameter {name!r} is {value!r}; the '
-                                     'rabbit uses it verbatim, so it must not end in ":" or "/"')
+                raise ParameterError(
+                    f'nabaztag_bridge: parameter {name!r} is {value!r}; the '
+                    'rabbit uses it verbatim, so it must not end in ":" or "/"'
+                )
         if media_root and not pathlib.Path(media_root).is_dir():
             raise ParameterError(f'nabaztag_bridge: media_root {media_root!r} is not a folder')
         try:
@@ -102,66 +161,118 @@ class NabaztagBridge(DriverNode):
         except MalformedFrame as exc:
             raise ParameterError(f'nabaztag_bridge: allowed_serials: {exc}') from None
         settings = Settings(
-            host=host, port=port, advertised_host=advertised, locate_ping=ping,
-            locate_broad=broad, path_prefix=prefix, path_extension=extension,
-            bytecode=self._bytecode(d('bytecode_file', '', 'ping-era bytecode served at bc.jsp '
-                                      '(amber...Mind; not shipped: Violet copyright)',
-                                      read_only=True)),
+            host=host,
+            port=port,
+            advertised_host=advertised,
+            locate_ping=ping,
+            locate_broad=broad,
+            path_prefix=prefix,
+            path_extension=extension,
+            bytecode=self._bytecode(
+                d(
+                    'bytecode_file',
+                    '',
+                    'ping-era bytecode served at bc.jsp '
+                    '(amber...Mind; not shipped: Violet copyright)',
+                    read_only=True,
+                )
+            ),
             media_root=pathlib.Path(media_root) if media_root else None,
-            xml_api=d('xml_api', True, 'serve the seed\'s XML API under /xml/', read_only=True),
-            xml_token=d('xml_token', '', 'token the XML API requires ("" = none)',
-                        read_only=True),
-            max_body_bytes=d('max_body_bytes', 65536, 'largest POST body accepted, bytes (8 s '
-                             'of rabbit ADPCM is about 33 kB)', minimum=1024,
-                             maximum=16 * 1024 * 1024, read_only=True),
-            client_timeout=d('client_timeout', 10.0, 's of client silence before the '
-                             'connection is dropped', minimum=0.1, maximum=300.0,
-                             read_only=True),
-            publish_pings=d('publish_pings', False, 'publish every plain ping as an event',
-                            read_only=True))
+            xml_api=d('xml_api', True, "serve the seed's XML API under /xml/", read_only=True),
+            xml_token=d('xml_token', '', 'token the XML API requires ("" = none)', read_only=True),
+            max_body_bytes=d(
+                'max_body_bytes',
+                65536,
+                'largest POST body accepted, bytes (8 s of rabbit ADPCM is about 33 kB)',
+                minimum=1024,
+                maximum=16 * 1024 * 1024,
+                read_only=True,
+            ),
+            client_timeout=d(
+                'client_timeout',
+                10.0,
+                's of client silence before the connection is dropped',
+                minimum=0.1,
+                maximum=300.0,
+                read_only=True,
+            ),
+            publish_pings=d(
+                'publish_pings', False, 'publish every plain ping as an event', read_only=True
+            ),
+        )
         registry = RabbitRegistry(
-            ping_interval=d('ping_interval', 20, 's between pings the bridge asks for',
-                            minimum=1, maximum=255, read_only=True),
-            plugin=d('plugin', 'none', 'behaviour of new rabbits: none (ROS decides) or echo '
-                     '(a recording is played back)', choices=PLUGINS, read_only=True),
+            ping_interval=d(
+                'ping_interval',
+                20,
+                's between pings the bridge asks for',
+                minimum=1,
+                maximum=255,
+                read_only=True,
+            ),
+            plugin=d(
+                'plugin',
+                'none',
+                'behaviour of new rabbits: none (ROS decides) or echo '
+                '(a recording is played back)',
+                choices=PLUGINS,
+                read_only=True,
+            ),
             allowed=allowed_serials,
-            message_first_byte=d('message_first_byte', 0, 'clear first byte of message blocks '
-                                 '(Violet 0, jNab 1)', minimum=0, maximum=255, read_only=True),
-            trailing_newline=d('trailing_newline', False, 'send 0A after the FF of a packet',
-                               read_only=True),
-            wake_after_boot=d('wake_after_boot', True, 'answer the first ping after boot with '
-                              'the wake-up program', read_only=True))
+            message_first_byte=d(
+                'message_first_byte',
+                0,
+                'clear first byte of message blocks (Violet 0, jNab 1)',
+                minimum=0,
+                maximum=255,
+                read_only=True,
+            ),
+            trailing_newline=d(
+                'trailing_newline', False, 'send 0A after the FF of a packet', read_only=True
+            ),
+            wake_after_boot=d(
+                'wake_after_boot',
+                True,
+                'answer the first ping after boot with the wake-up program',
+                read_only=True,
+            ),
+        )
         return settings, registry
 
     def _bytecode(self, path):
         if not path:
             self.get_logger().warning(
                 'no bytecode_file: rabbits that reboot cannot start from this bridge (bc.jsp '
-                'answers 404); running rabbits and emulators with --no-boot are served')
+                'answers 404); running rabbits and emulators with --no-boot are served'
+            )
             return None
         try:
             data = pathlib.Path(path).read_bytes()
             p.check_bytecode(data)
         except (OSError, MalformedFrame) as exc:
-            raise ParameterError(f'nabaztag_bridge: bytecode_file {path!r}: {exc}. It must be '
-                                 'a ping-era Nabaztag/tag bytecode (amber + 8 hex digits ... '
-                                 'Mind); see README "Nabaztag bridge"') from None
+            raise ParameterError(
+                f'nabaztag_bridge: bytecode_file {path!r}: {exc}. It must be '
+                'a ping-era Nabaztag/tag bytecode (amber + 8 hex digits ... '
+                'Mind); see README "Nabaztag bridge"'
+            ) from None
         if p.PING_BYTECODE_MARK not in data:
-            self.get_logger().warning(f'bytecode_file {path!r} does not mention /vl/p4.jsp: an '
-                                      'XMPP-era bytecode will not talk to this bridge')
+            self.get_logger().warning(
+                f'bytecode_file {path!r} does not mention /vl/p4.jsp: an '
+                'XMPP-era bytecode will not talk to this bridge'
+            )
         return data
 
     # ---- services ---------------------------------------------------------------------
     def _create_services(self):
         group = self.callback_group
         for kind, name, handler in (
-                (RabbitProgram, 'send_program', self._send_program),
-                (RabbitSound, 'play_sound', self._play_sound),
-                (RabbitEars, 'set_ears', self._set_ears),
-                (RabbitChoreography, 'play_choreography', self._play_choreography),
-                (RabbitAmbient, 'set_ambient', self._set_ambient),
-                (RabbitSetting, 'rabbit_setting', self._setting),
-                (RabbitRawPacket, 'send_raw_packet', self._raw_packet)):
+            (RabbitProgram, 'send_program', self._send_program),
+            (RabbitSound, 'play_sound', self._play_sound),
+            (RabbitEars, 'set_ears', self._set_ears),
+            (RabbitChoreography, 'play_choreography', self._play_choreography),
+            (RabbitAmbient, 'set_ambient', self._set_ambient),
+            (RabbitSetting, 'rabbit_setting', self._setting),
+            (RabbitRawPacket, 'send_raw_packet', self._raw_packet),
+        ):
             self.create_service(kind, name, _answering(handler), callback_group=group)
 
     def _send_program(self, request):
@@ -189,15 +300,16 @@ class NabaztagBridge(DriverNode):
         if request.tempo == 0:
             raise ValueError('tempo 0 would play every step at once (a tick is 10 ms x tempo)')
         rabbits = self.registry.select(request.serial)
-        url = self.bridge.add_choreography(chor.build(
-            convert.steps_from_msgs(request.tempo, request.steps)))
+        url = self.bridge.add_choreography(
+            chor.build(convert.steps_from_msgs(request.tempo, request.steps))
+        )
         program_id = self.registry.queue_program(rabbits, [('CH', url)])
         return f'program {program_id} plays {url}'
 
     def _set_ambient(self, request):
         ambient = convert.ambient_from_request(request)
         p.check_ears(ambient.ears)
-        p.ambient_block(ambient)                  # checks slots and blinks
+        p.ambient_block(ambient)  # checks slots and blinks
         rabbits = self.registry.select(request.serial)
         self.registry.update(rabbits, ambient=ambient)
         return f'ambient set on {len(rabbits)} rabbit(s)'
@@ -206,7 +318,7 @@ class NabaztagBridge(DriverNode):
         rabbits = self.registry.select(request.serial)
         name = request.name
         if name == 'ping_interval':
-            p.ping_interval_block(request.value)      # checks 1..255
+            p.ping_interval_block(request.value)  # checks 1..255
             self.registry.update(rabbits, ping_interval=request.value)
         elif name == 'plugin':
             self.registry.update(rabbits, plugin=request.text)
@@ -215,8 +327,9 @@ class NabaztagBridge(DriverNode):
         elif name == 'reboot':
             self.registry.queue_blocks(rabbits, [p.reboot_block()])
         else:
-            raise ValueError(f'unknown setting {name!r} (ping_interval, plugin, sleep, wake, '
-                             'reboot)')
+            raise ValueError(
+                f'unknown setting {name!r} (ping_interval, plugin, sleep, wake, reboot)'
+            )
         return f'{name} for {len(rabbits)} rabbit(s)'
 
     def _raw_packet(self, request):
@@ -228,11 +341,12 @@ class NabaztagBridge(DriverNode):
     def handle_record(self, record):
         if isinstance(record, EventRecord):
             msg = convert.event_msg(record, self.frame_id, self.clock_offset())
-            if msg is not None:        # unknown sd values: counted and logged by the server
+            if msg is not None:  # unknown sd values: counted and logged by the server
                 self.event_pub.publish(msg)
         elif isinstance(record, Recording):
-            self.recording_pub.publish(convert.recording_msg(record, self.frame_id,
-                                                             self.clock_offset()))
+            self.recording_pub.publish(
+                convert.recording_msg(record, self.frame_id, self.clock_offset())
+            )
         elif isinstance(record, RabbitsChanged):
             # a new rabbit is listed at once, unless a list just went out: then the timer's
             # next list has it (thousands of rabbits registering must not mean thousands of
@@ -242,14 +356,17 @@ class NabaztagBridge(DriverNode):
 
     def _publish_rabbits(self):
         self._rabbits_published = time.monotonic()
-        self.rabbits_pub.publish(convert.rabbit_list_msg(
-            self.registry.snapshot(), self.get_clock().now().to_msg()))
+        self.rabbits_pub.publish(
+            convert.rabbit_list_msg(self.registry.snapshot(), self.get_clock().now().to_msg())
+        )
 
     def _server_status(self):
         counters = dataclasses.asdict(self.bridge.counters)
         known, online = self.registry.counts()
-        values = dict(counters, **{'url': f'{self.bridge.base_url}', 'rabbits known': known,
-                                   'rabbits online': online})
+        values = dict(
+            counters,
+            **{'url': f'{self.bridge.base_url}', 'rabbits known': known, 'rabbits online': online},
+        )
         if not self.bridge.connected:
             return ERROR, 'not listening', values
         bad_before, self._bad_before = self._bad_before, counters['bad_requests']
@@ -257,22 +374,27 @@ class NabaztagBridge(DriverNode):
             return WARN, f'listening; bad requests: {counters["last_error"]}', values
         return OK, f'listening; {online} of {known} rabbits online', values
 
-
     def _rabbit_statuses(self):
         """One status per rabbit (a diagnostic_aggregator groups them by name), the most
         recently seen first, at most diagnostics_max_rabbits."""
         now = time.time()
         rabbits = sorted(self.registry.snapshot(), key=lambda r: r.last_seen, reverse=True)
-        return [_rabbit_status(rabbit, now) for rabbit in rabbits[:self.max_rabbit_statuses]]
+        return [_rabbit_status(rabbit, now) for rabbit in rabbits[: self.max_rabbit_statuses]]
 
 
 def _rabbit_status(rabbit, now):
     """A RabbitView → (name, hardware_id, level, message, values) for the diagnostics."""
     ago = now - rabbit.last_seen
-    values = {'serial': rabbit.serial, 'state': rabbit.state, 'last seen s ago': ago,
-              'ping interval s': rabbit.ping_interval, 'bytecode version': rabbit.bytecode_version,
-              'plugin': rabbit.plugin, 'ears': list(rabbit.ears),
-              'queued packets': rabbit.queued_packets}
+    values = {
+        'serial': rabbit.serial,
+        'state': rabbit.state,
+        'last seen s ago': ago,
+        'ping interval s': rabbit.ping_interval,
+        'bytecode version': rabbit.bytecode_version,
+        'plugin': rabbit.plugin,
+        'ears': list(rabbit.ears),
+        'queued packets': rabbit.queued_packets,
+    }
     if is_online(rabbit.last_seen, rabbit.ping_interval, now):
         level, message = OK, f'online, {rabbit.state}'
     else:
@@ -282,6 +404,7 @@ def _rabbit_status(rabbit, now):
 
 def _answering(handler):
     """A service callback: handler(request) → message; user errors → success False."""
+
     def callback(request, response):
         try:
             response.message = handler(request)
@@ -289,6 +412,7 @@ def _answering(handler):
         except (ValueError, UnknownRabbit) as exc:
             response.success, response.message = False, str(exc)
         return response
+
     return callback
 
 

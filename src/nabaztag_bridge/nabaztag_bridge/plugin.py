@@ -6,6 +6,7 @@ shown a tag and records. The demo answers a click with a choreography and a tag
 with a sound from the media root; the echo plugin plays the recording back. The
 event log and the recording (WAV) go to demo-output/nabaztag/.
 """
+
 import pathlib
 import tempfile
 
@@ -21,17 +22,31 @@ from .emulator import RabbitEmulator, RabbitOptions
 from .node import NabaztagBridge
 from .replay import NabaztagReplay
 
-KIND_NAMES = {getattr(RabbitEvent, name): name.lower() for name in (
-    'BOOT', 'PING', 'CLICK', 'DOUBLE_CLICK', 'CLICK_WHILE_PLAYING', 'END_OF_MESSAGE',
-    'EARS_MOVED', 'RFID', 'RECORDING', 'LOCATE')}
+KIND_NAMES = {
+    getattr(RabbitEvent, name): name.lower()
+    for name in (
+        'BOOT',
+        'PING',
+        'CLICK',
+        'DOUBLE_CLICK',
+        'CLICK_WHILE_PLAYING',
+        'END_OF_MESSAGE',
+        'EARS_MOVED',
+        'RFID',
+        'RECORDING',
+        'LOCATE',
+    )
+}
 SIM_PORT = 8080
 DEMO_SOUND = 'hello.wav'
 # one second of silence as MPEG-1 Layer III (the rabbit's format): 38 frames of 128 kbit/s at
 # 44.1 kHz, each a 4-byte header and 413 zero bytes (no side information: silence)
 SILENT_MP3 = (b'\xff\xfb\x90\x00' + bytes(413)) * 38
 # Emulator-only: a real rabbit's boot code would accept this wrapper and then fail to run it.
-STAND_IN_BYTECODE = p.wrap_bytecode(b'legacy_robots emulator stand-in, not a Nabaztag program; '
-                                    b'for emulated rabbits only /vl/p4.jsp?sn=')
+STAND_IN_BYTECODE = p.wrap_bytecode(
+    b'legacy_robots emulator stand-in, not a Nabaztag program; '
+    b'for emulated rabbits only /vl/p4.jsp?sn='
+)
 
 
 def describe(msg):
@@ -53,13 +68,19 @@ class DemoEmulator:
         (folder / 'bytecode.bin').write_bytes(STAND_IN_BYTECODE)
         (folder / 'media').mkdir()
         (folder / 'media' / DEMO_SOUND).write_bytes(recording.encode_wav(recording.tone(1.0)))
-        (folder / 'media' / 'hello.mp3').write_bytes(SILENT_MP3)   # the README's example
+        (folder / 'media' / 'hello.mp3').write_bytes(SILENT_MP3)  # the README's example
         port = free_port()
-        self.parameters = {'host': '127.0.0.1', 'port': port, 'ping_interval': 1,
-                           'plugin': 'echo', 'bytecode_file': str(folder / 'bytecode.bin'),
-                           'media_root': str(folder / 'media')}
-        self.emulator = RabbitEmulator(RabbitOptions(server=f'127.0.0.1:{port}/vl'),
-                                       scenario=True).start()
+        self.parameters = {
+            'host': '127.0.0.1',
+            'port': port,
+            'ping_interval': 1,
+            'plugin': 'echo',
+            'bytecode_file': str(folder / 'bytecode.bin'),
+            'media_root': str(folder / 'media'),
+        }
+        self.emulator = RabbitEmulator(
+            RabbitOptions(server=f'127.0.0.1:{port}/vl'), scenario=True
+        ).start()
         self.description = self.emulator.description
 
     def stop(self):
@@ -69,11 +90,14 @@ class DemoEmulator:
 
 class RabbitKeeper(DemoScript):
     """Answers clicks with a choreography and tags with a sound; keeps the event log."""
-    STEPS = [ChoreographyStep(wait=0, opcode=ChoreographyStep.ALL_LEDS, args=[0, 80, 255]),
-             ChoreographyStep(wait=20, opcode=ChoreographyStep.EAR, args=[0, 4, 0]),
-             ChoreographyStep(wait=0, opcode=ChoreographyStep.EAR, args=[1, 4, 1]),
-             ChoreographyStep(wait=20, opcode=ChoreographyStep.LED, args=[4, 255, 0, 80, 0, 0]),
-             ChoreographyStep(wait=20, opcode=ChoreographyStep.LED_OFF, args=[4])]
+
+    STEPS = [
+        ChoreographyStep(wait=0, opcode=ChoreographyStep.ALL_LEDS, args=[0, 80, 255]),
+        ChoreographyStep(wait=20, opcode=ChoreographyStep.EAR, args=[0, 4, 0]),
+        ChoreographyStep(wait=0, opcode=ChoreographyStep.EAR, args=[1, 4, 1]),
+        ChoreographyStep(wait=20, opcode=ChoreographyStep.LED, args=[4, 255, 0, 80, 0, 0]),
+        ChoreographyStep(wait=20, opcode=ChoreographyStep.LED_OFF, args=[4]),
+    ]
 
     def __init__(self):
         super().__init__()
@@ -82,19 +106,25 @@ class RabbitKeeper(DemoScript):
         self.pending = []
 
     def setup(self, node, namespace):
-        self.choreography = node.create_client(RabbitChoreography,
-                                               f'{namespace}/play_choreography')
+        self.choreography = node.create_client(
+            RabbitChoreography, f'{namespace}/play_choreography'
+        )
         self.sound = node.create_client(RabbitSound, f'{namespace}/play_sound')
 
     def on_message(self, topic, msg):
         if topic == 'events':
             self.log.append(describe(msg))
             if msg.kind == RabbitEvent.CLICK:
-                self.pending.append((self.choreography, RabbitChoreography.Request(
-                    serial=msg.serial, tempo=5, steps=self.STEPS)))
+                self.pending.append(
+                    (
+                        self.choreography,
+                        RabbitChoreography.Request(serial=msg.serial, tempo=5, steps=self.STEPS),
+                    )
+                )
             elif msg.kind == RabbitEvent.RFID:
-                self.pending.append((self.sound, RabbitSound.Request(
-                    serial=msg.serial, media_file=DEMO_SOUND)))
+                self.pending.append(
+                    (self.sound, RabbitSound.Request(serial=msg.serial, media_file=DEMO_SOUND))
+                )
         elif topic == 'recordings':
             self.recording = msg
 
@@ -106,14 +136,23 @@ class RabbitKeeper(DemoScript):
     def write_artifacts(self, folder):
         paths = [save_lines(folder / 'events.txt', self.log)]
         if self.recording is not None:
-            paths.append(save_wav(folder / 'recording.wav', bytes(self.recording.pcm),
-                                  self.recording.sample_rate, 1))
+            paths.append(
+                save_wav(
+                    folder / 'recording.wav',
+                    bytes(self.recording.pcm),
+                    self.recording.sample_rate,
+                    1,
+                )
+            )
         return paths
 
 
 PLUGIN = RobotPlugin(
-    name='nabaztag', package='nabaztag_bridge', node_name='nabaztag_bridge',
-    executable='nabaztag_bridge', emulator_executable='nabaztag_emulator',
+    name='nabaztag',
+    package='nabaztag_bridge',
+    node_name='nabaztag_bridge',
+    executable='nabaztag_bridge',
+    emulator_executable='nabaztag_emulator',
     config_file='nabaztag.yaml',
     create_node=NabaztagBridge,
     start_emulator=DemoEmulator,
@@ -121,17 +160,41 @@ PLUGIN = RobotPlugin(
     sim_parameters={'host': '127.0.0.1', 'port': SIM_PORT, 'ping_interval': 2},
     demo_topics=(
         DemoTopic('events', RabbitEvent, describe),
-        DemoTopic('recordings', RabbitRecording,
-                  lambda m: f'{len(m.pcm) / max(m.sample_rate, 1):.1f} s from {m.serial}'),
-        DemoTopic('rabbits', RabbitList,
-                  lambda m: ', '.join(f'{r.serial} {r.state}' for r in m.rabbits)),
+        DemoTopic(
+            'recordings',
+            RabbitRecording,
+            lambda m: f'{len(m.pcm) / max(m.sample_rate, 1):.1f} s from {m.serial}',
+        ),
+        DemoTopic(
+            'rabbits', RabbitList, lambda m: ', '.join(f'{r.serial} {r.state}' for r in m.rabbits)
+        ),
     ),
     make_demo_script=RabbitKeeper,
     # the rabbits are the clients: replay sends their recorded requests to the bridge
     make_replay=NabaztagReplay,
     label='Nabaztag',
-    foxglove=FoxgloveView(plots=('rabbits.rabbits[:].queued_packets',), services=(('set_ears', 'set ears'), ('play_sound', 'play sound'))),
-    bench_quick_arguments=('--seconds', '5', '--rabbits', '100', '--many-rabbits',
-                           '1000', '--requests', '5000', '--no-drain'),
-    soak_parts=(SoakPart('nabaztag', 'nabaztag_bridge.soak:malformed_rows', '--requests', 10_000,
-                         'Nabaztag: malformed requests'),))
+    foxglove=FoxgloveView(
+        plots=('rabbits.rabbits[:].queued_packets',),
+        services=(('set_ears', 'set ears'), ('play_sound', 'play sound')),
+    ),
+    bench_quick_arguments=(
+        '--seconds',
+        '5',
+        '--rabbits',
+        '100',
+        '--many-rabbits',
+        '1000',
+        '--requests',
+        '5000',
+        '--no-drain',
+    ),
+    soak_parts=(
+        SoakPart(
+            'nabaztag',
+            'nabaztag_bridge.soak:malformed_rows',
+            '--requests',
+            10_000,
+            'Nabaztag: malformed requests',
+        ),
+    ),
+)

@@ -5,6 +5,7 @@ ping query (sd events, tc state), locate replies and the bytecode wrapper. No
 sockets, no threads: decoders raise MalformedFrame, builders raise ValueError.
 Choreographies are in choreography.py, recordings in recording.py.
 """
+
 import dataclasses
 import re
 
@@ -12,35 +13,42 @@ from legacy_robot_common.errors import MalformedFrame
 
 PACKET_START = 0x7F
 PACKET_END = 0xFF
-MAX_BLOCK_TYPE = 10           # ping-era bytecode: any other type invalidates the packet
+MAX_BLOCK_TYPE = 10  # ping-era bytecode: any other type invalidates the packet
 BLOCK_PING_INTERVAL = 0x03
 BLOCK_AMBIENT = 0x04
 BLOCK_REBOOT = 0x09
 BLOCK_MESSAGE = 0x0A
 
-IDLE_ID = 0x7FFFFFFF          # message program ID: wake up / go idle
-SLEEP_ID = 0x7FFFFFFE         # message program ID: go to sleep
-BOOTED_TC = 0                 # tc of the first ping after boot
-EAR_POSITIONS = 17            # absolute positions 0..16 (mod 17)
+IDLE_ID = 0x7FFFFFFF  # message program ID: wake up / go idle
+SLEEP_ID = 0x7FFFFFFE  # message program ID: go to sleep
+BOOTED_TC = 0  # tc of the first ping after boot
+EAR_POSITIONS = 17  # absolute positions 0..16 (mod 17)
 SLEEP_EAR_POSITION = 8
 SERVICE_SLOTS = 8
 AMBIENT_HEADER = b'\x7f\xff\xff\xff'
-OBFUSCATION_SEED = 35         # P[-1]; the bytecode's key 0x47 = 2 * 35 + 1
+OBFUSCATION_SEED = 35  # P[-1]; the bytecode's key 0x47 = 2 * 35 + 1
 OBFUSCATION_OFFSET = 0x2F
-DEFAULT_PING_INTERVAL = 10    # s, before any ping-interval block
-MU_SIZE_CAP = 300_000         # bytes the rabbit keeps of an MU / CH resource
+DEFAULT_PING_INTERVAL = 10  # s, before any ping-interval block
+MU_SIZE_CAP = 300_000  # bytes the rabbit keeps of an MU / CH resource
 MC_SIZE_CAP = 40_000
 
 # Ambient service slot types (1 + Violet's service number) and their value ranges.
-SERVICES = {'weather': 1, 'stock_market': 2, 'traffic': 3, 'mail': 6, 'air_quality': 7,
-            'taichi': 14}
+SERVICES = {
+    'weather': 1,
+    'stock_market': 2,
+    'traffic': 3,
+    'mail': 6,
+    'air_quality': 7,
+    'taichi': 14,
+}
 
 # Message-program commands the last ping bytecode knows (§2.11); the resource
 # commands name a URL, the first three of which are downloaded before playing.
 PRELOADED_COMMANDS = {'MU': MU_SIZE_CAP, 'CH': MU_SIZE_CAP, 'MC': MC_SIZE_CAP}
 STREAM_COMMANDS = ('ST', 'MS', 'SP')
-PROGRAM_COMMANDS = ('ID', 'CL', 'PL', 'MW', 'IS', 'IE', 'IC') + tuple(PRELOADED_COMMANDS) \
-    + STREAM_COMMANDS
+PROGRAM_COMMANDS = (
+    ('ID', 'CL', 'PL', 'MW', 'IS', 'IE', 'IC') + tuple(PRELOADED_COMMANDS) + STREAM_COMMANDS
+)
 
 SERIAL_PATTERN = re.compile(r'[0-9a-f]{12}')
 RFID_PATTERN = re.compile(r'[0-9a-f]{16}')
@@ -85,14 +93,15 @@ def decode_packet(data):
         if block_type == PACKET_END:
             break
         if block_type > MAX_BLOCK_TYPE:
-            raise MalformedFrame(f'block type {block_type} (> {MAX_BLOCK_TYPE}) invalidates '
-                                 'the packet')
+            raise MalformedFrame(
+                f'block type {block_type} (> {MAX_BLOCK_TYPE}) invalidates the packet'
+            )
         if pos + 4 > len(data):
             raise MalformedFrame('packet ends inside a block header')
-        end = pos + 4 + int.from_bytes(data[pos + 1:pos + 4], 'big')
+        end = pos + 4 + int.from_bytes(data[pos + 1 : pos + 4], 'big')
         if end > len(data):
             raise MalformedFrame(f'block type {block_type} runs past the end of the packet')
-        blocks.append(Block(block_type, data[pos + 4:end]))
+        blocks.append(Block(block_type, data[pos + 4 : end]))
         pos = end
     if not blocks:
         raise MalformedFrame('an empty packet (7F FF) is invalid for the rabbit')
@@ -112,24 +121,26 @@ def reboot_block():
 @dataclasses.dataclass(frozen=True)
 class Ambient:
     """The old-format ambient block: service slots (type, value), ears, nose blinks."""
-    services: tuple = ()      # up to 8 (type, value) pairs
-    ears: tuple = (0, 0)      # motor 0, motor 1
-    nose_blinks: int = 0      # 0, 1 or 2 (messages waiting)
+
+    services: tuple = ()  # up to 8 (type, value) pairs
+    ears: tuple = (0, 0)  # motor 0, motor 1
+    nose_blinks: int = 0  # 0, 1 or 2 (messages waiting)
 
 
 def ambient_block(ambient):
     """7FFFFFFF, 8 slots, ear 0, ear 1, optional blink bytes, 00 (23..25 bytes)."""
     if len(ambient.services) > SERVICE_SLOTS:
-        raise ValueError(f'{len(ambient.services)} services; the rabbit has {SERVICE_SLOTS} '
-                         'slots')
+        raise ValueError(f'{len(ambient.services)} services; the rabbit has {SERVICE_SLOTS} slots')
     if ambient.nose_blinks not in (0, 1, 2):
         raise ValueError(f'nose blinks {ambient.nose_blinks} is not 0, 1 or 2')
     slots = bytearray(2 * SERVICE_SLOTS)
     for index, (service_type, value) in enumerate(ambient.services):
-        slots[2 * index:2 * index + 2] = _bytes('service slot', service_type, value)
+        slots[2 * index : 2 * index + 2] = _bytes('service slot', service_type, value)
     blink = b'\x05' * ambient.nose_blinks
-    return Block(BLOCK_AMBIENT, AMBIENT_HEADER + bytes(slots) + _bytes('ears', *ambient.ears)
-                 + blink + b'\x00')
+    return Block(
+        BLOCK_AMBIENT,
+        AMBIENT_HEADER + bytes(slots) + _bytes('ears', *ambient.ears) + blink + b'\x00',
+    )
 
 
 def decode_ambient(data):
@@ -188,7 +199,7 @@ def message_text(data):
 @dataclasses.dataclass(frozen=True)
 class Program:
     id: int
-    commands: tuple = ()      # (KEY, value) pairs after the ID line, in order
+    commands: tuple = ()  # (KEY, value) pairs after the ID line, in order
 
 
 def program_text(program):
@@ -206,8 +217,9 @@ def parse_program(text):
         key, _, value = line.strip().partition(' ')
         value = value.strip()
         if key not in PROGRAM_COMMANDS:
-            raise MalformedFrame(f'unknown program command {key!r} (known: '
-                                 f'{", ".join(PROGRAM_COMMANDS)})')
+            raise MalformedFrame(
+                f'unknown program command {key!r} (known: {", ".join(PROGRAM_COMMANDS)})'
+            )
         if key == 'ID':
             program_id = _decimal('ID', value, 0, 0xFFFFFFFF)
             continue
@@ -226,8 +238,9 @@ def parse_program(text):
 
 def _decimal(key, value, low, high):
     if not value.isdigit() or not low <= int(value) <= high:
-        raise MalformedFrame(f'{key} {value!r}: a decimal number {low}..{high} (the rabbit '
-                             'reads decimal only)')
+        raise MalformedFrame(
+            f'{key} {value!r}: a decimal number {low}..{high} (the rabbit reads decimal only)'
+        )
     return int(value)
 
 
@@ -247,21 +260,26 @@ def palette_colour(slot, red, green, blue):
 def resolve_url(url, broadcast_prefix):
     """What the rabbit fetches: a leading 'broadcast' becomes the locate reply's broad value."""
     if url.startswith('broadcast'):
-        return broadcast_prefix + url[len('broadcast'):]
+        return broadcast_prefix + url[len('broadcast') :]
     return url
 
 
 # ---- the ping query --------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class SdEvent:
-    kind: str                 # ping, double_click, end_of_message, click,
-                              # click_while_playing, ears_moved, unknown
+    kind: str  # ping, double_click, end_of_message, click,
+    # click_while_playing, ears_moved, unknown
     ears: tuple = ()
     value: int = 0
 
 
-SD_KINDS = {0: 'ping', 1: 'double_click', 2: 'end_of_message', 3: 'click',
-            5: 'click_while_playing'}
+SD_KINDS = {
+    0: 'ping',
+    1: 'double_click',
+    2: 'end_of_message',
+    3: 'click',
+    5: 'click_while_playing',
+}
 SD_VALUES = {kind: value for value, kind in SD_KINDS.items()}
 EARS_EVENT = 0x8000
 
@@ -341,9 +359,11 @@ def check_bytecode(data):
     if not head:
         raise MalformedFrame('not a bytecode: it does not start with amber + 8 hex digits')
     size = int(head.group(1), 16)
-    if len(data) != 13 + size + 4 or data[13 + size:] != b'Mind':
-        raise MalformedFrame(f'not a bytecode: {size} payload bytes announced, '
-                             f'{len(data) - 17} found, or no Mind trailer')
+    if len(data) != 13 + size + 4 or data[13 + size :] != b'Mind':
+        raise MalformedFrame(
+            f'not a bytecode: {size} payload bytes announced, '
+            f'{len(data) - 17} found, or no Mind trailer'
+        )
     return size
 
 

@@ -6,6 +6,7 @@ of forced packets and the per-rabbit plugin. RabbitRegistry is the thread-safe
 collection the HTTP handlers and the ROS services share; reply_packet() is the
 rule for what a ping or RFID request gets back.
 """
+
 import collections
 import dataclasses
 import hashlib
@@ -17,12 +18,12 @@ from legacy_robot_common.errors import MalformedFrame
 from . import protocol as p
 
 PLUGINS = ('none', 'echo')
-FORCED_PACKET_INTERVAL = 1     # s: ping interval while forced packets wait (as jNab does)
-RECENT_UPLOADS = 4             # digests kept per rabbit: a rabbit retries an upload up to 3 times
-RETRY_WINDOW = 30.0            # s: a retry comes within seconds; the same audio later is new
+FORCED_PACKET_INTERVAL = 1  # s: ping interval while forced packets wait (as jNab does)
+RECENT_UPLOADS = 4  # digests kept per rabbit: a rabbit retries an upload up to 3 times
+RETRY_WINDOW = 30.0  # s: a retry comes within seconds; the same audio later is new
 PROGRAM_ENDS = ('end_of_message', 'click_while_playing', 'double_click')
-IDLE_REPLIES_KEPT = 1024      # distinct (interval, ambient) idle replies cached
-KEPT_RECORDINGS = 8            # recordings served back per rabbit (echo plugin, MU URLs)
+IDLE_REPLIES_KEPT = 1024  # distinct (interval, ambient) idle replies cached
+KEPT_RECORDINGS = 8  # recordings served back per rabbit (echo plugin, MU URLs)
 
 
 class UnknownRabbit(KeyError):
@@ -36,27 +37,30 @@ class Rabbit:
     ping_interval: int
     plugin: str
     bytecode_version: int = 0
-    last_seen: float = 0.0               # time.time() of the last request
+    last_seen: float = 0.0  # time.time() of the last request
     tc: int = p.BOOTED_TC
     ambient: p.Ambient = p.Ambient()
     queue: collections.deque = dataclasses.field(default_factory=collections.deque)
-    upload_digests: collections.deque = dataclasses.field(   # (digest, time.time())
-        default_factory=lambda: collections.deque(maxlen=RECENT_UPLOADS))
+    upload_digests: collections.deque = dataclasses.field(  # (digest, time.time())
+        default_factory=lambda: collections.deque(maxlen=RECENT_UPLOADS)
+    )
     recordings: collections.OrderedDict = dataclasses.field(
-        default_factory=collections.OrderedDict)   # name → WAV bytes
-    echo_pending: str = ''               # recording name the echo plugin plays next
-    finished_program: int = -1           # tc stays the last program's ID after it ends
+        default_factory=collections.OrderedDict
+    )  # name → WAV bytes
+    echo_pending: str = ''  # recording name the echo plugin plays next
+    finished_program: int = -1  # tc stays the last program's ID after it ends
 
     @property
     def state(self):
-        return p.state_from_tc(self.tc)          # idle only when the rabbit says so
+        return p.state_from_tc(self.tc)  # idle only when the rabbit says so
 
     @property
     def needs_idle(self):
         """Booted, or a program ended and its ID is still the rabbit's state: until it is sent
         the idle program it ignores the ambient ears and does not move them (spec §3.3 item 3)."""
-        return self.tc == p.BOOTED_TC or (self.tc == self.finished_program
-                                          and self.tc not in (p.IDLE_ID, p.SLEEP_ID))
+        return self.tc == p.BOOTED_TC or (
+            self.tc == self.finished_program and self.tc not in (p.IDLE_ID, p.SLEEP_ID)
+        )
 
     def online(self, now):
         return is_online(self.last_seen, self.ping_interval, now)
@@ -67,13 +71,23 @@ def is_online(last_seen, ping_interval, now):
     return now - last_seen <= 2 * ping_interval + 10
 
 
-RabbitView = collections.namedtuple('RabbitView', 'serial bytecode_version last_seen state tc '
-                                    'ping_interval plugin ears queued_packets')
+RabbitView = collections.namedtuple(
+    'RabbitView',
+    'serial bytecode_version last_seen state tc ping_interval plugin ears queued_packets',
+)
 
 
 class RabbitRegistry:
-    def __init__(self, ping_interval=20, plugin='none', allowed=(), message_first_byte=0,
-                 trailing_newline=False, wake_after_boot=True, clock=time.time):
+    def __init__(
+        self,
+        ping_interval=20,
+        plugin='none',
+        allowed=(),
+        message_first_byte=0,
+        trailing_newline=False,
+        wake_after_boot=True,
+        clock=time.time,
+    ):
         check_plugin(plugin)
         self.ping_interval = ping_interval
         self.plugin = plugin
@@ -82,11 +96,11 @@ class RabbitRegistry:
         self.trailing_newline = trailing_newline
         self.wake_after_boot = wake_after_boot
         self._clock = clock
-        self.recordings_url = ''       # where the HTTP server serves recordings (set by it)
+        self.recordings_url = ''  # where the HTTP server serves recordings (set by it)
         self._rabbits = {}
         self._lock = threading.Lock()
         self._next_program = 1
-        self._idle_replies = {}        # (interval, ambient) → encoded packet
+        self._idle_replies = {}  # (interval, ambient) → encoded packet
 
     # ---- lookup -------------------------------------------------------------------------
     def seen(self, serial):
@@ -109,8 +123,9 @@ class RabbitRegistry:
         with self._lock:
             if not key:
                 if not self._rabbits:
-                    raise UnknownRabbit('no rabbit has called the bridge yet: the command '
-                                        'would reach nobody')
+                    raise UnknownRabbit(
+                        'no rabbit has called the bridge yet: the command would reach nobody'
+                    )
                 return list(self._rabbits.values())
             if key not in self._rabbits:
                 raise UnknownRabbit(f'no rabbit {serial!r} has called the bridge yet')
@@ -120,9 +135,20 @@ class RabbitRegistry:
         """A RabbitView of every rabbit: tuples taken under the lock, which the HTTP thread
         needs on every request, so that listing thousands of rabbits never stalls it."""
         with self._lock:
-            return [RabbitView(r.serial, r.bytecode_version, r.last_seen, r.state, r.tc,
-                               r.ping_interval, r.plugin, r.ambient.ears, len(r.queue))
-                    for r in self._rabbits.values()]
+            return [
+                RabbitView(
+                    r.serial,
+                    r.bytecode_version,
+                    r.last_seen,
+                    r.state,
+                    r.tc,
+                    r.ping_interval,
+                    r.plugin,
+                    r.ambient.ears,
+                    len(r.queue),
+                )
+                for r in self._rabbits.values()
+            ]
 
     def counts(self):
         now = self._clock()
@@ -137,7 +163,7 @@ class RabbitRegistry:
             if rabbit.queue:
                 entry = rabbit.queue.popleft()
                 if isinstance(entry, bytes):
-                    return entry                      # a raw packet goes out as given
+                    return entry  # a raw packet goes out as given
                 interval = FORCED_PACKET_INTERVAL if rabbit.queue else rabbit.ping_interval
                 blocks = list(entry)
                 if not any(b.type == p.BLOCK_PING_INTERVAL for b in blocks):
@@ -150,8 +176,13 @@ class RabbitRegistry:
                 program = p.Program(p.IDLE_ID)
             else:
                 return self._idle_reply(rabbit.ping_interval, rabbit.ambient)
-            return self._encode([self._message(program), p.ping_interval_block(
-                rabbit.ping_interval), p.ambient_block(rabbit.ambient)])
+            return self._encode(
+                [
+                    self._message(program),
+                    p.ping_interval_block(rabbit.ping_interval),
+                    p.ambient_block(rabbit.ambient),
+                ]
+            )
 
     def _idle_reply(self, interval, ambient):
         """The reply of almost every ping, encoded once per (interval, ambient)."""
@@ -161,7 +192,8 @@ class RabbitRegistry:
             if len(self._idle_replies) >= IDLE_REPLIES_KEPT:
                 self._idle_replies.clear()
             reply = self._idle_replies[key] = self._encode(
-                [p.ping_interval_block(interval), p.ambient_block(ambient)])
+                [p.ping_interval_block(interval), p.ambient_block(ambient)]
+            )
         return reply
 
     def _encode(self, blocks):
@@ -202,7 +234,7 @@ class RabbitRegistry:
         self.queue_blocks(rabbits, [self._message(p.Program(program_id))])
 
     def queue_raw(self, rabbits, packet):
-        p.decode_packet(packet)      # what the rabbit would refuse is refused here
+        p.decode_packet(packet)  # what the rabbit would refuse is refused here
         with self._lock:
             for rabbit in rabbits:
                 rabbit.queue.append(bytes(packet))
@@ -228,7 +260,7 @@ class RabbitRegistry:
             rabbit.tc = tc
             if event.kind in PROGRAM_ENDS:
                 rabbit.finished_program = tc
-            if event.kind == 'ears_moved':       # keep them where the hand put them
+            if event.kind == 'ears_moved':  # keep them where the hand put them
                 rabbit.ambient = dataclasses.replace(rabbit.ambient, ears=event.ears)
 
     def note_boot(self, rabbit):
@@ -239,7 +271,9 @@ class RabbitRegistry:
         """Store an upload; None for a retry of one already stored, else its name."""
         digest, now = hashlib.sha256(wav).digest(), self._clock()
         with self._lock:
-            if any(seen == digest and now - at <= RETRY_WINDOW for seen, at in rabbit.upload_digests):
+            if any(
+                seen == digest and now - at <= RETRY_WINDOW for seen, at in rabbit.upload_digests
+            ):
                 return None
             rabbit.upload_digests.append((digest, now))
             name = f'{rabbit.serial}-{digest.hex()[:12]}.wav'
@@ -261,8 +295,10 @@ class RabbitRegistry:
         with self._lock:
             for rabbit in rabbits:
                 if rabbit.plugin != 'echo' or method not in ('replay', 'forget'):
-                    raise MalformedFrame(f'plugin {rabbit.plugin!r} of {rabbit.serial} has no '
-                                         f'method {method!r} (echo: replay, forget)')
+                    raise MalformedFrame(
+                        f'plugin {rabbit.plugin!r} of {rabbit.serial} has no '
+                        f'method {method!r} (echo: replay, forget)'
+                    )
             for rabbit in rabbits:
                 if method == 'forget':
                     rabbit.recordings.clear()

@@ -5,6 +5,7 @@ index; a zero byte) and 252 bytes of 4-bit codes, low nibble first, which with
 the header sample make 505 samples. The header is 60 bytes: fmt (20 bytes,
 cbSize 2, 505 samples per block), fact (sample count) and data.
 """
+
 import struct
 
 import numpy as np
@@ -18,7 +19,7 @@ SAMPLES_PER_BLOCK = 505
 BYTE_RATE = 4055
 IMA_ADPCM = 0x0011
 PCM = 0x0001
-MAX_SECONDS = 8.0             # the rabbit stops recording after 8000 ms
+MAX_SECONDS = 8.0  # the rabbit stops recording after 8000 ms
 HEADER_SIZE = 60
 
 
@@ -26,7 +27,7 @@ def decode_blocks(data):
     """IMA ADPCM mono blocks (256 bytes, the last may be short) → int16 samples."""
     samples = []
     for start in range(0, len(data), BLOCK_ALIGN):
-        block = data[start:start + BLOCK_ALIGN]
+        block = data[start : start + BLOCK_ALIGN]
         if len(block) < 4:
             raise MalformedFrame(f'ADPCM block of {len(block)} bytes has no header')
         predictor, index = struct.unpack_from('<hB', block)
@@ -45,7 +46,7 @@ def encode_blocks(pcm):
     pcm = [int(s) for s in pcm]
     out, index = bytearray(), 0
     for start in range(0, len(pcm), SAMPLES_PER_BLOCK):
-        chunk = pcm[start:start + SAMPLES_PER_BLOCK]
+        chunk = pcm[start : start + SAMPLES_PER_BLOCK]
         chunk += [chunk[-1]] * (SAMPLES_PER_BLOCK - len(chunk))
         predictor = chunk[0]
         out += struct.pack('<hBB', predictor, index, 0)
@@ -53,18 +54,37 @@ def encode_blocks(pcm):
         for sample in chunk[1:]:
             code, predictor, index = encode_sample(sample, predictor, index)
             codes.append(code)
-        out += bytes(low | (high << 4) for low, high in zip(codes[0::2], codes[1::2]))
+        out += bytes(
+            low | (high << 4) for low, high in zip(codes[0::2], codes[1::2], strict=False)
+        )
     return bytes(out)
 
 
 def wav_header(data_size):
     """The 60-byte header the rabbit writes before data_size bytes of ADPCM blocks."""
     samples = (data_size >> 8) * SAMPLES_PER_BLOCK
-    return (b'RIFF' + struct.pack('<I', data_size + 52) + b'WAVE'
-            + b'fmt ' + struct.pack('<IHHIIHHHH', 20, IMA_ADPCM, 1, SAMPLE_RATE, BYTE_RATE,
-                                    BLOCK_ALIGN, 4, 2, SAMPLES_PER_BLOCK)
-            + b'fact' + struct.pack('<II', 4, samples)
-            + b'data' + struct.pack('<I', data_size))
+    return (
+        b'RIFF'
+        + struct.pack('<I', data_size + 52)
+        + b'WAVE'
+        + b'fmt '
+        + struct.pack(
+            '<IHHIIHHHH',
+            20,
+            IMA_ADPCM,
+            1,
+            SAMPLE_RATE,
+            BYTE_RATE,
+            BLOCK_ALIGN,
+            4,
+            2,
+            SAMPLES_PER_BLOCK,
+        )
+        + b'fact'
+        + struct.pack('<II', 4, samples)
+        + b'data'
+        + struct.pack('<I', data_size)
+    )
 
 
 def encode_wav(pcm):
@@ -89,16 +109,18 @@ def decode_wav(data):
         return decode_blocks(chunks[b'data']), rate
     if tag == PCM and bits == 16:
         body = chunks[b'data']
-        return np.frombuffer(body[:len(body) // 2 * 2], dtype='<i2').astype(np.int16), rate
-    raise MalformedFrame(f'WAV format 0x{tag:04x} with {bits}-bit samples, block {align}: '
-                         'expected IMA ADPCM (0x0011, 4 bit, 256) or 16-bit PCM')
+        return np.frombuffer(body[: len(body) // 2 * 2], dtype='<i2').astype(np.int16), rate
+    raise MalformedFrame(
+        f'WAV format 0x{tag:04x} with {bits}-bit samples, block {align}: '
+        'expected IMA ADPCM (0x0011, 4 bit, 256) or 16-bit PCM'
+    )
 
 
 def _chunks(data):
     chunks, pos = {}, 12
     while pos + 8 <= len(data):
-        name, size = data[pos:pos + 4], struct.unpack_from('<I', data, pos + 4)[0]
-        chunks.setdefault(name, data[pos + 8:pos + 8 + size])
+        name, size = data[pos : pos + 4], struct.unpack_from('<I', data, pos + 4)[0]
+        chunks.setdefault(name, data[pos + 8 : pos + 8 + size])
         pos += 8 + size + (size & 1)
     return chunks
 

@@ -5,6 +5,7 @@ The rabbit is the client here, so this is the other way round from the robots th
 listen: the replay calls the bridge (retrying until it listens, as a rabbit would), and
 compares each reply's status line with the recorded one. No rclpy.
 """
+
 import pathlib
 import socket
 import threading
@@ -15,8 +16,8 @@ from legacy_robot_common.recording import FROM_ROBOT, TO_ROBOT
 from legacy_robot_common.replay import ReplayCounters
 
 LINK = 'http'
-CONNECT_PATIENCE = 30.0     # s to wait for the bridge to listen before the first request
-REPLY_TIMEOUT = 10.0        # s for one reply
+CONNECT_PATIENCE = 30.0  # s to wait for the bridge to listen before the first request
+REPLY_TIMEOUT = 10.0  # s for one reply
 
 
 class NabaztagReplay:
@@ -28,11 +29,13 @@ class NabaztagReplay:
         link = recording.links.get(LINK)
         if link is None:
             raise ValueError(f'{recording.path}: no {LINK!r} link in this recording')
-        self.requests = [(c.start_ns, _joined(c, FROM_ROBOT), _status_line(_joined(c, TO_ROBOT)))
-                         for c in sorted(link.connections.values(), key=lambda c: c.start_ns)]
-        self.port = None            # a free loopback port, from start() on
+        self.requests = [
+            (c.start_ns, _joined(c, FROM_ROBOT), _status_line(_joined(c, TO_ROBOT)))
+            for c in sorted(link.connections.values(), key=lambda c: c.start_ns)
+        ]
+        self.port = None  # a free loopback port, from start() on
         self.counters = ReplayCounters()
-        self.status_differs = 0         # replies whose status line is not the recorded one
+        self.status_differs = 0  # replies whose status line is not the recorded one
         self._stop = threading.Event()
         self._thread = None
 
@@ -40,8 +43,11 @@ class NabaztagReplay:
     def parameters(self):
         """The recorded bridge parameters at a free loopback port; files the recording names
         but this machine lacks are left out (the bridge answers 404 where it did not)."""
-        parameters = {name: value for name, value in self.recording.parameters.items()
-                      if name not in ('record_path', 'use_sim_time') and value != []}
+        parameters = {
+            name: value
+            for name, value in self.recording.parameters.items()
+            if name not in ('record_path', 'use_sim_time') and value != []
+        }
         for name in ('bytecode_file', 'media_root'):
             if parameters.get(name) and not pathlib.Path(parameters[name]).exists():
                 parameters.pop(name)
@@ -50,9 +56,11 @@ class NabaztagReplay:
 
     @property
     def description(self):
-        return (f'replay of {self.recording.path} ({len(self.requests)} requests, '
-                f'{self.recording.duration:.1f} s) to a bridge on '
-                f'{self.options.host}:{self.port}')
+        return (
+            f'replay of {self.recording.path} ({len(self.requests)} requests, '
+            f'{self.recording.duration:.1f} s) to a bridge on '
+            f'{self.options.host}:{self.port}'
+        )
 
     @property
     def finished(self):
@@ -75,14 +83,15 @@ class NabaztagReplay:
 
     def report(self):
         c = self.counters
-        return [f'{LINK}: {c.answered} requests answered ({len(self.requests)} in the '
-                f'recording), {self.status_differs} with another status than recorded, '
-                f'{c.unanswered} unanswered']
+        return [
+            f'{LINK}: {c.answered} requests answered ({len(self.requests)} in the '
+            f'recording), {self.status_differs} with another status than recorded, '
+            f'{c.unanswered} unanswered'
+        ]
 
     # ---- the thread ------------------------------------------------------------------------
     def _run(self):
-        if self._stop.wait(self.options.delay) or not self.requests \
-                or not self._wait_for_bridge():
+        if self._stop.wait(self.options.delay) or not self.requests or not self._wait_for_bridge():
             self.counters.finished = True
             return
         while True:
@@ -115,8 +124,9 @@ class NabaztagReplay:
 
     def _exchange(self, request, recorded_status):
         try:
-            with socket.create_connection((self.options.host, self.port),
-                                          timeout=REPLY_TIMEOUT) as sock:
+            with socket.create_connection(
+                (self.options.host, self.port), timeout=REPLY_TIMEOUT
+            ) as sock:
                 sock.sendall(request)
                 self.counters.chunks_sent += 1
                 reply = _read_all(sock)

@@ -7,6 +7,7 @@ Requests become records for the node
 (RabbitEvent, Recording, RabbitsChanged) through on_record; the registry
 (rabbits.py) decides what each rabbit is told.
 """
+
 import dataclasses
 import hmac
 import itertools
@@ -31,20 +32,20 @@ CHOREOGRAPHIES_KEPT = 256
 @dataclasses.dataclass(frozen=True)
 class RabbitEvent:
     serial: str
-    kind: str          # boot, locate, ping, click, double_click, click_while_playing,
-                       # end_of_message, ears_moved, rfid, recording, unknown
+    kind: str  # boot, locate, ping, click, double_click, click_while_playing,
+    # end_of_message, ears_moved, rfid, recording, unknown
     ears: tuple = ()
     rfid: str = ''
     program_id: int = None
     time: float = 0.0
-    double_click: bool = False   # recordings: m=1, a long double click (m=0: a long click)
+    double_click: bool = False  # recordings: m=1, a long double click (m=0: a long click)
 
 
 @dataclasses.dataclass(frozen=True)
 class Recording:
     serial: str
     wav: bytes
-    pcm: object        # int16 NumPy array
+    pcm: object  # int16 NumPy array
     sample_rate: int
     double_click: bool
     time: float
@@ -59,12 +60,12 @@ class RabbitsChanged:
 class Settings:
     host: str = '0.0.0.0'
     port: int = 8080
-    advertised_host: str = ''       # '' → host, or this machine's address when host is 0.0.0.0
-    locate_ping: str = ''           # '' → advertised_host:port
-    locate_broad: str = ''          # '' → advertised_host:port/broadcast
+    advertised_host: str = ''  # '' → host, or this machine's address when host is 0.0.0.0
+    locate_ping: str = ''  # '' → advertised_host:port
+    locate_broad: str = ''  # '' → advertised_host:port/broadcast
     path_prefix: str = '/vl'
     path_extension: str = '.jsp'
-    bytecode: bytes = None          # the checked bc.jsp file, or None (404)
+    bytecode: bytes = None  # the checked bc.jsp file, or None (404)
     media_root: pathlib.Path = None
     xml_api: bool = True
     xml_token: str = ''
@@ -81,15 +82,15 @@ class HttpError(Exception):
 
 @dataclasses.dataclass
 class Counters:
-    connects: int = 0            # rabbits that registered (called for the first time)
+    connects: int = 0  # rabbits that registered (called for the first time)
     requests: int = 0
     bad_requests: int = 0
     pings: int = 0
     events: int = 0
     recordings: int = 0
     duplicate_uploads: int = 0
-    unknown_events: int = 0      # sd values the spec does not define
-    dropped_clients: int = 0     # connections silent until client_timeout, closed unanswered
+    unknown_events: int = 0  # sd values the spec does not define
+    dropped_clients: int = 0  # connections silent until client_timeout, closed unanswered
     last_error: str = ''
 
     @property
@@ -101,6 +102,7 @@ class Counters:
 class BridgeServer:
     """Started and stopped like the other robots' clients; state and counters.connects
     say the same things: whether rabbits are calling, and how many have."""
+
     name = 'http server'
 
     def __init__(self, settings, registry=None, logger=None):
@@ -108,34 +110,54 @@ class BridgeServer:
         self.registry = registry or RabbitRegistry()
         self.log = logger
         self.on_record = lambda record: None
-        self.tap = None         # set before start() to record every request and reply
+        self.tap = None  # set before start() to record every request and reply
         self.counters = Counters()
         self._counter_lock = threading.Lock()
         self._choreographies = {}
-        self._choreography_count = itertools.count(1)   # names stay unique after evictions
+        self._choreography_count = itertools.count(1)  # names stay unique after evictions
         self._http = None
         self.port = settings.port
-        self._routes = {f'{settings.path_prefix}/{name}{settings.path_extension}': handler
-                        for name, handler in (('bc', self._bytecode), ('locate', self._locate),
-                                              ('p4', self._ping), ('record', self._record),
-                                              ('rfid', self._rfid))}
+        self._routes = {
+            f'{settings.path_prefix}/{name}{settings.path_extension}': handler
+            for name, handler in (
+                ('bc', self._bytecode),
+                ('locate', self._locate),
+                ('p4', self._ping),
+                ('record', self._record),
+                ('rfid', self._rfid),
+            )
+        }
         if settings.xml_api:
-            self._routes.update({'/xml/rawrequest.xml': self._xml_raw_request,
-                                 '/xml/jnabcommand.xml': self._xml_command,
-                                 '/xml/jnabserverinfo.xml': self._xml_server_info})
-        self._prefixes = (('/local/', self._media), ('/broadcast/chorlibrary/', self._choreography),
-                          ('/broadcast/', self._media), ('/chorlibrary/', self._choreography),
-                          ('/recordings/', self._recording))
+            self._routes.update(
+                {
+                    '/xml/rawrequest.xml': self._xml_raw_request,
+                    '/xml/jnabcommand.xml': self._xml_command,
+                    '/xml/jnabserverinfo.xml': self._xml_server_info,
+                }
+            )
+        self._prefixes = (
+            ('/local/', self._media),
+            ('/broadcast/chorlibrary/', self._choreography),
+            ('/broadcast/', self._media),
+            ('/chorlibrary/', self._choreography),
+            ('/recordings/', self._recording),
+        )
 
     # ---- life cycle ---------------------------------------------------------------------
     def start(self):
-        limits = Limits(client_timeout=self.settings.client_timeout,
-                        max_body_bytes=self.settings.max_body_bytes)
-        self._http = HttpServer(self.settings.host, self.settings.port, self.handle, limits,
-                                on_refused=lambda status, text: self.count_bad_request(
-                                    f'{status} {text}'),
-                                on_dropped=lambda: self._count('dropped_clients'),
-                                tap=self.tap).start()
+        limits = Limits(
+            client_timeout=self.settings.client_timeout,
+            max_body_bytes=self.settings.max_body_bytes,
+        )
+        self._http = HttpServer(
+            self.settings.host,
+            self.settings.port,
+            self.handle,
+            limits,
+            on_refused=lambda status, text: self.count_bad_request(f'{status} {text}'),
+            on_dropped=lambda: self._count('dropped_clients'),
+            tap=self.tap,
+        ).start()
         self.port = self._http.port
         host = self.advertised_host()
         self.locate_ping = self.settings.locate_ping or f'{host}:{self.port}'
@@ -199,7 +221,7 @@ class BridgeServer:
                 return route(method, query, headers, lambda: self._body(headers, read_body))
             for prefix, serve in self._prefixes:
                 if path.startswith(prefix):
-                    relative = urllib.parse.unquote(path[len(prefix):])
+                    relative = urllib.parse.unquote(path[len(prefix) :])
                     if any(ord(c) < 32 for c in relative):
                         raise HttpError(400, 'control characters in the path')
                     return serve(relative)
@@ -208,7 +230,7 @@ class BridgeServer:
             status = getattr(exc, 'status', 403 if isinstance(exc, UnknownRabbit) else 400)
             self.count_bad_request(f'{status} {method} {path}: {exc}')
             return status, f'{exc}\n'.encode(), 'text/plain'
-        except Exception as exc:     # a bug must cost one request, not the server
+        except Exception as exc:  # a bug must cost one request, not the server
             self._count('bad_requests', f'500 {path}: {exc!r}')
             if self.log:
                 self.log.error('server-error', f'{method} {path}: {exc!r}')
@@ -223,8 +245,9 @@ class BridgeServer:
             raise HttpError(400, f'Content-length {length.strip()!r} is not a byte count')
         length, limit = int(length), self.settings.max_body_bytes
         if length > limit:
-            raise HttpError(413, f'body of {length} bytes; the limit is {limit} '
-                                 '(parameter max_body_bytes)')
+            raise HttpError(
+                413, f'body of {length} bytes; the limit is {limit} (parameter max_body_bytes)'
+            )
         body = read_body()
         if len(body) != length:
             raise HttpError(400, f'body ended after {len(body)} of {length} bytes')
@@ -257,8 +280,11 @@ class BridgeServer:
         self.registry.note_boot(rabbit)
         self._event(rabbit.serial, 'boot')
         if self.settings.bytecode is None:
-            raise HttpError(404, 'no bytecode configured (parameter bytecode_file); a rabbit '
-                                 'cannot boot from this bridge')
+            raise HttpError(
+                404,
+                'no bytecode configured (parameter bytecode_file); a rabbit '
+                'cannot boot from this bridge',
+            )
         return 200, self.settings.bytecode, 'application/octet-stream'
 
     def _locate(self, method, query, headers, read_body):
@@ -277,15 +303,16 @@ class BridgeServer:
             if event.kind == 'unknown':
                 self._count('unknown_events')
                 if self.log:
-                    self.log.warning('unknown-sd', f'rabbit {rabbit.serial}: unknown event '
-                                                   f'sd={event.value:x}')
+                    self.log.warning(
+                        'unknown-sd', f'rabbit {rabbit.serial}: unknown event sd={event.value:x}'
+                    )
             self._event(rabbit.serial, event.kind, ears=event.ears, program_id=tc)
         return 200, self.registry.reply_packet(rabbit), 'application/octet-stream'
 
     def _rfid(self, method, query, headers, read_body):
         rabbit = self._rabbit(query)
         tag = p.normalize_rfid(query.get('t', ''))
-        if tag != '0' * 16:      # pre-v19 rabbits send zeros when a read fails
+        if tag != '0' * 16:  # pre-v19 rabbits send zeros when a read fails
             self._event(rabbit.serial, 'rfid', rfid=tag, program_id=rabbit.tc)
         return 200, self.registry.reply_packet(rabbit), 'application/octet-stream'
 
@@ -296,8 +323,11 @@ class BridgeServer:
         wav = read_body()
         pcm, rate = recording.decode_wav(wav)
         if len(pcm) > rate * (recording.MAX_SECONDS + 1):
-            raise HttpError(413, f'a recording of {len(pcm) / rate:.1f} s; the rabbit records '
-                                 f'at most {recording.MAX_SECONDS:.0f} s')
+            raise HttpError(
+                413,
+                f'a recording of {len(pcm) / rate:.1f} s; the rabbit records '
+                f'at most {recording.MAX_SECONDS:.0f} s',
+            )
         if self.registry.add_recording(rabbit, wav) is None:
             self._count('duplicate_uploads')
         else:
@@ -305,7 +335,9 @@ class BridgeServer:
             now = time.time()
             double_click = query.get('m') == '1'
             self.on_record(Recording(rabbit.serial, wav, pcm, rate, double_click, now))
-            self._event(rabbit.serial, 'recording', program_id=rabbit.tc, double_click=double_click)
+            self._event(
+                rabbit.serial, 'recording', program_id=rabbit.tc, double_click=double_click
+            )
         return 200, b'', 'text/plain'
 
     # ---- files --------------------------------------------------------------------------
@@ -339,12 +371,12 @@ class BridgeServer:
         token = self.settings.xml_token
         given = query.get('token') or headers.get('x-auth-token', '')
         if token and not hmac.compare_digest(given.encode(), token.encode()):
-            raise HttpError(403, 'the XML API needs the right token (token=... or '
-                                 'X-Auth-Token)')
+            raise HttpError(403, 'the XML API needs the right token (token=... or X-Auth-Token)')
 
     def _xml_raw_request(self, method, query, headers, read_body):
-        return self._xml_answer(query, headers, lambda: self._raw_request(
-            _parse_xml(read_body(), 'rawrequest')))
+        return self._xml_answer(
+            query, headers, lambda: self._raw_request(_parse_xml(read_body(), 'rawrequest'))
+        )
 
     def _raw_request(self, root):
         orders = []
@@ -356,7 +388,7 @@ class BridgeServer:
             orders.append((rabbits, blocks))
         if not orders:
             raise MalformedFrame('<rawrequest> without a <packet>')
-        for rabbits, blocks in orders:     # all checked before any is queued
+        for rabbits, blocks in orders:  # all checked before any is queued
             self.registry.queue_blocks(rabbits, blocks)
 
     def _xml_block(self, element):
@@ -369,20 +401,30 @@ class BridgeServer:
             program = p.parse_program(text.replace('\\n', '\n'))
             return p.message_block(p.program_text(program), self.registry.message_first_byte)
         if element.tag == 'ambientblock':
-            services = tuple(tuple(_number(v, 'services') for v in pair.split(':'))
-                             for pair in element.get('services', '').split(',') if pair)
+            services = tuple(
+                tuple(_number(v, 'services') for v in pair.split(':'))
+                for pair in element.get('services', '').split(',')
+                if pair
+            )
             try:
-                return p.ambient_block(p.Ambient(
-                    services, (_number(element.get('ear0', '0'), 'ear0'),
-                               _number(element.get('ear1', '0'), 'ear1')),
-                    _number(element.get('nose_blinks', '0'), 'nose_blinks')))
+                return p.ambient_block(
+                    p.Ambient(
+                        services,
+                        (
+                            _number(element.get('ear0', '0'), 'ear0'),
+                            _number(element.get('ear1', '0'), 'ear1'),
+                        ),
+                        _number(element.get('nose_blinks', '0'), 'nose_blinks'),
+                    )
+                )
             except ValueError as exc:
                 raise MalformedFrame(f'ambientblock: {exc}') from None
         raise MalformedFrame(f'unknown block element <{element.tag}>')
 
     def _xml_command(self, method, query, headers, read_body):
-        return self._xml_answer(query, headers, lambda: self._command(
-            _parse_xml(read_body(), 'jnabcommand')))
+        return self._xml_answer(
+            query, headers, lambda: self._command(_parse_xml(read_body(), 'jnabcommand'))
+        )
 
     def _command(self, root):
         rabbits = self.registry.select(p.normalize_serial(root.get('serial', '')))
@@ -426,8 +468,11 @@ class BridgeServer:
             root = ElementTree.Element('response')
             error = ElementTree.SubElement(root, 'error')
             ElementTree.SubElement(error, 'message').text = str(exc)
-        return status, ElementTree.tostring(root, xml_declaration=True, encoding='UTF-8'), \
-            'text/xml'
+        return (
+            status,
+            ElementTree.tostring(root, xml_declaration=True, encoding='UTF-8'),
+            'text/xml',
+        )
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -435,7 +480,7 @@ def _split_target(target):
     """(path, {name: first non-blank value}) as urlsplit and parse_qs give them, in a
     fraction of their time: every ping goes through here."""
     if not target.startswith('/'):
-        url = urllib.parse.urlsplit(target)     # an absolute URL (proxies send those)
+        url = urllib.parse.urlsplit(target)  # an absolute URL (proxies send those)
         target = url.path + ('?' + url.query if url.query else '')
     path, _, query = target.partition('#')[0].partition('?')
     values = {}
@@ -467,7 +512,7 @@ def _parse_xml(data, root_tag):
 def _plugin_name(text):
     """'echo', 'EchoPlugin' or 'jNab.plugins.EchoPlugin' → 'echo'."""
     name = (text or '').strip().rsplit('.', 1)[-1].lower()
-    return name[:-len('plugin')] if name.endswith('plugin') and name != 'plugin' else name
+    return name[: -len('plugin')] if name.endswith('plugin') and name != 'plugin' else name
 
 
 def _number(text, what):
@@ -485,16 +530,21 @@ def _decimal(query, key):
 
 def _content_type(name):
     suffix = pathlib.Path(name).suffix.lower()
-    return {'.mp3': 'audio/mpeg', '.wav': 'audio/wav', '.chor': 'application/octet-stream',
-            '.mid': 'audio/midi'}.get(suffix, 'application/octet-stream')
+    return {
+        '.mp3': 'audio/mpeg',
+        '.wav': 'audio/wav',
+        '.chor': 'application/octet-stream',
+        '.mid': 'audio/midi',
+    }.get(suffix, 'application/octet-stream')
 
 
 def _primary_address():
     """This machine's address on its default route (no packet is sent), else loopback."""
     import socket
+
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
-        probe.connect(('192.0.2.1', 80))      # TEST-NET-1: never routed anywhere
+        probe.connect(('192.0.2.1', 80))  # TEST-NET-1: never routed anywhere
         return probe.getsockname()[0]
     except OSError:
         return '127.0.0.1'

@@ -1,4 +1,5 @@
 """Nabaztag parts of the fault suite (`make soak`, legacy_robot_bringup.soak)."""
+
 import collections
 import socket
 import threading
@@ -21,8 +22,15 @@ def reply_packets():
     registry = RabbitRegistry(ping_interval=5, wake_after_boot=False)
     rabbit, _ = registry.seen('0019db000001')
     packets = [registry.reply_packet(rabbit)]
-    packets.append(p.encode_packet([p.Block(0x03, b'\x05'), p.Block(0x09),
-                                    p.Block(0x0A, b'\x00\x01 obfuscated program text')]))
+    packets.append(
+        p.encode_packet(
+            [
+                p.Block(0x03, b'\x05'),
+                p.Block(0x09),
+                p.Block(0x0A, b'\x00\x01 obfuscated program text'),
+            ]
+        )
+    )
     return packets
 
 
@@ -35,23 +43,45 @@ def query_values(data):
 
 def fuzz_targets():
     wav = recording.encode_wav(recording.tone(0.05))
-    dance = chor.build([chor.Step(0, 0x01, (10,)), chor.Step(0, 0x07, (4, 255, 0, 0, 0, 0)),
-                        chor.Step(3, 0x08, (1, 9, 0)), chor.Step(3, 0x09, (0, 0, 255))])
+    dance = chor.build(
+        [
+            chor.Step(0, 0x01, (10,)),
+            chor.Step(0, 0x07, (4, 255, 0, 0, 0, 0)),
+            chor.Step(3, 0x08, (1, 9, 0)),
+            chor.Step(3, 0x09, (0, 0, 255)),
+        ]
+    )
     return [
         # what reaches the bridge from the network: each reject must become a 4xx
-        FuzzTarget('Nabaztag recording upload (WAV, IMA ADPCM)', recording.decode_wav, [wav],
-                   max_random=2000),
-        FuzzTarget('Nabaztag ping sd / tc values', query_values,
-                   [b'0', b'3', b'8003', b'7fffffff', b'a0b'], max_random=24),
+        FuzzTarget(
+            'Nabaztag recording upload (WAV, IMA ADPCM)',
+            recording.decode_wav,
+            [wav],
+            max_random=2000,
+        ),
+        FuzzTarget(
+            'Nabaztag ping sd / tc values',
+            query_values,
+            [b'0', b'3', b'8003', b'7fffffff', b'a0b'],
+            max_random=24,
+        ),
         # what reaches the emulated rabbit from a bridge (ours or another one)
         FuzzTarget('Nabaztag packet (rabbit side)', p.decode_packet, reply_packets()),
-        FuzzTarget('Nabaztag choreography (rabbit side)',
-                   lambda data: chor.parse(data, strict=False), [dance]),
-        FuzzTarget('Nabaztag locate reply (rabbit side)',
-                   lambda data: p.parse_locate(data.decode('latin-1')),
-                   [p.locate_reply('127.0.0.1:8080', '127.0.0.1:8080').encode()]),
-        FuzzTarget('Nabaztag boot bytecode wrapper', p.check_bytecode,
-                   [b'amber%08xMind' % 0, b'amber%08x' % 5 + b'12345Mind']),
+        FuzzTarget(
+            'Nabaztag choreography (rabbit side)',
+            lambda data: chor.parse(data, strict=False),
+            [dance],
+        ),
+        FuzzTarget(
+            'Nabaztag locate reply (rabbit side)',
+            lambda data: p.parse_locate(data.decode('latin-1')),
+            [p.locate_reply('127.0.0.1:8080', '127.0.0.1:8080').encode()],
+        ),
+        FuzzTarget(
+            'Nabaztag boot bytecode wrapper',
+            p.check_bytecode,
+            [b'amber%08xMind' % 0, b'amber%08x' % 5 + b'12345Mind'],
+        ),
     ]
 
 
@@ -59,15 +89,25 @@ def restart_spec(folder):
     """The rabbit is the client here: killed and started again, it locates the bridge anew
     (its locate event is the sign that it is back)."""
     port = free_port()
-    return RestartSpec(['nabaztag_bridge.emulator', '--server', f'127.0.0.1:{port}/vl',
-                        '--no-boot', '--spread', '0'], 'nabaztag_bridge.node',
-                       {'host': '127.0.0.1', 'port': port, 'ping_interval': 1}, 'events',
-                       RabbitEvent)
+    return RestartSpec(
+        [
+            'nabaztag_bridge.emulator',
+            '--server',
+            f'127.0.0.1:{port}/vl',
+            '--no-boot',
+            '--spread',
+            '0',
+        ],
+        'nabaztag_bridge.node',
+        {'host': '127.0.0.1', 'port': port, 'ping_interval': 1},
+        'events',
+        RabbitEvent,
+    )
 
 
 # ---- malformed requests among normal rabbits (rclpy from here on) ---------------------------
 SERIAL = b'0019db00ffff'
-MALFORMED = (             # complete requests, each of them wrong in its own way
+MALFORMED = (  # complete requests, each of them wrong in its own way
     b'GET /vl/p4.jsp?sn=zzzz&v=65808&st=1&sd=0&tc=0&h=4 HTTP/1.0\r\n\r\n',
     b'GET /vl/p4.jsp?sn=%s&v=65808&st=1&sd=xyz&tc=0&h=4 HTTP/1.0\r\n\r\n' % SERIAL,
     b'GET /vl/p4.jsp?sn=%s&v=65808&st=1&sd=0&tc=nothex&h=4 HTTP/1.0\r\n\r\n' % SERIAL,
@@ -117,6 +157,7 @@ def send_malformed(port, count, senders=4):
             status = status_of(port, MALFORMED[index % len(MALFORMED)])
             with lock:
                 statuses[status] += 1
+
     threads = [threading.Thread(target=send, args=(n,)) for n in range(senders)]
     for thread in threads:
         thread.start()
@@ -128,20 +169,33 @@ def send_malformed(port, count, senders=4):
 def malformed_rows(count):
     from legacy_robot_common.bench import wait_ready
     from legacy_robot_interfaces.msg import RabbitRecording
+
     from .bench import bridge_and_listener
+
     with bridge_and_listener('/soak', {RECORDINGS: RabbitRecording}, 'soak_nabaztag') as (
-            port, bridge, listener):
-        fleet = RabbitEmulator(RabbitOptions(server=f'127.0.0.1:{port}/vl', boot=False),
-                               count=NORMAL_RABBITS, spread=1.0).start()
+        port,
+        bridge,
+        listener,
+    ):
+        fleet = RabbitEmulator(
+            RabbitOptions(server=f'127.0.0.1:{port}/vl', boot=False),
+            count=NORMAL_RABBITS,
+            spread=1.0,
+        ).start()
         try:
-            wait_ready(bridge, lambda: all(r.status()['pings'] >= 2 for r in fleet.rabbits),
-                       'the rabbits did not reach the bridge', timeout=60.0, settle=0.0)
-            errors_before = fleet.errors()      # refused while the bridge was starting
+            wait_ready(
+                bridge,
+                lambda: all(r.status()['pings'] >= 2 for r in fleet.rabbits),
+                'the rabbits did not reach the bridge',
+                timeout=60.0,
+                settle=0.0,
+            )
+            errors_before = fleet.errors()  # refused while the bridge was starting
             for rabbit in fleet.rabbits[:RECORDING_RABBITS]:
                 rabbit.record(0.5)
             statuses = send_malformed(port, count)
             wait_until(lambda: listener.counts[RECORDINGS] >= RECORDING_RABBITS, 30)
-            time.sleep(2.0)                      # a second copy of a recording would show now
+            time.sleep(2.0)  # a second copy of a recording would show now
             alive = bridge.poll() is None
             rabbit_errors = fleet.errors() - errors_before
             recordings = listener.counts[RECORDINGS]
@@ -150,15 +204,36 @@ def malformed_rows(count):
     answered_4xx = sum(n for status, n in statuses.items() if 400 <= status < 500)
     others = {status: n for status, n in statuses.items() if not 400 <= status < 500}
     subject = f'Nabaztag: {count:,} malformed requests, {NORMAL_RABBITS} rabbits pinging'
-    return [Row('Nabaztag', subject, f'{answered_4xx:,} answered 4xx; other answers {others or "none"}',
-                'every one 4xx', answered_4xx == count),
-            Row('Nabaztag', subject, 'bridge still running' if alive else 'BRIDGE EXITED',
-                'stays up', alive),
-            Row('Nabaztag', subject, f'{rabbit_errors} failed requests or refused replies',
-                'normal rabbits see no errors', rabbit_errors == 0),
-            Row('Nabaztag', subject, f'{recordings} recordings published for '
-                f'{RECORDING_RABBITS} made', 'each stored exactly once',
-                recordings == RECORDING_RABBITS)]
+    return [
+        Row(
+            'Nabaztag',
+            subject,
+            f'{answered_4xx:,} answered 4xx; other answers {others or "none"}',
+            'every one 4xx',
+            answered_4xx == count,
+        ),
+        Row(
+            'Nabaztag',
+            subject,
+            'bridge still running' if alive else 'BRIDGE EXITED',
+            'stays up',
+            alive,
+        ),
+        Row(
+            'Nabaztag',
+            subject,
+            f'{rabbit_errors} failed requests or refused replies',
+            'normal rabbits see no errors',
+            rabbit_errors == 0,
+        ),
+        Row(
+            'Nabaztag',
+            subject,
+            f'{recordings} recordings published for {RECORDING_RABBITS} made',
+            'each stored exactly once',
+            recordings == RECORDING_RABBITS,
+        ),
+    ]
 
 
 # ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------

@@ -12,6 +12,7 @@ else: a deadline for the whole request (client_timeout), a size limit for the re
 line and headers (431 / 414), a header count (431), and a body limit (413, before the
 body is read).
 """
+
 import asyncio
 import dataclasses
 import http
@@ -21,16 +22,16 @@ import threading
 import httptools
 import uvloop
 
-LINGER_SECONDS = 2.0      # reading (and dropping) what a refused client still sends
+LINGER_SECONDS = 2.0  # reading (and dropping) what a refused client still sends
 
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    client_timeout: float = 10.0    # s for the whole request, from the connection on
-    max_head_bytes: int = 65536     # request line and headers
+    client_timeout: float = 10.0  # s for the whole request, from the connection on
+    max_head_bytes: int = 65536  # request line and headers
     max_headers: int = 100
     max_body_bytes: int = 65536
-    backlog: int = 4096             # connections waiting for accept: thousands of rabbits
+    backlog: int = 4096  # connections waiting for accept: thousands of rabbits
 
 
 class RequestError(Exception):
@@ -44,8 +45,10 @@ class RequestError(Exception):
 def reply_bytes(status, body, content_type):
     """The whole HTTP/1.0 reply (body: bytes)."""
     reason = _REASONS.get(status, 'Unknown')
-    return (f'HTTP/1.0 {status} {reason}\r\nContent-Type: {content_type}\r\n'
-            f'Content-Length: {len(body)}\r\n\r\n').encode('latin-1') + body
+    return (
+        f'HTTP/1.0 {status} {reason}\r\nContent-Type: {content_type}\r\n'
+        f'Content-Length: {len(body)}\r\n\r\n'
+    ).encode('latin-1') + body
 
 
 _REASONS = {status.value: status.phrase for status in http.HTTPStatus}
@@ -56,15 +59,16 @@ class HttpServer:
     respond is called on the loop thread, one request at a time; on_refused(status,
     text) for requests refused here (unparsable, over a limit)."""
 
-    def __init__(self, host, port, respond, limits=Limits(), on_refused=None,
-                 on_dropped=None, tap=None):
+    def __init__(
+        self, host, port, respond, limits=Limits(), on_refused=None, on_dropped=None, tap=None
+    ):
         self.host, self.port = host, port
-        self.tap = tap                # a recording's LinkTap: every connection's bytes
+        self.tap = tap  # a recording's LinkTap: every connection's bytes
         self.respond = respond
         self.limits = limits
         self.on_refused = on_refused or (lambda status, text: None)
-        self.on_dropped = on_dropped or (lambda: None)   # a client silent until the deadline
-        self.connections = set()      # open ones: stop() closes them
+        self.on_dropped = on_dropped or (lambda: None)  # a client silent until the deadline
+        self.connections = set()  # open ones: stop() closes them
         self._loop = None
         self._thread = None
         self._server = None
@@ -76,9 +80,15 @@ class HttpServer:
         def serve():
             asyncio.set_event_loop(self._loop)
             try:
-                self._server = self._loop.run_until_complete(self._loop.create_server(
-                    lambda: _Connection(self), self.host, self.port,
-                    backlog=self.limits.backlog, reuse_address=True))
+                self._server = self._loop.run_until_complete(
+                    self._loop.create_server(
+                        lambda: _Connection(self),
+                        self.host,
+                        self.port,
+                        backlog=self.limits.backlog,
+                        reuse_address=True,
+                    )
+                )
             except OSError as exc:
                 failure.append(exc)
                 started.set()
@@ -89,6 +99,7 @@ class HttpServer:
             self._server.close()
             self._loop.run_until_complete(self._server.wait_closed())
             self._loop.close()
+
         self._thread = threading.Thread(target=serve, name='nabaztag-http', daemon=True)
         self._thread.start()
         started.wait()
@@ -125,12 +136,12 @@ class _Connection(asyncio.Protocol):
         self.body_size = 0
         self.head_size = 0
         self.head_done = False
-        self.line_done = False      # the request line's end has arrived (then 431, not 414)
+        self.line_done = False  # the request line's end has arrived (then 431, not 414)
         self.header_size = 0
         self.answered = False
         self.deadline = None
         self.tap = server.tap
-        self.number = 0               # the connection's number in a recording
+        self.number = 0  # the connection's number in a recording
 
     # ---- asyncio ---------------------------------------------------------------------------
     def connection_made(self, transport):
@@ -138,8 +149,9 @@ class _Connection(asyncio.Protocol):
         self.server.connections.add(self)
         if self.tap is not None:
             self.number = self.tap.next_connection()
-        self.deadline = asyncio.get_running_loop().call_later(self.limits.client_timeout,
-                                                              self._timed_out)
+        self.deadline = asyncio.get_running_loop().call_later(
+            self.limits.client_timeout, self._timed_out
+        )
 
     def connection_lost(self, exc):
         self.deadline.cancel()
@@ -154,21 +166,23 @@ class _Connection(asyncio.Protocol):
         if self.tap is not None:
             self.tap.received(data, self.number)
         if self.answered:
-            return                  # lingering after a refusal: read and drop
+            return  # lingering after a refusal: read and drop
         if not self.head_done:
             self.head_size += len(data)
             self.line_done = self.line_done or b'\n' in data
         try:
             self.parser.feed_data(data)
             if not self.head_done and self.head_size > self.limits.max_head_bytes:
-                raise RequestError(431 if self.line_done else 414, 'request line and headers '
-                                   f'over {self.limits.max_head_bytes} bytes')
+                raise RequestError(
+                    431 if self.line_done else 414,
+                    f'request line and headers over {self.limits.max_head_bytes} bytes',
+                )
         except RequestError as exc:
             self._refuse(exc.status, str(exc))
         except httptools.HttpParserUpgrade:
             self._refuse(400, 'protocol upgrades are not served')
         except httptools.HttpParserError as exc:
-            refusal = exc.__context__       # httptools wraps what a callback raised
+            refusal = exc.__context__  # httptools wraps what a callback raised
             if isinstance(refusal, RequestError):
                 self._refuse(refusal.status, str(refusal))
             else:
@@ -176,7 +190,7 @@ class _Connection(asyncio.Protocol):
 
     def eof_received(self):
         if not self.answered and self.head_done:
-            self._answer()          # a POST whose client stopped sending: respond() decides
+            self._answer()  # a POST whose client stopped sending: respond() decides
         return False
 
     # ---- httptools callbacks -----------------------------------------------------------------
@@ -196,12 +210,15 @@ class _Connection(asyncio.Protocol):
     def on_headers_complete(self):
         self.head_done = True
         if self.parser.get_method() != b'POST':
-            self._answer()          # only POSTs have a body worth waiting for
+            self._answer()  # only POSTs have a body worth waiting for
             return
         length = self._content_length()
         if length > self.limits.max_body_bytes:
-            raise RequestError(413, f'body of {length} bytes; the limit is '
-                               f'{self.limits.max_body_bytes} (parameter max_body_bytes)')
+            raise RequestError(
+                413,
+                f'body of {length} bytes; the limit is '
+                f'{self.limits.max_body_bytes} (parameter max_body_bytes)',
+            )
 
     def on_body(self, body):
         self.body.append(body)
@@ -220,22 +237,23 @@ class _Connection(asyncio.Protocol):
         self.answered = True
         method = self.parser.get_method().decode('latin-1')
         target = self.url.decode('latin-1')
-        status, body, content_type = self.server.respond(method, target, self.headers,
-                                                         self._read_body)
+        status, body, content_type = self.server.respond(
+            method, target, self.headers, self._read_body
+        )
         if isinstance(body, pathlib.Path):
             body = body.read_bytes()
         self._send(reply_bytes(status, body, content_type), complete=self._complete())
 
     def _refuse(self, status, text):
         if self.answered:
-            return                  # a later request on the same connection: not served
+            return  # a later request on the same connection: not served
         self.answered = True
         self.server.on_refused(status, text)
         self._send(reply_bytes(status, f'{text}\n'.encode(), 'text/plain'), complete=False)
 
     def _content_length(self):
         length = self.headers.get('content-length', '').strip()
-        return int(length) if length.isdigit() else 0   # the parser refuses other values
+        return int(length) if length.isdigit() else 0  # the parser refuses other values
 
     def _complete(self):
         return self.body_size >= self._content_length()
@@ -251,12 +269,11 @@ class _Connection(asyncio.Protocol):
         # destroy the reply before it is read, so half-close and drop its bytes for a while
         self.transport.write_eof()
         self.deadline.cancel()
-        self.deadline = asyncio.get_running_loop().call_later(LINGER_SECONDS,
-                                                              self.transport.close)
+        self.deadline = asyncio.get_running_loop().call_later(LINGER_SECONDS, self.transport.close)
 
     def _timed_out(self):
         if not self.answered and self.head_done:
-            self._answer()          # a body that stopped short: respond() says so (400)
+            self._answer()  # a body that stopped short: respond() says so (400)
             return
         if not self.answered:
             self.server.on_dropped()

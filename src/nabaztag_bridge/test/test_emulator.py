@@ -1,5 +1,6 @@
 """The rabbit emulator against the bridge's HTTP server (real sockets, no ROS), and
 against a server that misbehaves the ways the spec says the rabbit copes with."""
+
 import http.server
 import io
 import subprocess
@@ -8,14 +9,21 @@ import threading
 import time
 
 import pytest
-
 from helpers import run_module, start_module, wait_for
+
 from legacy_robot_common.emulator import free_port
 from nabaztag_bridge import choreography as chor
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge import recording
-from nabaztag_bridge.emulator import (PLAYED_KEPT, RabbitEmulator, RabbitOptions, VirtualRabbit,
-                                      console, rabbit_request, split_url)
+from nabaztag_bridge.emulator import (
+    PLAYED_KEPT,
+    RabbitEmulator,
+    RabbitOptions,
+    VirtualRabbit,
+    console,
+    rabbit_request,
+    split_url,
+)
 from nabaztag_bridge.rabbits import RabbitRegistry
 from nabaztag_bridge.server import BridgeServer, RabbitEvent, Recording, Settings
 
@@ -28,9 +36,10 @@ def world(tmp_path):
     media = tmp_path / 'media'
     media.mkdir()
     (media / 'tone.wav').write_bytes(recording.encode_wav(recording.tone(0.3)))
-    server = BridgeServer(Settings(host='127.0.0.1', port=0, bytecode=BYTECODE,
-                                   media_root=media),
-                          RabbitRegistry(ping_interval=1)).start()
+    server = BridgeServer(
+        Settings(host='127.0.0.1', port=0, bytecode=BYTECODE, media_root=media),
+        RabbitRegistry(ping_interval=1),
+    ).start()
     server.records = []
     server.on_record = server.records.append
     rabbits = []
@@ -39,6 +48,7 @@ def world(tmp_path):
         options.setdefault('server', f'127.0.0.1:{server.port}/vl')
         rabbits.append(VirtualRabbit(RabbitOptions(**options)).start())
         return rabbits[-1]
+
     yield server, rabbit
     for started in rabbits:
         started.stop()
@@ -81,27 +91,34 @@ def test_clicks_ears_and_end_of_message_reach_the_bridge(world):
     rabbit.move_ears(3, 21)
     assert wait_for(lambda: 'ears_moved' in kinds(server), 5)
     moved = [r for r in server.records if getattr(r, 'kind', '') == 'ears_moved'][0]
-    assert moved.ears == (3, 4)                                      # 21 mod 17
+    assert moved.ears == (3, 4)  # 21 mod 17
     rabbit.double_click()
     assert wait_for(lambda: 'double_click' in kinds(server), 5)
     # the bridge records the event while it answers; the rabbit clears sd once the answer is in
-    assert wait_for(lambda: rabbit.sd == 0, 5)                       # acknowledged
+    assert wait_for(lambda: rabbit.sd == 0, 5)  # acknowledged
 
 
 def test_program_with_sound_and_choreography_plays_then_reports_its_end(world):
     server, make = world
     rabbit = make(boot=False)
     assert wait_for(lambda: rabbit.status()['state'] == 'idle', 5)
-    url = server.add_choreography(chor.build([
-        chor.Step(0, 0x01, (10,)), chor.Step(0, 0x07, (4, 255, 0, 0, 0, 0)),
-        chor.Step(3, 0x08, (1, 9, 0)), chor.Step(3, 0x09, (0, 0, 255))]))
+    url = server.add_choreography(
+        chor.build(
+            [
+                chor.Step(0, 0x01, (10,)),
+                chor.Step(0, 0x07, (4, 255, 0, 0, 0, 0)),
+                chor.Step(3, 0x08, (1, 9, 0)),
+                chor.Step(3, 0x09, (0, 0, 255)),
+            ]
+        )
+    )
     program_id = server.registry.queue_program(
-        server.registry.select(''), [('MU', server.media_url('tone.wav')), ('MW', ''),
-                                     ('CH', url)])
+        server.registry.select(''), [('MU', server.media_url('tone.wav')), ('MW', ''), ('CH', url)]
+    )
     assert wait_for(lambda: rabbit.status()['playing'] == program_id, 5)
     assert wait_for(lambda: 'end_of_message' in kinds(server), 5)
     end = next(e for e in server.records if getattr(e, 'kind', '') == 'end_of_message')
-    assert end.program_id == program_id                 # tc held the program's ID at its end
+    assert end.program_id == program_id  # tc held the program's ID at its end
     assert rabbit.status()['leds'] == ((0, 0, 255),) * 5
     assert [(key, size > 0) for key, _, size in rabbit.played] == [('MU', True), ('CH', True)]
     # then the bridge sends the idle program, and only then is the rabbit idle
@@ -121,7 +138,7 @@ def test_a_rabbit_remembers_only_its_last_resources(world):
     end = next(e for e in server.records if getattr(e, 'kind', '') == 'end_of_message')
     assert end.program_id == program_id
     assert len(rabbit.played) == PLAYED_KEPT
-    assert rabbit.played[-1] == ('PL', str((PLAYED_KEPT + 19) % 8), 0)   # the newest stay
+    assert rabbit.played[-1] == ('PL', str((PLAYED_KEPT + 19) % 8), 0)  # the newest stay
 
 
 def test_ears_set_after_a_program_reach_the_rabbit(world):
@@ -140,10 +157,11 @@ def test_ears_set_after_a_program_reach_the_rabbit(world):
 
 def test_click_while_playing_stops_the_program(world):
     server, make = world
-    rabbit = make(boot=False, time_scale=20.0)          # a 0.3 s sound lasts 6 s
+    rabbit = make(boot=False, time_scale=20.0)  # a 0.3 s sound lasts 6 s
     assert wait_for(lambda: rabbit.status()['state'] == 'idle', 5)
-    program_id = server.registry.queue_program(server.registry.select(''),
-                                               [('MU', server.media_url('tone.wav')), ('MW', '')])
+    program_id = server.registry.queue_program(
+        server.registry.select(''), [('MU', server.media_url('tone.wav')), ('MW', '')]
+    )
     assert wait_for(lambda: rabbit.status()['playing'] == program_id, 5)
     rabbit.click()
     assert wait_for(lambda: 'click_while_playing' in kinds(server), 5)
@@ -183,20 +201,22 @@ def test_record_uploads_a_real_adpcm_wav_and_rfid_is_reported(world):
     assert wait_for(lambda: 'rfid' in kinds(server) and 'recording' in kinds(server), 5)
     [upload] = [r for r in server.records if isinstance(r, Recording)]
     assert upload.double_click and abs(len(upload.pcm) / upload.sample_rate - 1.0) < 0.07
-    assert [r.rfid for r in server.records if getattr(r, 'kind', '') == 'rfid'] == \
-        ['d0021a0352d64cec']
+    assert [r.rfid for r in server.records if getattr(r, 'kind', '') == 'rfid'] == [
+        'd0021a0352d64cec'
+    ]
 
 
 class FlakyRecordServer(http.server.BaseHTTPRequestHandler):
     """Stays silent on the first two uploads (longer than the rabbit waits), takes the
     third; answers every ping with a packet the rabbit must refuse (a type-11 block)."""
+
     uploads = []
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers['Content-length']))
         self.uploads.append(body)
         if len(self.uploads) < 3:
-            time.sleep(1.0)                  # the rabbit gives up after net_timeout, retries
+            time.sleep(1.0)  # the rabbit gives up after net_timeout, retries
         self._reply(b'')
 
     def do_GET(self):
@@ -215,9 +235,10 @@ def test_upload_retries_and_invalid_packets_keep_the_event():
     httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), FlakyRecordServer)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     port = httpd.server_address[1]
-    rabbit = VirtualRabbit(RabbitOptions(server=f'127.0.0.1:{port}/vl', time_scale=0.0,
-                                         net_timeout=0.3))
-    rabbit.phase, rabbit.ping_base = 'ping', f'127.0.0.1:{port}'     # as if located
+    rabbit = VirtualRabbit(
+        RabbitOptions(server=f'127.0.0.1:{port}/vl', time_scale=0.0, net_timeout=0.3)
+    )
+    rabbit.phase, rabbit.ping_base = 'ping', f'127.0.0.1:{port}'  # as if located
     rabbit.start()
     try:
         rabbit.click()
@@ -226,7 +247,7 @@ def test_upload_retries_and_invalid_packets_keep_the_event():
         assert rabbit.status()['upload_attempts'] == 3
         assert len(FlakyRecordServer.uploads) == 3 and len(set(FlakyRecordServer.uploads)) == 1
         assert wait_for(lambda: rabbit.status()['bad_packets'] >= 2, 15)
-        assert rabbit.sd == p.SD_VALUES['click']       # never acknowledged: sent again
+        assert rabbit.sd == p.SD_VALUES['click']  # never acknowledged: sent again
     finally:
         rabbit.stop()
         httpd.shutdown()
@@ -235,8 +256,9 @@ def test_upload_retries_and_invalid_packets_keep_the_event():
 
 def test_many_rabbits_in_one_process(world):
     server, _ = world
-    fleet = RabbitEmulator(RabbitOptions(server=f'127.0.0.1:{server.port}/vl', boot=False),
-                           count=50).start()
+    fleet = RabbitEmulator(
+        RabbitOptions(server=f'127.0.0.1:{server.port}/vl', boot=False), count=50
+    ).start()
     try:
         assert wait_for(lambda: server.registry.counts() == (50, 50), 10)
         assert len({r.serial for r in fleet.rabbits}) == 50
@@ -254,25 +276,34 @@ def test_requests_are_byte_for_byte_the_rabbits():
         seen.append(connection.recv(4096))
         connection.sendall(b'HTTP/1.0 500 Whatever\r\nX: y\r\n\r\nbody \r\n\r\n kept')
         connection.close()
+
     threading.Thread(target=serve, daemon=True).start()
     port = listener.getsockname()[1]
-    assert rabbit_request(f'http://127.0.0.1:{port}/vl/record.jsp?sn=1', b'AB') == \
-        b'body \r\n\r\n kept'                          # status ignored; first blank line splits
+    assert (
+        rabbit_request(f'http://127.0.0.1:{port}/vl/record.jsp?sn=1', b'AB')
+        == b'body \r\n\r\n kept'
+    )  # status ignored; first blank line splits
     listener.close()
-    assert seen[0] == (b'POST /vl/record.jsp?sn=1 HTTP/1.0\r\nUser-Agent: MTL\r\n'
-                       b'Pragma: no-cache\r\nIcy-MetaData:1\r\nHost: 127.0.0.1\r\n'
-                       b'Content-length: 2\r\n\r\nAB')
+    assert seen[0] == (
+        b'POST /vl/record.jsp?sn=1 HTTP/1.0\r\nUser-Agent: MTL\r\n'
+        b'Pragma: no-cache\r\nIcy-MetaData:1\r\nHost: 127.0.0.1\r\n'
+        b'Content-length: 2\r\n\r\nAB'
+    )
     assert split_url('rabbits.lan/vl/x') == ('rabbits.lan', 80, '/vl/x')
 
 
 def test_console_commands(world):
     server, _ = world
-    emulator = RabbitEmulator(RabbitOptions(server=f'127.0.0.1:{server.port}/vl', boot=False),
-                              count=2).start()
+    emulator = RabbitEmulator(
+        RabbitOptions(server=f'127.0.0.1:{server.port}/vl', boot=False), count=2
+    ).start()
     try:
         out = io.StringIO()
-        console(emulator, ['click 1\n', 'ears 4 5\n', 'rfid nothex\n', 'fly\n', 'status 1\n',
-                           'record 0.1\n'], out)
+        console(
+            emulator,
+            ['click 1\n', 'ears 4 5\n', 'rfid nothex\n', 'fly\n', 'status 1\n', 'record 0.1\n'],
+            out,
+        )
         lines = out.getvalue().splitlines()
         assert lines[0] == 'ok: click on 0019db000002' and lines[1].startswith('ok: ears')
         assert lines[2].startswith('error:') and lines[3].startswith('commands:')
@@ -286,11 +317,13 @@ def test_command_line():
     bad = run_module('nabaztag_bridge.emulator', '--serial', 'xyz')
     assert bad.returncode == 2 and 'serial' in bad.stderr
     assert run_module('nabaztag_bridge.emulator', '--rabbits', '0').returncode == 2
-    process = start_module('nabaztag_bridge.emulator', '--server', '127.0.0.1:9/vl',
-                           '--rabbits', '3')
+    process = start_module(
+        'nabaztag_bridge.emulator', '--server', '127.0.0.1:9/vl', '--rabbits', '3'
+    )
     try:
-        assert process.stdout.readline().startswith('Nabaztag emulator: 3 rabbit(s) from '
-                                                    '0019db000001')
+        assert process.stdout.readline().startswith(
+            'Nabaztag emulator: 3 rabbit(s) from 0019db000001'
+        )
     finally:
         process.terminate()
         assert process.wait(10) == 0
@@ -298,7 +331,7 @@ def test_command_line():
 
 def test_the_emulator_says_when_it_cannot_reach_its_server():
     command = [sys.executable, '-m', 'nabaztag_bridge.emulator', '--no-boot', '--server']
-    nothing_there = f'http://127.0.0.1:{free_port()}/vl'         # an http:// in front is fine
+    nothing_there = f'http://127.0.0.1:{free_port()}/vl'  # an http:// in front is fine
     process = subprocess.Popen(command + [nothing_there], stdout=subprocess.PIPE, text=True)
     try:
         lines = [process.stdout.readline() for _ in range(2)]

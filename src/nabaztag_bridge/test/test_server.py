@@ -1,5 +1,6 @@
 """The bridge's HTTP server over real sockets, with requests written byte for byte as the
 rabbit writes them (HTTP/1.0, its four headers, Content-length, no Content-Type)."""
+
 import random
 import socket
 import threading
@@ -31,15 +32,25 @@ def raw(port, data, timeout=5.0):
 
 
 def rabbit_get(port, path):
-    return raw(port, (f'GET {path} HTTP/1.0\r\nUser-Agent: MTL\r\nPragma: no-cache\r\n'
-                      f'Icy-MetaData:1\r\nHost: 127.0.0.1\r\n\r\n').encode())
+    return raw(
+        port,
+        (
+            f'GET {path} HTTP/1.0\r\nUser-Agent: MTL\r\nPragma: no-cache\r\n'
+            f'Icy-MetaData:1\r\nHost: 127.0.0.1\r\n\r\n'
+        ).encode(),
+    )
 
 
 def rabbit_post(port, path, body, length=None):
     length = len(body) if length is None else length
-    return raw(port, (f'POST {path} HTTP/1.0\r\nUser-Agent: MTL\r\nPragma: no-cache\r\n'
-                      f'Icy-MetaData:1\r\nHost: 127.0.0.1\r\nContent-length: {length}\r\n\r\n'
-                      ).encode() + body)
+    return raw(
+        port,
+        (
+            f'POST {path} HTTP/1.0\r\nUser-Agent: MTL\r\nPragma: no-cache\r\n'
+            f'Icy-MetaData:1\r\nHost: 127.0.0.1\r\nContent-length: {length}\r\n\r\n'
+        ).encode()
+        + body,
+    )
 
 
 def ping(port, sd='0', tc='7fffffff', serial=SERIAL):
@@ -55,16 +66,29 @@ def bridge(tmp_path):
         media.mkdir(exist_ok=True)
         (media / 'hello.mp3').write_bytes(b'ID3 not really an mp3')
         (tmp_path / 'secret.txt').write_text('outside the media root')
-        registry = RabbitRegistry(ping_interval=options.pop('ping_interval', 7),
-                                  allowed=options.pop('allowed', ()),
-                                  plugin=options.pop('plugin', 'none'))
-        settings = Settings(**dict(dict(host='127.0.0.1', port=0, bytecode=BYTECODE,
-                                        media_root=media, client_timeout=1.0), **options))
+        registry = RabbitRegistry(
+            ping_interval=options.pop('ping_interval', 7),
+            allowed=options.pop('allowed', ()),
+            plugin=options.pop('plugin', 'none'),
+        )
+        settings = Settings(
+            **dict(
+                dict(
+                    host='127.0.0.1',
+                    port=0,
+                    bytecode=BYTECODE,
+                    media_root=media,
+                    client_timeout=1.0,
+                ),
+                **options,
+            )
+        )
         server = BridgeServer(settings, registry)
         server.records = []
         server.on_record = server.records.append
         started.append(server.start())
         return server
+
     yield start
     for server in started:
         server.stop()
@@ -78,8 +102,9 @@ def events(server, kind=None):
 def test_boot_serves_the_bytecode_and_closes(bridge):
     server = bridge()
     status, headers, body = rabbit_get(
-        server.port, '/vl/bc.jsp?v=0.0.0.13&m=00:19:db:9d:bb:96&l=00:00:00:00:00:00'
-                     '&p=07:ff:ff:ff:00:00&h=4')
+        server.port,
+        '/vl/bc.jsp?v=0.0.0.13&m=00:19:db:9d:bb:96&l=00:00:00:00:00:00&p=07:ff:ff:ff:00:00&h=4',
+    )
     assert status == 200 and body == BYTECODE
     assert [e.kind for e in events(server)] == ['boot']
     assert isinstance(server.records[0], RabbitsChanged) and server.counters.connects == 1
@@ -95,8 +120,10 @@ def test_locate_answers_ping_and_broad_from_the_advertised_address(bridge):
     server = bridge(advertised_host='192.168.1.20')
     status, _, body = rabbit_get(server.port, f'/vl/locate.jsp?sn={SERIAL}&h=4')
     assert status == 200
-    assert p.parse_locate(body.decode()) == {'ping': f'192.168.1.20:{server.port}',
-                                             'broad': f'192.168.1.20:{server.port}/broadcast'}
+    assert p.parse_locate(body.decode()) == {
+        'ping': f'192.168.1.20:{server.port}',
+        'broad': f'192.168.1.20:{server.port}/broadcast',
+    }
     explicit = bridge(locate_ping='rabbits.lan:80', locate_broad='rabbits.lan/b')
     body = rabbit_get(explicit.port, f'/vl/locate.jsp?sn={SERIAL}&h=4')[2]
     assert body == b'ping rabbits.lan:80\nbroad rabbits.lan/b\n'
@@ -112,16 +139,16 @@ def test_first_ping_after_boot_gets_the_wake_up_program(bridge):
 
 def test_a_finished_program_is_followed_by_the_idle_program_until_the_rabbit_is_idle(bridge):
     server = bridge()
-    ping(server.port)                                          # an idle rabbit calls
+    ping(server.port)  # an idle rabbit calls
     rabbit = server.registry.select(SERIAL)[0]
     program_id = server.registry.queue_program([rabbit], [('MU', 'broadcast/x.mp3'), ('MW', '')])
     first = p.decode_packet(ping(server.port)[2])
     assert p.parse_program(p.message_text(first[0].data)).id == program_id
     ended = f'{program_id:x}'
-    for sd in ('2', '0'):              # the end, then pings that still hold the program's ID
+    for sd in ('2', '0'):  # the end, then pings that still hold the program's ID
         blocks = p.decode_packet(ping(server.port, sd=sd, tc=ended)[2])
         assert p.message_text(blocks[0].data) == 'ID 2147483647\n'
-        assert rabbit.state == 'playing'                      # not idle until tc says so
+        assert rabbit.state == 'playing'  # not idle until tc says so
     blocks = p.decode_packet(ping(server.port, tc='7fffffff')[2])
     assert rabbit.state == 'idle' and all(b.type != p.BLOCK_MESSAGE for b in blocks)
 
@@ -130,20 +157,25 @@ def test_default_reply_is_ping_interval_and_ambient_never_empty(bridge):
     server = bridge()
     body = ping(server.port)[2]
     assert body == p.encode_packet([p.ping_interval_block(7), p.ambient_block(p.Ambient())])
-    assert events(server) == []           # a plain ping is not an event (publish_pings)
+    assert events(server) == []  # a plain ping is not an event (publish_pings)
 
 
-@pytest.mark.parametrize('sd, kind, ears', [('3', 'click', ()), ('1', 'double_click', ()),
-                                            ('5', 'click_while_playing', ()),
-                                            ('2', 'end_of_message', ()),
-                                            ('8a05', 'ears_moved', (10, 5))])
+@pytest.mark.parametrize(
+    'sd, kind, ears',
+    [
+        ('3', 'click', ()),
+        ('1', 'double_click', ()),
+        ('5', 'click_while_playing', ()),
+        ('2', 'end_of_message', ()),
+        ('8a05', 'ears_moved', (10, 5)),
+    ],
+)
 def test_ping_events(bridge, sd, kind, ears):
     server = bridge()
     body = ping(server.port, sd=sd, tc='e411a')[2]
-    assert p.decode_packet(body)           # a valid packet acknowledges the event
+    assert p.decode_packet(body)  # a valid packet acknowledges the event
     [event] = events(server)
-    assert (event.serial, event.kind, event.ears, event.program_id) == (SERIAL, kind, ears,
-                                                                        934170)
+    assert (event.serial, event.kind, event.ears, event.program_id) == (SERIAL, kind, ears, 934170)
 
 
 def test_unknown_sd_values_are_counted_and_still_acknowledged(bridge):
@@ -167,7 +199,7 @@ def test_forced_packets_go_first_with_a_short_interval_then_the_default(bridge):
     server.registry.queue_blocks(rabbits, [p.reboot_block()])
     first = p.decode_packet(ping(server.port)[2])
     assert p.message_text(first[0].data) == f'ID {program_id}\nMU broadcast/a.mp3\nMW\n'
-    assert first[1] == p.ping_interval_block(1)        # another packet waits
+    assert first[1] == p.ping_interval_block(1)  # another packet waits
     assert p.decode_packet(ping(server.port)[2]) == [p.reboot_block(), p.ping_interval_block(7)]
     assert p.decode_packet(ping(server.port)[2])[1].type == p.BLOCK_AMBIENT
 
@@ -186,20 +218,20 @@ def test_raw_packets_are_sent_as_given_and_invalid_ones_refused(bridge):
 
 def test_rfid_event_and_reply_is_a_packet(bridge):
     server = bridge()
-    status, _, body = rabbit_get(server.port, f'/vl/rfid.jsp?sn={SERIAL}&v=65808&h=4'
-                                              '&t=d0021a0352d64cec')
+    status, _, body = rabbit_get(
+        server.port, f'/vl/rfid.jsp?sn={SERIAL}&v=65808&h=4&t=d0021a0352d64cec'
+    )
     assert status == 200 and p.decode_packet(body)
     assert [(e.kind, e.rfid) for e in events(server)] == [('rfid', 'd0021a0352d64cec')]
     rabbit_get(server.port, f'/vl/rfid.jsp?sn={SERIAL}&v=65808&h=4&t=0000000000000000')
-    assert len(events(server, 'rfid')) == 1            # a failed read (zeros) is no tag
+    assert len(events(server, 'rfid')) == 1  # a failed read (zeros) is no tag
 
 
 def test_recording_is_decoded_and_retries_are_stored_once(bridge):
     server = bridge(plugin='echo')
     wav = recording.encode_wav(recording.tone(1.0))
-    for _ in range(3):                                  # the rabbit retries up to 3 times
-        status, _, _ = rabbit_post(server.port, f'/vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=1',
-                                   wav)
+    for _ in range(3):  # the rabbit retries up to 3 times
+        status, _, _ = rabbit_post(server.port, f'/vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=1', wav)
         assert status == 200
     [upload] = [r for r in server.records if isinstance(r, Recording)]
     assert upload.wav == wav and upload.sample_rate == 8000 and upload.double_click
@@ -210,7 +242,7 @@ def test_recording_is_decoded_and_retries_are_stored_once(bridge):
     message = p.decode_packet(ping(server.port)[2])[0]
     key, url = p.message_text(message.data).splitlines()[1].split(' ')
     assert key == 'MU' and url.startswith(server.base_url + '/recordings/')
-    status, _, body = rabbit_get(server.port, url[len(server.base_url):])
+    status, _, body = rabbit_get(server.port, url[len(server.base_url) :])
     assert status == 200 and body == wav
 
 
@@ -220,9 +252,9 @@ def test_the_same_audio_recorded_later_is_a_new_recording():
     rabbit, _ = registry.seen(SERIAL)
     silence = recording.encode_wav(recording.tone(1.0))
     assert registry.add_recording(rabbit, silence) is not None
-    now[0] += 5.0                                           # a retry
+    now[0] += 5.0  # a retry
     assert registry.add_recording(rabbit, silence) is None
-    now[0] += 60.0                                          # the same silence, a minute later
+    now[0] += 60.0  # the same silence, a minute later
     assert registry.add_recording(rabbit, silence) is not None
 
 
@@ -235,9 +267,11 @@ def test_a_long_click_recording_says_so(bridge):
 
 
 def test_program_urls_use_the_address_locate_advertises(bridge):
-    server = bridge(locate_ping='rabbits.example:8080')    # a port forward in front of the bridge
+    server = bridge(locate_ping='rabbits.example:8080')  # a port forward in front of the bridge
     assert server.media_url('hello.mp3') == 'http://rabbits.example:8080/local/hello.mp3'
-    assert server.add_choreography(b'\0' * 4).startswith('http://rabbits.example:8080/chorlibrary/')
+    assert server.add_choreography(b'\0' * 4).startswith(
+        'http://rabbits.example:8080/chorlibrary/'
+    )
     assert server.registry.recordings_url == 'http://rabbits.example:8080/recordings/'
 
 
@@ -252,24 +286,39 @@ def test_fuzzed_paths_and_headers_never_get_a_500(bridge):
     rng = random.Random(7)
     alphabet = [chr(c) for c in range(33, 127)] + ['%00', '%ff', '%2e', '%0a', '%', '%%', '%c0%af']
     for _ in range(300):
-        path = '/' + rng.choice(['vl/p4.jsp?sn=', 'local/', 'broadcast/', 'recordings/',
-                                 'chorlibrary/', 'vl/record.jsp?sn=', 'vl/locate.jsp?sn=', '']) + \
-            ''.join(rng.choice(alphabet) for _ in range(rng.randrange(0, 30)))
+        path = (
+            '/'
+            + rng.choice(
+                [
+                    'vl/p4.jsp?sn=',
+                    'local/',
+                    'broadcast/',
+                    'recordings/',
+                    'chorlibrary/',
+                    'vl/record.jsp?sn=',
+                    'vl/locate.jsp?sn=',
+                    '',
+                ]
+            )
+            + ''.join(rng.choice(alphabet) for _ in range(rng.randrange(0, 30)))
+        )
         header = ''.join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
         method = rng.choice(['GET', 'POST'])
-        request = (f'{method} {path} HTTP/1.0\r\nContent-length: {header}\r\n'
-                   f'X-{rng.randrange(9)}: {header}\r\n\r\n').encode('latin-1')
+        request = (
+            f'{method} {path} HTTP/1.0\r\nContent-length: {header}\r\n'
+            f'X-{rng.randrange(9)}: {header}\r\n\r\n'
+        ).encode('latin-1')
         status = raw(server.port, request)[0]
         assert status < 500, (request, status)
-    assert ping(server.port)[0] == 200                      # still serving
+    assert ping(server.port)[0] == 200  # still serving
 
 
 def test_choreography_names_stay_unique_when_old_ones_are_dropped(bridge):
     server = bridge()
     urls = [server.add_choreography(bytes([n % 256]) * 8) for n in range(300)]
     assert len(set(urls)) == 300
-    assert rabbit_get(server.port, urls[0][len(server.base_url):])[0] == 404    # dropped
-    assert rabbit_get(server.port, urls[-1][len(server.base_url):])[2] == bytes([299 % 256]) * 8
+    assert rabbit_get(server.port, urls[0][len(server.base_url) :])[0] == 404  # dropped
+    assert rabbit_get(server.port, urls[-1][len(server.base_url) :])[2] == bytes([299 % 256]) * 8
 
 
 def test_media_and_choreographies_are_served(bridge):
@@ -279,7 +328,7 @@ def test_media_and_choreographies_are_served(bridge):
         assert status == 200 and body == b'ID3 not really an mp3'
         assert headers['Content-Type'] == 'audio/mpeg'
     url = server.add_choreography(b'\x00\x00\x00\x00\x00\x00\x00\x00')
-    path = url[len(server.base_url):]
+    path = url[len(server.base_url) :]
     for served in (path, '/broadcast' + path):
         assert rabbit_get(server.port, served)[2] == b'\x00' * 8
     assert server.media_url('hello.mp3') == f'{server.base_url}/local/hello.mp3'
@@ -288,25 +337,28 @@ def test_media_and_choreographies_are_served(bridge):
 
 
 # ---- what must not hurt the server ------------------------------------------------------
-@pytest.mark.parametrize('path, status', [
-    ('/vl/p4.jsp?v=65808&sd=0&tc=0', 400),                          # no serial
-    ('/vl/p4.jsp?sn=0019db9dbb9&v=65808', 400),                     # 11 digits
-    ('/vl/p4.jsp?sn=0019db9dbb96&v=abc', 400),
-    ('/vl/p4.jsp?sn=0019db9dbb96&v=1&sd=zz', 400),
-    ('/vl/p4.jsp?sn=0019db9dbb96&v=1&tc=-1', 400),
-    ('/vl/p4.jsp?sn=%00%01&&&==', 400),
-    ('/vl/rfid.jsp?sn=0019db9dbb96&t=d002', 400),
-    ('/vl/record.jsp?sn=0019db9dbb96', 405),                        # GET, not POST
-    ('/local/../secret.txt', 404),
-    ('/local/%2e%2e/secret.txt', 404),
-    ('/local/..%2fsecret.txt', 404),
-    ('/broadcast/../../etc/passwd', 404),
-    ('/vl/unknown.jsp', 404),
-    ('/chorlibrary/none.chor', 404),
-    ('/recordings/0019db9dbb96-000000000000.wav', 404),
-    ('/local/%00', 400),                          # was 500: embedded null byte
-    ('/local/a%0d%0ab', 400),
-])
+@pytest.mark.parametrize(
+    'path, status',
+    [
+        ('/vl/p4.jsp?v=65808&sd=0&tc=0', 400),  # no serial
+        ('/vl/p4.jsp?sn=0019db9dbb9&v=65808', 400),  # 11 digits
+        ('/vl/p4.jsp?sn=0019db9dbb96&v=abc', 400),
+        ('/vl/p4.jsp?sn=0019db9dbb96&v=1&sd=zz', 400),
+        ('/vl/p4.jsp?sn=0019db9dbb96&v=1&tc=-1', 400),
+        ('/vl/p4.jsp?sn=%00%01&&&==', 400),
+        ('/vl/rfid.jsp?sn=0019db9dbb96&t=d002', 400),
+        ('/vl/record.jsp?sn=0019db9dbb96', 405),  # GET, not POST
+        ('/local/../secret.txt', 404),
+        ('/local/%2e%2e/secret.txt', 404),
+        ('/local/..%2fsecret.txt', 404),
+        ('/broadcast/../../etc/passwd', 404),
+        ('/vl/unknown.jsp', 404),
+        ('/chorlibrary/none.chor', 404),
+        ('/recordings/0019db9dbb96-000000000000.wav', 404),
+        ('/local/%00', 400),  # was 500: embedded null byte
+        ('/local/a%0d%0ab', 400),
+    ],
+)
 def test_bad_requests_get_4xx_and_the_server_goes_on(bridge, path, status):
     server = bridge()
     assert rabbit_get(server.port, path)[0] == status
@@ -317,7 +369,7 @@ def test_bad_requests_get_4xx_and_the_server_goes_on(bridge, path, status):
 def test_bad_bodies(bridge):
     server = bridge(max_body_bytes=4096)
     path = f'/vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0'
-    assert rabbit_post(server.port, path, b'x' * 5000)[0] == 413          # over the limit
+    assert rabbit_post(server.port, path, b'x' * 5000)[0] == 413  # over the limit
     assert rabbit_post(server.port, path, b'RIFF', length=100)[0] == 400  # truncated (timeout)
     assert rabbit_post(server.port, path, b'not a wav at all')[0] == 400
     no_length = (f'POST {path} HTTP/1.0\r\nHost: x\r\n\r\n').encode()
@@ -334,18 +386,20 @@ def test_a_recording_longer_than_the_rabbit_can_make_is_refused(bridge):
 
 def test_garbage_and_silent_clients_do_not_block_others(bridge):
     server = bridge()
-    silent = socket.create_connection(('127.0.0.1', server.port))      # never sends a byte
+    silent = socket.create_connection(('127.0.0.1', server.port))  # never sends a byte
     half = socket.create_connection(('127.0.0.1', server.port))
-    half.sendall(b'GET /vl/p4.jsp?sn=0019db9dbb96 HTTP/1.0\r\nHost')   # stops mid-header
+    half.sendall(b'GET /vl/p4.jsp?sn=0019db9dbb96 HTTP/1.0\r\nHost')  # stops mid-header
     try:
         started = time.monotonic()
         assert ping(server.port)[0] == 200
         assert time.monotonic() - started < 1.0
         assert raw(server.port, b'\x16\x03\x01\x00\xa5garbage\r\n\r\n')[0] == 400
         assert raw(server.port, b'GET / HTTP/1.0\r\n' + b'X: y\r\n' * 200 + b'\r\n')[0] in (
-            404, 431)
+            404,
+            431,
+        )
         silent.settimeout(3.0)
-        assert silent.recv(100) == b''       # dropped after client_timeout
+        assert silent.recv(100) == b''  # dropped after client_timeout
     finally:
         silent.close()
         half.close()
@@ -372,10 +426,12 @@ def test_a_refused_upload_is_answered_while_the_client_is_still_sending(bridge):
     client still sending its body and could destroy the answer before it is read."""
     server = bridge(max_body_bytes=4096)
     with socket.create_connection(('127.0.0.1', server.port), timeout=5.0) as client:
-        client.sendall(f'POST /vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0 HTTP/1.0\r\n'
-                       'Content-length: 400000\r\n\r\n'.encode())
+        client.sendall(
+            f'POST /vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0 HTTP/1.0\r\n'
+            'Content-length: 400000\r\n\r\n'.encode()
+        )
         for _ in range(25):
-            client.sendall(b'x' * 16000)        # the rest of the upload, as the rabbit sends it
+            client.sendall(b'x' * 16000)  # the rest of the upload, as the rabbit sends it
         reply = b''
         while chunk := client.recv(65536):
             reply += chunk
@@ -386,8 +442,7 @@ def test_a_refused_upload_is_answered_while_the_client_is_still_sending(bridge):
 @pytest.mark.parametrize('method', ['HEAD', 'PUT', 'DELETE', 'OPTIONS'])
 def test_other_methods_get_405(bridge, method):
     server = bridge()
-    assert raw(server.port, f'{method} /vl/p4.jsp?sn={SERIAL} HTTP/1.0\r\n\r\n'.encode())[0] \
-        == 405
+    assert raw(server.port, f'{method} /vl/p4.jsp?sn={SERIAL} HTTP/1.0\r\n\r\n'.encode())[0] == 405
 
 
 def test_one_answer_per_connection_even_for_pipelined_requests(bridge):
@@ -400,12 +455,15 @@ def test_one_answer_per_connection_even_for_pipelined_requests(bridge):
 
 def test_a_thousand_rabbits_connecting_at_the_same_moment_are_all_answered(bridge):
     server = bridge()
-    connections = [socket.create_connection(('127.0.0.1', server.port), timeout=10.0)
-                   for _ in range(1000)]
+    connections = [
+        socket.create_connection(('127.0.0.1', server.port), timeout=10.0) for _ in range(1000)
+    ]
     try:
         for n, connection in enumerate(connections):
-            connection.sendall(f'GET /vl/p4.jsp?sn=0019dbaa{n:04x}&v=65808&st=1&sd=0&'
-                               f'tc=7fffffff&h=4 HTTP/1.0\r\n\r\n'.encode())
+            connection.sendall(
+                f'GET /vl/p4.jsp?sn=0019dbaa{n:04x}&v=65808&st=1&sd=0&'
+                f'tc=7fffffff&h=4 HTTP/1.0\r\n\r\n'.encode()
+            )
         statuses = [connection.recv(12)[9:12] for connection in connections]
     finally:
         for connection in connections:
@@ -423,7 +481,7 @@ def test_stop_closes_open_connections_and_frees_the_port(bridge):
         try:
             assert silent.recv(100) == b''
         except ConnectionResetError:
-            pass                                # closed either way, at once
+            pass  # closed either way, at once
         again = bridge(port=port)
         assert again.port == port and ping(port)[0] == 200
     finally:
@@ -433,8 +491,10 @@ def test_stop_closes_open_connections_and_frees_the_port(bridge):
 def test_header_names_are_case_insensitive_and_absolute_urls_work(bridge):
     server = bridge()
     wav = recording.encode_wav(recording.tone(0.2))
-    request = (f'POST http://127.0.0.1:{server.port}/vl/record.jsp?sn={SERIAL}&v=1&h=4&m=0 '
-               f'HTTP/1.0\r\nCONTENT-LENGTH: {len(wav)}\r\n\r\n').encode() + wav
+    request = (
+        f'POST http://127.0.0.1:{server.port}/vl/record.jsp?sn={SERIAL}&v=1&h=4&m=0 '
+        f'HTTP/1.0\r\nCONTENT-LENGTH: {len(wav)}\r\n\r\n'
+    ).encode() + wav
     assert raw(server.port, request)[0] == 200 and server.counters.recordings == 1
 
 
@@ -450,7 +510,8 @@ def test_many_rabbits_at_once(bridge):
     statuses = []
 
     def one(index):
-        statuses.append(ping(server.port, serial=format(0x0019db000000 + index, '012x'))[0])
+        statuses.append(ping(server.port, serial=format(0x0019DB000000 + index, '012x'))[0])
+
     threads = [threading.Thread(target=one, args=(i,)) for i in range(100)]
     for thread in threads:
         thread.start()
@@ -473,12 +534,14 @@ def success(root):
 def test_rawrequest_with_the_seeds_broken_doctype(bridge):
     server = bridge()
     ping(server.port)
-    text = (f'<?xml version="1.0"?><!DOCTYPE RAWREQUST [ <!ELEMENT rawrequest (packet+) > '
-            f'<!ELEMENT ambientblock ()> ]><rawrequest><packet serial="{SERIAL}">'
-            f'<ambientblock ear0="4" ear1="12" services="1:3,6:1" nose_blinks="1"/>'
-            f'<pingintervalblock>5</pingintervalblock>'
-            f'<messageblock>ID 42\nMU broadcast/hello.mp3\nMW</messageblock>'
-            f'<rebootblock/></packet></rawrequest>')
+    text = (
+        f'<?xml version="1.0"?><!DOCTYPE RAWREQUST [ <!ELEMENT rawrequest (packet+) > '
+        f'<!ELEMENT ambientblock ()> ]><rawrequest><packet serial="{SERIAL}">'
+        f'<ambientblock ear0="4" ear1="12" services="1:3,6:1" nose_blinks="1"/>'
+        f'<pingintervalblock>5</pingintervalblock>'
+        f'<messageblock>ID 42\nMU broadcast/hello.mp3\nMW</messageblock>'
+        f'<rebootblock/></packet></rawrequest>'
+    )
     status, root = xml_post(server, '/xml/rawrequest.xml', text)
     assert status == 200 and success(root)
     blocks = p.decode_packet(ping(server.port)[2])
@@ -487,21 +550,35 @@ def test_rawrequest_with_the_seeds_broken_doctype(bridge):
     assert p.message_text(blocks[2].data) == 'ID 42\nMU broadcast/hello.mp3\nMW\n'
 
 
-@pytest.mark.parametrize('text, problem', [
-    ('<rawrequest/>', 'without a <packet>'),
-    (f'<rawrequest><packet serial="{SERIAL}"/></rawrequest>', 'at least one block'),
-    (f'<rawrequest><packet serial="{SERIAL}"><foo/></packet></rawrequest>', 'unknown block'),
-    ('<rawrequest><packet serial="0019db000009"><rebootblock/></packet></rawrequest>',
-     'has called'),
-    (f'<rawrequest><packet serial="{SERIAL}"><pingintervalblock>0</pingintervalblock>'
-     '</packet></rawrequest>', '1..255'),
-    ('<rawrequest><packet', 'not well-formed'),
-    ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
-     '<rawrequest>&x;</rawrequest>', 'entity'),
-    ('<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><rawrequest>&b;'
-     '</rawrequest>', 'entity'),
-    ('<jnabcommand/>', 'expected <rawrequest>'),
-])
+@pytest.mark.parametrize(
+    'text, problem',
+    [
+        ('<rawrequest/>', 'without a <packet>'),
+        (f'<rawrequest><packet serial="{SERIAL}"/></rawrequest>', 'at least one block'),
+        (f'<rawrequest><packet serial="{SERIAL}"><foo/></packet></rawrequest>', 'unknown block'),
+        (
+            '<rawrequest><packet serial="0019db000009"><rebootblock/></packet></rawrequest>',
+            'has called',
+        ),
+        (
+            f'<rawrequest><packet serial="{SERIAL}"><pingintervalblock>0</pingintervalblock>'
+            '</packet></rawrequest>',
+            '1..255',
+        ),
+        ('<rawrequest><packet', 'not well-formed'),
+        (
+            '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+            '<rawrequest>&x;</rawrequest>',
+            'entity',
+        ),
+        (
+            '<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><rawrequest>&b;'
+            '</rawrequest>',
+            'entity',
+        ),
+        ('<jnabcommand/>', 'expected <rawrequest>'),
+    ],
+)
 def test_bad_rawrequests_get_the_seeds_error_form(bridge, text, problem):
     server = bridge()
     ping(server.port)
@@ -513,17 +590,25 @@ def test_bad_rawrequests_get_the_seeds_error_form(bridge, text, problem):
 def test_jnabcommand_sets_the_plugin_and_calls_its_methods(bridge):
     server = bridge()
     ping(server.port)
-    status, root = xml_post(server, '/xml/jnabcommand.xml',
-                            f'<jnabcommand serial="{SERIAL}"><setPlugin>jNab.plugins.EchoPlugin'
-                            '</setPlugin><method name="forget"/></jnabcommand>')
+    status, root = xml_post(
+        server,
+        '/xml/jnabcommand.xml',
+        f'<jnabcommand serial="{SERIAL}"><setPlugin>jNab.plugins.EchoPlugin'
+        '</setPlugin><method name="forget"/></jnabcommand>',
+    )
     assert status == 200 and success(root)
     assert server.registry.select(SERIAL)[0].plugin == 'echo'
-    status, root = xml_post(server, '/xml/jnabcommand.xml',
-                            f'<jnabcommand serial="{SERIAL}"><setPlugin>dice</setPlugin>'
-                            '</jnabcommand>')
+    status, root = xml_post(
+        server,
+        '/xml/jnabcommand.xml',
+        f'<jnabcommand serial="{SERIAL}"><setPlugin>dice</setPlugin></jnabcommand>',
+    )
     assert status == 400 and 'dice' in root.findtext('error/message')
-    status, root = xml_post(server, '/xml/jnabcommand.xml',
-                            f'<jnabcommand serial="{SERIAL}"><method name="fly"/></jnabcommand>')
+    status, root = xml_post(
+        server,
+        '/xml/jnabcommand.xml',
+        f'<jnabcommand serial="{SERIAL}"><method name="fly"/></jnabcommand>',
+    )
     assert status == 400 and 'no method' in root.findtext('error/message')
 
 
@@ -534,8 +619,9 @@ def test_serverinfo_lists_rabbits_and_token_guards_the_api(bridge):
     status, _, body = rabbit_get(server.port, '/xml/jnabserverinfo.xml?token=s3cret')
     root = ElementTree.fromstring(body)
     assert status == 200 and root.tag == 'jNabServerInfo'
-    assert [(n.findtext('serial'), n.findtext('plugin'))
-            for n in root.iter('nabaztag')] == [(SERIAL, 'none')]
+    assert [(n.findtext('serial'), n.findtext('plugin')) for n in root.iter('nabaztag')] == [
+        (SERIAL, 'none')
+    ]
     status, root = xml_post(server, '/xml/rawrequest.xml', '<rawrequest/>', token='wrong')
     assert status == 403
 
@@ -556,6 +642,7 @@ def test_a_command_for_every_rabbit_with_none_known_is_refused():
     """set_ears (and every other command) to serial '' before any rabbit called reached nobody
     and answered success; now it says so."""
     from nabaztag_bridge.rabbits import UnknownRabbit
+
     registry = RabbitRegistry()
     with pytest.raises(UnknownRabbit, match='would reach nobody'):
         registry.select('')

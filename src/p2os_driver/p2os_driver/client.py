@@ -4,6 +4,7 @@ No rclpy here. Records handed to ``on_record`` are the decoded packets of
 protocol.py plus Connected (once per session) and Encoders / AuxBytes.
 Section numbers refer to ../shared/specs/p2os.md.
 """
+
 import collections
 import dataclasses
 import threading
@@ -19,7 +20,7 @@ from .models import MODELS, RobotModel, closest_models, find_model, model_key
 
 # The Player / ROS order of bauds to try on a serial port (§3.2).
 DEFAULT_BAUD_CYCLE = (9600, 38400, 19200, 115200, 57600)
-MIN_WAIT = 0.002     # s; shortest read wait of the connected loop
+MIN_WAIT = 0.002  # s; shortest read wait of the connected loop
 SIP_TYPES = (p.PacketType.SIP_STOPPED, p.PacketType.SIP_MOVING)
 
 
@@ -29,41 +30,47 @@ class HandshakeFailed(ConnectionLost):
 
 @dataclasses.dataclass
 class Settings:
-    port: str = '/dev/ttyS0'        # device path, pyserial URL, or tcp://host:port
+    port: str = '/dev/ttyS0'  # device path, pyserial URL, or tcp://host:port
     baud: int = 9600
-    baud_cycle: Tuple[int, ...] = ()   # bauds to try in turn on a silent serial port
-    read_timeout: float = 2.0       # seconds without a SIP before the link counts as lost
-    pulse_interval: float = 0.5     # PULSE when nothing was sent for this long (watchdog 2 s)
-    sync_timeout: float = 1.0       # wait for each SYNC echo (ARIA: 1000 ms)
-    sync_retry: float = 0.25        # bytes but no valid echo this long: damaged, SYNC0 again
-    sync_attempts: int = 4          # SYNC sequences tried per connection before reconnecting
-    resync_wait: float = 2.5        # after CLOSE to a robot still sending SIPs: outlast its watchdog
-    config_timeout: float = 1.0     # wait for the CONFIGpac after OPEN
-    config_retry: float = 0.25      # ask again for a CONFIGpac lost on the line this soon
-    gripper_in_high_byte: bool = True   # SIP gripper/ANPORT order (§5.1 item 1)
-    model: str = ''                 # force a model instead of the SYNC2 subclass
-    factor_overrides: Optional[dict] = None   # models.FACTOR_NAMES → value; <= 0 keeps the model's
+    baud_cycle: Tuple[int, ...] = ()  # bauds to try in turn on a silent serial port
+    read_timeout: float = 2.0  # seconds without a SIP before the link counts as lost
+    pulse_interval: float = 0.5  # PULSE when nothing was sent for this long (watchdog 2 s)
+    sync_timeout: float = 1.0  # wait for each SYNC echo (ARIA: 1000 ms)
+    sync_retry: float = 0.25  # bytes but no valid echo this long: damaged, SYNC0 again
+    sync_attempts: int = 4  # SYNC sequences tried per connection before reconnecting
+    resync_wait: float = 2.5  # after CLOSE to a robot still sending SIPs: outlast its watchdog
+    config_timeout: float = 1.0  # wait for the CONFIGpac after OPEN
+    config_retry: float = 0.25  # ask again for a CONFIGpac lost on the line this soon
+    gripper_in_high_byte: bool = True  # SIP gripper/ANPORT order (§5.1 item 1)
+    model: str = ''  # force a model instead of the SYNC2 subclass
+    factor_overrides: Optional[dict] = None  # models.FACTOR_NAMES → value; <= 0 keeps the model's
 
     def __post_init__(self):
         if self.model and model_key(self.model) not in MODELS:
-            raise ValueError(f'unknown robot model {self.model!r}; known: '
-                             f'{", ".join(m.subclass for m in MODELS.values())}')
+            raise ValueError(
+                f'unknown robot model {self.model!r}; known: '
+                f'{", ".join(m.subclass for m in MODELS.values())}'
+            )
         if self.port.startswith('tcp://'):
             host_port(self.port)  # fail early on a bad address
 
 
 def unknown_model_text(subclass, fallback):
     """What an unknown SYNC2 subclass costs and how to fix it (log and diagnostics say this)."""
-    return (f'unknown robot subclass {subclass!r}: odometry and sonar use the {fallback.subclass} '
-            f'factors and are wrong unless the robot has them; set the model parameter '
-            f'(closest known: {", ".join(closest_models(subclass))})')
+    return (
+        f'unknown robot subclass {subclass!r}: odometry and sonar use the {fallback.subclass} '
+        f'factors and are wrong unless the robot has them; set the model parameter '
+        f'(closest known: {", ".join(closest_models(subclass))})'
+    )
 
 
 def host_port(url):
     """'tcp://host:port' → (host, port); ValueError with the reason otherwise."""
-    host, _, port = url[len('tcp://'):].rpartition(':')
+    host, _, port = url[len('tcp://') :].rpartition(':')
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f'bad TCP address {url!r}: expected tcp://host:port, e.g. tcp://localhost:8101')
+        raise ValueError(
+            f'bad TCP address {url!r}: expected tcp://host:port, e.g. tcp://localhost:8101'
+        )
     return host.strip('[]'), int(port)
 
 
@@ -80,6 +87,7 @@ class Identity:
 @dataclasses.dataclass
 class Connected:
     """First record of every session."""
+
     identity: Identity
     config: Optional[p.ConfigPacket]
 
@@ -110,11 +118,11 @@ class P2osClient(ReconnectingClient):
         self._baud_index = 0
         self._last_write = 0.0
         self._receiver = p.PacketReceiver()
-        self._bodies = collections.deque()   # valid packet bodies not yet consumed
+        self._bodies = collections.deque()  # valid packet bodies not yet consumed
         self._waiters = {}
         self._waiter_lock = threading.Lock()
-        self.motion_timeout = 0.5      # s without set_motion() before the stop packet; 0 = never
-        self.repeat_period = 0.5       # s between resends of the motion command (not of the stop)
+        self.motion_timeout = 0.5  # s without set_motion() before the stop packet; 0 = never
+        self.repeat_period = 0.5  # s between resends of the motion command (not of the stop)
         self.motion_timeouts = 0
         self._motion = self._stop_packet = None
         self._motion_given = self._motion_sent = 0.0
@@ -143,7 +151,7 @@ class P2osClient(ReconnectingClient):
             self._next_baud()
             raise
         self.identity = self._identify(name, robot_class, subclass)
-        self.owe_goodbye()   # from OPEN on, the robot runs for us: a stop must CLOSE it
+        self.owe_goodbye()  # from OPEN on, the robot runs for us: a stop must CLOSE it
         self._write(link, p.encode_command(p.Command.OPEN))
         self._write(link, p.encode_command(p.Command.PULSE))
         self.config = self._request_config(link)
@@ -180,8 +188,9 @@ class P2osClient(ReconnectingClient):
             else:
                 return p.decode_sync2_reply(reply)
         where = self.settings.port if self.is_tcp else f'{self.settings.port} at {self.baud} baud'
-        raise HandshakeFailed(f'no SYNC handshake with {where} after '
-                              f'{self.settings.sync_attempts} attempts')
+        raise HandshakeFailed(
+            f'no SYNC handshake with {where} after {self.settings.sync_attempts} attempts'
+        )
 
     def _next_sync_echo(self, link):
         """The next valid packet within sync_timeout, or None. A line that brought bytes but no
@@ -197,11 +206,14 @@ class P2osClient(ReconnectingClient):
 
     def _close_stale_connection(self, link):
         """The robot still serves an earlier client: CLOSE, then outlast its watchdog (§3.2)."""
-        self.logger.warning('p2os: robot is still sending SIPs from an earlier connection; '
-                            'closing it and waiting before a new SYNC')
+        self.logger.warning(
+            'p2os: robot is still sending SIPs from an earlier connection; '
+            'closing it and waiting before a new SYNC'
+        )
         self._write(link, p.encode_command(p.Command.CLOSE))
-        link.discard_input(quiet_time=self.settings.resync_wait,
-                           max_time=2 * self.settings.resync_wait)
+        link.discard_input(
+            quiet_time=self.settings.resync_wait, max_time=2 * self.settings.resync_wait
+        )
         self._receiver = p.PacketReceiver()
         self._bodies.clear()
 
@@ -218,7 +230,7 @@ class P2osClient(ReconnectingClient):
             try:
                 return p.decode_config(body)
             except MalformedFrame as exc:
-                self.reject(exc, 'CONFIGpac')       # counted and logged; asked again
+                self.reject(exc, 'CONFIGpac')  # counted and logged; asked again
         self.logger.info('p2os: no CONFIGpac (robots before P2OS 1.4 have none)')
         return None
 
@@ -257,7 +269,7 @@ class P2osClient(ReconnectingClient):
     # ---- connected ---------------------------------------------------------
     def _read_loop(self, link):
         while True:
-            try:   # wake for data or the next deadline; silence is judged below
+            try:  # wake for data or the next deadline; silence is judged below
                 self._queue(link.read(self._next_deadline()))
             except LinkTimeout:
                 pass
@@ -283,8 +295,10 @@ class P2osClient(ReconnectingClient):
     def _next_deadline(self):
         """Seconds until the loop must act without data: SIP timeout, pulse, motion."""
         now = time.monotonic()
-        deadlines = [self.last_sip_time + self.settings.read_timeout,
-                     self._last_write + self.settings.pulse_interval]
+        deadlines = [
+            self.last_sip_time + self.settings.read_timeout,
+            self._last_write + self.settings.pulse_interval,
+        ]
         with self._motion_lock:
             if self._motion is not None:
                 deadlines.append(self._motion_sent + self.repeat_period)
@@ -313,8 +327,10 @@ class P2osClient(ReconnectingClient):
         self._motion_sent = now
         if expired:
             self.motion_timeouts += 1
-            self.log.info('motion-timeout', f'p2os: no motion command for {self.motion_timeout:.2f} s: '
-                          'robot stopped')
+            self.log.info(
+                'motion-timeout',
+                f'p2os: no motion command for {self.motion_timeout:.2f} s: robot stopped',
+            )
 
     def _queue(self, data):
         for item in self._receiver.feed(data):
@@ -392,6 +408,10 @@ class P2osClient(ReconnectingClient):
 
     def close_session(self, link):
         """Stop and disconnect the robot cleanly (§3.4); drained by the base class."""
-        for number, argument in ((p.Command.SONAR, 0), (p.Command.STOP, None),
-                                 (p.Command.ENABLE, 0), (p.Command.CLOSE, None)):
+        for number, argument in (
+            (p.Command.SONAR, 0),
+            (p.Command.STOP, None),
+            (p.Command.ENABLE, 0),
+            (p.Command.CLOSE, None),
+        ):
             link.write(p.encode_command(number, argument))

@@ -7,6 +7,7 @@ SYNC0/1/2, starts SIPs on OPEN with motors disabled, applies the 2 s watchdog
 (stop, then resume on the next command), closes on CLOSE. Options give the
 AMRISim-like variants and fault injection. No rclpy here.
 """
+
 import argparse
 import dataclasses
 import math
@@ -14,9 +15,15 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.emulator import (FaultInjector, MainFrame, PtyEmulatorPort, SendLog,
-                                           TcpEmulatorServer, report_main_frames_on_signal,
-                                           stop_on_signal)
+from legacy_robot_common.emulator import (
+    FaultInjector,
+    MainFrame,
+    PtyEmulatorPort,
+    SendLog,
+    TcpEmulatorServer,
+    report_main_frames_on_signal,
+    stop_on_signal,
+)
 from legacy_robot_common.errors import MalformedFrame
 
 from . import protocol as p
@@ -24,7 +31,7 @@ from .models import MODELS, model_key
 from .simulation import Room, SimulatedPioneer
 
 C = p.Command
-PHYSICS_PERIOD = 0.02   # s
+PHYSICS_PERIOD = 0.02  # s
 AMIGO_PLAYLIST = [('hello', 0, 9600), ('beep', 9600, 1600), ('goodbye', 11200, 8000)]
 # AMRISim logs and ignores these (spec §5.2)
 AMRISIM_IGNORED = (C.ENCODER, C.IOREQUEST, C.PLAYLIST, C.GRIPPER, C.SOUND)
@@ -34,26 +41,26 @@ AMRISIM_IGNORED = (C.ENCODER, C.IOREQUEST, C.PLAYLIST, C.GRIPPER, C.SOUND)
 class EmulatorOptions:
     model: str = 'p2dx'
     name: str = 'emulated'
-    sip_cycle: float = 0.1              # 100 ms, or 50 ms (§3.5)
-    unthrottled: bool = False           # benchmarks: SIPs back to back, no cycle wait
-    later_firmware_tail: bool = False   # P2OS ends the SIP after DIGOUT (§2.6)
-    gripper_in_high_byte: bool = True   # P2OS order; False = ARCOS / AMRISim (§5.1 item 1)
-    watchdog: float = 2.0               # s; 0 disables
-    watchdog_mode: str = 'resume'       # 'resume' (real robot), 'stop', or 'warn' (AMRISim)
-    room_width: float = 10.0            # m
-    room_height: float = 8.0            # m
+    sip_cycle: float = 0.1  # 100 ms, or 50 ms (§3.5)
+    unthrottled: bool = False  # benchmarks: SIPs back to back, no cycle wait
+    later_firmware_tail: bool = False  # P2OS ends the SIP after DIGOUT (§2.6)
+    gripper_in_high_byte: bool = True  # P2OS order; False = ARCOS / AMRISim (§5.1 item 1)
+    watchdog: float = 2.0  # s; 0 disables
+    watchdog_mode: str = 'resume'  # 'resume' (real robot), 'stop', or 'warn' (AMRISim)
+    room_width: float = 10.0  # m
+    room_height: float = 8.0  # m
     sonar_per_cycle: int = 4
-    config_command: bool = True         # False: P2OS before 1.4, which ignores CONFIG (§2.5)
-    config_replies_lost: int = 0        # the first N CONFIGpacs never arrive (line noise)
-    battery: float = 13.0               # V
+    config_command: bool = True  # False: P2OS before 1.4, which ignores CONFIG (§2.5)
+    config_replies_lost: int = 0  # the first N CONFIGpacs never arrive (line noise)
+    battery: float = 13.0  # V
     drop_rate: float = 0.0
     corrupt_rate: float = 0.0
     seed: int = None
-    subclass: str = ''                  # SYNC2 subclass text; '' = the model's own (any case works)
-    firmware_version: str = ''          # '' = a P2OS CONFIGpac (ends at TRANSKI); else ARCOS fields
-    gripper: bool = None                # has a gripper; None = every model but the AmigoBots
-    ignored_commands: tuple = ()        # command numbers the robot ignores (AMRISIM_IGNORED)
-    laser_compat: bool = False          # #35-#37 are laser commands (AMRISim's default)
+    subclass: str = ''  # SYNC2 subclass text; '' = the model's own (any case works)
+    firmware_version: str = ''  # '' = a P2OS CONFIGpac (ends at TRANSKI); else ARCOS fields
+    gripper: bool = None  # has a gripper; None = every model but the AmigoBots
+    ignored_commands: tuple = ()  # command numbers the robot ignores (AMRISIM_IGNORED)
+    laser_compat: bool = False  # #35-#37 are laser commands (AMRISim's default)
 
     def __post_init__(self):
         self.model = model_key(self.model)
@@ -63,7 +70,9 @@ class EmulatorOptions:
             self.gripper = not self.model.startswith('amigo')
         self.ignored_commands = tuple(int(n) for n in self.ignored_commands)
         if self.watchdog_mode not in ('resume', 'stop', 'warn'):
-            raise ValueError(f'watchdog_mode must be resume, stop or warn, not {self.watchdog_mode!r}')
+            raise ValueError(
+                f'watchdog_mode must be resume, stop or warn, not {self.watchdog_mode!r}'
+            )
         if not 0.01 <= self.sip_cycle <= 1.0:
             raise ValueError('sip_cycle must be within 0.01..1 s')
 
@@ -71,9 +80,17 @@ class EmulatorOptions:
     def amrisim(cls, **overrides):
         """The simulator as spec §5.2 describes it: name AMRISim, a watchdog that only warns,
         ARCOS gripper byte order, unsupported commands ignored, #35-#37 read as laser commands."""
-        values = dict(model='p3dx', name='AMRISim', watchdog_mode='warn', gripper_in_high_byte=False,
-                      later_firmware_tail=True, firmware_version='S.0', gripper=False,
-                      ignored_commands=AMRISIM_IGNORED, laser_compat=True)
+        values = dict(
+            model='p3dx',
+            name='AMRISim',
+            watchdog_mode='warn',
+            gripper_in_high_byte=False,
+            later_firmware_tail=True,
+            firmware_version='S.0',
+            gripper=False,
+            ignored_commands=AMRISIM_IGNORED,
+            laser_compat=True,
+        )
         values.update(overrides)
         return cls(**values)
 
@@ -83,17 +100,19 @@ class P2osEmulator:
         self.options = options or EmulatorOptions()
         self.model = MODELS[self.options.model]
         room = Room(self.options.room_width * 1000, self.options.room_height * 1000)
-        self.robot = SimulatedPioneer(self.model, room, self.options.battery,
-                                      self.options.sonar_per_cycle)
-        self.faults = FaultInjector(self.options.drop_rate, self.options.corrupt_rate,
-                                    self.options.seed)
+        self.robot = SimulatedPioneer(
+            self.model, room, self.options.battery, self.options.sonar_per_cycle
+        )
+        self.faults = FaultInjector(
+            self.options.drop_rate, self.options.corrupt_rate, self.options.seed
+        )
         self.tcp = None
         self.pty = None
         self.watchdog_trips = 0
         self.sessions = 0
-        self.laser_commands = 0        # #35-#37 taken as laser commands (laser_compat)
-        self.config_replies_lost = 0   # CONFIGpacs lost so far (options.config_replies_lost)
-        self.sent = SendLog()          # when each SIP cycle went out (benchmarks)
+        self.laser_commands = 0  # #35-#37 taken as laser commands (laser_compat)
+        self.config_replies_lost = 0  # CONFIGpacs lost so far (options.config_replies_lost)
+        self.sent = SendLog()  # when each SIP cycle went out (benchmarks)
         self._commands = []
         self._commands_lock = threading.Lock()
         self._last_command = time.monotonic()
@@ -103,15 +122,17 @@ class P2osEmulator:
 
     # ---- transports ------------------------------------------------------------
     def start_tcp(self, host='127.0.0.1', port=0):
-        self.tcp = TcpEmulatorServer(lambda s, stop: _Session(self, s, stop, True).run(),
-                                     host, port, name='p2os-emulator')
+        self.tcp = TcpEmulatorServer(
+            lambda s, stop: _Session(self, s, stop, True).run(), host, port, name='p2os-emulator'
+        )
         port = self.tcp.start()
         self._start_physics()
         return port
 
     def start_pty(self):
-        self.pty = PtyEmulatorPort(lambda s, stop: _Session(self, s, stop, False).run(),
-                                   name='p2os-emulator')
+        self.pty = PtyEmulatorPort(
+            lambda s, stop: _Session(self, s, stop, False).run(), name='p2os-emulator'
+        )
         device = self.pty.start()
         self._start_physics()
         return device
@@ -119,8 +140,9 @@ class P2osEmulator:
     def _start_physics(self):
         """The robot moves whether or not a client is connected (it coasts to a stop after CLOSE)."""
         if self._physics is None:
-            self._physics = threading.Thread(target=self._run_physics, daemon=True,
-                                             name='p2os-emulator-physics')
+            self._physics = threading.Thread(
+                target=self._run_physics, daemon=True, name='p2os-emulator-physics'
+            )
             self._physics.start()
 
     def _run_physics(self):
@@ -188,7 +210,7 @@ class P2osEmulator:
         if not o.watchdog or o.watchdog_mode == 'warn' or self.robot.halted:
             return
         if self.robot.enabled and now - self._last_command > o.watchdog:
-            self.robot.halted = True      # stop; the setpoints are kept
+            self.robot.halted = True  # stop; the setpoints are kept
             self.watchdog_trips += 1
 
     def command_arrived(self, number, argument):
@@ -209,11 +231,11 @@ class _Session:
         self.robot = emulator.robot
         self.stream = stream
         self.stop = stop
-        self.closes_connection = closes_connection   # TCP: CLOSE ends the connection
+        self.closes_connection = closes_connection  # TCP: CLOSE ends the connection
         self.receiver = p.PacketReceiver(max_count=p.P2OS_MAX_COUNT)
         self.sync_step = 0
         self.connected = False
-        self.streams = {}          # packet type → 'once' or 'continuous'
+        self.streams = {}  # packet type → 'once' or 'continuous'
         self.getaux_wanted = 0
         self.send_config = self.send_playlist = False
 
@@ -239,7 +261,7 @@ class _Session:
         try:
             number, argument = p.decode_command(body)
         except MalformedFrame:
-            return True   # P2OS ignores what it cannot read
+            return True  # P2OS ignores what it cannot read
         if not self.connected:
             self._handle_sync(number)
             return True
@@ -261,19 +283,22 @@ class _Session:
 
     def _handle_sync(self, number):
         if number not in (0, 1, 2):
-            return   # unconnected P2OS only answers SYNCs
+            return  # unconnected P2OS only answers SYNCs
         if self.sync_step == 3 and number == C.OPEN:
             self.connected = True
             with self.robot.lock:
-                self.robot.disconnect()                  # motors start disabled (§3.1)
+                self.robot.disconnect()  # motors start disabled (§3.1)
                 self.robot.sonar_enabled = bool(self.robot.model.sonar)
             self.emulator.command_arrived(number, None)
             return
         self.sync_step = self.sync_step + 1 if number == self.sync_step else int(number == 0)
         if number == 2 and self.sync_step == 3:
             options = self.emulator.options
-            self._send(p.encode_sync2_reply(options.name, 'Pioneer',
-                                            options.subclass or self.robot.model.subclass))
+            self._send(
+                p.encode_sync2_reply(
+                    options.name, 'Pioneer', options.subclass or self.robot.model.subclass
+                )
+            )
         else:
             self._send(bytes([number]))
 
@@ -299,13 +324,15 @@ class _Session:
             C.E_STOP: r.emergency_stop,
             C.SONAR: lambda: setattr(r, 'sonar_enabled', bool(value) and bool(r.model.sonar)),
             C.DIGOUT: lambda: r.set_digital_outputs(*(b & 0xFF for b in p.split_two_bytes(value))),
-            C.ADSEL: lambda: setattr(r, 'analog_port', value if 1 <= value <= 5 else r.analog_port),
+            C.ADSEL: lambda: setattr(
+                r, 'analog_port', value if 1 <= value <= 5 else r.analog_port
+            ),
             C.GRIPPER: lambda: r.gripper.command(value),
             C.GRIPPERVAL: lambda: r.gripper.value(value),
             C.BUMP_STALL: lambda: setattr(r, 'bump_stall', value),
             C.SOUND: lambda: setattr(r, 'sound', value),
             C.SAY: lambda: r.tunes.append(bytes(arg or b'')),
-            C.TTY2: lambda: r.aux_buffer.extend(arg or b''),   # a loop-back plug on AUX
+            C.TTY2: lambda: r.aux_buffer.extend(arg or b''),  # a loop-back plug on AUX
             C.BATTEST: lambda: setattr(r, 'battery', value / 10.0),
         }
         if number in simple:
@@ -322,8 +349,11 @@ class _Session:
             self.send_playlist = True
 
     def _set_stream(self, number, value):
-        kind = {C.ENCODER: p.PacketType.ENCODER, C.GRIPREQUEST: p.PacketType.GRIPPER,
-                C.IOREQUEST: p.PacketType.IO}[number]
+        kind = {
+            C.ENCODER: p.PacketType.ENCODER,
+            C.GRIPREQUEST: p.PacketType.GRIPPER,
+            C.IOREQUEST: p.PacketType.IO,
+        }[number]
         if value <= 0:
             self.streams.pop(kind, None)
         else:
@@ -347,7 +377,11 @@ class _Session:
                 if self.emulator.config_replies_lost < self.emulator.options.config_replies_lost:
                     self.emulator.config_replies_lost += 1
                 else:
-                    last = 'firmware_version' if self.emulator.options.firmware_version else 'trans_ki'
+                    last = (
+                        'firmware_version'
+                        if self.emulator.options.firmware_version
+                        else 'trans_ki'
+                    )
                     packets.append(p.encode_config(self._config_values(), last))
             if self.send_playlist:
                 amigo = self.robot.model.subclass.startswith('amigo')
@@ -355,8 +389,9 @@ class _Session:
                 self.send_playlist = False
         # one write per cycle: the robot sends its packets back to back
         self.emulator.sent.mark()
-        self.stream.write(self.emulator.faults.apply(
-            MainFrame(b''.join(p.build_packet(b) for b in packets))))
+        self.stream.write(
+            self.emulator.faults.apply(MainFrame(b''.join(p.build_packet(b) for b in packets)))
+        )
 
     def _sip(self):
         return sip_body(self.robot, self.emulator.options)
@@ -366,26 +401,57 @@ class _Session:
         if kind == p.PacketType.ENCODER:
             return p.encode_encoders(*(_int32(int(t)) for t in r.encoders))
         if kind == p.PacketType.GRIPPER:
-            gripper_type = 2 if self.emulator.options.gripper else 0   # 2 = General I/O
-            return p.encode_gripper(p.GripperPacket(gripper_type, r.gripper.packet_byte(),
-                                                    r.gripper.grasp_time))
-        return p.encode_io(p.IoPacket(bytes([r.digital_inputs()]), bytes([r.digital_outputs]),
-                                      [int(r.analog_value(port) * 2047) for port in range(1, 6)]))
+            gripper_type = 2 if self.emulator.options.gripper else 0  # 2 = General I/O
+            return p.encode_gripper(
+                p.GripperPacket(gripper_type, r.gripper.packet_byte(), r.gripper.grasp_time)
+            )
+        return p.encode_io(
+            p.IoPacket(
+                bytes([r.digital_inputs()]),
+                bytes([r.digital_outputs]),
+                [int(r.analog_value(port) * 2047) for port in range(1, 6)],
+            )
+        )
 
     def _config_values(self):
         # SIPCYCLE is one byte of milliseconds: cycles over 255 ms are reported as 255
         m, o = self.robot.model, self.emulator.options
-        return {'robot_type': 'Pioneer', 'subtype': m.subclass, 'serial_number': 'EMU0001',
-                'rot_vel_top': 360, 'trans_vel_top': int(m.max_velocity), 'rot_acc_top': 300,
-                'trans_acc_top': 1000, 'pwm_max': 500, 'name': o.name,
-                'sip_cycle': min(255, int(o.sip_cycle * 1000)), 'host_baud': 0, 'aux1_baud': 0,
-                'gripper': 2 if o.gripper else 0, 'front_sonar': int(bool(m.sonar)), 'rear_sonar': int(len(m.sonar) > 8),
-                'low_battery': 110, 'rev_count': 16570, 'watchdog': int(o.watchdog * 1000),
-                'stall_value': 300, 'stall_count': 200, 'rot_vel_max': 100,
-                'trans_vel_max': int(m.max_velocity), 'rot_acc': 100, 'rot_decel': 100,
-                'trans_acc': 300, 'trans_decel': 300, 'rot_kp': 40, 'rot_kv': 20, 'rot_ki': 0,
-                'trans_kp': 40, 'trans_kv': 20, 'trans_ki': 0, 'has_gyro': 0,
-                'firmware_version': o.firmware_version}
+        return {
+            'robot_type': 'Pioneer',
+            'subtype': m.subclass,
+            'serial_number': 'EMU0001',
+            'rot_vel_top': 360,
+            'trans_vel_top': int(m.max_velocity),
+            'rot_acc_top': 300,
+            'trans_acc_top': 1000,
+            'pwm_max': 500,
+            'name': o.name,
+            'sip_cycle': min(255, int(o.sip_cycle * 1000)),
+            'host_baud': 0,
+            'aux1_baud': 0,
+            'gripper': 2 if o.gripper else 0,
+            'front_sonar': int(bool(m.sonar)),
+            'rear_sonar': int(len(m.sonar) > 8),
+            'low_battery': 110,
+            'rev_count': 16570,
+            'watchdog': int(o.watchdog * 1000),
+            'stall_value': 300,
+            'stall_count': 200,
+            'rot_vel_max': 100,
+            'trans_vel_max': int(m.max_velocity),
+            'rot_acc': 100,
+            'rot_decel': 100,
+            'trans_acc': 300,
+            'trans_decel': 300,
+            'rot_kp': 40,
+            'rot_kv': 20,
+            'rot_ki': 0,
+            'trans_kp': 40,
+            'trans_kv': 20,
+            'trans_ki': 0,
+            'has_gyro': 0,
+            'firmware_version': o.firmware_version,
+        }
 
 
 def sip_body(robot, options):
@@ -393,15 +459,19 @@ def sip_body(robot, options):
     r, m = robot, robot.model
     left, right = r.wheel_velocities()
     ox, oy, oth = r.odometry
-    front = int(r.bumped_front and m.front_bumpers > 0) * 0b1110   # middle switches
+    front = int(r.bumped_front and m.front_bumpers > 0) * 0b1110  # middle switches
     rear = int(r.bumped_rear and m.rear_bumpers > 0) * 0b1110
     stall = int(r.stalled)
     tail = b''
     if options.later_firmware_tail:
-        tail = p.encode_sip_tail(battery_x10=int(r.battery * 10), charge_state=0,
-                                 rotational_velocity_x10=int(math.degrees(r.w) * 10))
+        tail = p.encode_sip_tail(
+            battery_x10=int(r.battery * 10),
+            charge_state=0,
+            rotational_velocity_x10=int(math.degrees(r.w) * 10),
+        )
     sip = p.StandardSip(
-        moving=r.moving, x=int(round(ox / m.dist_conv)) & 0xFFFF,
+        moving=r.moving,
+        x=int(round(ox / m.dist_conv)) & 0xFFFF,
         y=int(round(oy / m.dist_conv)) & 0xFFFF,
         theta=_int16(round(oth / m.angle_conv)),
         left_velocity=_int16(round(left / m.vel_conv)),
@@ -412,9 +482,13 @@ def sip_body(robot, options):
         flags=int(r.enabled) | int(r.sonar_enabled) << 1,
         compass=int(math.degrees(r.pose[2]) % 360 // 2),
         sonar=[(i, min(0xFFFF, round(mm / m.range_conv))) for i, mm in r.next_sonar_readings()],
-        analog_port=r.analog_port, gripper_state=r.gripper.sip_byte() if options.gripper else 0,
-        analog=int(r.analog_value(r.analog_port) * 255), digital_inputs=r.digital_inputs(),
-        digital_outputs=r.digital_outputs, extra=tail)
+        analog_port=r.analog_port,
+        gripper_state=r.gripper.sip_byte() if options.gripper else 0,
+        analog=int(r.analog_value(r.analog_port) * 255),
+        digital_inputs=r.digital_inputs(),
+        digital_outputs=r.digital_outputs,
+        extra=tail,
+    )
     return p.encode_sip(sip, options.gripper_in_high_byte)
 
 
@@ -429,42 +503,71 @@ def _int32(value):
 # ---- command line ----------------------------------------------------------------
 def build_parser():
     parser = argparse.ArgumentParser(prog='p2os_emulator', description=__doc__.split('\n\n')[0])
-    parser.add_argument('--model', default=None, type=model_key, choices=sorted(MODELS),
-                        help='robot model (SYNC2 subclass, factors, sonar); default p2dx '
-                             '(p3dx with --amrisim)')
+    parser.add_argument(
+        '--model',
+        default=None,
+        type=model_key,
+        choices=sorted(MODELS),
+        help='robot model (SYNC2 subclass, factors, sonar); default p2dx (p3dx with --amrisim)',
+    )
     parser.add_argument('--name', default='emulated', help='robot name in the SYNC2 reply')
     parser.add_argument('--host', default='127.0.0.1', help='TCP address to listen on')
     parser.add_argument('--port', type=int, default=8101, help='TCP port (0 = any free port)')
     parser.add_argument('--no-tcp', action='store_true', help='do not listen on TCP')
     parser.add_argument('--pty', action='store_true', help='also serve a pseudo-terminal')
-    parser.add_argument('--sip-cycle', type=float, default=0.1, help='SIP period in s (0.1 or 0.05)')
-    parser.add_argument('--unthrottled', action='store_true',
-                        help='send SIP cycles back to back (benchmarks)')
-    parser.add_argument('--later-firmware-tail', action='store_true',
-                        help='append the ARCOS SIP tail (battery x10, charge state, rot. velocity)')
-    parser.add_argument('--arcos-gripper-order', action='store_true',
-                        help='gripper state in the low byte of the SIP field (ARCOS / AMRISim)')
-    parser.add_argument('--no-config-command', action='store_true',
-                        help='ignore CONFIG, as P2OS before 1.4 does')
+    parser.add_argument(
+        '--sip-cycle', type=float, default=0.1, help='SIP period in s (0.1 or 0.05)'
+    )
+    parser.add_argument(
+        '--unthrottled', action='store_true', help='send SIP cycles back to back (benchmarks)'
+    )
+    parser.add_argument(
+        '--later-firmware-tail',
+        action='store_true',
+        help='append the ARCOS SIP tail (battery x10, charge state, rot. velocity)',
+    )
+    parser.add_argument(
+        '--arcos-gripper-order',
+        action='store_true',
+        help='gripper state in the low byte of the SIP field (ARCOS / AMRISim)',
+    )
+    parser.add_argument(
+        '--no-config-command', action='store_true', help='ignore CONFIG, as P2OS before 1.4 does'
+    )
     parser.add_argument('--watchdog', type=float, default=2.0, help='watchdog in s (0 = off)')
     parser.add_argument('--watchdog-mode', choices=('resume', 'stop', 'warn'), default='resume')
     parser.add_argument('--room', default='10x8', help='room size in metres, WIDTHxHEIGHT')
     parser.add_argument('--drop-rate', type=float, default=0.0, help='fraction of bytes dropped')
-    parser.add_argument('--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted')
+    parser.add_argument(
+        '--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted'
+    )
     parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
-    parser.add_argument('--subclass', default='',
-                        help="SYNC2 subclass to announce instead of the model's (e.g. P3DX-SH, "
-                             "p3dx-sh-lms1xx, or an unknown one such as box)")
-    parser.add_argument('--firmware-version', default='',
-                        help='send an ARCOS CONFIGpac with this firmware version')
+    parser.add_argument(
+        '--subclass',
+        default='',
+        help="SYNC2 subclass to announce instead of the model's (e.g. P3DX-SH, "
+        'p3dx-sh-lms1xx, or an unknown one such as box)',
+    )
+    parser.add_argument(
+        '--firmware-version', default='', help='send an ARCOS CONFIGpac with this firmware version'
+    )
     parser.add_argument('--no-gripper', action='store_true', help='a robot without a gripper')
-    parser.add_argument('--ignore-commands', default='',
-                        help='comma-separated command numbers the robot ignores, e.g. 19,37,40,91')
-    parser.add_argument('--laser-compat', action='store_true',
-                        help='take #35-#37 as laser commands, as AMRISim does by default')
-    parser.add_argument('--amrisim', action='store_true',
-                        help='play AMRISim: name AMRISim, watchdog only warns, ARCOS gripper order, '
-                             'unsupported commands ignored, #35-#37 as laser commands (spec §5.2)')
+    parser.add_argument(
+        '--ignore-commands',
+        default='',
+        help='comma-separated command numbers the robot ignores, e.g. 19,37,40,91',
+    )
+    parser.add_argument(
+        '--laser-compat',
+        action='store_true',
+        help='take #35-#37 as laser commands, as AMRISim does by default',
+    )
+    parser.add_argument(
+        '--amrisim',
+        action='store_true',
+        help='play AMRISim: name AMRISim, watchdog only warns, ARCOS gripper order, '
+        'unsupported commands ignored, #35-#37 as laser commands (spec §5.2)',
+    )
     return parser
 
 
@@ -476,23 +579,35 @@ def options_from_args(args):
     try:
         ignored = tuple(int(n) for n in args.ignore_commands.split(',') if n.strip())
     except ValueError:
-        raise ValueError(f'--ignore-commands takes numbers like 19,37,40, not '
-                         f'{args.ignore_commands!r}') from None
+        raise ValueError(
+            f'--ignore-commands takes numbers like 19,37,40, not {args.ignore_commands!r}'
+        ) from None
     values = dict(
-        model=args.model, sip_cycle=args.sip_cycle, unthrottled=args.unthrottled,
-        config_command=not args.no_config_command, watchdog=args.watchdog,
-        room_width=width, room_height=height, drop_rate=args.drop_rate,
-        corrupt_rate=args.corrupt_rate, seed=args.seed, subclass=args.subclass)
+        model=args.model,
+        sip_cycle=args.sip_cycle,
+        unthrottled=args.unthrottled,
+        config_command=not args.no_config_command,
+        watchdog=args.watchdog,
+        room_width=width,
+        room_height=height,
+        drop_rate=args.drop_rate,
+        corrupt_rate=args.corrupt_rate,
+        seed=args.seed,
+        subclass=args.subclass,
+    )
     if args.model is None:
-        del values['model']     # the default of the plain robot or of the preset
+        del values['model']  # the default of the plain robot or of the preset
     # each variant option given on the command line overrides the preset
-    chosen = {'name': (args.name, 'emulated'),
-              'later_firmware_tail': (args.later_firmware_tail, False),
-              'gripper_in_high_byte': (not args.arcos_gripper_order, True),
-              'watchdog_mode': (args.watchdog_mode, 'resume'),
-              'firmware_version': (args.firmware_version, ''),
-              'gripper': (False if args.no_gripper else None, None),
-              'ignored_commands': (ignored, ()), 'laser_compat': (args.laser_compat, False)}
+    chosen = {
+        'name': (args.name, 'emulated'),
+        'later_firmware_tail': (args.later_firmware_tail, False),
+        'gripper_in_high_byte': (not args.arcos_gripper_order, True),
+        'watchdog_mode': (args.watchdog_mode, 'resume'),
+        'firmware_version': (args.firmware_version, ''),
+        'gripper': (False if args.no_gripper else None, None),
+        'ignored_commands': (ignored, ()),
+        'laser_compat': (args.laser_compat, False),
+    }
     if args.amrisim:
         values.update({k: v for k, (v, default) in chosen.items() if v != default})
         return EmulatorOptions.amrisim(**values)
@@ -511,9 +626,15 @@ def main(argv=None):
         report_main_frames_on_signal(emulator)
         if not args.no_tcp:
             port = emulator.start_tcp(args.host, args.port)
-            print(f'P2OS emulator ({emulator.options.model}) listening on tcp://{args.host}:{port}', flush=True)
+            print(
+                f'P2OS emulator ({emulator.options.model}) listening on tcp://{args.host}:{port}',
+                flush=True,
+            )
         if args.pty:
-            print(f'P2OS emulator ({emulator.options.model}) serial device: {emulator.start_pty()}', flush=True)
+            print(
+                f'P2OS emulator ({emulator.options.model}) serial device: {emulator.start_pty()}',
+                flush=True,
+            )
     except (ValueError, OSError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2

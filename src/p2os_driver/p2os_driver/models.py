@@ -3,6 +3,7 @@
 Data only. The client picks a model from the subclass the robot announces;
 each factor can be overridden by a node parameter.
 """
+
 import dataclasses
 import difflib
 import math
@@ -28,39 +29,74 @@ _PB_UPPER_REAR = _rear_ring(((-191, 136, 90), (-237, 119, 130), (-271, 78, 150),
 _P3AT_FRONT = _mirrored(((147, 136, 90), (193, 119, 50), (227, 79, 30), (245, 27, 10)))
 _P3AT_REAR = _rear_ring(((-144, 136, 90), (-189, 119, 130), (-223, 79, 150), (-241, 27, 170)))
 _PATROL = _mirrored(((83, 229, 90), (169, 202, 55), (232, 134, 30), (263, 46, 10))) + _rear_ring(
-    ((-83, 229, 90), (-169, 202, 125), (-232, 134, 150), (-263, 46, 170)))
+    ((-83, 229, 90), (-169, 202, 125), (-232, 134, 150), (-263, 46, 170))
+)
 # PowerBot: 32 numbers, of which 7, 15, 23 and 31 are no disc (ARIA writes them at 0, 0, -180)
 _NO_DISC = (0, 0, -180)
-_POWERBOT = ((152, 278, 90), (200, 267, 65), (241, 238, 45), (274, 200, 35), (300, 153, 25),
-             (320, 96, 15), (332, 33, 5), _NO_DISC,
-             (332, -33, -5), (320, -96, -15), (300, -153, -25), (274, -200, -35), (241, -238, -45),
-             (200, -267, -65), (152, -278, -90), _NO_DISC,
-             (-298, -278, -90), (-347, -267, -115), (-388, -238, -135), (-420, -200, -145),
-             (-447, -153, -155), (-467, -96, -165), (-478, -33, -175), _NO_DISC,
-             (-478, 33, 175), (-467, 96, 165), (-447, 153, 155), (-420, 200, 145),
-             (-388, 238, 135), (-347, 267, 115), (-298, 278, 90), _NO_DISC)
+_POWERBOT = (
+    (152, 278, 90),
+    (200, 267, 65),
+    (241, 238, 45),
+    (274, 200, 35),
+    (300, 153, 25),
+    (320, 96, 15),
+    (332, 33, 5),
+    _NO_DISC,
+    (332, -33, -5),
+    (320, -96, -15),
+    (300, -153, -25),
+    (274, -200, -35),
+    (241, -238, -45),
+    (200, -267, -65),
+    (152, -278, -90),
+    _NO_DISC,
+    (-298, -278, -90),
+    (-347, -267, -115),
+    (-388, -238, -135),
+    (-420, -200, -145),
+    (-447, -153, -155),
+    (-467, -96, -165),
+    (-478, -33, -175),
+    _NO_DISC,
+    (-478, 33, 175),
+    (-467, 96, 165),
+    (-447, 153, 155),
+    (-420, 200, 145),
+    (-388, 238, 135),
+    (-347, 267, 115),
+    (-298, 278, 90),
+    _NO_DISC,
+)
 _PIONEER_LX = ((331, 61, 10), (331, -61, -10), (-317, 90, 164), (-317, -90, -164))
-_AMIGO = ((76, 100, 90), (125, 75, 41), (150, 30, 15), (150, -30, -15), (125, -75, -41),
-          (76, -100, -90), (-140, -58, -145), (-140, 58, 145))
+_AMIGO = (
+    (76, 100, 90),
+    (125, 75, 41),
+    (150, 30, 15),
+    (150, -30, -15),
+    (125, -75, -41),
+    (76, -100, -90),
+    (-140, -58, -145),
+    (-140, 58, 145),
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class RobotModel:
     subclass: str
     description: str
-    dist_conv: float        # mm per position unit
-    vel_conv: float         # mm/s per velocity unit
-    range_conv: float       # mm per sonar unit
-    diff_conv: float        # (R-L) velocity units → rad/s, ARIA's DiffConvFactor
-    vel2_divisor: float     # mm/s per VEL2 byte unit
-    radius: float           # mm
-    width: float            # mm
-    length: float           # mm
-    max_velocity: float     # mm/s
+    dist_conv: float  # mm per position unit
+    vel_conv: float  # mm/s per velocity unit
+    range_conv: float  # mm per sonar unit
+    diff_conv: float  # (R-L) velocity units → rad/s, ARIA's DiffConvFactor
+    vel2_divisor: float  # mm/s per VEL2 byte unit
+    radius: float  # mm
+    width: float  # mm
+    length: float  # mm
+    max_velocity: float  # mm/s
     sonar: Tuple[Tuple[float, float, float], ...] = ()
     front_bumpers: int = 0
     rear_bumpers: int = 0
-    angle_conv: float = 2 * math.pi / 4096   # rad per heading unit (4096 per turn)
+    angle_conv: float = 2 * math.pi / 4096  # rad per heading unit (4096 per turn)
 
     def with_overrides(self, **factors):
         """A copy with the given factors replaced; None or a value <= 0 keeps the model's."""
@@ -70,74 +106,237 @@ class RobotModel:
 
 def _p2(subclass, description, dist, range_conv=0.268, diff=0.0056, big=False):
     if big:  # the AT/IT chassis
-        return RobotModel(subclass, description, dist, 1.0, range_conv, diff, 20, 500, 505, 626,
-                          1200, _P2_FRONT + _P2_REAR)
-    return RobotModel(subclass, description, dist, 1.0, range_conv, diff, 20, 250, 425, 511, 2200,
-                      _P2_FRONT + _P2_REAR)
+        return RobotModel(
+            subclass,
+            description,
+            dist,
+            1.0,
+            range_conv,
+            diff,
+            20,
+            500,
+            505,
+            626,
+            1200,
+            _P2_FRONT + _P2_REAR,
+        )
+    return RobotModel(
+        subclass,
+        description,
+        dist,
+        1.0,
+        range_conv,
+        diff,
+        20,
+        250,
+        425,
+        511,
+        2200,
+        _P2_FRONT + _P2_REAR,
+    )
 
 
 def _p3dx(subclass, description, dist):
-    return RobotModel(subclass, description, dist, 1.0, 1.0, 0.0056, 20, 250, 425, 511, 2200,
-                      _P2_FRONT + _P2_REAR)
+    return RobotModel(
+        subclass,
+        description,
+        dist,
+        1.0,
+        1.0,
+        0.0056,
+        20,
+        250,
+        425,
+        511,
+        2200,
+        _P2_FRONT + _P2_REAR,
+    )
 
 
 def _p3at(subclass, description, dist, width=505):
-    return RobotModel(subclass, description, dist, 1.0, 1.0, 0.0034, 20, 500, width, 626, 1200,
-                      _P3AT_FRONT + _P3AT_REAR)
+    return RobotModel(
+        subclass,
+        description,
+        dist,
+        1.0,
+        1.0,
+        0.0034,
+        20,
+        500,
+        width,
+        626,
+        1200,
+        _P3AT_FRONT + _P3AT_REAR,
+    )
 
 
 def _powerbot(subclass, description, dist):
-    return RobotModel(subclass, description, dist, 1.0, 1.0, 0.00373, 20, 550, 680, 911, 2000,
-                      _POWERBOT, 7, 5)
+    return RobotModel(
+        subclass, description, dist, 1.0, 1.0, 0.00373, 20, 550, 680, 911, 2000, _POWERBOT, 7, 5
+    )
 
 
 def _patrol(subclass, description):
-    return RobotModel(subclass, description, 1.0, 1.0, 1.0, 0.0056, 20, 250, 425, 510, 2200,
-                      _PATROL, 6, 6)
+    return RobotModel(
+        subclass, description, 1.0, 1.0, 1.0, 0.0056, 20, 250, 425, 510, 2200, _PATROL, 6, 6
+    )
 
 
 # Keys are lower case: SYNC2 subclasses arrive in any case (spec §2.7).
-MODELS = {m.subclass.lower(): m for m in (
-    # Pioneer 2 family (P2OS)
-    _p2('p2dx', 'Pioneer 2-DX', 0.840),
-    _p2('p2de', 'Pioneer 2-DE', 0.969),
-    _p2('p2df', 'Pioneer 2-DXf', 0.485, diff=0.0060),
-    _p2('p2d8', 'Pioneer 2-DX8', 0.485, range_conv=1.0),
-    _p2('p2ce', 'Pioneer 2-CE', 0.826, diff=0.0057),
-    _p2('p2at', 'Pioneer 2-AT', 1.32, diff=0.0034, big=True),
-    _p2('p2at8', 'Pioneer 2-AT8', 1.32, range_conv=1.0, diff=0.0034, big=True),
-    _p2('p2it', 'Pioneer 2-IT', 1.136, diff=0.0032, big=True),
-    RobotModel('p2pb', 'PeopleBot (P2)', 0.424, 1.0, 0.268, 0.0056, 20, 300, 425, 513, 2200,
-               _P2_FRONT + _PB_UPPER + _P2_REAR, 5, 5),
-    RobotModel('p2pp', 'Performance PeopleBot', 0.485, 1.0, 0.268, 0.0060, 20, 300, 425, 513, 2200,
-               _P2_FRONT + _PB_UPPER + _P2_REAR, 5, 5),
-    # 32 discs, but the spec gives no poses for 24-31: only the known 24 are modelled
-    RobotModel('perfpb', 'Performance PeopleBot (32 sonar)', 0.485, 1.0, 1.0, 0.0060, 20, 340, 425,
-               513, 2200, _P2_FRONT + _PB_UPPER + _P2_REAR, 5, 5),
-    RobotModel('amigo', 'AmigoBot (AmigOS)', 0.5083, 0.6154, 1.0, 0.011, 20, 180, 279, 330, 1000,
-               _AMIGO),
-    RobotModel('amigo-sh', 'AmigoBot-SH', 1.0, 1.0, 1.0, 0.011, 20, 180, 279, 330, 1000, _AMIGO),
-    RobotModel('pion1m', 'Pioneer 1 (PSOS)', 0.05066, 2.5332, 0.1734, 0.00333, 4, 220, 400, 500,
-               400, angle_conv=0.0061359),
-    # Pioneer 3 and later (ARCOS / uARCS)
-    _p3dx('p3dx', 'Pioneer 3-DX (H8)', 0.485),
-    _p3dx('p3dx-sh', 'Pioneer 3-DX (SH)', 1.0),
-    _p3dx('p2d8+', 'Pioneer 2-DX8 Plus', 0.485),
-    _p3at('p3at', 'Pioneer 3-AT (H8)', 0.465),
-    _p3at('p3at-sh', 'Pioneer 3-AT (SH)', 1.0),
-    _p3at('p3atiw-sh', 'Pioneer 3-AT IW (SH)', 1.0, width=490),
-    _p3at('p2at8+', 'Pioneer 2-AT8 Plus', 0.465),
-    RobotModel('peoplebot-sh', 'PeopleBot (SH)', 1.0, 1.0, 1.0, 0.0060, 20, 340, 425, 513, 2200,
-               _P2_FRONT + _P2_REAR + _PB_UPPER + _PB_UPPER_REAR, 5, 5),
-    RobotModel('perfpb+', 'Performance PeopleBot Plus', 0.485, 1.0, 1.0, 0.0060, 20, 340, 425, 511,
-               2200, _P2_FRONT + _PB_UPPER + _P2_REAR + _PB_UPPER_REAR, 5, 5),
-    _powerbot('powerbot', 'PowerBot (H8)', 0.5813),
-    _powerbot('powerbot-sh', 'PowerBot (SH)', 1.0),
-    _patrol('patrolbot-sh', 'PatrolBot (SH)'),
-    _patrol('researchPB', 'Research PeopleBot'),
-    RobotModel('pioneer-lx', 'Pioneer LX', 1.0, 1.0, 1.0, 0.0056, 20, 348, 500, 696, 2500,
-               _PIONEER_LX, 3, 3),
-)}
+MODELS = {
+    m.subclass.lower(): m
+    for m in (
+        # Pioneer 2 family (P2OS)
+        _p2('p2dx', 'Pioneer 2-DX', 0.840),
+        _p2('p2de', 'Pioneer 2-DE', 0.969),
+        _p2('p2df', 'Pioneer 2-DXf', 0.485, diff=0.0060),
+        _p2('p2d8', 'Pioneer 2-DX8', 0.485, range_conv=1.0),
+        _p2('p2ce', 'Pioneer 2-CE', 0.826, diff=0.0057),
+        _p2('p2at', 'Pioneer 2-AT', 1.32, diff=0.0034, big=True),
+        _p2('p2at8', 'Pioneer 2-AT8', 1.32, range_conv=1.0, diff=0.0034, big=True),
+        _p2('p2it', 'Pioneer 2-IT', 1.136, diff=0.0032, big=True),
+        RobotModel(
+            'p2pb',
+            'PeopleBot (P2)',
+            0.424,
+            1.0,
+            0.268,
+            0.0056,
+            20,
+            300,
+            425,
+            513,
+            2200,
+            _P2_FRONT + _PB_UPPER + _P2_REAR,
+            5,
+            5,
+        ),
+        RobotModel(
+            'p2pp',
+            'Performance PeopleBot',
+            0.485,
+            1.0,
+            0.268,
+            0.0060,
+            20,
+            300,
+            425,
+            513,
+            2200,
+            _P2_FRONT + _PB_UPPER + _P2_REAR,
+            5,
+            5,
+        ),
+        # 32 discs, but the spec gives no poses for 24-31: only the known 24 are modelled
+        RobotModel(
+            'perfpb',
+            'Performance PeopleBot (32 sonar)',
+            0.485,
+            1.0,
+            1.0,
+            0.0060,
+            20,
+            340,
+            425,
+            513,
+            2200,
+            _P2_FRONT + _PB_UPPER + _P2_REAR,
+            5,
+            5,
+        ),
+        RobotModel(
+            'amigo',
+            'AmigoBot (AmigOS)',
+            0.5083,
+            0.6154,
+            1.0,
+            0.011,
+            20,
+            180,
+            279,
+            330,
+            1000,
+            _AMIGO,
+        ),
+        RobotModel(
+            'amigo-sh', 'AmigoBot-SH', 1.0, 1.0, 1.0, 0.011, 20, 180, 279, 330, 1000, _AMIGO
+        ),
+        RobotModel(
+            'pion1m',
+            'Pioneer 1 (PSOS)',
+            0.05066,
+            2.5332,
+            0.1734,
+            0.00333,
+            4,
+            220,
+            400,
+            500,
+            400,
+            angle_conv=0.0061359,
+        ),
+        # Pioneer 3 and later (ARCOS / uARCS)
+        _p3dx('p3dx', 'Pioneer 3-DX (H8)', 0.485),
+        _p3dx('p3dx-sh', 'Pioneer 3-DX (SH)', 1.0),
+        _p3dx('p2d8+', 'Pioneer 2-DX8 Plus', 0.485),
+        _p3at('p3at', 'Pioneer 3-AT (H8)', 0.465),
+        _p3at('p3at-sh', 'Pioneer 3-AT (SH)', 1.0),
+        _p3at('p3atiw-sh', 'Pioneer 3-AT IW (SH)', 1.0, width=490),
+        _p3at('p2at8+', 'Pioneer 2-AT8 Plus', 0.465),
+        RobotModel(
+            'peoplebot-sh',
+            'PeopleBot (SH)',
+            1.0,
+            1.0,
+            1.0,
+            0.0060,
+            20,
+            340,
+            425,
+            513,
+            2200,
+            _P2_FRONT + _P2_REAR + _PB_UPPER + _PB_UPPER_REAR,
+            5,
+            5,
+        ),
+        RobotModel(
+            'perfpb+',
+            'Performance PeopleBot Plus',
+            0.485,
+            1.0,
+            1.0,
+            0.0060,
+            20,
+            340,
+            425,
+            511,
+            2200,
+            _P2_FRONT + _PB_UPPER + _P2_REAR + _PB_UPPER_REAR,
+            5,
+            5,
+        ),
+        _powerbot('powerbot', 'PowerBot (H8)', 0.5813),
+        _powerbot('powerbot-sh', 'PowerBot (SH)', 1.0),
+        _patrol('patrolbot-sh', 'PatrolBot (SH)'),
+        _patrol('researchPB', 'Research PeopleBot'),
+        RobotModel(
+            'pioneer-lx',
+            'Pioneer LX',
+            1.0,
+            1.0,
+            1.0,
+            0.0056,
+            20,
+            348,
+            500,
+            696,
+            2500,
+            _PIONEER_LX,
+            3,
+            3,
+        ),
+    )
+}
 
 DEFAULT_MODEL = 'p2dx'
 # the RobotModel fields a user may override (node parameters <name>_factor)
@@ -150,8 +349,8 @@ def model_key(subclass):
     """The MODELS key for a SYNC2 subclass or a model parameter: lower case, laser suffix off."""
     key = subclass.strip().lower()
     for suffix in LASER_SUFFIXES:
-        if key.endswith(suffix) and key[:-len(suffix)] in MODELS:
-            return key[:-len(suffix)]
+        if key.endswith(suffix) and key[: -len(suffix)] in MODELS:
+            return key[: -len(suffix)]
     return key
 
 

@@ -7,6 +7,7 @@ Motors start disabled (as on the robot): call the `enable_motors` service, or se
 (motors, sonar, packet streams) unless `restore_state_on_reconnect` is false.
 Topic, service and parameter tables: README.md.
 """
+
 import math
 import sys
 import time
@@ -23,16 +24,37 @@ from legacy_robot_common.messages import point_cloud_msg, uint8_array
 from legacy_robot_common.mobile_base import MobileBase, planar_covariance
 from legacy_robot_common.params import ParameterError, declare
 from legacy_robot_common.robot_model import RobotStatePublisher
-from legacy_robot_interfaces.msg import (BumperState, DigitalAnalogIO, EncoderCounts, GripperState,
-                                         MotorState, RobotInfo, SerialBytes, SonarArray)
-from legacy_robot_interfaces.srv import (BytesCommand, DigitalOutput, GripperCommand, Playlist,
-                                         SayTones, SetValue)
+from legacy_robot_interfaces.msg import (
+    BumperState,
+    DigitalAnalogIO,
+    EncoderCounts,
+    GripperState,
+    MotorState,
+    RobotInfo,
+    SerialBytes,
+    SonarArray,
+)
+from legacy_robot_interfaces.srv import (
+    BytesCommand,
+    DigitalOutput,
+    GripperCommand,
+    Playlist,
+    SayTones,
+    SetValue,
+)
 
-from . import protocol as p
 from . import conversions as convert
-from .client import (DEFAULT_BAUD_CYCLE, AuxBytes, Connected, Encoders, P2osClient, Settings,
-                     unknown_model_text)
 from . import description
+from . import protocol as p
+from .client import (
+    DEFAULT_BAUD_CYCLE,
+    AuxBytes,
+    Connected,
+    Encoders,
+    P2osClient,
+    Settings,
+    unknown_model_text,
+)
 from .description import DEFAULT_TICKS_PER_REVOLUTION
 from .models import FACTOR_NAMES, MODELS, model_key
 from .odometry import Odometry
@@ -41,10 +63,14 @@ C = p.Command
 # the packet streams: their parameter / wanted-state name, command and reply packet type
 # BUMP_STALL #44's argument: which bumpers stall the motors (§2.5)
 BUMP_STALL_VALUES = {0: 'off', 1: 'front', 2: 'rear', 3: 'either'}
-STREAMS = {'encoder': (C.ENCODER, p.PacketType.ENCODER),
-           'gripper': (C.GRIPREQUEST, p.PacketType.GRIPPER),
-           'io': (C.IOREQUEST, p.PacketType.IO)}
-CMD_VEL_DISABLED_WINDOW = 2.0   # s: a cmd_vel this recent to a motors-off SIP makes diagnostics WARN
+STREAMS = {
+    'encoder': (C.ENCODER, p.PacketType.ENCODER),
+    'gripper': (C.GRIPREQUEST, p.PacketType.GRIPPER),
+    'io': (C.IOREQUEST, p.PacketType.IO),
+}
+CMD_VEL_DISABLED_WINDOW = (
+    2.0  # s: a cmd_vel this recent to a motors-off SIP makes diagnostics WARN
+)
 RUNTIME_PARAMETERS = ('use_sonar', 'cmd_vel_timeout', 'max_linear_speed', 'max_angular_speed')
 # Odometry variances (parameters pose/twist_covariance_diagonal): estimates for a Pioneer's
 # dead reckoning on a hard floor (encoder resolution is far finer; wheel slip dominates):
@@ -69,110 +95,246 @@ class P2osNode(DriverNode):
         self.add_on_set_parameters_callback(self._on_parameters)
         self.identity = None
         self.last_config = None
-        self.has_gripper = None                 # None until CONFIGpac or GRIPPERpac says
+        self.has_gripper = None  # None until CONFIGpac or GRIPPERpac says
         self.sessions = 0
-        self.cmd_vel_while_disabled = None      # monotonic time of the last one
+        self.cmd_vel_while_disabled = None  # monotonic time of the last one
         self.odometry = None
         self.sonar_ranges = []
         self.last_sip = None
         self.sip_rate = RateMeter()
-        self._last_state = {}                   # topic → (value, time) last published
+        self._last_state = {}  # topic → (value, time) last published
         self.begin()
 
     # ---- parameters ---------------------------------------------------------------
     def _declare_parameters(self):
         d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
-        self.port = d('port', '/dev/ttyS0', 'serial device, pyserial URL, or tcp://host:port '
-                      '(MobileSim-style simulators: tcp://localhost:8101)', read_only=True)
-        self.baud = d('baud', 9600, 'serial baud rate (ignored on TCP)', read_only=True,
-                      choices=DEFAULT_BAUD_CYCLE)
-        self.cycle_baud = d('cycle_baud', False, 'on a silent serial port try 9600, 38400, 19200, '
-                            '115200, 57600 in turn, starting with baud', read_only=True)
-        self.read_timeout = d('read_timeout', 2.0, 'seconds without a SIP before reconnecting',
-                              minimum=0.3, maximum=60.0, read_only=True)
-        self.pulse_interval = d('pulse_interval', 0.5, 'PULSE after this many idle seconds '
-                                '(the robot stops after 2 s of silence)', minimum=0.05, maximum=1.9,
-                                read_only=True)
-        self.sync_attempts = d('sync_attempts', 4, 'SYNC sequences per connection attempt',
-                               minimum=1, maximum=20, read_only=True)
-        self.model_name = d('model', '', 'force a robot model instead of the SYNC2 subclass '
-                            '(any case; laser suffixes such as -lms1xx are ignored)', read_only=True)
+        self.port = d(
+            'port',
+            '/dev/ttyS0',
+            'serial device, pyserial URL, or tcp://host:port '
+            '(MobileSim-style simulators: tcp://localhost:8101)',
+            read_only=True,
+        )
+        self.baud = d(
+            'baud',
+            9600,
+            'serial baud rate (ignored on TCP)',
+            read_only=True,
+            choices=DEFAULT_BAUD_CYCLE,
+        )
+        self.cycle_baud = d(
+            'cycle_baud',
+            False,
+            'on a silent serial port try 9600, 38400, 19200, '
+            '115200, 57600 in turn, starting with baud',
+            read_only=True,
+        )
+        self.read_timeout = d(
+            'read_timeout',
+            2.0,
+            'seconds without a SIP before reconnecting',
+            minimum=0.3,
+            maximum=60.0,
+            read_only=True,
+        )
+        self.pulse_interval = d(
+            'pulse_interval',
+            0.5,
+            'PULSE after this many idle seconds (the robot stops after 2 s of silence)',
+            minimum=0.05,
+            maximum=1.9,
+            read_only=True,
+        )
+        self.sync_attempts = d(
+            'sync_attempts',
+            4,
+            'SYNC sequences per connection attempt',
+            minimum=1,
+            maximum=20,
+            read_only=True,
+        )
+        self.model_name = d(
+            'model',
+            '',
+            'force a robot model instead of the SYNC2 subclass '
+            '(any case; laser suffixes such as -lms1xx are ignored)',
+            read_only=True,
+        )
         if self.model_name and model_key(self.model_name) not in MODELS:
-            raise ParameterError(f'p2os_driver: parameter \'model\' is {self.model_name!r}; '
-                                 f'expected one of {", ".join(m.subclass for m in MODELS.values())}')
-        self.factors = {name: d(f'{name}_factor', 0.0, f'override the model\'s {name} factor '
-                                '(0 = use the model table)', minimum=0.0, read_only=True)
-                        for name in FACTOR_NAMES}
-        self.gripper_high = d('sip_gripper_in_high_byte', True, 'P2OS SIP layout (gripper state '
-                              'in the high byte); false for ARCOS / AMRISim', read_only=True)
-        self.sonar_prefix = self.frames.prefixed(d('sonar_frame_prefix', 'sonar_', 'sonar '
-                                                   'frames: prefix + disc number', read_only=True))
-        self.max_linear = d('max_linear_speed', 1.0, 'cmd_vel clamp, m/s', minimum=0.0, maximum=2.2)
-        self.max_angular = d('max_angular_speed', 1.75, 'cmd_vel clamp, rad/s', minimum=0.0,
-                             maximum=6.3)
-        self.wheel_mode = d('wheel_mode', False, 'send cmd_vel as VEL2 wheel speeds instead of '
-                            'VEL + RVEL', read_only=True)
-        self.cmd_vel_timeout = d('cmd_vel_timeout', 0.5, 'stop when cmd_vel stops for this long, '
-                                 'and ignore stamped commands older than this, s (0 = never)',
-                                 minimum=0.0, maximum=60.0)
-        self.base = MobileBase(self, self._on_cmd_vel, lambda: self.cmd_vel_timeout,
-                               POSE_COVARIANCE, TWIST_COVARIANCE)
+            raise ParameterError(
+                f"p2os_driver: parameter 'model' is {self.model_name!r}; "
+                f'expected one of {", ".join(m.subclass for m in MODELS.values())}'
+            )
+        self.factors = {
+            name: d(
+                f'{name}_factor',
+                0.0,
+                f"override the model's {name} factor (0 = use the model table)",
+                minimum=0.0,
+                read_only=True,
+            )
+            for name in FACTOR_NAMES
+        }
+        self.gripper_high = d(
+            'sip_gripper_in_high_byte',
+            True,
+            'P2OS SIP layout (gripper state in the high byte); false for ARCOS / AMRISim',
+            read_only=True,
+        )
+        self.sonar_prefix = self.frames.prefixed(
+            d('sonar_frame_prefix', 'sonar_', 'sonar frames: prefix + disc number', read_only=True)
+        )
+        self.max_linear = d(
+            'max_linear_speed', 1.0, 'cmd_vel clamp, m/s', minimum=0.0, maximum=2.2
+        )
+        self.max_angular = d(
+            'max_angular_speed', 1.75, 'cmd_vel clamp, rad/s', minimum=0.0, maximum=6.3
+        )
+        self.wheel_mode = d(
+            'wheel_mode',
+            False,
+            'send cmd_vel as VEL2 wheel speeds instead of VEL + RVEL',
+            read_only=True,
+        )
+        self.cmd_vel_timeout = d(
+            'cmd_vel_timeout',
+            0.5,
+            'stop when cmd_vel stops for this long, '
+            'and ignore stamped commands older than this, s (0 = never)',
+            minimum=0.0,
+            maximum=60.0,
+        )
+        self.base = MobileBase(
+            self, self._on_cmd_vel, lambda: self.cmd_vel_timeout, POSE_COVARIANCE, TWIST_COVARIANCE
+        )
         self.base_frame = self.base.base_frame
         self.model = RobotStatePublisher(self)
-        self.wheel_radius = d('wheel_radius', 0.0, 'm, for the robot model and the wheel '
-                              'joints (0 = the model\'s estimate, README)', minimum=0.0,
-                              read_only=True)
-        self.ticks_per_revolution = d('wheel_ticks_per_revolution', float(
-            DEFAULT_TICKS_PER_REVOLUTION), 'encoder counts per wheel turn (wheel joints from '
-            'the encoder stream; a guess: a P3-DX\'s)', minimum=1.0, read_only=True)
-        self.repeat_period = d('command_repeat_period', 0.5, 'resend the motion command this '
-                               'often, s', minimum=0.05, maximum=1.9, read_only=True)
-        self.enable_on_start = d('enable_motors_on_start', False, 'enable the motors after '
-                                 'connecting (the robot starts with them off)', read_only=True)
-        self.restore_state = d('restore_state_on_reconnect', True, 'after a reconnect, restore the '
-                               'motors, sonar and packet streams last asked for (false: the start '
-                               'values of enable_motors_on_start, use_sonar, *_stream)', read_only=True)
-        self.simulator = d('simulator', 'auto', 'auto: a robot named AMRISim or MobileSim is a '
-                           'simulator; true; false', choices=('auto', 'true', 'false'),
-                           read_only=True)
-        self.simulator_laser_compat = d('simulator_laser_compat', True, 'the simulator reads '
-                                        '#35-#37 as laser commands (AMRISim without '
-                                        '--no-srisim-laser-compat): never send them', read_only=True)
+        self.wheel_radius = d(
+            'wheel_radius',
+            0.0,
+            "m, for the robot model and the wheel joints (0 = the model's estimate, README)",
+            minimum=0.0,
+            read_only=True,
+        )
+        self.ticks_per_revolution = d(
+            'wheel_ticks_per_revolution',
+            float(DEFAULT_TICKS_PER_REVOLUTION),
+            'encoder counts per wheel turn (wheel joints from '
+            "the encoder stream; a guess: a P3-DX's)",
+            minimum=1.0,
+            read_only=True,
+        )
+        self.repeat_period = d(
+            'command_repeat_period',
+            0.5,
+            'resend the motion command this often, s',
+            minimum=0.05,
+            maximum=1.9,
+            read_only=True,
+        )
+        self.enable_on_start = d(
+            'enable_motors_on_start',
+            False,
+            'enable the motors after connecting (the robot starts with them off)',
+            read_only=True,
+        )
+        self.restore_state = d(
+            'restore_state_on_reconnect',
+            True,
+            'after a reconnect, restore the '
+            'motors, sonar and packet streams last asked for (false: the start '
+            'values of enable_motors_on_start, use_sonar, *_stream)',
+            read_only=True,
+        )
+        self.simulator = d(
+            'simulator',
+            'auto',
+            'auto: a robot named AMRISim or MobileSim is a simulator; true; false',
+            choices=('auto', 'true', 'false'),
+            read_only=True,
+        )
+        self.simulator_laser_compat = d(
+            'simulator_laser_compat',
+            True,
+            'the simulator reads '
+            '#35-#37 as laser commands (AMRISim without '
+            '--no-srisim-laser-compat): never send them',
+            read_only=True,
+        )
         use_sonar = d('use_sonar', True, 'sonar on or off (can be changed at run time)')
         self.sonar_min = d('sonar_min_range', 0.1, 'm', minimum=0.0, read_only=True)
         self.sonar_max = d('sonar_max_range', 5.0, 'm', minimum=0.1, read_only=True)
-        self.sonar_fov = d('sonar_field_of_view', 0.5236, 'full cone angle, rad', minimum=0.01,
-                           maximum=3.14, read_only=True)
-        self.bump_stall = d('bump_stall', -1, 'BUMP_STALL at start: -1 keep the robot\'s, 0 off, '
-                            '1 front, 2 rear, 3 either', minimum=-1, maximum=3, read_only=True)
-        self.streams = {kind: d(f'{kind}_stream', False, f'request the {kind} packet stream at start',
-                                read_only=True) for kind in STREAMS}
+        self.sonar_fov = d(
+            'sonar_field_of_view',
+            0.5236,
+            'full cone angle, rad',
+            minimum=0.01,
+            maximum=3.14,
+            read_only=True,
+        )
+        self.bump_stall = d(
+            'bump_stall',
+            -1,
+            "BUMP_STALL at start: -1 keep the robot's, 0 off, 1 front, 2 rear, 3 either",
+            minimum=-1,
+            maximum=3,
+            read_only=True,
+        )
+        self.streams = {
+            kind: d(
+                f'{kind}_stream',
+                False,
+                f'request the {kind} packet stream at start',
+                read_only=True,
+            )
+            for kind in STREAMS
+        }
         # what the parameters ask for at start, and what the user asked for last (services,
         # run-time parameters): each new session sends one of them (restore_state_on_reconnect)
         self.start_state = {'motors': self.enable_on_start, 'sonar': use_sonar, **self.streams}
         self.wanted = dict(self.start_state)
-        self.accelerations = {name: d(name, 0.0, f'{unit}; 0 keeps the robot\'s setting',
-                                      minimum=0.0, read_only=True)
-                              for name, unit in (('linear_acceleration', 'm/s²'),
-                                                 ('linear_deceleration', 'm/s²'),
-                                                 ('angular_acceleration', 'rad/s²'),
-                                                 ('angular_deceleration', 'rad/s²'))}
+        self.accelerations = {
+            name: d(name, 0.0, f"{unit}; 0 keeps the robot's setting", minimum=0.0, read_only=True)
+            for name, unit in (
+                ('linear_acceleration', 'm/s²'),
+                ('linear_deceleration', 'm/s²'),
+                ('angular_acceleration', 'rad/s²'),
+                ('angular_deceleration', 'rad/s²'),
+            )
+        }
         self.battery_warn = d('battery_warn_voltage', 11.75, 'V', minimum=0.0, read_only=True)
         self.battery_error = d('battery_error_voltage', 11.0, 'V', minimum=0.0, read_only=True)
-        self.state_period = d('state_period', 1.0, 'battery, motor_state, bumpers, io and the '
-                              'SIP gripper state: published on change and at least this often, s',
-                              minimum=0.0, maximum=60.0, read_only=True)
-        self.request_timeout = d('request_timeout', 2.0, 'service wait for a robot reply, s',
-                                 minimum=0.1, maximum=60.0, read_only=True)
+        self.state_period = d(
+            'state_period',
+            1.0,
+            'battery, motor_state, bumpers, io and the '
+            'SIP gripper state: published on change and at least this often, s',
+            minimum=0.0,
+            maximum=60.0,
+            read_only=True,
+        )
+        self.request_timeout = d(
+            'request_timeout',
+            2.0,
+            'service wait for a robot reply, s',
+            minimum=0.1,
+            maximum=60.0,
+            read_only=True,
+        )
 
     def _settings(self):
         try:
-            return Settings(port=self.port, baud=self.baud,
-                            baud_cycle=_baud_cycle(self.baud) if self.cycle_baud else (),
-                            read_timeout=self.read_timeout, pulse_interval=self.pulse_interval,
-                            sync_attempts=self.sync_attempts, model=self.model_name,
-                            gripper_in_high_byte=self.gripper_high,
-                            factor_overrides=self.factors)
+            return Settings(
+                port=self.port,
+                baud=self.baud,
+                baud_cycle=_baud_cycle(self.baud) if self.cycle_baud else (),
+                read_timeout=self.read_timeout,
+                pulse_interval=self.pulse_interval,
+                sync_attempts=self.sync_attempts,
+                model=self.model_name,
+                gripper_in_high_byte=self.gripper_high,
+                factor_overrides=self.factors,
+            )
         except ValueError as exc:
             raise ParameterError(f'p2os_driver: {exc}') from None
 
@@ -200,7 +362,9 @@ class P2osNode(DriverNode):
             if value > 0:  # deceleration is a negative argument (§2.5, checklist 17)
                 number = C.SETA if name.startswith('linear') else C.SETRA
                 sign = -1 if name.endswith('deceleration') else 1
-                packets.append(p.encode_command(number, sign * int(round(value * scale[name.split('_')[0]]))))
+                packets.append(
+                    p.encode_command(number, sign * int(round(value * scale[name.split('_')[0]])))
+                )
         if self.bump_stall >= 0:
             packets.append(p.encode_command(C.BUMP_STALL, self.bump_stall))
         for kind, (number, _) in STREAMS.items():
@@ -217,11 +381,16 @@ class P2osNode(DriverNode):
 
     def _refusal(self, number, identity):
         """Why a command must not be sent to this robot, or None."""
-        if number in p.SIMULATOR_LASER_COMMANDS and self.simulator_laser_compat and \
-                self._is_simulator(identity):
-            return (f'{C(number).name} (#{int(number)}) not sent: the simulator reads #35-#37 as laser '
-                    'commands; start AMRISim with --no-srisim-laser-compat and set '
-                    'simulator_laser_compat:=false')
+        if (
+            number in p.SIMULATOR_LASER_COMMANDS
+            and self.simulator_laser_compat
+            and self._is_simulator(identity)
+        ):
+            return (
+                f'{C(number).name} (#{int(number)}) not sent: the simulator reads #35-#37 as laser '
+                'commands; start AMRISim with --no-srisim-laser-compat and set '
+                'simulator_laser_compat:=false'
+            )
         return None
 
     # ---- publishers and services --------------------------------------------------
@@ -231,10 +400,10 @@ class P2osNode(DriverNode):
         self.motor_pub = pub(MotorState, 'motor_state')
         self.bumper_pub = pub(BumperState, 'bumpers')
         self.sonar_pub = pub(SonarArray, 'sonar')
-        self.range_pub = pub(Range, 'sonar/ranges')   # one message per new reading, frame sonar_<n>
+        self.range_pub = pub(Range, 'sonar/ranges')  # one message per new reading, frame sonar_<n>
         self.sonar_cloud_pub = pub(PointCloud2, 'sonar/points')
         self.encoder_pub = pub(EncoderCounts, 'encoders')
-        self.joint_pub = pub(JointState, 'joint_states')   # wheels, from the encoder stream
+        self.joint_pub = pub(JointState, 'joint_states')  # wheels, from the encoder stream
         self.gripper_pub = pub(GripperState, 'gripper_state')
         self.io_pub = pub(DigitalAnalogIO, 'io')
         self.aux_pub = pub(SerialBytes, 'aux_serial')
@@ -242,23 +411,31 @@ class P2osNode(DriverNode):
 
     def _create_services(self):
         group = self.callback_group
-        for name, handler in (('enable_motors', self._motors_handler(True)),
-                              ('disable_motors', self._motors_handler(False)),
-                              ('stop', self._stop_handler(C.STOP)),
-                              ('e_stop', self._stop_handler(C.E_STOP)),
-                              ('reset_odometry', self._reset_odometry)):
+        for name, handler in (
+            ('enable_motors', self._motors_handler(True)),
+            ('disable_motors', self._motors_handler(False)),
+            ('stop', self._stop_handler(C.STOP)),
+            ('e_stop', self._stop_handler(C.E_STOP)),
+            ('reset_odometry', self._reset_odometry),
+        ):
             self.create_service(Trigger, name, handler, callback_group=group)
         for kind in STREAMS:
-            self.create_service(SetBool, f'set_{kind}_stream', self._stream_handler(kind),
-                                callback_group=group)
+            self.create_service(
+                SetBool, f'set_{kind}_stream', self._stream_handler(kind), callback_group=group
+            )
         self.create_service(SetBool, 'set_sonar', self._sonar_handler, callback_group=group)
-        for name, number, valid in (('play_sound', C.SOUND, None),
-                                    ('bump_stall', C.BUMP_STALL, BUMP_STALL_VALUES),
-                                    ('select_analog_port', C.ADSEL, None)):
-            self.create_service(SetValue, name, self._value_handler(name, number, valid),
-                                callback_group=group)
+        for name, number, valid in (
+            ('play_sound', C.SOUND, None),
+            ('bump_stall', C.BUMP_STALL, BUMP_STALL_VALUES),
+            ('select_analog_port', C.ADSEL, None),
+        ):
+            self.create_service(
+                SetValue, name, self._value_handler(name, number, valid), callback_group=group
+            )
         self.create_service(GripperCommand, 'gripper', self._gripper, callback_group=group)
-        self.create_service(DigitalOutput, 'digital_output', self._digital_output, callback_group=group)
+        self.create_service(
+            DigitalOutput, 'digital_output', self._digital_output, callback_group=group
+        )
         self.create_service(SayTones, 'say', self._say, callback_group=group)
         self.create_service(Playlist, 'playlist', self._playlist, callback_group=group)
         self.create_service(BytesCommand, 'aux_serial', self._aux_serial, callback_group=group)
@@ -290,13 +467,15 @@ class P2osNode(DriverNode):
             if self._try_command(C.ENABLE, int(enable), response):
                 self.wanted['motors'] = enable
             return response
+
         return handle
 
     def _stop_handler(self, number):
         def handle(_request, response):
-            self.client.clear_motion()   # a stop must not be undone by the next resend
+            self.client.clear_motion()  # a stop must not be undone by the next resend
             self._try_command(number, None, response)
             return response
+
         return handle
 
     def _reset_odometry(self, _request, response):
@@ -320,16 +499,21 @@ class P2osNode(DriverNode):
                     self.wanted[kind] = False
                 return response
             refusal = self._refusal(number, self.identity)
-            reply, error = (None, refusal) if refusal else \
-                await self._ask(p.encode_command(number, 2), reply_type)
+            reply, error = (
+                (None, refusal)
+                if refusal
+                else await self._ask(p.encode_command(number, 2), reply_type)
+            )
             response.success = error is None
             response.message = error or f'{kind} stream running'
             self.wanted[kind] = response.success
             return response
+
         return handle
 
     def _value_handler(self, name, number, valid=None):
         """A one-argument command; valid: {value: meaning}, others refused (not sent)."""
+
         def handle(request, response):
             if valid is not None and request.value not in valid:
                 meanings = ', '.join(f'{v} {text}' for v, text in valid.items())
@@ -338,27 +522,36 @@ class P2osNode(DriverNode):
                 return response
             self._try_command(number, request.value, response)
             return response
+
         return handle
 
     def _gripper(self, request, response):
         if request.command not in (1, 2, 3, 4, 5, 6, 7, 8, 15, 16, 17):
-            response.success, response.message = False, f'unknown gripper command {request.command}'
+            response.success, response.message = (
+                False,
+                f'unknown gripper command {request.command}',
+            )
             return response
         if self._try_command(C.GRIPPER, request.command, response) and request.command in (16, 17):
-            self._try_command(C.GRIPPERVAL, request.value, response)   # must follow at once (§2.11)
+            self._try_command(C.GRIPPERVAL, request.value, response)  # must follow at once (§2.11)
         return response
 
     def _digital_output(self, request, response):
-        self._send(lambda: p.encode_two_bytes(C.DIGOUT, request.mask, request.values), 'DIGOUT',
-                   response)
+        self._send(
+            lambda: p.encode_two_bytes(C.DIGOUT, request.mask, request.values), 'DIGOUT', response
+        )
         return response
 
     def _say(self, request, response):
         if len(request.durations) != len(request.tones) or len(request.tones) > 20:
-            response.success, response.message = False, 'need equal numbers of durations and tones, ' \
-                                                         'at most 20'
+            response.success, response.message = (
+                False,
+                'need equal numbers of durations and tones, at most 20',
+            )
             return response
-        tune = bytes(b for pair in zip(request.durations, request.tones) for b in pair)
+        tune = bytes(
+            b for pair in zip(request.durations, request.tones, strict=False) for b in pair
+        )
         self._try_command(C.SAY, tune, response)
         return response
 
@@ -374,8 +567,10 @@ class P2osNode(DriverNode):
             return None, str(exc)
         reply = await future
         if isinstance(reply, TimeoutError):
-            return None, (f'not supported by this robot / firmware: no {reply_type.name} packet '
-                          f'within {self.request_timeout:.1f} s')
+            return None, (
+                f'not supported by this robot / firmware: no {reply_type.name} packet '
+                f'within {self.request_timeout:.1f} s'
+            )
         if isinstance(reply, Exception):
             return None, str(reply)
         return reply, None
@@ -401,8 +596,9 @@ class P2osNode(DriverNode):
             if not data:
                 self._try_command(C.GETAUX, 0, response)
             return response
-        reply, error = await self._ask(p.encode_command(C.GETAUX, request.reply_size),
-                                       p.PacketType.SERAUX)
+        reply, error = await self._ask(
+            p.encode_command(C.GETAUX, request.reply_size), p.PacketType.SERAUX
+        )
         response.success, response.message = error is None, error or f'{len(reply.data)} bytes'
         if reply is not None:
             response.reply = uint8_array(reply.data)
@@ -411,8 +607,10 @@ class P2osNode(DriverNode):
     async def _io_request(self, _request, response):
         reply, error = await self._ask(p.encode_command(C.IOREQUEST, 1), p.PacketType.IO)
         response.success = error is None
-        response.message = error or (f'digital in {reply.digital_inputs.hex()}, out '
-                                     f'{reply.digital_outputs.hex()}, analog {reply.analog}')
+        response.message = error or (
+            f'digital in {reply.digital_inputs.hex()}, out '
+            f'{reply.digital_outputs.hex()}, analog {reply.analog}'
+        )
         return response
 
     def stop_robot(self):
@@ -425,19 +623,23 @@ class P2osNode(DriverNode):
         angular = max(-self.max_angular, min(self.max_angular, angular))
         if self.last_sip is not None and not self.last_sip.motors_enabled and (linear or angular):
             self.cmd_vel_while_disabled = time.monotonic()
-            self.log.warning('cmd-vel-disabled', 'cmd_vel has no effect: the motors are disabled '
-                             '(call the enable_motors service)')
+            self.log.warning(
+                'cmd-vel-disabled',
+                'cmd_vel has no effect: the motors are disabled (call the enable_motors service)',
+            )
         try:
-            self.client.set_motion(self._motion_packet(linear * 1000.0, angular),
-                                   self._motion_packet(0.0, 0.0))
+            self.client.set_motion(
+                self._motion_packet(linear * 1000.0, angular), self._motion_packet(0.0, 0.0)
+            )
         except ConnectionLost:
             self.log.warning('cmd-vel-offline', 'cmd_vel ignored: not connected to the robot')
 
     def _motion_packet(self, mm_s, rad_s):
         if self.wheel_mode:
             return self._vel2_packet(mm_s, rad_s)
-        return p.encode_command(C.VEL, int(round(mm_s))) + \
-            p.encode_command(C.RVEL, int(round(math.degrees(rad_s))))
+        return p.encode_command(C.VEL, int(round(mm_s))) + p.encode_command(
+            C.RVEL, int(round(math.degrees(rad_s)))
+        )
 
     def _vel2_packet(self, mm_s, rad_s):
         model = self.identity.model if self.identity else MODELS['p2dx']
@@ -449,21 +651,30 @@ class P2osNode(DriverNode):
             self._publish_sip(record)
         elif isinstance(record, Encoders):
             header = self._header()
-            self.encoder_pub.publish(EncoderCounts(header=header, left=record.left,
-                                                   right=record.right))
+            self.encoder_pub.publish(
+                EncoderCounts(header=header, left=record.left, right=record.right)
+            )
             self._publish_wheels(header, record)
         elif isinstance(record, p.GripperPacket):
             self.has_gripper = record.gripper_type != 0
             if not self.has_gripper:
                 return
-            self.gripper_pub.publish(convert.gripper_msg(
-                p.read_gripper_packet_byte(record.state), record.state, self._header(),
-                GripperState.SOURCE_GRIPPER_PACKET, record.gripper_type, record.grasp_time))
+            self.gripper_pub.publish(
+                convert.gripper_msg(
+                    p.read_gripper_packet_byte(record.state),
+                    record.state,
+                    self._header(),
+                    GripperState.SOURCE_GRIPPER_PACKET,
+                    record.gripper_type,
+                    record.grasp_time,
+                )
+            )
         elif isinstance(record, p.IoPacket):
             self.io_pub.publish(convert.io_packet_msg(record, self._header()))
         elif isinstance(record, AuxBytes):
-            self.aux_pub.publish(SerialBytes(header=self._header(), port=1,
-                                             data=uint8_array(record.data)))
+            self.aux_pub.publish(
+                SerialBytes(header=self._header(), port=1, data=uint8_array(record.data))
+            )
         elif isinstance(record, Connected):
             self._on_connected(record)
         elif isinstance(record, p.ConfigPacket):
@@ -476,8 +687,10 @@ class P2osNode(DriverNode):
         self.identity = record.identity
         self.has_gripper = convert.config_has_gripper(record.config)
         if self._is_simulator(self.identity) and self.cmd_vel_timeout == 0:
-            self.get_logger().warning('p2os: a simulator\'s watchdog does not stop the robot: '
-                                      'with cmd_vel_timeout 0 it drives on forever')
+            self.get_logger().warning(
+                "p2os: a simulator's watchdog does not stop the robot: "
+                'with cmd_vel_timeout 0 it drives on forever'
+            )
         model = record.identity.model
         if self.odometry is None or self.odometry.model != model:
             self.odometry = Odometry(model)
@@ -485,13 +698,14 @@ class P2osNode(DriverNode):
             self.odometry.resume()
         self.sonar_ranges = [math.nan] * len(model.sonar)
         self.sonar_frames = [f'{self.sonar_prefix}{i}' for i in range(len(model.sonar))]
-        self.model.describe(description.from_parameters(self.parameter_values(), model,
-                                                        bool(self.has_gripper)))
+        self.model.describe(
+            description.from_parameters(self.parameter_values(), model, bool(self.has_gripper))
+        )
         self._publish_info(record.config)
 
     def on_activate(self, state):
         result = super().on_activate(state)
-        self._publish_info(self.last_config)       # latched: what came in while inactive
+        self._publish_info(self.last_config)  # latched: what came in while inactive
         return result
 
     def _publish_info(self, config):
@@ -514,9 +728,14 @@ class P2osNode(DriverNode):
         if self._due('bumpers', sip.bumpers(), now):
             self.bumper_pub.publish(convert.bumper_msg(sip, self.identity.model, header))
         if self.has_gripper and self._due('gripper', sip.gripper_state, now):
-            self.gripper_pub.publish(convert.gripper_msg(
-                p.read_sip_gripper_byte(sip.gripper_state), sip.gripper_state, header,
-                GripperState.SOURCE_SIP))
+            self.gripper_pub.publish(
+                convert.gripper_msg(
+                    p.read_sip_gripper_byte(sip.gripper_state),
+                    sip.gripper_state,
+                    header,
+                    GripperState.SOURCE_SIP,
+                )
+            )
         io = (sip.digital_inputs, sip.digital_outputs, sip.analog, sip.analog_port)
         if self._due('io', io, now):
             self.io_pub.publish(convert.sip_io_msg(sip, header))
@@ -548,28 +767,46 @@ class P2osNode(DriverNode):
             updated[disc] = True
             if not ranges_wanted:
                 continue
-            self.range_pub.publish(Range(
-                header=Header(stamp=header.stamp, frame_id=self.sonar_frames[disc]),
-                radiation_type=Range.ULTRASOUND,
-                field_of_view=self.sonar_fov, min_range=self.sonar_min, max_range=self.sonar_max,
-                range=metres))
+            self.range_pub.publish(
+                Range(
+                    header=Header(stamp=header.stamp, frame_id=self.sonar_frames[disc]),
+                    radiation_type=Range.ULTRASOUND,
+                    field_of_view=self.sonar_fov,
+                    min_range=self.sonar_min,
+                    max_range=self.sonar_max,
+                    range=metres,
+                )
+            )
         if not sip.sonar:
             return
-        self.sonar_pub.publish(SonarArray(
-            header=header, frame_ids=self.sonar_frames,
-            ranges=self.sonar_ranges, updated=updated, min_range=self.sonar_min,
-            max_range=self.sonar_max, field_of_view=self.sonar_fov))
+        self.sonar_pub.publish(
+            SonarArray(
+                header=header,
+                frame_ids=self.sonar_frames,
+                ranges=self.sonar_ranges,
+                updated=updated,
+                min_range=self.sonar_min,
+                max_range=self.sonar_max,
+                field_of_view=self.sonar_fov,
+            )
+        )
         if self.sonar_cloud_pub.get_subscription_count() > 0:
-            points = convert.sonar_points(model, self.sonar_ranges, updated, self.sonar_min,
-                                          self.sonar_max, description.sonar_height(
-                                              model, self.base.base_height))
+            points = convert.sonar_points(
+                model,
+                self.sonar_ranges,
+                updated,
+                self.sonar_min,
+                self.sonar_max,
+                description.sonar_height(model, self.base.base_height),
+            )
             self.sonar_cloud_pub.publish(point_cloud_msg(points, header))
 
     def _publish_wheels(self, header, encoders):
         if self.identity is None:
             return
-        angles = description.wheel_positions(self.identity.model, encoders.left, encoders.right,
-                                             self.ticks_per_revolution)
+        angles = description.wheel_positions(
+            self.identity.model, encoders.left, encoders.right, self.ticks_per_revolution
+        )
         joints = JointState(header=header, name=list(angles), position=list(angles.values()))
         self.joint_pub.publish(joints)
         self.model.move(joints)
@@ -580,16 +817,27 @@ class P2osNode(DriverNode):
             return ERROR, 'no robot yet', {'port': self.port}
         sip, model = self.last_sip, self.identity.model
         volts = convert.sip_voltage(sip)
-        values = {'name': self.identity.name, 'model': f'{model.subclass} ({model.description})',
-                  'SIP rate Hz': self.sip_rate.rate, 'battery V': volts,
-                  'motors enabled': sip.motors_enabled, 'left stall': sip.left_stall,
-                  'right stall': sip.right_stall, 'sonar on': sip.sonar_enabled,
-                  'ignored packet types': self.client.ignored_packets,
-                  'odometry distance m': self.odometry.distance}
-        values.update({'simulator': self._is_simulator(self.identity),
-                       'has gripper': 'unknown' if self.has_gripper is None else self.has_gripper,
-                       'wanted': ', '.join(k for k, on in self.wanted.items() if on) or 'nothing',
-                       'restore state on reconnect': self.restore_state, 'sessions': self.sessions})
+        values = {
+            'name': self.identity.name,
+            'model': f'{model.subclass} ({model.description})',
+            'SIP rate Hz': self.sip_rate.rate,
+            'battery V': volts,
+            'motors enabled': sip.motors_enabled,
+            'left stall': sip.left_stall,
+            'right stall': sip.right_stall,
+            'sonar on': sip.sonar_enabled,
+            'ignored packet types': self.client.ignored_packets,
+            'odometry distance m': self.odometry.distance,
+        }
+        values.update(
+            {
+                'simulator': self._is_simulator(self.identity),
+                'has gripper': 'unknown' if self.has_gripper is None else self.has_gripper,
+                'wanted': ', '.join(k for k, on in self.wanted.items() if on) or 'nothing',
+                'restore state on reconnect': self.restore_state,
+                'sessions': self.sessions,
+            }
+        )
         if not self.identity.known_model:
             return ERROR, unknown_model_text(self.identity.subclass, model), values
         if volts < self.battery_error:
@@ -602,20 +850,28 @@ class P2osNode(DriverNode):
         if motors_warning:
             return WARN, motors_warning, values
         if self._is_simulator(self.identity) and self.cmd_vel_timeout == 0:
-            return WARN, 'simulator with cmd_vel_timeout 0: its watchdog never stops the robot', values
+            return (
+                WARN,
+                'simulator with cmd_vel_timeout 0: its watchdog never stops the robot',
+                values,
+            )
         return OK, 'motors enabled' if sip.motors_enabled else 'motors disabled', values
-
 
     def _motors_warning(self, sip):
         if sip.motors_enabled:
             return None
-        recent = self.cmd_vel_while_disabled is not None and \
-            time.monotonic() - self.cmd_vel_while_disabled < CMD_VEL_DISABLED_WINDOW
+        recent = (
+            self.cmd_vel_while_disabled is not None
+            and time.monotonic() - self.cmd_vel_while_disabled < CMD_VEL_DISABLED_WINDOW
+        )
         if recent:
             return 'cmd_vel arrives but the motors are disabled: call enable_motors'
         if self.wanted['motors']:
-            reason = 'not restored after a reconnect (restore_state_on_reconnect is false)' \
-                if not self.restore_state and self.sessions > 1 else 'turned off by the robot'
+            reason = (
+                'not restored after a reconnect (restore_state_on_reconnect is false)'
+                if not self.restore_state and self.sessions > 1
+                else 'turned off by the robot'
+            )
             return f'motors disabled although enable_motors was asked for: {reason}'
         return None
 

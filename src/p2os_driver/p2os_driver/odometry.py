@@ -3,6 +3,7 @@
 Pure arithmetic, no rclpy. Positions are 15-bit counters: deltas are unwrapped
 the ARIA way and never rejected for being large (spec §3.7, §5.1 item 2).
 """
+
 import math
 
 from .protocol import unwrap_15bit, unwrap_heading
@@ -21,9 +22,9 @@ class Odometry:
 
     def __init__(self, model):
         self.model = model
-        self.x = self.y = self.yaw = 0.0            # metres, radians
-        self.linear = self.angular = 0.0            # m/s, rad/s
-        self.distance = 0.0                         # metres travelled (path length)
+        self.x = self.y = self.yaw = 0.0  # metres, radians
+        self.linear = self.angular = 0.0  # m/s, rad/s
+        self.distance = 0.0  # metres travelled (path length)
         self._previous = None
         self._started = False
 

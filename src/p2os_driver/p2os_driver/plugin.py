@@ -4,6 +4,7 @@ The demo enables the motors through the service, drives a 1 m square with
 cmd_vel (closed loop on odometry), stores the gripper, and writes a PNG of the
 odometry path with the sonar echoes.
 """
+
 import collections
 import math
 
@@ -21,16 +22,21 @@ from legacy_robot_interfaces.srv import GripperCommand
 
 from . import description
 from .emulator import EmulatorOptions, P2osEmulator
-from .protocol import is_handshake_request
 from .node import P2osNode
+from .protocol import is_handshake_request
 
-SIDE = 1.0          # m
-SPEED = 0.6         # m/s
-TURN_RATE = 1.2     # rad/s
+SIDE = 1.0  # m
+SPEED = 0.6  # m/s
+TURN_RATE = 1.2  # rad/s
 # The demo's robot accelerates faster than the FLASH default so the square fits in 20 s.
-DEMO_PARAMETERS = {'encoder_stream': True, 'gripper_stream': True, 'linear_acceleration': 1.0,
-                   'linear_deceleration': 1.0, 'angular_acceleration': 3.0,
-                   'angular_deceleration': 3.0}
+DEMO_PARAMETERS = {
+    'encoder_stream': True,
+    'gripper_stream': True,
+    'linear_acceleration': 1.0,
+    'linear_deceleration': 1.0,
+    'angular_acceleration': 3.0,
+    'angular_deceleration': 3.0,
+}
 
 
 class DemoEmulator:
@@ -50,14 +56,14 @@ class SquareDriver(DemoScript):
 
     def __init__(self):
         super().__init__()
-        self.path = []            # (x, y) from odom
-        self.hits = []            # sonar echoes in the odom frame
+        self.path = []  # (x, y) from odom
+        self.hits = []  # sonar echoes in the odom frame
         self.pose = None
-        self.pose_at = collections.OrderedDict()   # header stamp → odom pose
-        self.leg = 0              # 0..7: even = straight, odd = turn; 8 = done
+        self.pose_at = collections.OrderedDict()  # header stamp → odom pose
+        self.leg = 0  # 0..7: even = straight, odd = turn; 8 = done
         self.leg_start = None
         self.motors_enabled = False
-        self.sonar = None         # the last SonarArray: beams in the model picture
+        self.sonar = None  # the last SonarArray: beams in the model picture
 
     def sides_driven(self):
         """Sides whose straight leg is done (legs: even = straight, odd = turn): the fourth
@@ -68,8 +74,10 @@ class SquareDriver(DemoScript):
         """Each sonar beam of the last reading, as long as its echo (model.png)."""
         if self.sonar is None:
             return []
-        return [(frame, metres, self.sonar.field_of_view, 'tab:orange')
-                for frame, metres in zip(self.sonar.frame_ids, self.sonar.ranges)]
+        return [
+            (frame, metres, self.sonar.field_of_view, 'tab:orange')
+            for frame, metres in zip(self.sonar.frame_ids, self.sonar.ranges, strict=False)
+        ]
 
     def setup(self, node, namespace):
         self.node = node
@@ -81,7 +89,9 @@ class SquareDriver(DemoScript):
         if self.pose is None:
             return
         self.call_once('enable', self.enable, Trigger.Request())
-        self.call_once('gripper', self.gripper, GripperCommand.Request(command=GripperCommand.Request.STORE))
+        self.call_once(
+            'gripper', self.gripper, GripperCommand.Request(command=GripperCommand.Request.STORE)
+        )
         if not self.motors_enabled or self.leg >= 8:
             if self.leg >= 8:
                 self.cmd_pub.publish(Twist())
@@ -93,7 +103,7 @@ class SquareDriver(DemoScript):
         twist = Twist()
         if self.leg % 2 == 0:
             remaining = SIDE - math.hypot(x - sx, y - sy)
-            twist.linear.x = min(SPEED, 1.5 * remaining + 0.05)   # slow down near the corner
+            twist.linear.x = min(SPEED, 1.5 * remaining + 0.05)  # slow down near the corner
         else:
             turned = abs(math.atan2(math.sin(yaw - syaw), math.cos(yaw - syaw)))
             remaining = math.pi / 2 - turned
@@ -129,10 +139,10 @@ class SquareDriver(DemoScript):
         figure = new_figure()
         axes = figure.add_subplot()
         if self.hits:
-            hx, hy = zip(*self.hits[-4000:])
+            hx, hy = zip(*self.hits[-4000:], strict=False)
             axes.scatter(hx, hy, s=2, c='tab:orange', label='sonar echoes')
         if self.path:
-            px, py = zip(*self.path)
+            px, py = zip(*self.path, strict=False)
             axes.plot(px, py, c='tab:blue', label='odometry path')
         axes.set_aspect('equal')
         axes.set_xlabel('x (m)')
@@ -140,8 +150,11 @@ class SquareDriver(DemoScript):
         axes.set_title(f'P2OS emulator: square drive, {self.sides_driven()} of 4 sides driven')
         axes.legend(loc='upper right')
         paths = [save_figure(figure, folder / 'odometry_square.png')]
-        paths.append(save_lines(folder / 'odometry.csv',
-                                ['x_m,y_m'] + [f'{x:.4f},{y:.4f}' for x, y in self.path]))
+        paths.append(
+            save_lines(
+                folder / 'odometry.csv', ['x_m,y_m'] + [f'{x:.4f},{y:.4f}' for x, y in self.path]
+            )
+        )
         return paths
 
 
@@ -162,20 +175,25 @@ def _gripper(msg):
 
 
 def _sonar(msg):
-    fresh = [r for r, u in zip(msg.ranges, msg.updated) if u]
+    fresh = [r for r, u in zip(msg.ranges, msg.updated, strict=False) if u]
     return f'{sum(msg.updated)} new, nearest {min(fresh):.2f} m' if fresh else 'no new readings'
 
 
 PLUGIN = RobotPlugin(
-    name='p2os', package='p2os_driver', node_name='p2os_driver', executable='p2os_driver',
-    emulator_executable='p2os_emulator', config_file='p2os.yaml',
+    name='p2os',
+    package='p2os_driver',
+    node_name='p2os_driver',
+    executable='p2os_driver',
+    emulator_executable='p2os_emulator',
+    config_file='p2os.yaml',
     create_node=P2osNode,
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
     emulator_arguments=('--port', '8101'),
     sim_parameters={'port': 'tcp://127.0.0.1:8101', **DEMO_PARAMETERS},
-    replay_links=(ReplayLink('p2os', 'port', address='tcp://{host}:{port}',
-                             gate=is_handshake_request),),
+    replay_links=(
+        ReplayLink('p2os', 'port', address='tcp://{host}:{port}', gate=is_handshake_request),
+    ),
     demo_topics=(
         DemoTopic('odom', Odometry, _odom),
         DemoTopic('sonar', SonarArray, _sonar),
@@ -183,11 +201,29 @@ PLUGIN = RobotPlugin(
         DemoTopic('encoders', EncoderCounts, lambda m: f'left={m.left} right={m.right}'),
         DemoTopic('gripper_state', GripperState, _gripper),
         DemoTopic('battery', BatteryState, lambda m: f'{m.voltage:.2f} V'),
-        DemoTopic('motor_state', MotorState, lambda m: 'enabled' if m.motors_enabled else 'disabled'),
+        DemoTopic(
+            'motor_state', MotorState, lambda m: 'enabled' if m.motors_enabled else 'disabled'
+        ),
     ),
     make_demo_script=SquareDriver,
     label='P2OS',
-    foxglove=FoxgloveView(plots=('odom.twist.twist.linear.x', 'odom.twist.twist.angular.z', 'battery.voltage'), services=(('enable_motors', 'enable motors'), ('disable_motors', 'disable motors'), ('reset_odometry', 'reset odometry')), teleop=True),
+    foxglove=FoxgloveView(
+        plots=('odom.twist.twist.linear.x', 'odom.twist.twist.angular.z', 'battery.voltage'),
+        services=(
+            ('enable_motors', 'enable motors'),
+            ('disable_motors', 'disable motors'),
+            ('reset_odometry', 'reset odometry'),
+        ),
+        teleop=True,
+    ),
     bench_quick_arguments=('--seconds', '5', '--samples', '100'),
-    soak_parts=(SoakPart('safety', 'p2os_driver.soak:safety_rows', '--repeats', 10,
-                         'P2OS safety: cmd_vel stops and kills per signal'),))
+    soak_parts=(
+        SoakPart(
+            'safety',
+            'p2os_driver.soak:safety_rows',
+            '--repeats',
+            10,
+            'P2OS safety: cmd_vel stops and kills per signal',
+        ),
+    ),
+)

@@ -3,6 +3,7 @@
 Pure functions and one small receiver state machine; no I/O, no rclpy. Section
 numbers refer to ../shared/specs/p2os.md. Malformed input raises MalformedFrame.
 """
+
 import dataclasses
 import enum
 import struct
@@ -11,16 +12,17 @@ from typing import List, Optional, Tuple
 from legacy_robot_common.errors import MalformedFrame
 
 HEADER = b'\xfa\xfb'
-P2OS_MAX_COUNT = 200     # P2OS ignores larger packets (§2.1)
-LATER_MAX_COUNT = 249    # later firmware (Pioneer LX) allows up to 249 (§2.1)
+P2OS_MAX_COUNT = 200  # P2OS ignores larger packets (§2.1)
+LATER_MAX_COUNT = 249  # later firmware (Pioneer LX) allows up to 249 (§2.1)
 
-ARG_INT = 0x3B           # positive integer follows (uint16 LE)
+ARG_INT = 0x3B  # positive integer follows (uint16 LE)
 ARG_NEGATIVE_INT = 0x1B  # magnitude follows; the sign is the type byte's
-ARG_STRING = 0x2B        # length byte, then the characters
+ARG_STRING = 0x2B  # length byte, then the characters
 
 
 class Command(enum.IntEnum):
     """Client command numbers (§2.5)."""
+
     SYNC0 = PULSE = 0
     SYNC1 = OPEN = 1
     SYNC2 = CLOSE = 2
@@ -104,6 +106,7 @@ SIMULATOR_LASER_COMMANDS = (Command.ADSEL, Command.GRIPPERVAL, Command.GRIPREQUE
 
 class PacketType(enum.IntEnum):
     """Server packet type bytes (§2.6-2.13)."""
+
     CONFIG = 0x20
     SIP_STOPPED = 0x32
     SIP_MOVING = 0x33
@@ -170,13 +173,13 @@ class PacketReceiver:
                 continue
             if len(self._buffer) < 3 + count:
                 return out
-            body = bytes(self._buffer[3:1 + count])
+            body = bytes(self._buffer[3 : 1 + count])
             received = (self._buffer[1 + count] << 8) | self._buffer[2 + count]
             if received != checksum(body):
                 out.append(MalformedFrame(f'bad checksum on packet type 0x{body[0]:02x}'))
                 del self._buffer[:2]
                 continue
-            del self._buffer[:3 + count]
+            del self._buffer[: 3 + count]
             out.append(body)
 
 
@@ -211,8 +214,12 @@ ANSWERED_COMMANDS = frozenset({Command.SYNC1, Command.SYNC2, Command.CONFIG})
 def is_handshake_request(data):
     """True for a client write that is one command packet the robot answers (replay holds
     the recorded SIP stream there until the driver sends it)."""
-    return (len(data) >= 6 and data[:2] == HEADER and data[2] == len(data) - 3
-            and data[3] in ANSWERED_COMMANDS)
+    return (
+        len(data) >= 6
+        and data[:2] == HEADER
+        and data[2] == len(data) - 3
+        and data[3] in ANSWERED_COMMANDS
+    )
 
 
 def encode_two_bytes(number, high, low):
@@ -245,8 +252,10 @@ def decode_command(body) -> Tuple[int, Optional[object]]:
             raise MalformedFrame(f'command {number}: string argument without a length')
         length = body[2]
         if len(body) < 3 + length:
-            raise MalformedFrame(f'command {number}: string says {length} bytes, has {len(body) - 3}')
-        return number, bytes(body[3:3 + length])
+            raise MalformedFrame(
+                f'command {number}: string says {length} bytes, has {len(body) - 3}'
+            )
+        return number, bytes(body[3 : 3 + length])
     raise MalformedFrame(f'command {number}: unknown argument type 0x{kind:02x}')
 
 
@@ -261,25 +270,26 @@ def split_two_bytes(value):
 @dataclasses.dataclass
 class StandardSip:
     """Standard motor SIP in raw robot units (conversion happens in the node)."""
+
     moving: bool
-    x: int                 # 15-bit encoder-integrated position (× DistConvFactor → mm)
+    x: int  # 15-bit encoder-integrated position (× DistConvFactor → mm)
     y: int
-    theta: int             # int16, 4096 per turn
-    left_velocity: int     # × VelConvFactor → mm/s
+    theta: int  # int16, 4096 per turn
+    left_velocity: int  # × VelConvFactor → mm/s
     right_velocity: int
     battery_decivolts: int
-    stall_bumpers: int     # low byte: left stall + rear bumpers; high byte: right stall + front
+    stall_bumpers: int  # low byte: left stall + rear bumpers; high byte: right stall + front
     control: int
     flags: int
     compass: int
-    sonar: List[Tuple[int, int]]   # (transducer number, raw range) of new readings only
+    sonar: List[Tuple[int, int]]  # (transducer number, raw range) of new readings only
     analog_port: int
     gripper_state: int
     analog: int
     digital_inputs: int
     digital_outputs: int
-    extra: bytes = b''     # later-firmware tail as received
-    tail: dict = dataclasses.field(default_factory=dict)   # its decoded fields (SIP_TAIL_FIELDS)
+    extra: bytes = b''  # later-firmware tail as received
+    tail: dict = dataclasses.field(default_factory=dict)  # its decoded fields (SIP_TAIL_FIELDS)
 
     @property
     def motors_enabled(self):
@@ -300,16 +310,26 @@ class StandardSip:
     def bumpers(self, front_count=5, rear_count=5):
         """(front, rear) switch states, index 0 = bit 1 of its byte."""
         rear_bits, front_bits = self.stall_bumpers & 0xFF, self.stall_bumpers >> 8
-        return ([bool(front_bits & (2 << i)) for i in range(front_count)],
-                [bool(rear_bits & (2 << i)) for i in range(rear_count)])
+        return (
+            [bool(front_bits & (2 << i)) for i in range(front_count)],
+            [bool(rear_bits & (2 << i)) for i in range(rear_count)],
+        )
 
 
-_SIP_HEAD = struct.Struct('<BHHhhhBHhHBB')   # type … sonar count (20 bytes)
+_SIP_HEAD = struct.Struct('<BHHhhhBHhHBB')  # type … sonar count (20 bytes)
 
 # Later-firmware fields after DIGOUT, each parsed only if its bytes are there (§2.6).
-SIP_TAIL_FIELDS = (('battery_x10', 'H'), ('charge_state', 'B'), ('rotational_velocity_x10', 'h'),
-                   ('fault_flags', 'H'), ('lateral_velocity', 'h'), ('temperature', 'b'),
-                   ('state_of_charge', 'B'), ('controller_time', 'I'), ('flags3', 'I'))
+SIP_TAIL_FIELDS = (
+    ('battery_x10', 'H'),
+    ('charge_state', 'B'),
+    ('rotational_velocity_x10', 'h'),
+    ('fault_flags', 'H'),
+    ('lateral_velocity', 'h'),
+    ('temperature', 'b'),
+    ('state_of_charge', 'B'),
+    ('controller_time', 'I'),
+    ('flags3', 'I'),
+)
 
 
 def decode_sip(body, gripper_in_high_byte=True):
@@ -321,21 +341,44 @@ def decode_sip(body, gripper_in_high_byte=True):
     """
     if len(body) < _SIP_HEAD.size + 5:
         raise MalformedFrame(f'SIP of {len(body)} bytes is too short')
-    (kind, x, y, theta, left, right, battery, stall, control, flags, compass,
-     sonar_count) = _SIP_HEAD.unpack_from(body)
+    (kind, x, y, theta, left, right, battery, stall, control, flags, compass, sonar_count) = (
+        _SIP_HEAD.unpack_from(body)
+    )
     if kind not in (PacketType.SIP_STOPPED, PacketType.SIP_MOVING):
         raise MalformedFrame(f'packet type 0x{kind:02x} is not a standard SIP')
     end_of_sonar = _SIP_HEAD.size + 3 * sonar_count
     if len(body) < end_of_sonar + 5:
-        raise MalformedFrame(f'SIP announces {sonar_count} sonar readings but has {len(body)} bytes')
-    sonar = [(body[i], struct.unpack_from('<H', body, i + 1)[0])
-             for i in range(_SIP_HEAD.size, end_of_sonar, 3)]
-    first, second, analog, digin, digout = body[end_of_sonar:end_of_sonar + 5]
+        raise MalformedFrame(
+            f'SIP announces {sonar_count} sonar readings but has {len(body)} bytes'
+        )
+    sonar = [
+        (body[i], struct.unpack_from('<H', body, i + 1)[0])
+        for i in range(_SIP_HEAD.size, end_of_sonar, 3)
+    ]
+    first, second, analog, digin, digout = body[end_of_sonar : end_of_sonar + 5]
     gripper, anport = (second, first) if gripper_in_high_byte else (first, second)
-    extra = bytes(body[end_of_sonar + 5:])
-    return StandardSip(kind == PacketType.SIP_MOVING, x & 0x7FFF, y & 0x7FFF, theta, left, right,
-                       battery, stall, control, flags, compass, sonar, anport, gripper, analog,
-                       digin, digout, extra, decode_sip_tail(extra))
+    extra = bytes(body[end_of_sonar + 5 :])
+    return StandardSip(
+        kind == PacketType.SIP_MOVING,
+        x & 0x7FFF,
+        y & 0x7FFF,
+        theta,
+        left,
+        right,
+        battery,
+        stall,
+        control,
+        flags,
+        compass,
+        sonar,
+        anport,
+        gripper,
+        analog,
+        digin,
+        digout,
+        extra,
+        decode_sip_tail(extra),
+    )
 
 
 def decode_sip_tail(extra):
@@ -353,14 +396,29 @@ def decode_sip_tail(extra):
 def encode_sip(sip, gripper_in_high_byte=True):
     """Server side: StandardSip → packet body (sip.extra is appended as the tail)."""
     kind = PacketType.SIP_MOVING if sip.moving else PacketType.SIP_STOPPED
-    body = bytearray(_SIP_HEAD.pack(kind, sip.x & 0xFFFF, sip.y & 0xFFFF, sip.theta,
-                                    sip.left_velocity, sip.right_velocity, sip.battery_decivolts,
-                                    sip.stall_bumpers, sip.control, sip.flags, sip.compass,
-                                    len(sip.sonar)))
+    body = bytearray(
+        _SIP_HEAD.pack(
+            kind,
+            sip.x & 0xFFFF,
+            sip.y & 0xFFFF,
+            sip.theta,
+            sip.left_velocity,
+            sip.right_velocity,
+            sip.battery_decivolts,
+            sip.stall_bumpers,
+            sip.control,
+            sip.flags,
+            sip.compass,
+            len(sip.sonar),
+        )
+    )
     for number, value in sip.sonar:
         body += struct.pack('<BH', number, value)
-    pair = (sip.analog_port, sip.gripper_state) if gripper_in_high_byte else \
-        (sip.gripper_state, sip.analog_port)
+    pair = (
+        (sip.analog_port, sip.gripper_state)
+        if gripper_in_high_byte
+        else (sip.gripper_state, sip.analog_port)
+    )
     body += bytes([*pair, sip.analog, sip.digital_inputs, sip.digital_outputs]) + sip.extra
     return bytes(body)
 
@@ -371,8 +429,9 @@ def encode_sip_tail(**values):
     if unknown:
         raise ValueError(f'unknown SIP tail fields: {sorted(unknown)}')
     last = max((i for i, (name, _) in enumerate(SIP_TAIL_FIELDS) if name in values), default=-1)
-    return b''.join(struct.pack('<' + code, values.get(name, 0))
-                    for name, code in SIP_TAIL_FIELDS[:last + 1])
+    return b''.join(
+        struct.pack('<' + code, values.get(name, 0)) for name, code in SIP_TAIL_FIELDS[: last + 1]
+    )
 
 
 def decode_encoders(body):
@@ -384,7 +443,7 @@ def decode_encoders(body):
 
 @dataclasses.dataclass
 class GripperPacket:
-    gripper_type: int   # 0 none, 1 User I/O, 2 General I/O
+    gripper_type: int  # 0 none, 1 User I/O, 2 General I/O
     state: int
     grasp_time: int
 
@@ -426,17 +485,19 @@ def encode_seraux(data):
 
 
 def encode_sync2_reply(name, robot_class, subclass):
-    return bytes([Command.SYNC2]) + b''.join(s.encode('latin-1') + b'\x00'
-                                               for s in (name, robot_class, subclass))
+    return bytes([Command.SYNC2]) + b''.join(
+        s.encode('latin-1') + b'\x00' for s in (name, robot_class, subclass)
+    )
 
 
 # ---- gripper state bytes (§2.11) -------------------------------------------------
 @dataclasses.dataclass
 class GripperReading:
     """Both state tables turned into one shape; None where a table says nothing."""
-    paddles: str            # 'open', 'closed', 'between' or 'unknown'
+
+    paddles: str  # 'open', 'closed', 'between' or 'unknown'
     paddles_moving: bool
-    lift: str               # 'up', 'down', 'between' or 'unknown'
+    lift: str  # 'up', 'down', 'between' or 'unknown'
     lift_moving: bool
     gripper_error: bool = False
     lift_error: bool = False
@@ -456,9 +517,12 @@ def read_sip_gripper_byte(state):
     """Gripper byte of the standard SIP, GRIP16 Table 4 (bit = 1 means the condition holds)."""
     return GripperReading(
         paddles=_limits(state & 0x01, state & 0x02, 'open', 'closed'),
-        paddles_moving=bool(state & 0x04), gripper_error=bool(state & 0x08),
+        paddles_moving=bool(state & 0x04),
+        gripper_error=bool(state & 0x08),
         lift=_limits(state & 0x10, state & 0x20, 'up', 'down'),
-        lift_moving=bool(state & 0x40), lift_error=bool(state & 0x80))
+        lift_moving=bool(state & 0x40),
+        lift_error=bool(state & 0x80),
+    )
 
 
 def read_gripper_packet_byte(state):
@@ -473,8 +537,11 @@ def read_gripper_packet_byte(state):
         paddles_moving=bool(state & 0x80),
         lift='unknown' if not state & 0x02 else 'between',
         lift_moving=bool(state & 0x40),
-        outer_beam_broken=not state & 0x04, inner_beam_broken=not state & 0x08,
-        left_paddle_contact=not state & 0x10, right_paddle_contact=not state & 0x20)
+        outer_beam_broken=not state & 0x04,
+        inner_beam_broken=not state & 0x08,
+        left_paddle_contact=not state & 0x10,
+        right_paddle_contact=not state & 0x20,
+    )
 
 
 # ---- CONFIGpac (§2.8) ------------------------------------------------------------
@@ -482,27 +549,64 @@ def read_gripper_packet_byte(state):
 # up to has_gyro, then ARCOS fields up to the firmware version;
 # P2OS 1.x sends a shorter packet, so absent fields read as 0 / '' (as ARIA does).
 CONFIG_FIELDS = (
-    ('robot_type', 's'), ('subtype', 's'), ('serial_number', 's'), ('four_motors', 'B'),
-    ('rot_vel_top', 'h'), ('trans_vel_top', 'h'), ('rot_acc_top', 'h'), ('trans_acc_top', 'h'),
-    ('pwm_max', 'h'), ('name', 's'), ('sip_cycle', 'B'), ('host_baud', 'B'), ('aux1_baud', 'B'),
-    ('gripper', 'h'), ('front_sonar', 'h'), ('rear_sonar', 'B'), ('low_battery', 'h'),
-    ('rev_count', 'h'), ('watchdog', 'h'), ('p2mpacs', 'B'), ('stall_value', 'h'),
-    ('stall_count', 'h'), ('joy_vel', 'h'), ('joy_rvel', 'h'), ('rot_vel_max', 'h'),
-    ('trans_vel_max', 'h'), ('rot_acc', 'h'), ('rot_decel', 'h'), ('rot_kp', 'h'), ('rot_kv', 'h'),
-    ('rot_ki', 'h'), ('trans_acc', 'h'), ('trans_decel', 'h'), ('trans_kp', 'h'), ('trans_kv', 'h'),
-    ('trans_ki', 'h'), ('front_bumps', 'B'), ('rear_bumps', 'B'), ('charger', 'B'),
-    ('sonar_cycle', 'B'), ('autobaud', 'B'), ('has_gyro', 'B'),
+    ('robot_type', 's'),
+    ('subtype', 's'),
+    ('serial_number', 's'),
+    ('four_motors', 'B'),
+    ('rot_vel_top', 'h'),
+    ('trans_vel_top', 'h'),
+    ('rot_acc_top', 'h'),
+    ('trans_acc_top', 'h'),
+    ('pwm_max', 'h'),
+    ('name', 's'),
+    ('sip_cycle', 'B'),
+    ('host_baud', 'B'),
+    ('aux1_baud', 'B'),
+    ('gripper', 'h'),
+    ('front_sonar', 'h'),
+    ('rear_sonar', 'B'),
+    ('low_battery', 'h'),
+    ('rev_count', 'h'),
+    ('watchdog', 'h'),
+    ('p2mpacs', 'B'),
+    ('stall_value', 'h'),
+    ('stall_count', 'h'),
+    ('joy_vel', 'h'),
+    ('joy_rvel', 'h'),
+    ('rot_vel_max', 'h'),
+    ('trans_vel_max', 'h'),
+    ('rot_acc', 'h'),
+    ('rot_decel', 'h'),
+    ('rot_kp', 'h'),
+    ('rot_kv', 'h'),
+    ('rot_ki', 'h'),
+    ('trans_acc', 'h'),
+    ('trans_decel', 'h'),
+    ('trans_kp', 'h'),
+    ('trans_kv', 'h'),
+    ('trans_ki', 'h'),
+    ('front_bumps', 'B'),
+    ('rear_bumps', 'B'),
+    ('charger', 'B'),
+    ('sonar_cycle', 'B'),
+    ('autobaud', 'B'),
+    ('has_gyro', 'B'),
     # ARCOS (Pioneer 3) goes on; ARIA reads these next [AriaCoda ArRobotConfigPacketReader]
-    ('drift_factor', 'h'), ('aux2_baud', 'B'), ('aux3_baud', 'B'), ('ticks_mm', 'H'),
-    ('shutdown_voltage', 'H'), ('firmware_version', 's'))
+    ('drift_factor', 'h'),
+    ('aux2_baud', 'B'),
+    ('aux3_baud', 'B'),
+    ('ticks_mm', 'H'),
+    ('shutdown_voltage', 'H'),
+    ('firmware_version', 's'),
+)
 CONFIG_FIELD_NAMES = [name for name, _ in CONFIG_FIELDS]
 
 
 @dataclasses.dataclass
 class ConfigPacket:
-    values: dict            # every CONFIG_FIELDS name; absent fields hold 0 or ''
-    fields_present: int     # how many fields the robot actually sent
-    extra: bytes = b''      # bytes after the last known field (later firmware)
+    values: dict  # every CONFIG_FIELDS name; absent fields hold 0 or ''
+    fields_present: int  # how many fields the robot actually sent
+    extra: bytes = b''  # bytes after the last known field (later firmware)
 
     def sent(self, name):
         """True when the robot's packet reached field name (older firmware sends fewer)."""
@@ -518,7 +622,7 @@ def decode_config(body):
     for name, kind in CONFIG_FIELDS:
         value, offset = _read_config_field(body, offset, kind)
         if value is None:
-            break   # the packet ends here; everything after reads as absent
+            break  # the packet ends here; everything after reads as absent
         values[name] = value
         present += 1
     return ConfigPacket(values, present, bytes(body[offset:]))
@@ -539,9 +643,11 @@ def _read_config_field(body, offset, kind):
 def encode_config(values, last_field='trans_ki'):
     """Server side: CONFIGpac body with the fields up to last_field (missing values 0 / '')."""
     body = bytearray([PacketType.CONFIG])
-    for name, kind in CONFIG_FIELDS[:CONFIG_FIELD_NAMES.index(last_field) + 1]:
+    for name, kind in CONFIG_FIELDS[: CONFIG_FIELD_NAMES.index(last_field) + 1]:
         value = values.get(name, '' if kind == 's' else 0)
-        body += (value.encode('latin-1') + b'\x00') if kind == 's' else struct.pack('<' + kind, value)
+        body += (
+            (value.encode('latin-1') + b'\x00') if kind == 's' else struct.pack('<' + kind, value)
+        )
     return bytes(body)
 
 
@@ -550,7 +656,7 @@ def encode_config(values, last_field='trans_ki'):
 class IoPacket:
     digital_inputs: bytes
     digital_outputs: bytes
-    analog: List[int]        # raw A/D values (PeopleBot: 0-2047 = 0-5 V)
+    analog: List[int]  # raw A/D values (PeopleBot: 0-2047 = 0-5 V)
 
 
 def decode_io(body):
@@ -564,21 +670,28 @@ def decode_io(body):
         count = body[offset]
         end = offset + 1 + count * width
         if end > len(body):
-            raise MalformedFrame(f'IOpac group {len(groups) + 1} announces {count} values, '
-                                 f'has {(len(body) - offset - 1) // width}')
-        groups.append(bytes(body[offset + 1:end]))
+            raise MalformedFrame(
+                f'IOpac group {len(groups) + 1} announces {count} values, '
+                f'has {(len(body) - offset - 1) // width}'
+            )
+        groups.append(bytes(body[offset + 1 : end]))
         offset = end
     analog = list(struct.unpack(f'<{len(groups[2]) // 2}H', groups[2]))
     return IoPacket(groups[0], groups[1], analog)
 
 
 def encode_io(packet):
-    return (bytes([PacketType.IO, len(packet.digital_inputs)]) + packet.digital_inputs +
-            bytes([len(packet.digital_outputs)]) + packet.digital_outputs +
-            bytes([len(packet.analog)]) + struct.pack(f'<{len(packet.analog)}H', *packet.analog))
+    return (
+        bytes([PacketType.IO, len(packet.digital_inputs)])
+        + packet.digital_inputs
+        + bytes([len(packet.digital_outputs)])
+        + packet.digital_outputs
+        + bytes([len(packet.analog)])
+        + struct.pack(f'<{len(packet.analog)}H', *packet.analog)
+    )
 
 
-PLAYLIST_ENTRY = struct.Struct('<16sii')   # name, position, length (§2.13)
+PLAYLIST_ENTRY = struct.Struct('<16sii')  # name, position, length (§2.13)
 
 
 def decode_playlist(body):
@@ -605,7 +718,8 @@ def encode_playlist(entries):
         return bytes([PacketType.PLAYLIST]) + bytes(25)
     return bytes([PacketType.PLAYLIST, len(entries)]) + b''.join(
         PLAYLIST_ENTRY.pack(name.encode('latin-1')[:16], position, length)
-        for name, position, length in entries)
+        for name, position, length in entries
+    )
 
 
 def unwrap_15bit(previous, current):

@@ -4,27 +4,32 @@ No I/O and no protocol framing: the emulator turns commands into calls here and
 reads the state back into packets. World units are mm, mm/s and radians; the
 room is a rectangle centred on the robot's start pose.
 """
+
 import dataclasses
 import math
 import threading
 
 from .odometry import normalize_angle
 
-MAX_SONAR_RANGE = 5000.0   # mm; further echoes are reported at this range
-SUBSTEP = 0.02             # s; motion integration step
+MAX_SONAR_RANGE = 5000.0  # mm; further echoes are reported at this range
+SUBSTEP = 0.02  # s; motion integration step
 
 
 @dataclasses.dataclass
 class Room:
-    width: float = 10000.0    # mm, along x
-    height: float = 8000.0    # mm, along y
+    width: float = 10000.0  # mm, along x
+    height: float = 8000.0  # mm, along y
 
     def ray_distance(self, x, y, angle):
         """Distance from (x, y) along angle to the first wall."""
         distances = []
         c, s = math.cos(angle), math.sin(angle)
-        for wall, position, direction in ((self.width / 2, x, c), (-self.width / 2, x, c),
-                                          (self.height / 2, y, s), (-self.height / 2, y, s)):
+        for wall, position, direction in (
+            (self.width / 2, x, c),
+            (-self.width / 2, x, c),
+            (self.height / 2, y, s),
+            (-self.height / 2, y, s),
+        ):
             if abs(direction) > 1e-9:
                 t = (wall - position) / direction
                 if t > 0:
@@ -46,19 +51,25 @@ class Gripper:
         self.paddle_target = None
         self.lift_target = None
         self.grasp_time = 0
-        self.awaiting_value = None   # GRIPpress / LIFTcarry wait for GRIPPERVAL (§2.11)
+        self.awaiting_value = None  # GRIPpress / LIFTcarry wait for GRIPPERVAL (§2.11)
 
     def command(self, code):
-        targets = {1: ('paddle', 0.0), 2: ('paddle', 1.0), 3: ('paddle', None),
-                   4: ('lift', 1.0), 5: ('lift', 0.0), 6: ('lift', None)}
+        targets = {
+            1: ('paddle', 0.0),
+            2: ('paddle', 1.0),
+            3: ('paddle', None),
+            4: ('lift', 1.0),
+            5: ('lift', 0.0),
+            6: ('lift', None),
+        }
         if code in targets:
             which, target = targets[code]
             setattr(self, which + '_target', target)
-        elif code == 7:     # store: close paddles and raise the lift
+        elif code == 7:  # store: close paddles and raise the lift
             self.paddle_target, self.lift_target = 1.0, 1.0
-        elif code == 8:     # deploy: lower the lift and open the paddles
+        elif code == 8:  # deploy: lower the lift and open the paddles
             self.paddle_target, self.lift_target = 0.0, 0.0
-        elif code == 15:    # halt both
+        elif code == 15:  # halt both
             self.paddle_target = self.lift_target = None
         elif code in (16, 17):
             self.awaiting_value = code
@@ -88,16 +99,28 @@ class Gripper:
 
     def sip_byte(self):
         """GRIP16 Table 4: bit = 1 means open / closed / moving / up / down / lift moving."""
-        return (int(self.paddles <= 0.0) | int(self.paddles >= 1.0) << 1 |
-                int(self.paddles_moving) << 2 | int(self.lift >= 1.0) << 4 |
-                int(self.lift <= 0.0) << 5 | int(self.lift_moving) << 6)
+        return (
+            int(self.paddles <= 0.0)
+            | int(self.paddles >= 1.0) << 1
+            | int(self.paddles_moving) << 2
+            | int(self.lift >= 1.0) << 4
+            | int(self.lift <= 0.0) << 5
+            | int(self.lift_moving) << 6
+        )
 
     def packet_byte(self):
         """PB49 Table 10, active-low limits; no object, so the break beams stay clear."""
         closed = self.paddles >= 1.0
-        return (int(self.paddles > 0.0) | int(0.0 < self.lift < 1.0) << 1 | 1 << 2 | 1 << 3 |
-                int(not closed) << 4 | int(not closed) << 5 | int(self.lift_moving) << 6 |
-                int(self.paddles_moving) << 7)
+        return (
+            int(self.paddles > 0.0)
+            | int(0.0 < self.lift < 1.0) << 1
+            | 1 << 2
+            | 1 << 3
+            | int(not closed) << 4
+            | int(not closed) << 5
+            | int(self.lift_moving) << 6
+            | int(self.paddles_moving) << 7
+        )
 
 
 def _approach(value, target, stroke):
@@ -116,12 +139,12 @@ class SimulatedPioneer:
         self.model = model
         self.room = room or Room()
         self.lock = threading.RLock()
-        self.pose = [0.0, 0.0, 0.0]          # world x, y (mm), heading (rad)
-        self.odometry = [0.0, 0.0, 0.0]      # the robot's own integration, reset by SETO
-        self.v = 0.0                          # mm/s
-        self.w = 0.0                          # rad/s
-        self.encoders = [0.0, 0.0]            # ticks (left, right)
-        self.battery = battery                # volts
+        self.pose = [0.0, 0.0, 0.0]  # world x, y (mm), heading (rad)
+        self.odometry = [0.0, 0.0, 0.0]  # the robot's own integration, reset by SETO
+        self.v = 0.0  # mm/s
+        self.w = 0.0  # rad/s
+        self.encoders = [0.0, 0.0]  # ticks (left, right)
+        self.battery = battery  # volts
         self.gripper = Gripper()
         self.sonar_per_cycle = sonar_per_cycle
         self.aux_buffer = bytearray()
@@ -134,7 +157,7 @@ class SimulatedPioneer:
         self.bumped_front = self.bumped_rear = False
         self.time = 0.0
         self._next_sonar = 0
-        self.axle = 2.0 / model.diff_conv     # mm between the wheels, from DiffConvFactor
+        self.axle = 2.0 / model.diff_conv  # mm between the wheels, from DiffConvFactor
         self.disconnect()
 
     # ---- commands ------------------------------------------------------------
@@ -151,7 +174,7 @@ class SimulatedPioneer:
         self.heading_target = 0.0
         self.max_velocity = float(self.model.max_velocity)
         self.max_rot_velocity = math.radians(100.0)
-        self.trans_accel = self.trans_decel = 300.0            # mm/s²
+        self.trans_accel = self.trans_decel = 300.0  # mm/s²
         self.rot_accel = self.rot_decel = math.radians(100.0)  # rad/s²
 
     def set_velocity(self, mm_s):
@@ -165,8 +188,10 @@ class SimulatedPioneer:
     def set_wheels(self, left_units, right_units):
         """VEL2: wheel mode, each byte × Vel2Divisor mm/s; drops the trans/rot setpoints."""
         self.wheel_mode = True
-        self.wheel_setpoints = (left_units * self.model.vel2_divisor,
-                                right_units * self.model.vel2_divisor)
+        self.wheel_setpoints = (
+            left_units * self.model.vel2_divisor,
+            right_units * self.model.vel2_divisor,
+        )
 
     def move(self, mm):
         self.wheel_mode, self.trans_mode = False, 'move'
@@ -224,8 +249,9 @@ class SimulatedPioneer:
         x, y, th = self.pose
         heading = th + turn / 2
         nx, ny = x + distance * math.cos(heading), y + distance * math.sin(heading)
-        blocked = self.room.clearance(nx, ny) < self.model.radius and \
-            self.room.clearance(nx, ny) < self.room.clearance(x, y)
+        blocked = self.room.clearance(nx, ny) < self.model.radius and self.room.clearance(
+            nx, ny
+        ) < self.room.clearance(x, y)
         self.stalled = blocked and self.enabled
         self.bumped_front = blocked and distance > 0
         self.bumped_rear = blocked and distance < 0
@@ -237,8 +263,11 @@ class SimulatedPioneer:
         self.pose = [nx, ny, normalize_angle(th + turn)]
         ox, oy, oth = self.odometry
         oheading = oth + turn / 2
-        self.odometry = [ox + distance * math.cos(oheading), oy + distance * math.sin(oheading),
-                         normalize_angle(oth + turn)]
+        self.odometry = [
+            ox + distance * math.cos(oheading),
+            oy + distance * math.sin(oheading),
+            normalize_angle(oth + turn),
+        ]
         if self.trans_mode == 'move':
             self.move_remaining -= distance
         half_track = self.w * self.axle / 2 * dt
@@ -252,8 +281,12 @@ class SimulatedPioneer:
             left, right = self.wheel_setpoints
             return (left + right) / 2, (right - left) / 2 * self.model.diff_conv
         if self.trans_mode == 'move':
-            speed = min(self.max_velocity, math.sqrt(2 * self.trans_decel * abs(self.move_remaining)))
-            target_v = math.copysign(speed, self.move_remaining) if abs(self.move_remaining) > 1 else 0.0
+            speed = min(
+                self.max_velocity, math.sqrt(2 * self.trans_decel * abs(self.move_remaining))
+            )
+            target_v = (
+                math.copysign(speed, self.move_remaining) if abs(self.move_remaining) > 1 else 0.0
+            )
         else:
             target_v = self.vel_setpoint
         if self.rot_mode == 'heading':
@@ -270,7 +303,7 @@ class SimulatedPioneer:
 
     def wheel_velocities(self):
         """(left, right) in mm/s."""
-        spin = self.w / self.model.diff_conv   # (R-L)/2 = w / DiffConvFactor
+        spin = self.w / self.model.diff_conv  # (R-L)/2 = w / DiffConvFactor
         return self.v - spin, self.v + spin
 
     def next_sonar_readings(self):

@@ -1,4 +1,5 @@
 """P2OS parts of the fault suite (`make soak`, legacy_robot_bringup.soak)."""
+
 import math
 import signal
 import time
@@ -6,17 +7,27 @@ import time
 from nav_msgs.msg import Odometry
 
 from legacy_robot_common.emulator import free_port
-from legacy_robot_common.soak import (FuzzTarget, NoiseSpec, RestartSpec, Row, noise_arguments,
-                                      stream_rejects)
+from legacy_robot_common.soak import (
+    FuzzTarget,
+    NoiseSpec,
+    RestartSpec,
+    Row,
+    noise_arguments,
+    stream_rejects,
+)
 
 from . import protocol as p
 from .emulator import EmulatorOptions, P2osEmulator, sip_body
 
 DECODERS = {
-    p.PacketType.SIP_STOPPED: p.decode_sip, p.PacketType.SIP_MOVING: p.decode_sip,
-    p.PacketType.ENCODER: p.decode_encoders, p.PacketType.GRIPPER: p.decode_gripper,
-    p.PacketType.IO: p.decode_io, p.PacketType.SERAUX: p.decode_seraux,
-    p.PacketType.PLAYLIST: p.decode_playlist, p.PacketType.CONFIG: p.decode_config,
+    p.PacketType.SIP_STOPPED: p.decode_sip,
+    p.PacketType.SIP_MOVING: p.decode_sip,
+    p.PacketType.ENCODER: p.decode_encoders,
+    p.PacketType.GRIPPER: p.decode_gripper,
+    p.PacketType.IO: p.decode_io,
+    p.PacketType.SERAUX: p.decode_seraux,
+    p.PacketType.PLAYLIST: p.decode_playlist,
+    p.PacketType.CONFIG: p.decode_config,
 }
 
 
@@ -25,7 +36,7 @@ def server_bodies():
     emulator = P2osEmulator()
     robot = emulator.robot
     robot.enabled = robot.sonar_enabled = True
-    sips = [sip_body(robot, EmulatorOptions())]         # standing: SIP_STOPPED
+    sips = [sip_body(robot, EmulatorOptions())]  # standing: SIP_STOPPED
     robot.set_velocity(400)
     for _ in range(4):
         robot.step(0.1)
@@ -36,7 +47,8 @@ def server_bodies():
         p.encode_gripper(p.GripperPacket(2, 0x15, 10)),
         p.encode_io(p.IoPacket(b'\x01\x02', b'\x04', [0, 512, 2047])),
         p.encode_seraux(b'hello aux'),
-        p.encode_playlist([]), p.encode_playlist([('bark', 0, 4000), ('beep', 4000, 800)]),
+        p.encode_playlist([]),
+        p.encode_playlist([('bark', 0, 4000), ('beep', 4000, 800)]),
         p.encode_config({'robot_type': 'Pioneer', 'subtype': 'p2dx', 'serial': 'SIM'}),
         p.encode_sync2_reply('emulated', 'Pioneer', 'p2dx'),
     ]
@@ -54,21 +66,36 @@ def decode_stream(data):
 
 def decode_commands(data):
     """What the emulator does with bytes from a client."""
-    return stream_rejects(p.PacketReceiver(max_count=p.P2OS_MAX_COUNT).feed(data),
-                          p.decode_command)
+    return stream_rejects(
+        p.PacketReceiver(max_count=p.P2OS_MAX_COUNT).feed(data), p.decode_command
+    )
 
 
 def fuzz_targets():
     bodies = server_bodies()
     packets = [p.build_packet(body) for body in bodies]
-    commands = [p.encode_command(p.Command.VEL, 300), p.encode_command(p.Command.RVEL, -20),
-                p.encode_command(p.Command.OPEN), p.encode_two_bytes(p.Command.VEL2, 10, -10)]
-    targets = [FuzzTarget('P2OS byte stream (receiver + decoders)', decode_stream,
-                          packets + [b''.join(packets)], max_random=800,
-                          stream=True),
-               FuzzTarget('P2OS SYNC2 reply', p.decode_sync2_reply, [bodies[-1]]),
-               FuzzTarget('P2OS commands (emulator side)', decode_commands,
-                          commands + [b''.join(commands)], stream=True)]
+    commands = [
+        p.encode_command(p.Command.VEL, 300),
+        p.encode_command(p.Command.RVEL, -20),
+        p.encode_command(p.Command.OPEN),
+        p.encode_two_bytes(p.Command.VEL2, 10, -10),
+    ]
+    targets = [
+        FuzzTarget(
+            'P2OS byte stream (receiver + decoders)',
+            decode_stream,
+            packets + [b''.join(packets)],
+            max_random=800,
+            stream=True,
+        ),
+        FuzzTarget('P2OS SYNC2 reply', p.decode_sync2_reply, [bodies[-1]]),
+        FuzzTarget(
+            'P2OS commands (emulator side)',
+            decode_commands,
+            commands + [b''.join(commands)],
+            stream=True,
+        ),
+    ]
     for kind in sorted(set(DECODERS), key=int):
         seeds = [body for body in bodies if body[0] == kind]
         targets.append(FuzzTarget(f'P2OS {kind.name} body', DECODERS[kind], seeds))
@@ -77,12 +104,17 @@ def fuzz_targets():
 
 def restart_spec(folder):
     port = free_port()
-    return RestartSpec(['p2os_driver.emulator', '--port', str(port)], 'p2os_driver.node',
-                       {'port': f'tcp://127.0.0.1:{port}'}, 'odom', Odometry)
+    return RestartSpec(
+        ['p2os_driver.emulator', '--port', str(port)],
+        'p2os_driver.node',
+        {'port': f'tcp://127.0.0.1:{port}'},
+        'odom',
+        Odometry,
+    )
 
 
 # ---- safety: cmd_vel timeout, goodbye on SIGINT / SIGTERM (rclpy from here on) --------------
-STOP_DELIVERY = 0.05        # s: the stop must reach the robot this soon after cmd_vel_timeout
+STOP_DELIVERY = 0.05  # s: the stop must reach the robot this soon after cmd_vel_timeout
 SAFETY_NAMESPACE = '/soak'
 
 
@@ -97,15 +129,26 @@ def cmd_vel_stop_delays(repeats, timeout=0.5):
     """Drive with cmd_vel at 20 Hz, then stop publishing: seconds until the robot is told to
     stop, per repeat."""
     from geometry_msgs.msg import Twist
+
     from legacy_robot_common.bench import driver_against, wait_ready, wait_until
+
     emulator = P2osEmulator().start()
-    parameters = {**emulator.parameters, 'enable_motors_on_start': True,
-                  'cmd_vel_timeout': timeout}
+    parameters = {
+        **emulator.parameters,
+        'enable_motors_on_start': True,
+        'cmd_vel_timeout': timeout,
+    }
     with driver_against(emulator, 'p2os_driver.node', SAFETY_NAMESPACE, parameters) as (
-            driver, listener):
+        driver,
+        listener,
+    ):
         publisher = listener.node.create_publisher(Twist, f'{SAFETY_NAMESPACE}/cmd_vel', 10)
-        wait_ready(driver, lambda: emulator.robot.enabled and publisher.get_subscription_count(),
-                   'driver did not connect', settle=1.0)
+        wait_ready(
+            driver,
+            lambda: emulator.robot.enabled and publisher.get_subscription_count(),
+            'driver did not connect',
+            settle=1.0,
+        )
         delays = []
         for _ in range(repeats):
             drive = Twist()
@@ -127,9 +170,13 @@ def goodbye_after_signal(stop_signal):
     """Start the driver, let it enable the motors, send stop_signal: (exit code, the last
     commands the robot received)."""
     from legacy_robot_common.bench import start_driver, wait_ready
+
     emulator = P2osEmulator().start()
-    driver = start_driver('p2os_driver.node', SAFETY_NAMESPACE,
-                          {**emulator.parameters, 'enable_motors_on_start': True})
+    driver = start_driver(
+        'p2os_driver.node',
+        SAFETY_NAMESPACE,
+        {**emulator.parameters, 'enable_motors_on_start': True},
+    )
     try:
         wait_ready(driver, lambda: emulator.robot.enabled, 'driver did not connect', settle=0.0)
         driver.send_signal(stop_signal)
@@ -141,23 +188,39 @@ def goodbye_after_signal(stop_signal):
         emulator.stop()
 
 
-GOODBYE = [(p.Command.SONAR, 0), (p.Command.STOP, None), (p.Command.ENABLE, 0),
-           (p.Command.CLOSE, None)]
+GOODBYE = [
+    (p.Command.SONAR, 0),
+    (p.Command.STOP, None),
+    (p.Command.ENABLE, 0),
+    (p.Command.CLOSE, None),
+]
 
 
 def safety_rows(repeats):
     timeout = 0.5
     delays = cmd_vel_stop_delays(repeats, timeout)
     worst = max(delays)
-    rows = [Row('P2OS safety', f'cmd_vel stops ({repeats} times, cmd_vel_timeout {timeout} s)',
-                f'stop after {1000 * min(delays):.0f}..{1000 * worst:.0f} ms',
-                f'<= {1000 * (timeout + STOP_DELIVERY):.0f} ms', worst <= timeout + STOP_DELIVERY)]
+    rows = [
+        Row(
+            'P2OS safety',
+            f'cmd_vel stops ({repeats} times, cmd_vel_timeout {timeout} s)',
+            f'stop after {1000 * min(delays):.0f}..{1000 * worst:.0f} ms',
+            f'<= {1000 * (timeout + STOP_DELIVERY):.0f} ms',
+            worst <= timeout + STOP_DELIVERY,
+        )
+    ]
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         outcomes = [goodbye_after_signal(stop_signal) for _ in range(repeats)]
         good = sum(code == 0 and last == GOODBYE for code, last in outcomes)
-        rows.append(Row('P2OS safety', f'driver killed with {stop_signal.name} ({repeats} times)',
-                        f'{good}/{repeats}: STOP, ENABLE 0, CLOSE seen and exit 0',
-                        'every time', good == repeats))
+        rows.append(
+            Row(
+                'P2OS safety',
+                f'driver killed with {stop_signal.name} ({repeats} times)',
+                f'{good}/{repeats}: STOP, ENABLE 0, CLOSE seen and exit 0',
+                'every time',
+                good == repeats,
+            )
+        )
     return rows
 
 
@@ -167,8 +230,10 @@ def noise_spec(rate):
     rate of the bytes are dropped and as many corrupted; afterwards the driver's odometry
     must still agree with the robot's own."""
     from geometry_msgs.msg import Twist
-    emulator = P2osEmulator(EmulatorOptions(room_width=2000, room_height=2000, drop_rate=rate,
-                                            corrupt_rate=rate)).start()
+
+    emulator = P2osEmulator(
+        EmulatorOptions(room_width=2000, room_height=2000, drop_rate=rate, corrupt_rate=rate)
+    ).start()
     publishers = {}
 
     def drive(node, namespace):
@@ -185,13 +250,27 @@ def noise_spec(rate):
         last = received['odom'][-1].pose.pose.position
         error = math.hypot(last.x - true_x / 1000, last.y - true_y / 1000)
         travelled = math.hypot(true_x, true_y) / 1000
-        return [Row('noise', 'P2OS odometry', f'driver vs robot {100 * error:.1f} cm after the '
-                    f'noise ({travelled:.0f} m from the start)', '< 5 cm', error < 0.05)]
+        return [
+            Row(
+                'noise',
+                'P2OS odometry',
+                f'driver vs robot {100 * error:.1f} cm after the '
+                f'noise ({travelled:.0f} m from the start)',
+                '< 5 cm',
+                error < 0.05,
+            )
+        ]
 
-    return NoiseSpec(emulator, 'p2os_driver.node',
-                     {**emulator.parameters, 'enable_motors_on_start': True,
-                      'max_linear_speed': 1.5}, 'odom', Odometry, {'odom': Odometry},
-                     drive, check)
+    return NoiseSpec(
+        emulator,
+        'p2os_driver.node',
+        {**emulator.parameters, 'enable_motors_on_start': True, 'max_linear_speed': 1.5},
+        'odom',
+        Odometry,
+        {'odom': Odometry},
+        drive,
+        check,
+    )
 
 
 # ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
@@ -204,10 +283,13 @@ def mixed_activity(ros, robot, elapsed):
     starts disabled), sonar switched by its parameter every minute."""
     from geometry_msgs.msg import Twist, Vector3
     from std_srvs.srv import Trigger
-    ros.publish(Twist, f'{robot.namespace}/cmd_vel',
-                Twist(linear=Vector3(x=0.2), angular=Vector3(z=0.3)))
+
+    ros.publish(
+        Twist, f'{robot.namespace}/cmd_vel', Twist(linear=Vector3(x=0.2), angular=Vector3(z=0.3))
+    )
     if ros.due(robot, 'enable', 30.0):
         ros.call(Trigger, f'{robot.namespace}/enable_motors', Trigger.Request())
     if ros.due(robot, 'sonar', 60.0):
-        ros.set_parameters(f'{robot.namespace}/{robot.plugin.node_name}',
-                           {'use_sonar': ros.random.random() < 0.5})
+        ros.set_parameters(
+            f'{robot.namespace}/{robot.plugin.node_name}', {'use_sonar': ros.random.random() < 0.5}
+        )

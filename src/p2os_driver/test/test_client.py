@@ -1,12 +1,13 @@
 """P2osClient against the emulator over a real pseudo-terminal and real TCP."""
+
 import os
 import socket
 import threading
 import time
 
 import pytest
-
 from helpers import wait_for
+
 from legacy_robot_common.emulator import PtyEmulatorPort
 from p2os_driver import protocol as p
 from p2os_driver.client import AuxBytes, Connected, Encoders, P2osClient, Settings
@@ -35,6 +36,7 @@ def emulator():
     def start(**options):
         emulators.append(P2osEmulator(EmulatorOptions(**options)))
         return emulators[-1]
+
     yield start
     for e in emulators:
         e.stop()
@@ -48,6 +50,7 @@ def clients():
         started.append(client)
         client.start()
         return client
+
     yield start
     for c in started:
         c.stop()
@@ -71,7 +74,7 @@ def test_connects_identifies_the_model_and_streams(emulator, clients, transport)
     assert connected.config.values['subtype'] == 'p2pb'
     assert wait_for(lambda: client.records.of(Encoders), 2)
     assert client.counters.bad_frames == 0
-    assert commands(robot)[:2] == [(C.OPEN, None), (C.PULSE, None)]   # OPEN sent without argument
+    assert commands(robot)[:2] == [(C.OPEN, None), (C.PULSE, None)]  # OPEN sent without argument
 
 
 def test_stale_sips_during_sync_close_wait_and_retry(emulator, clients):
@@ -86,7 +89,7 @@ def test_stale_sips_during_sync_close_wait_and_retry(emulator, clients):
     os.write(fd, p.encode_command(C.OPEN))
     time.sleep(0.3)
     assert any(b[0] == 0x32 for b in receiver.feed(os.read(fd, 4096)) if isinstance(b, bytes))
-    os.close(fd)                                     # gone without CLOSE: SIPs keep coming
+    os.close(fd)  # gone without CLOSE: SIPs keep coming
     client = clients(make_client(device, resync_wait=1.0))
     assert wait_for(lambda: client.connected, 10), client.counters.last_error
     sent = commands(robot)
@@ -94,11 +97,14 @@ def test_stale_sips_during_sync_close_wait_and_retry(emulator, clients):
 
 
 def test_silent_serial_port_cycles_bauds_and_keeps_retrying(clients):
-    silent = PtyEmulatorPort(lambda stream, stop: [stream.read(4096, 0.1) for _ in iter(stop.is_set, True)])
+    silent = PtyEmulatorPort(
+        lambda stream, stop: [stream.read(4096, 0.1) for _ in iter(stop.is_set, True)]
+    )
     device = silent.start()
     try:
-        client = clients(make_client(device, baud_cycle=(9600, 38400, 19200), sync_timeout=0.1,
-                                     sync_attempts=1))
+        client = clients(
+            make_client(device, baud_cycle=(9600, 38400, 19200), sync_timeout=0.1, sync_attempts=1)
+        )
         seen = set()
         assert wait_for(lambda: seen.add(client.baud) or len(seen) == 3, 15)
         assert 'no SYNC handshake' in client.counters.last_error
@@ -126,8 +132,10 @@ def test_silent_robot_is_detected_by_the_sip_timeout(emulator, clients):
     client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}', read_timeout=0.5))
     assert wait_for(lambda: client.connected, 5)
     robot.faults.silent = True
-    assert wait_for(lambda: 'no SIP' in client.counters.last_error or
-                    'no data' in client.counters.last_error, 5), client.counters.last_error
+    assert wait_for(
+        lambda: 'no SIP' in client.counters.last_error or 'no data' in client.counters.last_error,
+        5,
+    ), client.counters.last_error
     robot.faults.silent = False
     assert wait_for(lambda: client.connected and client.counters.reconnects >= 1, 15)
 
@@ -144,10 +152,10 @@ def test_stop_says_goodbye_in_the_recommended_order(emulator, clients):
 
 
 def test_stop_during_start_up_still_closes_the_opened_robot(emulator, clients):
-    robot = emulator(config_command=False)          # P2OS < 1.4: the client waits 1 s for CONFIG
+    robot = emulator(config_command=False)  # P2OS < 1.4: the client waits 1 s for CONFIG
     client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}'))
     assert wait_for(lambda: (C.OPEN, None) in commands(robot), 5, poll=0.001)
-    client.stop()                                   # while it waits for the CONFIGpac
+    client.stop()  # while it waits for the CONFIGpac
     assert client.counters.connects == 0
     assert wait_for(lambda: commands(robot)[-1:] == [(C.CLOSE, None)], 3), commands(robot)
 
@@ -160,12 +168,12 @@ def test_robot_without_config_command_connects_after_the_wait(emulator, clients)
 
 
 def test_a_lost_configpac_is_asked_for_again_not_waited_out(emulator, clients):
-    robot = emulator(config_replies_lost=1)     # the first answer to CONFIG dies on the line
+    robot = emulator(config_replies_lost=1)  # the first answer to CONFIG dies on the line
     client = clients(make_client(f'tcp://127.0.0.1:{robot.start_tcp()}'))
     assert wait_for(lambda: client.connected, 5)
     assert robot.config_replies_lost == 1
-    assert client.records.of(Connected)[0].config is not None      # the robot's config, kept
-    assert [n for n, _ in commands(robot)].count(C.CONFIG) == 2     # asked once more
+    assert client.records.of(Connected)[0].config is not None  # the robot's config, kept
+    assert [n for n, _ in commands(robot)].count(C.CONFIG) == 2  # asked once more
 
 
 class DamagingLine:
@@ -196,14 +204,14 @@ class DamagingLine:
                     self.chunks += 1
                 sink.sendall(data)
         except OSError:
-            pass        # close() at the test's end: the line is gone, nothing left to carry
+            pass  # close() at the test's end: the line is gone, nothing left to carry
 
     def close(self):
         for sock in self.sockets:
             sock.close()
 
 
-@pytest.mark.parametrize('echo', [0, 1, 2])   # 2: the SYNC2 reply, the 2-hour mixed run's 1038 ms
+@pytest.mark.parametrize('echo', [0, 1, 2])  # 2: the SYNC2 reply, the 2-hour mixed run's 1038 ms
 def test_a_damaged_sync_echo_starts_the_handshake_again_not_waited_out(emulator, clients, echo):
     robot = emulator()
     line = DamagingLine(robot.start_tcp(), damaged=echo)
@@ -212,7 +220,7 @@ def test_a_damaged_sync_echo_starts_the_handshake_again_not_waited_out(emulator,
         client = clients(make_client(f'tcp://127.0.0.1:{line.port}', sync_timeout=30.0))
         assert wait_for(lambda: client.connected, 10)
         assert line.chunks > echo
-        assert client.counters.bad_frames >= 1                 # counted, then SYNC0 again
+        assert client.counters.bad_frames >= 1  # counted, then SYNC0 again
     finally:
         line.close()
 
@@ -235,6 +243,7 @@ def test_requests_get_their_replies(emulator, clients):
     def resolve(record):
         replies.append(record)
         done.set()
+
     client.command(C.TTY2, b'ping')
     client.request(p.encode_command(C.GETAUX, 4), p.PacketType.SERAUX, resolve)
     assert done.wait(2) and replies == [AuxBytes(b'ping')]

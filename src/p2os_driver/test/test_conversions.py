@@ -1,4 +1,5 @@
 """Records → ROS messages without a running graph."""
+
 import math
 
 import pytest
@@ -11,10 +12,25 @@ from p2os_driver.models import MODELS
 
 
 def sip(**fields):
-    values = dict(moving=False, x=0, y=0, theta=0, left_velocity=0, right_velocity=0,
-                  battery_decivolts=121, stall_bumpers=0x0101 | 0b100 << 8, control=0, flags=1,
-                  compass=0, sonar=[], analog_port=5, gripper_state=0, analog=255,
-                  digital_inputs=0x0A, digital_outputs=0x05)
+    values = dict(
+        moving=False,
+        x=0,
+        y=0,
+        theta=0,
+        left_velocity=0,
+        right_velocity=0,
+        battery_decivolts=121,
+        stall_bumpers=0x0101 | 0b100 << 8,
+        control=0,
+        flags=1,
+        compass=0,
+        sonar=[],
+        analog_port=5,
+        gripper_state=0,
+        analog=255,
+        digital_inputs=0x0A,
+        digital_outputs=0x05,
+    )
     values.update(fields)
     return p.StandardSip(**values)
 
@@ -33,7 +49,7 @@ def test_state_messages_from_a_sip():
 
 
 def test_battery_prefers_the_later_firmware_decivolt_field():
-    later = sip(tail={'battery_x10': 262})          # a 26.2 V robot: more than the byte holds
+    later = sip(tail={'battery_x10': 262})  # a 26.2 V robot: more than the byte holds
     assert convert.battery_msg(later, Header()).voltage == pytest.approx(26.2)
 
 
@@ -50,7 +66,7 @@ def test_sonar_points_use_only_fresh_in_range_readings():
     model = MODELS['amigo']
     ranges = [1.0, 2.0, 9.0] + [math.nan] * 5
     points = convert.sonar_points(model, ranges, [True, False, True] + [False] * 5, 0.1, 5.0)
-    x, y, heading = model.sonar[0]        # only disc 0: disc 1 is stale, disc 2 out of range
+    x, y, heading = model.sonar[0]  # only disc 0: disc 1 is stale, disc 2 out of range
     assert points == [(pytest.approx(x / 1000), pytest.approx(y / 1000 + 1.0), 0.0)]
 
 
@@ -64,7 +80,7 @@ def test_robot_info_carries_identity_factors_and_config():
 def test_wheel_units_split_and_clamp():
     model = MODELS['p2dx']
     assert convert.wheel_units(model, 400.0, 0.0) == (20, 20)
-    left, right = convert.wheel_units(model, 0.0, 0.56)        # (R-L)/2 = 100 mm/s
+    left, right = convert.wheel_units(model, 0.0, 0.56)  # (R-L)/2 = 100 mm/s
     assert (left, right) == (-5, 5)
     assert convert.wheel_units(model, 5000.0, 0.0) == (127, 127)
 
@@ -72,6 +88,7 @@ def test_wheel_units_split_and_clamp():
 def test_the_demo_counts_a_side_once_it_is_driven():
     """The demo's picture said "3 of 4 sides" over a closed square (the last turn pending)."""
     from p2os_driver.plugin import SquareDriver
+
     script = SquareDriver()
     for leg, sides in ((0, 0), (1, 1), (6, 3), (7, 4), (8, 4)):
         script.leg = leg

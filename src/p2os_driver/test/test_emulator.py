@@ -1,11 +1,13 @@
 """The emulator as a robot: raw packets over a real TCP socket (spec §3.1, §3.8)."""
+
 import socket
 import time
 
 import pytest
 
 from p2os_driver import protocol as p
-from p2os_driver.emulator import EmulatorOptions, P2osEmulator, main as emulator_main
+from p2os_driver.emulator import EmulatorOptions, P2osEmulator
+from p2os_driver.emulator import main as emulator_main
 
 C = p.Command
 
@@ -82,6 +84,7 @@ def robot():
     def connect():
         clients.append(RawClient(port))
         return clients[-1]
+
     yield emulator, connect
     for c in clients:
         c.close()
@@ -99,7 +102,7 @@ def test_handshake_then_sips_every_100_ms_with_motors_disabled(robot, open_argum
         sip = client.sip()
     assert 0.8 < time.monotonic() - started < 1.5
     assert not first.motors_enabled and not sip.motors_enabled and sip.sonar_enabled
-    assert sip.extra == b''                          # P2OS: the SIP ends after DIGOUT
+    assert sip.extra == b''  # P2OS: the SIP ends after DIGOUT
 
 
 def test_unconnected_robot_ignores_everything_but_syncs(robot):
@@ -108,7 +111,7 @@ def test_unconnected_robot_ignores_everything_but_syncs(robot):
     client.send(C.ENABLE, 1)
     with pytest.raises(TimeoutError):
         client.packet(timeout=0.4)
-    client.send(1)                                   # SYNC1 out of sequence: echoed, restart
+    client.send(1)  # SYNC1 out of sequence: echoed, restart
     assert client.packet()[0] == 1
     assert client.sync()[2] == 'p2pb'
 
@@ -133,11 +136,11 @@ def test_enable_and_drive(robot):
 def test_watchdog_stops_then_resumes_on_the_next_command(robot):
     emulator, connect = robot
     client = start_driving(connect, 200)
-    time.sleep(3.5)                                  # silence: the 2 s watchdog trips
+    time.sleep(3.5)  # silence: the 2 s watchdog trips
     assert emulator.watchdog_trips == 1 and emulator.robot.v < 200
     client.send(C.PULSE)
     time.sleep(1.2)
-    assert emulator.robot.v == pytest.approx(200)    # back to the last setpoint
+    assert emulator.robot.v == pytest.approx(200)  # back to the last setpoint
 
 
 def test_close_ends_the_tcp_connection_and_disables_motors(robot):
@@ -160,7 +163,7 @@ def test_requested_packets(robot):
     config = p.decode_config(client.packet(kind=p.PacketType.CONFIG))
     assert config.values['subtype'] == 'p2pb' and config.values['watchdog'] == 2000
     client.send(C.PLAYLIST, 0)
-    assert p.decode_playlist(client.packet(kind=p.PacketType.PLAYLIST)) == []   # not an AmigoBot
+    assert p.decode_playlist(client.packet(kind=p.PacketType.PLAYLIST)) == []  # not an AmigoBot
     client.send(C.TTY2, b'hello')
     client.send(C.GETAUX, 5)
     assert p.decode_seraux(client.packet(kind=p.PacketType.SERAUX)) == b'hello'
@@ -183,9 +186,9 @@ def test_bad_packets_are_ignored(robot):
     enable = bytearray(p.encode_command(C.ENABLE, 1))
     enable[-1] ^= 0xFF
     client.sock.sendall(bytes(enable) + p.build_packet(bytes([C.ENABLE, 0x3B, 1, 0]) + bytes(200)))
-    client.sock.sendall(b'\xfa\xfb\x04\x07\x3b\x07\x3b')   # SETO as "07 3B" (old ROS p2os)
+    client.sock.sendall(b'\xfa\xfb\x04\x07\x3b\x07\x3b')  # SETO as "07 3B" (old ROS p2os)
     time.sleep(0.3)
-    assert not emulator.robot.enabled                 # neither ENABLE got through
+    assert not emulator.robot.enabled  # neither ENABLE got through
     assert (C.SETO, None) in [(n, a) for _, n, a in emulator.received_commands()]
     assert client.sip() is not None
 
@@ -230,9 +233,14 @@ def test_amigo_has_a_playlist_and_8_sonar():
         emulator.stop()
 
 
-@pytest.mark.parametrize('argv, message', [
-    (['--no-tcp'], 'nothing to serve'), (['--room', 'big'], '--room must look like'),
-    (['--sip-cycle', '5'], 'sip_cycle must be within')])
+@pytest.mark.parametrize(
+    'argv, message',
+    [
+        (['--no-tcp'], 'nothing to serve'),
+        (['--room', 'big'], '--room must look like'),
+        (['--sip-cycle', '5'], 'sip_cycle must be within'),
+    ],
+)
 def test_emulator_command_line_errors(argv, message, capsys):
     assert emulator_main(argv) == 2
     assert message in capsys.readouterr().err

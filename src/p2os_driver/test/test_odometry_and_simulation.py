@@ -1,4 +1,5 @@
 """Odometry arithmetic, the model table and the simulated robot (no I/O)."""
+
 import math
 
 import pytest
@@ -12,7 +13,7 @@ from p2os_driver.simulation import Room, SimulatedPioneer
 
 def test_model_lookup_is_case_insensitive_and_falls_back_to_p2dx():
     assert find_model('P2PB') == (MODELS['p2pb'], True)
-    assert find_model('box') == (MODELS['p2dx'], False)   # MobileSim's "box"
+    assert find_model('box') == (MODELS['p2dx'], False)  # MobileSim's "box"
     assert len(MODELS['p2pb'].sonar) == 24 and len(MODELS['amigo'].sonar) == 8
     assert MODELS['amigo'].vel_conv == 0.6154 and MODELS['p2at'].dist_conv == 1.32
 
@@ -33,7 +34,7 @@ def test_odometry_follows_a_fast_robot_across_many_15_bit_wraps():
     """1.5 m/s at 10 Hz is 150 mm per SIP: Player/ROS p2os freeze there; we must not."""
     emulator = P2osEmulator()
     robot = emulator.robot
-    robot.room = Room(1e9, 1e9)           # no walls: the robot drives a long circle
+    robot.room = Room(1e9, 1e9)  # no walls: the robot drives a long circle
     robot.enabled = True
     robot.set_acceleration(3000)
     robot.set_velocity(1500)
@@ -42,9 +43,11 @@ def test_odometry_follows_a_fast_robot_across_many_15_bit_wraps():
     for sip in emulated_sips(robot, emulator, 60.0):
         odometry.update(sip)
     x, y, th = robot.odometry
-    assert odometry.distance == pytest.approx(89.0, abs=1.5)   # 60 s at 1.5 m/s, minus the ramp
-    assert (odometry.x, odometry.y) == (pytest.approx(x / 1000, abs=0.05),
-                                         pytest.approx(y / 1000, abs=0.05))
+    assert odometry.distance == pytest.approx(89.0, abs=1.5)  # 60 s at 1.5 m/s, minus the ramp
+    assert (odometry.x, odometry.y) == (
+        pytest.approx(x / 1000, abs=0.05),
+        pytest.approx(y / 1000, abs=0.05),
+    )
     assert math.cos(odometry.yaw - th) > 0.999
     assert odometry.linear == pytest.approx(1.5, abs=0.01)
     assert odometry.angular == pytest.approx(math.radians(10), abs=0.01)
@@ -79,7 +82,7 @@ def test_velocity_ramps_with_the_acceleration_limit():
     robot = make_robot()
     robot.set_velocity(600)
     robot.step(1.0)
-    assert robot.v == pytest.approx(300, abs=1)     # default 300 mm/s²
+    assert robot.v == pytest.approx(300, abs=1)  # default 300 mm/s²
     robot.step(2.0)
     assert robot.v == pytest.approx(600)
     robot.emergency_stop()
@@ -96,7 +99,7 @@ def test_disabled_motors_do_not_move():
 
 def test_vel2_wheel_mode_turns_in_place():
     robot = make_robot()
-    robot.set_wheels(-5, 5)     # left back, right forward: counter-clockwise
+    robot.set_wheels(-5, 5)  # left back, right forward: counter-clockwise
     robot.step(3.0)
     assert abs(robot.v) < 1 and robot.w == pytest.approx(100 * MODELS['p2dx'].diff_conv, rel=0.01)
     left, right = robot.wheel_velocities()
@@ -125,17 +128,17 @@ def test_sonar_measures_the_distance_to_the_walls():
     robot = make_robot(room=Room(4000, 4000))
     robot.sonar_enabled = True
     readings = dict(robot.next_sonar_readings() + robot.next_sonar_readings())
-    assert readings[3] == pytest.approx(2000 - 166, abs=30)          # front disc, 10° off axis
-    assert readings[0] == pytest.approx(2000 - 136, abs=1)           # left side disc
+    assert readings[3] == pytest.approx(2000 - 166, abs=30)  # front disc, 10° off axis
+    assert readings[0] == pytest.approx(2000 - 136, abs=1)  # left side disc
 
 
 def test_gripper_store_then_deploy_takes_travel_time():
     robot = make_robot()
-    robot.gripper.command(7)    # store
+    robot.gripper.command(7)  # store
     robot.step(0.5)
     assert robot.gripper.paddles_moving and robot.gripper.sip_byte() & 0x04
     robot.step(1.5)
-    assert robot.gripper.sip_byte() == 0b00010010   # closed and up, nothing moving
+    assert robot.gripper.sip_byte() == 0b00010010  # closed and up, nothing moving
     robot.gripper.command(16)
     robot.gripper.value(40)
     assert robot.gripper.grasp_time == 40
@@ -152,4 +155,4 @@ def test_emulated_sip_reports_new_sonar_readings_only():
     emulator.robot.sonar_enabled = True
     sips = list(emulated_sips(emulator.robot, emulator, 0.4))
     discs = [d for sip in sips for d, _ in sip.sonar]
-    assert discs == list(range(16))          # 4 new discs per cycle, in order
+    assert discs == list(range(16))  # 4 new discs per cycle, in order

@@ -15,6 +15,7 @@ Measures on this machine:
     found (spec §2.11), so the emulator's default stands in for it;
   * recording: driver CPU at the real dump rate without and with record_path.
 """
+
 import argparse
 import os
 import statistics
@@ -25,10 +26,17 @@ import time
 
 from sensor_msgs.msg import JointState
 
-from legacy_robot_common.bench import (PipelineSummary, cpu_percent, driver_against, floors,
-                                       cpu_and_recorder_percent, record_parameter,
-                                       recording_overhead, report,
-                                       wait_ready)
+from legacy_robot_common.bench import (
+    PipelineSummary,
+    cpu_and_recorder_percent,
+    cpu_percent,
+    driver_against,
+    floors,
+    record_parameter,
+    recording_overhead,
+    report,
+    wait_ready,
+)
 from legacy_robot_common.floor import capture_shape
 from legacy_robot_interfaces.msg import NamedValues
 
@@ -43,15 +51,27 @@ JOINT_STATES = f'{NAMESPACE}/joint_states'
 # the builder's own share, which start-up noise does not move
 TEMPLATE_BEYOND_START_UP = 0.12
 CPU_TOPICS = {JOINT_STATES: JointState, f'{NAMESPACE}/sensors': NamedValues}
-REAL_DUMP_RATE = 10.0      # per s; assumed (not documented), the emulator's default
+REAL_DUMP_RATE = 10.0  # per s; assumed (not documented), the emulator's default
 
 
 def cli_build_seconds(upf, amx_dir, runs):
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, '-m', 'pleo_driver.urf_builder', upf, 'rebuild',
-                               '--amx-dir', amx_dir, '--quiet'], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                '-m',
+                'pleo_driver.urf_builder',
+                upf,
+                'rebuild',
+                '--amx-dir',
+                amx_dir,
+                '--quiet',
+            ],
+            capture_output=True,
+            text=True,
+        )
         times.append(time.perf_counter() - started)
         if done.returncode != 0:
             raise RuntimeError(f'urf_builder failed: {done.stderr}')
@@ -74,12 +94,15 @@ def full_project(folder):
     resources = []
     for index in range(4):
         frames = 880_000 if index < 3 else urf.SIZE_LIMIT - 3 * 880_000 - 120_000
-        sample.write(os.path.join(folder, f's{index}.wav'),
-                     sample.wav_bytes(frames, shape='noise', seed=index))
+        sample.write(
+            os.path.join(folder, f's{index}.wav'),
+            sample.wav_bytes(frames, shape='noise', seed=index),
+        )
         resources.append(f'<sound path="s{index}.wav" />')
     for index in range(20):
-        sample.write(os.path.join(folder, f'm{index}.csv'),
-                     sample.motion_csv(sample.bow_curves(), 300))
+        sample.write(
+            os.path.join(folder, f'm{index}.csv'), sample.motion_csv(sample.bow_curves(), 300)
+        )
         resources.append(f'<motion path="m{index}.csv" />')
     path = os.path.join(folder, 'full.upf')
     sample.write(path, sample.upf_text('full', resources))
@@ -94,7 +117,7 @@ def decode_rate(lines=100_000):
     started = time.perf_counter()
     count = 0
     for offset in range(0, len(data), 4096):
-        records, _ = parser.feed(data[offset:offset + 4096])
+        records, _ = parser.feed(data[offset : offset + 4096])
         count += len(records)
     return count / (time.perf_counter() - started)
 
@@ -102,8 +125,14 @@ def decode_rate(lines=100_000):
 def driver_cpu(seconds):
     """Driver CPU at the real dump rate, and the joint_states latency from the wire."""
     emulator = PleoEmulator(EmulatorOptions(dump_rate=REAL_DUMP_RATE)).start()
-    with driver_against(emulator, 'pleo_driver.node', NAMESPACE, emulator.parameters,
-                        CPU_TOPICS, 'pleo_bench_listener') as (driver, listener):
+    with driver_against(
+        emulator,
+        'pleo_driver.node',
+        NAMESPACE,
+        emulator.parameters,
+        CPU_TOPICS,
+        'pleo_bench_listener',
+    ) as (driver, listener):
         wait_ready(driver, lambda: all(listener.counts.values()), 'driver did not connect')
         listener.forget_receipts()
         cpu = cpu_percent(driver.pid, seconds)
@@ -115,9 +144,14 @@ def recording_cpu(seconds, record_path):
     """(driver CPU, its recorder thread's CPU) at the real dump rate, recording to record_path
     or not."""
     emulator = PleoEmulator(EmulatorOptions(dump_rate=REAL_DUMP_RATE)).start()
-    with driver_against(emulator, 'pleo_driver.node', NAMESPACE,
-                        {**emulator.parameters, **record_parameter(record_path)},
-                        CPU_TOPICS, 'pleo_bench_listener') as (driver, listener):
+    with driver_against(
+        emulator,
+        'pleo_driver.node',
+        NAMESPACE,
+        {**emulator.parameters, **record_parameter(record_path)},
+        CPU_TOPICS,
+        'pleo_bench_listener',
+    ) as (driver, listener):
         wait_ready(driver, lambda: all(listener.counts.values()), 'driver did not connect')
         return cpu_and_recorder_percent(driver.pid, seconds)
 
@@ -125,8 +159,14 @@ def recording_cpu(seconds, record_path):
 def unthrottled_rate(seconds):
     """joint_states per second here while the emulator prints dumps back to back."""
     emulator = PleoEmulator(EmulatorOptions(unthrottled=True)).start()
-    with driver_against(emulator, 'pleo_driver.node', NAMESPACE, emulator.parameters,
-                        {JOINT_STATES: JointState}, 'pleo_bench_listener') as (driver, listener):
+    with driver_against(
+        emulator,
+        'pleo_driver.node',
+        NAMESPACE,
+        emulator.parameters,
+        {JOINT_STATES: JointState},
+        'pleo_bench_listener',
+    ) as (driver, listener):
         wait_ready(driver, lambda: listener.counts[JOINT_STATES], 'driver did not connect')
         return listener.rate(JOINT_STATES, seconds)
 
@@ -139,8 +179,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix='pleo-bench-') as folder:
         template = sample.template_project(os.path.join(folder, 'template'))
-        template_time = cli_build_seconds(template, os.path.join(folder, 'template', 'prebuilt'),
-                                          args.runs)
+        template_time = cli_build_seconds(
+            template, os.path.join(folder, 'template', 'prebuilt'), args.runs
+        )
         full = full_project(os.path.join(folder, 'full'))
         started = time.perf_counter()
         cli_build_seconds(full, folder, 1)
@@ -152,22 +193,53 @@ def main(argv=None):
     unthrottled = unthrottled_rate(args.seconds)
     start_up = interpreter_start_seconds(args.runs)
     own = template_time - start_up
-    rows = [('urf_builder template project, new process (s, median)', template_time,
-             f'{template_time:.3f}', None),
-            ('  python -c pass, the same interpreter (s, median)', start_up, f'{start_up:.3f}',
-             None),
-            ('  urf_builder template build / python -c pass', template_time / start_up,
-             f'{template_time / start_up:.1f}x', None),
-            ('  urf_builder template build beyond start-up (s)', own, f'{own:.3f}',
-             ('<=', TEMPLATE_BEYOND_START_UP)),
-            (f'urf_builder {size / 1e6:.2f} MB project (s)', full_time, f'{full_time:.2f}',
-             ('<=', 3.0)),
-            ('monitor dump lines decoded (per s)', decode, f'{decode:,.0f}', None),
-            ('driver CPU, 10 Hz joint + sensor dumps, 2 subscribers (% of a core)', cpu,
-             f'{cpu:.2f}', None)]
+    rows = [
+        (
+            'urf_builder template project, new process (s, median)',
+            template_time,
+            f'{template_time:.3f}',
+            None,
+        ),
+        ('  python -c pass, the same interpreter (s, median)', start_up, f'{start_up:.3f}', None),
+        (
+            '  urf_builder template build / python -c pass',
+            template_time / start_up,
+            f'{template_time / start_up:.1f}x',
+            None,
+        ),
+        (
+            '  urf_builder template build beyond start-up (s)',
+            own,
+            f'{own:.3f}',
+            ('<=', TEMPLATE_BEYOND_START_UP),
+        ),
+        (
+            f'urf_builder {size / 1e6:.2f} MB project (s)',
+            full_time,
+            f'{full_time:.2f}',
+            ('<=', 3.0),
+        ),
+        ('monitor dump lines decoded (per s)', decode, f'{decode:,.0f}', None),
+        (
+            'driver CPU, 10 Hz joint + sensor dumps, 2 subscribers (% of a core)',
+            cpu,
+            f'{cpu:.2f}',
+            None,
+        ),
+    ]
     recording = recording_overhead(lambda path: recording_cpu(args.seconds, path), args.seconds)
-    summary = PipelineSummary('Pleo dumps', REAL_DUMP_RATE, decode, unthrottled,
-                              cpu, wire, floor, lean, recording, single_floor=single)
+    summary = PipelineSummary(
+        'Pleo dumps',
+        REAL_DUMP_RATE,
+        decode,
+        unthrottled,
+        cpu,
+        wire,
+        floor,
+        lean,
+        recording,
+        single_floor=single,
+    )
     return report('Pleo benchmark', rows, args.output, 'pleo', {'full_urf_bytes': size}, summary)
 
 

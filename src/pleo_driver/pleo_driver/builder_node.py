@@ -7,6 +7,7 @@
 Builds run one at a time in a worker thread; the service answers with the URF's
 path, size and the build log.
 """
+
 import sys
 import threading
 
@@ -22,23 +23,43 @@ from .pdk.project import LINE_ENDINGS, BuildSettings, build_project
 class UrfBuilderNode(DriverNode):
     def __init__(self, **kwargs):
         super().__init__('urf_builder', hardware_id='urf_builder', **kwargs)
-        self.pawncc = declare(self, 'pawncc', '', 'Pawn compiler executable (replaces the '
-                              'first word of the UPF\'s pawn command); "" = as the UPF says')
-        self.amx_dir = declare(self, 'amx_dir', '', 'folder of prebuilt <script>.amx files '
-                               'used instead of compiling; "" = none')
-        self.build_time = declare(self, 'build_time', -1, 'build time stored in URFs, Unix '
-                                  's; -1 = SOURCE_DATE_EPOCH or now', minimum=-1)
-        self.line_endings = declare(self, 'line_endings', 'crlf', 'of the generated .inc and '
-                                    '.xml files: crlf (as the PDK) or lf',
-                                    choices=sorted(LINE_ENDINGS))
-        self.build_timeout = declare(self, 'build_timeout', 600.0, 's a build may take',
-                                     minimum=1.0)
+        self.pawncc = declare(
+            self,
+            'pawncc',
+            '',
+            'Pawn compiler executable (replaces the '
+            'first word of the UPF\'s pawn command); "" = as the UPF says',
+        )
+        self.amx_dir = declare(
+            self,
+            'amx_dir',
+            '',
+            'folder of prebuilt <script>.amx files used instead of compiling; "" = none',
+        )
+        self.build_time = declare(
+            self,
+            'build_time',
+            -1,
+            'build time stored in URFs, Unix s; -1 = SOURCE_DATE_EPOCH or now',
+            minimum=-1,
+        )
+        self.line_endings = declare(
+            self,
+            'line_endings',
+            'crlf',
+            'of the generated .inc and .xml files: crlf (as the PDK) or lf',
+            choices=sorted(LINE_ENDINGS),
+        )
+        self.build_timeout = declare(
+            self, 'build_timeout', 600.0, 's a build may take', minimum=1.0
+        )
         self.builds = self.failures = 0
         self.last_result = 'no build yet'
         self._busy = threading.Lock()
         self.diagnostics.add_task('builds', self._status)
-        self.create_service(BuildProject, 'build_project', self._build,
-                            callback_group=self.callback_group)
+        self.create_service(
+            BuildProject, 'build_project', self._build, callback_group=self.callback_group
+        )
         self.begin()
 
     async def _build(self, request, response):
@@ -47,10 +68,13 @@ class UrfBuilderNode(DriverNode):
             return response
         log = []
         settings = BuildSettings(
-            action=request.action or 'build', pawn_executable=self.pawncc or None,
+            action=request.action or 'build',
+            pawn_executable=self.pawncc or None,
             amx_dir=self.amx_dir or None,
-            build_time=None if self.build_time < 0 else self.build_time, log=log.append,
-            line_ending=LINE_ENDINGS[self.line_endings])
+            build_time=None if self.build_time < 0 else self.build_time,
+            log=log.append,
+            line_ending=LINE_ENDINGS[self.line_endings],
+        )
 
         def work(resolve):
             def run():
@@ -60,6 +84,7 @@ class UrfBuilderNode(DriverNode):
                     resolve(BuildError(str(exc)))
                 finally:
                     self._busy.release()
+
             threading.Thread(target=run, name='urf-build', daemon=True).start()
 
         result, error = await self.await_reply(work, self.build_timeout)
@@ -73,7 +98,9 @@ class UrfBuilderNode(DriverNode):
         response.urf_size = result.size
         response.message = self.last_result = (
             f'{result.urf_path}: {result.size} bytes, Adler-32 {result.checksum:08X}'
-            if result.urf_path else f'{settings.action} done')
+            if result.urf_path
+            else f'{settings.action} done'
+        )
         return response
 
     def _status(self):

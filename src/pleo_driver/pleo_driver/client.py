@@ -4,6 +4,7 @@ a time, poll the battery, and hand log and dump lines to the node (spec §3.2).
 No rclpy here. Records handed to ``on_record``: Connected (once per session),
 protocol.LogLine / SensorDump / JointDump, and Battery.
 """
+
 import collections
 import dataclasses
 import threading
@@ -16,18 +17,18 @@ from legacy_robot_common.streams import SerialStream
 
 from . import protocol as p
 
-PLEO_USB_ID = (0x6962, 0x0100)      # CDC-ACM "Pleo"; 0x8100 is its firmware upgrade mode
-IDLE_SLICE = 0.05                    # s; how long an idle read waits before looking at work
-RESYNC_SETTLE = 0.3                  # s; after a resync, prompts this soon are late duplicates
+PLEO_USB_ID = (0x6962, 0x0100)  # CDC-ACM "Pleo"; 0x8100 is its firmware upgrade mode
+IDLE_SLICE = 0.05  # s; how long an idle read waits before looking at work
+RESYNC_SETTLE = 0.3  # s; after a resync, prompts this soon are late duplicates
 
 
 @dataclasses.dataclass
 class Settings:
-    port: str = '/dev/ttyACM0'       # device path, pyserial URL, or "auto" (find by USB ID)
-    baud: int = 115200               # nominal over CDC-ACM
-    open_timeout: float = 5.0        # wait for a prompt that comes at once (sync, STATS POWER)
-    answer_timeout: float = 60.0     # default wait for a command's prompt
-    battery_interval: float = 5.0    # STATS POWER every this many seconds; 0 = never
+    port: str = '/dev/ttyACM0'  # device path, pyserial URL, or "auto" (find by USB ID)
+    baud: int = 115200  # nominal over CDC-ACM
+    open_timeout: float = 5.0  # wait for a prompt that comes at once (sync, STATS POWER)
+    answer_timeout: float = 60.0  # default wait for a command's prompt
+    battery_interval: float = 5.0  # STATS POWER every this many seconds; 0 = never
     startup_commands: Tuple[str, ...] = ('APP UNLOAD', 'JOINT NEUTRAL')
 
     def __post_init__(self):
@@ -47,7 +48,7 @@ class Connected:
 
 @dataclasses.dataclass(frozen=True)
 class Battery:
-    value: int          # the monitor's battery sensor value, 0..100
+    value: int  # the monitor's battery sensor value, 0..100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +75,7 @@ class _Command:
 def find_pleo_port():
     """The device path of the first USB serial port with the Pleo's vendor/product ID."""
     from serial.tools import list_ports
+
     for port in list_ports.comports():
         if (port.vid, port.pid) == PLEO_USB_ID:
             return port.device
@@ -89,19 +91,18 @@ class PleoClient(ReconnectingClient):
         self.battery = None
         self.commands_done = 0
         self.command_failures = 0
-        self.resyncs = 0                 # prompts that went missing (line noise, slow commands)
+        self.resyncs = 0  # prompts that went missing (line noise, slow commands)
         self._queue = collections.deque()
         self._queue_lock = threading.Lock()
 
     def _open(self):
-        self.port_in_use = (find_pleo_port() if self.settings.port == 'auto'
-                            else self.settings.port)
+        self.port_in_use = find_pleo_port() if self.settings.port == 'auto' else self.settings.port
         return SerialStream(self.port_in_use, self.settings.baud)
 
     # ---- requests from the node (any thread) ---------------------------------------------
     def command(self, text, resolve, timeout=0.0):
         """Queue one monitor command; resolve(Answer) or resolve(exception) later."""
-        p.encode_command(text)                      # ValueError now, not in the link thread
+        p.encode_command(text)  # ValueError now, not in the link thread
         if not self.connected:
             raise ConnectionLost('the Pleo is not connected')
         with self._queue_lock:
@@ -123,12 +124,12 @@ class PleoClient(ReconnectingClient):
     def run_session(self, link):
         self.parser.reset()
         try:
-            self.exchange(link, '', self.settings.open_timeout)     # a bare "\n": the prompt
+            self.exchange(link, '', self.settings.open_timeout)  # a bare "\n": the prompt
             for text in self.settings.startup_commands:
                 answer = self.exchange(link, text, self.settings.answer_timeout)
                 if answer.failed:
                     self.log.warning('startup', f'pleo: {text!r} answered: {answer.text}')
-            self.mark_connected(self.port_in_use)      # ready: services may send commands now
+            self.mark_connected(self.port_in_use)  # ready: services may send commands now
             self.deliver(Connected(self.port_in_use))
             self._serve(link)
         except ConnectionLost as exc:
@@ -155,8 +156,9 @@ class PleoClient(ReconnectingClient):
         try:
             answer = self.exchange(link, command.text, command.timeout)
         except LinkTimeout:
-            command.resolve(TimeoutError(f'no prompt after {command.text!r} within '
-                                         f'{command.timeout:.1f} s'))
+            command.resolve(
+                TimeoutError(f'no prompt after {command.text!r} within {command.timeout:.1f} s')
+            )
             self._resync(link, f'no prompt after {command.text!r}')
             return
         self.commands_done += 1
@@ -178,13 +180,14 @@ class PleoClient(ReconnectingClient):
         """A prompt went missing: one flipped bit in "> " loses it. Ask for a fresh prompt
         instead of reconnecting, which would unload the application and move the joints."""
         self.resyncs += 1
-        self.log.warning('resync', f'pleo: {reason}; asking for a fresh prompt '
-                         f'({self.resyncs} so far)')
+        self.log.warning(
+            'resync', f'pleo: {reason}; asking for a fresh prompt ({self.resyncs} so far)'
+        )
         try:
             self.exchange(link, '', self.settings.open_timeout)
         except LinkTimeout:
             raise ConnectionLost(f'monitor stopped answering ({reason})') from None
-        self._drain(link, RESYNC_SETTLE)      # a slow command's own prompt may come next
+        self._drain(link, RESYNC_SETTLE)  # a slow command's own prompt may come next
 
     def _drain(self, link, seconds):
         """Deliver log and dump lines for a while; prompts in that time answer nothing."""
@@ -195,8 +198,8 @@ class PleoClient(ReconnectingClient):
 
     def exchange(self, link, text, timeout):
         """Send one command and read until the prompt; log and dump lines go out on the way."""
-        self._pump(link, 0.0)             # the PDK's "clear the input": deliver what waits,
-        self.parser.forget_answer()       # and drop stray text from before this command
+        self._pump(link, 0.0)  # the PDK's "clear the input": deliver what waits,
+        self.parser.forget_answer()  # and drop stray text from before this command
         link.write(p.encode_command(text))
         deadline = time.monotonic() + timeout
         while True:
@@ -207,7 +210,7 @@ class PleoClient(ReconnectingClient):
             if prompt is not None:
                 lines = prompt.lines
                 if lines and text and lines[0].strip() == text.strip():
-                    lines = lines[1:]               # the monitor's echo of the command
+                    lines = lines[1:]  # the monitor's echo of the command
                 return Answer(text, lines)
 
     def _pump(self, link, timeout):

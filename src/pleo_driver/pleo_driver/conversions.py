@@ -2,6 +2,7 @@
 
 Angles: the monitor speaks degrees, ROS radians (REP-103).
 """
+
 import math
 
 from sensor_msgs.msg import BatteryState, JointState
@@ -14,13 +15,17 @@ NXP_LOG_TYPE = 'nxp'
 
 
 def joint_state_msg(dump, header, prefix=''):
-    return JointState(header=header, name=[prefix + j.name for j in p.JOINTS],
-                      position=[math.radians(d) for d in dump.degrees])
+    return JointState(
+        header=header,
+        name=[prefix + j.name for j in p.JOINTS],
+        position=[math.radians(d) for d in dump.degrees],
+    )
 
 
 def sensors_msg(dump, header):
-    return NamedValues(header=header, names=list(p.SENSOR_LABELS),
-                       values=[float(v) for v in dump.values])
+    return NamedValues(
+        header=header, names=list(p.SENSOR_LABELS), values=[float(v) for v in dump.values]
+    )
 
 
 def battery_msg(value, header):
@@ -28,11 +33,19 @@ def battery_msg(value, header):
     reports nothing else: voltage, temperature, current, charge and capacities are NaN, as
     sensor_msgs/BatteryState says for unmeasured fields."""
     nan = float('nan')
-    return BatteryState(header=header, percentage=max(0.0, min(1.0, value / 100.0)),
-                        voltage=nan, temperature=nan, current=nan, charge=nan, capacity=nan,
-                        design_capacity=nan, present=True,
-                        power_supply_technology=BatteryState.POWER_SUPPLY_TECHNOLOGY_NIMH,
-                        power_supply_status=BatteryState.POWER_SUPPLY_STATUS_DISCHARGING)
+    return BatteryState(
+        header=header,
+        percentage=max(0.0, min(1.0, value / 100.0)),
+        voltage=nan,
+        temperature=nan,
+        current=nan,
+        charge=nan,
+        capacity=nan,
+        design_capacity=nan,
+        present=True,
+        power_supply_technology=BatteryState.POWER_SUPPLY_TECHNOLOGY_NIMH,
+        power_supply_status=BatteryState.POWER_SUPPLY_STATUS_DISCHARGING,
+    )
 
 
 def log_msg(line, header):
@@ -48,7 +61,7 @@ def sensor_events(previous, dump, header):
     if previous is None:
         return []
     events = []
-    for index, (old, new) in enumerate(zip(previous.values, dump.values)):
+    for index, (old, new) in enumerate(zip(previous.values, dump.values, strict=False)):
         if old == new:
             continue
         name = p.SENSOR_LABELS[index]

@@ -6,6 +6,7 @@ lines, and the motions and sounds of a loaded URF (spec §3.5).
 
 It prints the device path a driver should open (port:=<path>).
 """
+
 import argparse
 import dataclasses
 import os
@@ -16,8 +17,13 @@ import threading
 import time
 from typing import Optional
 
-from legacy_robot_common.emulator import (FaultInjector, MainFrame, PtyEmulatorPort, SendLog,
-                                          run_emulator)
+from legacy_robot_common.emulator import (
+    FaultInjector,
+    MainFrame,
+    PtyEmulatorPort,
+    SendLog,
+    run_emulator,
+)
 from legacy_robot_common.errors import ConnectionLost
 
 from . import protocol as p
@@ -32,14 +38,14 @@ TICK = 0.02
 @dataclasses.dataclass
 class EmulatorOptions:
     urf_path: Optional[str] = None
-    link: Optional[str] = None       # also reachable through this symlink (fixed path for launch)
-    dump_rate: float = 10.0          # sensor + joint dump lines per second; 0 = none
-    unthrottled: bool = False        # benchmarks: dumps back to back (dump_rate ignored)
-    echo: bool = True                # echo each command line before the answer
-    unknown_speed: float = 60.0      # deg/s for joints whose speed the table leaves open
+    link: Optional[str] = None  # also reachable through this symlink (fixed path for launch)
+    dump_rate: float = 10.0  # sensor + joint dump lines per second; 0 = none
+    unthrottled: bool = False  # benchmarks: dumps back to back (dump_rate ignored)
+    echo: bool = True  # echo each command line before the answer
+    unknown_speed: float = 60.0  # deg/s for joints whose speed the table leaves open
     battery: int = 87
-    battery_drain: float = 0.05      # battery points per second
-    touch_every: float = 0.0         # s between simulated head touches; 0 = none
+    battery_drain: float = 0.05  # battery points per second
+    touch_every: float = 0.0  # s between simulated head touches; 0 = none
     drop_rate: float = 0.0
     corrupt_rate: float = 0.0
     seed: Optional[int] = None
@@ -55,16 +61,16 @@ class PleoState:
         self.speeds = [j.speed or options.unknown_speed for j in p.JOINTS]
         self.sensors = [0] * p.SENSOR_COUNT
         self.sensors[2] = options.battery
-        self.sensors[18] = 1              # SD card present
-        self.sensors[21] = 60             # ambient light
-        self.sensors[32] = 1              # USB connected
+        self.sensors[18] = 1  # SD card present
+        self.sensors[21] = 60  # ambient light
+        self.sensors[32] = 1  # USB connected
         self.battery = float(options.battery)
         self.app_loaded = True
         self.motion_speed = self.sound_speed = self.sound_volume = 100
         self.motions, self.sounds, self.sound_names = {}, {}, {}
-        self.playing = []                 # (start time, motion, cued sound vectors)
+        self.playing = []  # (start time, motion, cued sound vectors)
         self.log_types = set()
-        self.events = []                  # log lines waiting to be printed
+        self.events = []  # log lines waiting to be printed
         self.lock = threading.Lock()
 
     def load_urf(self, path):
@@ -79,8 +85,9 @@ class PleoState:
             self._run_motions(now)
             for index, joint in enumerate(p.JOINTS):
                 gap = self.targets[index] - self.angles[index]
-                move = self.speeds[index] * dt * (self.motion_speed / 100.0 if self.playing
-                                                  else 1.0)
+                move = (
+                    self.speeds[index] * dt * (self.motion_speed / 100.0 if self.playing else 1.0)
+                )
                 self.angles[index] += max(-move, min(move, gap))
             self.battery = max(0.0, self.battery - self.options.battery_drain * dt)
             self.sensors[2] = int(self.battery)
@@ -88,14 +95,15 @@ class PleoState:
     def _run_motions(self, now):
         still = []
         for started, motion, cued in self.playing:
-            frame = (now - started) * 1000.0 * self.motion_speed / 100.0 / max(
-                motion.timebase_ms, 1)
+            frame = (
+                (now - started) * 1000.0 * self.motion_speed / 100.0 / max(motion.timebase_ms, 1)
+            )
             for index, (joint, start, _, _, position) in enumerate(motion.vectors):
                 if start > frame:
                     continue
                 if joint in UMF_TO_MONITOR:
                     self._aim(UMF_TO_MONITOR[joint], position)
-                elif joint == 'SD' and index not in cued:       # a sound cue: once
+                elif joint == 'SD' and index not in cued:  # a sound cue: once
                     cued.add(index)
                     name = self.sound_names.get(position, f'#{position}')
                     self.events.append(p.log_line('INFO', 'sound', f'{name} playing (cue)'))
@@ -127,8 +135,23 @@ class PleoState:
 
 
 # csv2umf joint keys → monitor joint IDs (the head's eyes/mouth key is EY; JW the jaw)
-UMF_TO_MONITOR = {'RS': 0, 'RE': 1, 'LS': 2, 'LE': 3, 'LH': 4, 'LK': 5, 'RH': 6, 'RK': 7,
-                  'TO': 8, 'TH': 9, 'TV': 10, 'NH': 11, 'NV': 12, 'HD': 13, 'EY': 13}
+UMF_TO_MONITOR = {
+    'RS': 0,
+    'RE': 1,
+    'LS': 2,
+    'LE': 3,
+    'LH': 4,
+    'LK': 5,
+    'RH': 6,
+    'RK': 7,
+    'TO': 8,
+    'TH': 9,
+    'TV': 10,
+    'NH': 11,
+    'NV': 12,
+    'HD': 13,
+    'EY': 13,
+}
 
 
 class MonitorSession:
@@ -154,12 +177,13 @@ class MonitorSession:
         while b'\n' in self.buffer:
             end = self.buffer.index(b'\n')
             line = bytes(self.buffer[:end]).rstrip(b'\r').decode('latin-1')
-            del self.buffer[:end + 1]
+            del self.buffer[: end + 1]
             self.emulator.received.append(line)
             answer = self.emulator.answer(line)
             echo = f'{line}\r\n' if self.emulator.options.echo and line else ''
-            self._write(echo + ''.join(f'{text}\r\n' for text in answer)
-                        + p.PROMPT.decode(p.ENCODING))
+            self._write(
+                echo + ''.join(f'{text}\r\n' for text in answer) + p.PROMPT.decode(p.ENCODING)
+            )
 
     def _periodic(self):
         now = time.monotonic()
@@ -187,10 +211,11 @@ class PleoEmulator:
         self.state = PleoState(self.options)
         if self.options.urf_path:
             self.state.load_urf(self.options.urf_path)
-        self.faults = FaultInjector(self.options.drop_rate, self.options.corrupt_rate,
-                                    self.options.seed)
-        self.received = []               # every command line, for tests
-        self.sent = SendLog()            # when each pair of dump lines went out (benchmarks)
+        self.faults = FaultInjector(
+            self.options.drop_rate, self.options.corrupt_rate, self.options.seed
+        )
+        self.received = []  # every command line, for tests
+        self.sent = SendLog()  # when each pair of dump lines went out (benchmarks)
         self.dumping = self.options.dump_rate > 0 or self.options.unthrottled
         self.port = None
         self._stop = threading.Event()
@@ -198,13 +223,15 @@ class PleoEmulator:
         self._random = random.Random(self.options.seed)
 
     def start(self):
-        self.port = PtyEmulatorPort(lambda stream, stop: MonitorSession(self, stream, stop).run(),
-                                    'pleo-emulator')
+        self.port = PtyEmulatorPort(
+            lambda stream, stop: MonitorSession(self, stream, stop).run(), 'pleo-emulator'
+        )
         self.port.start()
         if self.options.link:
             _replace_symlink(self.options.link, self.device_path)
-        self._physics = threading.Thread(target=self._run_physics, daemon=True,
-                                         name='pleo-physics')
+        self._physics = threading.Thread(
+            target=self._run_physics, daemon=True, name='pleo-physics'
+        )
         self._physics.start()
         return self
 
@@ -225,8 +252,12 @@ class PleoEmulator:
 
     @property
     def description(self):
-        loaded = (f', {len(self.state.motions)} motions and {len(self.state.sounds)} sounds '
-                  f'from {self.options.urf_path}' if self.options.urf_path else '')
+        loaded = (
+            f', {len(self.state.motions)} motions and {len(self.state.sounds)} sounds '
+            f'from {self.options.urf_path}'
+            if self.options.urf_path
+            else ''
+        )
         return f'Pleo monitor on {self.device_path} (port:={self.device_path}){loaded}'
 
     def stop(self):
@@ -286,8 +317,10 @@ class PleoEmulator:
     def _app_load(self, args):
         name = args[0]
         if not name.lower().startswith('a:'):
-            return ['error: load applications from the SD card (a:<name>); '
-                    'never write to internal memory']
+            return [
+                'error: load applications from the SD card (a:<name>); '
+                'never write to internal memory'
+            ]
         self.state.app_loaded = True
         return [f'application {name[2:]} loaded']
 
@@ -331,8 +364,9 @@ class PleoEmulator:
         if sound is None:
             return [f'error: no sound named {args[0]}']
         with self.state.lock:
-            self.state.events.append(p.log_line('INFO', 'sound',
-                                                f'{sound.name} playing ({sound.seconds:.2f} s)'))
+            self.state.events.append(
+                p.log_line('INFO', 'sound', f'{sound.name} playing ({sound.seconds:.2f} s)')
+            )
             self.state.sensors[28] = 1
         return [f'playing sound {sound.name}']
 
@@ -343,12 +377,15 @@ class PleoEmulator:
                 raise ValueError(f'{value} is not 0..1000')
             setattr(self.state, attribute, value)
             return [f'{attribute.replace("_", " ")} {value}%']
+
         return set_percent
 
     def _stats_power(self, _):
         level = self.state.sensors[2]
-        return [f'Battery sensor value = {level} (voltage {6.0 + 1.4 * level / 100:.2f} V)',
-                'Battery temperature = 31 C']
+        return [
+            f'Battery sensor value = {level} (voltage {6.0 + 1.4 * level / 100:.2f} V)',
+            'Battery temperature = 31 C',
+        ]
 
     def _pkt_send(self, args):
         packet = ' '.join(args)
@@ -372,15 +409,21 @@ class PleoEmulator:
 
 
 COMMANDS = {
-    'HELP': PleoEmulator._help, 'APP UNLOAD': PleoEmulator._app_unload,
-    'APP LOAD': PleoEmulator._app_load, 'JOINT NEUTRAL': PleoEmulator._joint_neutral,
-    'JOINT ANGLE': PleoEmulator._joint_angle, 'JOINT MOVE': PleoEmulator._joint_move,
+    'HELP': PleoEmulator._help,
+    'APP UNLOAD': PleoEmulator._app_unload,
+    'APP LOAD': PleoEmulator._app_load,
+    'JOINT NEUTRAL': PleoEmulator._joint_neutral,
+    'JOINT ANGLE': PleoEmulator._joint_angle,
+    'JOINT MOVE': PleoEmulator._joint_move,
     'MOTION PLAY': PleoEmulator._motion_play,
     'MOTION SPEED': PleoEmulator._percent('motion_speed'),
-    'SOUND PLAY': PleoEmulator._sound_play, 'SOUND SPEED': PleoEmulator._percent('sound_speed'),
+    'SOUND PLAY': PleoEmulator._sound_play,
+    'SOUND SPEED': PleoEmulator._percent('sound_speed'),
     'SOUND VOLUME': PleoEmulator._percent('sound_volume'),
-    'STATS POWER': PleoEmulator._stats_power, 'PKT SEND': PleoEmulator._pkt_send,
-    'LOG ENABLE': PleoEmulator._log_enable, 'LOG DISABLE': PleoEmulator._log_disable,
+    'STATS POWER': PleoEmulator._stats_power,
+    'PKT SEND': PleoEmulator._pkt_send,
+    'LOG ENABLE': PleoEmulator._log_enable,
+    'LOG DISABLE': PleoEmulator._log_disable,
     'DUMP': PleoEmulator._dump,
 }
 
@@ -392,22 +435,38 @@ def _replace_symlink(link, target):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog='pleo_emulator', description='A Pleo USB serial '
-                                     'monitor on a pseudo-terminal (prints its device path).')
+    parser = argparse.ArgumentParser(
+        prog='pleo_emulator',
+        description='A Pleo USB serial monitor on a pseudo-terminal (prints its device path).',
+    )
     parser.add_argument('--urf', help='a URF whose motions and sounds the Pleo can play')
-    parser.add_argument('--sample', action='store_true',
-                        help='build the bundled sample project and load its URF')
+    parser.add_argument(
+        '--sample', action='store_true', help='build the bundled sample project and load its URF'
+    )
     parser.add_argument('--link', help='also make the pty reachable at this path (a symlink)')
-    parser.add_argument('--dump-rate', type=float, default=10.0,
-                        help='sensor and joint dump lines per second (0: none)')
-    parser.add_argument('--unthrottled', action='store_true',
-                        help='dump lines back to back (benchmarks)')
+    parser.add_argument(
+        '--dump-rate',
+        type=float,
+        default=10.0,
+        help='sensor and joint dump lines per second (0: none)',
+    )
+    parser.add_argument(
+        '--unthrottled', action='store_true', help='dump lines back to back (benchmarks)'
+    )
     parser.add_argument('--no-echo', action='store_true', help='do not echo command lines')
-    parser.add_argument('--unknown-speed', type=float, default=60.0,
-                        help='deg/s of the joints whose speed is not known (hips, neck)')
+    parser.add_argument(
+        '--unknown-speed',
+        type=float,
+        default=60.0,
+        help='deg/s of the joints whose speed is not known (hips, neck)',
+    )
     parser.add_argument('--battery', type=int, default=87, help='battery value at start')
-    parser.add_argument('--touch-every', type=float, default=0.0,
-                        help='touch the head every this many seconds (0: never)')
+    parser.add_argument(
+        '--touch-every',
+        type=float,
+        default=0.0,
+        help='touch the head every this many seconds (0: never)',
+    )
     parser.add_argument('--drop-rate', type=float, default=0.0)
     parser.add_argument('--corrupt-rate', type=float, default=0.0)
     parser.add_argument('--seed', type=int)
@@ -422,12 +481,19 @@ def main(argv=None):
 
 
 def _run(args, urf_path):
-    options = EmulatorOptions(urf_path=urf_path, link=args.link, dump_rate=args.dump_rate,
-                              unthrottled=args.unthrottled,
-                              echo=not args.no_echo, unknown_speed=args.unknown_speed,
-                              battery=args.battery, touch_every=args.touch_every,
-                              drop_rate=args.drop_rate, corrupt_rate=args.corrupt_rate,
-                              seed=args.seed)
+    options = EmulatorOptions(
+        urf_path=urf_path,
+        link=args.link,
+        dump_rate=args.dump_rate,
+        unthrottled=args.unthrottled,
+        echo=not args.no_echo,
+        unknown_speed=args.unknown_speed,
+        battery=args.battery,
+        touch_every=args.touch_every,
+        drop_rate=args.drop_rate,
+        corrupt_rate=args.corrupt_rate,
+        seed=args.seed,
+    )
     return run_emulator('pleo_emulator', lambda: PleoEmulator(options))
 
 

@@ -4,6 +4,7 @@
 
 Topic, service and parameter tables: README.md ("Pleo driver").
 """
+
 import math
 import sys
 
@@ -31,9 +32,13 @@ class PleoNode(DriverNode):
         self.name_hardware(self.port)
         try:
             settings = Settings(
-                port=self.port, baud=self.baud, open_timeout=self.open_timeout,
-                answer_timeout=self.answer_timeout, battery_interval=self.battery_interval,
-                startup_commands=self._startup_commands())
+                port=self.port,
+                baud=self.baud,
+                open_timeout=self.open_timeout,
+                answer_timeout=self.answer_timeout,
+                battery_interval=self.battery_interval,
+                startup_commands=self._startup_commands(),
+            )
         except ValueError as exc:
             raise ParameterError(f'pleo_driver: {exc}') from None
         self.client = PleoClient(settings, logger=self.get_logger())
@@ -48,35 +53,85 @@ class PleoNode(DriverNode):
     # ---- parameters ----------------------------------------------------------------------
     def _declare_parameters(self):
         d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
-        self.port = d('port', '/dev/ttyACM0', 'serial device (or pyserial URL); "auto" finds '
-                      'the Pleo by its USB ID 6962:0100', read_only=True)
-        self.baud = d('baud', 115200, 'baud rate (nominal over USB CDC-ACM)', minimum=110,
-                      maximum=4000000, read_only=True)
-        self.open_timeout = d('open_timeout', 5.0, 's to wait for a prompt that comes at '
-                              'once (the first one, STATS POWER, a resync)',
-                              minimum=0.1, maximum=120.0, read_only=True)
-        self.answer_timeout = d('answer_timeout', 60.0, 's to wait for a command\'s prompt '
-                                '(default for services)', minimum=0.1, maximum=600.0,
-                                read_only=True)
-        self.battery_interval = d('battery_interval', 5.0, 's between STATS POWER polls '
-                                  '(0 = never)', minimum=0.0, maximum=3600.0, read_only=True)
-        self.unload_on_start = d('unload_app_on_start', True, 'APP UNLOAD after connecting '
-                                 '(stops the built-in behaviour)', read_only=True)
-        self.neutral_on_start = d('neutral_on_start', True, 'JOINT NEUTRAL after connecting',
-                                  read_only=True)
-        self.log_types = d('log_enable', [''], 'log types to enable after connecting (log '
-                           'enable <type>, e.g. nxp); [""] = none', read_only=True)
-        self.extra_startup = d('startup_commands', [''], 'further monitor commands after '
-                               'connecting (e.g. the one that starts the sensor/joint dumps)',
-                               read_only=True)
-        self.frame_id = self.frames.prefixed(d('frame_id', 'base_link', 'frame of sensors, '
-                                               'battery and log messages', read_only=True))
-        self.joint_prefix = d('joint_name_prefix', '', 'prefix for joint_states names (several '
-                              'Pleos in one tf tree)', read_only=True)
+        self.port = d(
+            'port',
+            '/dev/ttyACM0',
+            'serial device (or pyserial URL); "auto" finds the Pleo by its USB ID 6962:0100',
+            read_only=True,
+        )
+        self.baud = d(
+            'baud',
+            115200,
+            'baud rate (nominal over USB CDC-ACM)',
+            minimum=110,
+            maximum=4000000,
+            read_only=True,
+        )
+        self.open_timeout = d(
+            'open_timeout',
+            5.0,
+            's to wait for a prompt that comes at once (the first one, STATS POWER, a resync)',
+            minimum=0.1,
+            maximum=120.0,
+            read_only=True,
+        )
+        self.answer_timeout = d(
+            'answer_timeout',
+            60.0,
+            "s to wait for a command's prompt (default for services)",
+            minimum=0.1,
+            maximum=600.0,
+            read_only=True,
+        )
+        self.battery_interval = d(
+            'battery_interval',
+            5.0,
+            's between STATS POWER polls (0 = never)',
+            minimum=0.0,
+            maximum=3600.0,
+            read_only=True,
+        )
+        self.unload_on_start = d(
+            'unload_app_on_start',
+            True,
+            'APP UNLOAD after connecting (stops the built-in behaviour)',
+            read_only=True,
+        )
+        self.neutral_on_start = d(
+            'neutral_on_start', True, 'JOINT NEUTRAL after connecting', read_only=True
+        )
+        self.log_types = d(
+            'log_enable',
+            [''],
+            'log types to enable after connecting (log enable <type>, e.g. nxp); [""] = none',
+            read_only=True,
+        )
+        self.extra_startup = d(
+            'startup_commands',
+            [''],
+            'further monitor commands after '
+            'connecting (e.g. the one that starts the sensor/joint dumps)',
+            read_only=True,
+        )
+        self.frame_id = self.frames.prefixed(
+            d(
+                'frame_id',
+                'base_link',
+                'frame of sensors, battery and log messages',
+                read_only=True,
+            )
+        )
+        self.joint_prefix = d(
+            'joint_name_prefix',
+            '',
+            'prefix for joint_states names (several Pleos in one tf tree)',
+            read_only=True,
+        )
 
     def _startup_commands(self):
         commands = (['APP UNLOAD'] if self.unload_on_start else []) + (
-            ['JOINT NEUTRAL'] if self.neutral_on_start else [])
+            ['JOINT NEUTRAL'] if self.neutral_on_start else []
+        )
         commands += [f'LOG ENABLE {t}' for t in self.log_types if t.strip()]
         return tuple(commands + [c for c in self.extra_startup if c.strip()])
 
@@ -94,13 +149,16 @@ class PleoNode(DriverNode):
 
     def _create_services(self):
         service = lambda kind, name, handler: self.create_service(  # noqa: E731
-            kind, name, handler, callback_group=self.callback_group)
+            kind, name, handler, callback_group=self.callback_group
+        )
         handler = self._handler
         named = lambda verb, what: handler(  # noqa: E731
-            lambda r: f'{verb} {p.name_argument(r.name, what)}')
+            lambda r: f'{verb} {p.name_argument(r.name, what)}'
+        )
         percent = lambda verb: handler(lambda r: p.percent_command(verb, r.percent))  # noqa: E731
-        service(JointCommand, 'joint_command', handler(self._joint,
-                                                       timeout_of=self._joint_timeout))
+        service(
+            JointCommand, 'joint_command', handler(self._joint, timeout_of=self._joint_timeout)
+        )
         service(Trigger, 'joint_neutral', handler(lambda r: 'JOINT NEUTRAL'))
         service(Trigger, 'app_unload', handler(lambda r: 'APP UNLOAD'))
         service(PlayNamed, 'motion_play', named('MOTION PLAY', 'motion'))
@@ -110,9 +168,15 @@ class PleoNode(DriverNode):
         service(SetPercent, 'sound_speed', percent('SOUND SPEED'))
         service(SetPercent, 'sound_volume', percent('SOUND VOLUME'))
         service(TextCommand, 'pkt_send', handler(self._pkt_send, True, lambda r: r.timeout))
-        service(TextCommand, 'log_enable', handler(
-            lambda r: f'LOG ENABLE {p.name_argument(r.command, "log type")}', True,
-            lambda r: r.timeout))
+        service(
+            TextCommand,
+            'log_enable',
+            handler(
+                lambda r: f'LOG ENABLE {p.name_argument(r.command, "log type")}',
+                True,
+                lambda r: r.timeout,
+            ),
+        )
         service(TextCommand, 'monitor_command', handler(self._raw, True, lambda r: r.timeout))
 
     # ---- service handlers ----------------------------------------------------------------
@@ -120,7 +184,8 @@ class PleoNode(DriverNode):
         """Run one monitor command → (Answer, None) or (None, error text)."""
         timeout = timeout or self.answer_timeout
         answer, error = await self.await_reply(
-            lambda resolve: self.client.command(command, resolve, timeout), timeout + 1.0)
+            lambda resolve: self.client.command(command, resolve, timeout), timeout + 1.0
+        )
         if error is None and answer.failed:
             return answer, f'{command!r}: {answer.text}'
         return answer, error
@@ -128,6 +193,7 @@ class PleoNode(DriverNode):
     def _handler(self, make_command, text_reply=False, timeout_of=lambda request: 0.0):
         """A service handler: make_command(request) → one monitor command (ValueError: the
         request is refused with its message), run, answered in the response."""
+
         async def handler(request, response):
             try:
                 command = make_command(request)
@@ -142,6 +208,7 @@ class PleoNode(DriverNode):
             else:
                 response.message = error or (answer.text or 'ok')
             return response
+
         return handler
 
     @staticmethod
@@ -153,8 +220,13 @@ class PleoNode(DriverNode):
     @staticmethod
     def _joint(request):
         joint = p.find_joint(request.joint)
-        return p.joint_command(joint, math.degrees(request.position), request.wait,
-                               request.max_wait * 1000.0, request.target_time * 1000.0)
+        return p.joint_command(
+            joint,
+            math.degrees(request.position),
+            request.wait,
+            request.max_wait * 1000.0,
+            request.target_time * 1000.0,
+        )
 
     def _joint_timeout(self, request):
         return max(self.answer_timeout, request.max_wait + 1.0) if request.wait else 0.0
@@ -205,18 +277,29 @@ class PleoNode(DriverNode):
 
     def _pleo_status(self):
         c = self.client
-        values = {'port': c.port_in_use or self.port, 'battery': c.battery,
-                  'commands': c.commands_done, 'commands refused': c.command_failures,
-                  'log lines': self.log_lines, 'bad lines': c.counters.bad_frames,
-                  'resyncs': c.resyncs,
-                  'joint dumps': 'yes' if self.last_joints else 'none yet'}
+        values = {
+            'port': c.port_in_use or self.port,
+            'battery': c.battery,
+            'commands': c.commands_done,
+            'commands refused': c.command_failures,
+            'log lines': self.log_lines,
+            'bad lines': c.counters.bad_frames,
+            'resyncs': c.resyncs,
+            'joint dumps': 'yes' if self.last_joints else 'none yet',
+        }
         if not c.connected:
             return ERROR, 'no prompt from the Pleo monitor', values
         if c.battery is not None and c.battery < 23:
             return WARN, f'battery low ({c.battery})', values
         if c.counters.bad_frames or c.resyncs:
-            return WARN, (f'{c.counters.bad_frames} malformed lines, {c.resyncs} lost prompts '
-                          '(see the log)'), values
+            return (
+                WARN,
+                (
+                    f'{c.counters.bad_frames} malformed lines, {c.resyncs} lost prompts '
+                    '(see the log)'
+                ),
+                values,
+            )
         return OK, 'connected', values
 
 

@@ -6,6 +6,7 @@ and dump lines ("mu: sensor: <41 integers>", "mu: joint: <14 integers>") can
 arrive at any time, also in the middle of an answer; the parser separates them.
 No I/O here.
 """
+
 import dataclasses
 import math
 import re
@@ -16,11 +17,13 @@ from legacy_robot_common.errors import MalformedFrame
 PROMPT = b'> '
 ENCODING = 'latin-1'
 MAX_LINE = 4096
-MAX_ANSWER_LINES = 200      # an answer is a few lines; text with no prompt after it is stray
+MAX_ANSWER_LINES = 200  # an answer is a few lines; text with no prompt after it is stray
 SENSOR_COUNT = 41
 JOINT_COUNT = 14
-LOG_LINE = re.compile(r'^(DEBUG|TRACE|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL):\s*'
-                      r'([^:]*?)\s*:\s?(.*)$')
+LOG_LINE = re.compile(
+    r'^(DEBUG|TRACE|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL):\s*'
+    r'([^:]*?)\s*:\s?(.*)$'
+)
 DUMP_LINE = re.compile(r'^mu:\s*(sensor|joint):\s*(.*)$')
 BATTERY = re.compile(r'Battery sensor value\s*=\s*(-?\d+)')
 FAILED_ANSWER = re.compile(r'^\s*(unknown command|error|invalid|bad |usage)', re.I | re.M)
@@ -29,9 +32,9 @@ FAILED_ANSWER = re.compile(r'^\s*(unknown command|error|invalid|bad |usage)', re
 @dataclasses.dataclass(frozen=True)
 class Joint:
     id: int
-    name: str                      # joint_states name
-    ranges: Tuple[Tuple[int, int], ...]   # allowed degrees (the head has two: eyes, mouth)
-    speed: Optional[float]         # deg/s from the joint table; None = unknown ("?")
+    name: str  # joint_states name
+    ranges: Tuple[Tuple[int, int], ...]  # allowed degrees (the head has two: eyes, mouth)
+    speed: Optional[float]  # deg/s from the joint table; None = unknown ("?")
 
     @property
     def low(self):
@@ -47,33 +50,76 @@ class Joint:
 
 # Monitor joint IDs and limits, firmware 1.1 (spec §2.11 table)
 JOINTS = (
-    Joint(0, 'right_shoulder', ((-30, 55),), 30), Joint(1, 'right_elbow', ((0, 90),), 70),
-    Joint(2, 'left_shoulder', ((-30, 55),), 30), Joint(3, 'left_elbow', ((0, 90),), 70),
-    Joint(4, 'left_hip', ((-45, 40),), None), Joint(5, 'left_knee', ((-70, 0),), 50),
-    Joint(6, 'right_hip', ((-45, 40),), None), Joint(7, 'right_knee', ((-70, 0),), 50),
-    Joint(8, 'torso', ((-15, 15),), 20), Joint(9, 'tail_horizontal', ((-90, 90),), 200),
+    Joint(0, 'right_shoulder', ((-30, 55),), 30),
+    Joint(1, 'right_elbow', ((0, 90),), 70),
+    Joint(2, 'left_shoulder', ((-30, 55),), 30),
+    Joint(3, 'left_elbow', ((0, 90),), 70),
+    Joint(4, 'left_hip', ((-45, 40),), None),
+    Joint(5, 'left_knee', ((-70, 0),), 50),
+    Joint(6, 'right_hip', ((-45, 40),), None),
+    Joint(7, 'right_knee', ((-70, 0),), 50),
+    Joint(8, 'torso', ((-15, 15),), 20),
+    Joint(9, 'tail_horizontal', ((-90, 90),), 200),
     Joint(10, 'tail_vertical', ((-90, 90),), 200),
     Joint(11, 'neck_horizontal', ((-65, 55),), None),
     Joint(12, 'neck_vertical', ((-75, 75),), 40),
-    Joint(13, 'head', ((-80, -30), (25, 85)), 220),      # mouth −80..−30, eyes 25..85
+    Joint(13, 'head', ((-80, -30), (25, 85)), 220),  # mouth −80..−30, eyes 25..85
 )
 JOINT_BY_NAME = {j.name: j for j in JOINTS}
 
 # Sensor IDs 0..40 (PPG and pleo/sensors.inc); the dump's 41 values are taken to be these
 SENSOR_NAMES = {
-    2: 'battery', 3: 'ir', 4: 'ir_activity', 6: 'head', 7: 'chin', 8: 'back', 9: 'left_leg',
-    10: 'right_leg', 11: 'left_arm', 12: 'right_arm', 13: 'tail', 14: 'front_left',
-    15: 'front_right', 16: 'back_left', 17: 'back_right', 18: 'card_detect',
-    19: 'write_protect', 20: 'left_loud', 21: 'light', 22: 'right_loud', 23: 'object',
-    24: 'mouth', 26: 'sound_dir', 27: 'light_change', 28: 'sound_loud', 29: 'tilt',
-    30: 'terminal', 31: 'power_detect', 32: 'usb_detect', 33: 'wakeup', 34: 'battery_temp',
-    35: 'charger_state', 36: 'shake', 37: 'sound_loud_change', 38: 'beacon',
-    39: 'battery_current', 40: 'packet'}
+    2: 'battery',
+    3: 'ir',
+    4: 'ir_activity',
+    6: 'head',
+    7: 'chin',
+    8: 'back',
+    9: 'left_leg',
+    10: 'right_leg',
+    11: 'left_arm',
+    12: 'right_arm',
+    13: 'tail',
+    14: 'front_left',
+    15: 'front_right',
+    16: 'back_left',
+    17: 'back_right',
+    18: 'card_detect',
+    19: 'write_protect',
+    20: 'left_loud',
+    21: 'light',
+    22: 'right_loud',
+    23: 'object',
+    24: 'mouth',
+    26: 'sound_dir',
+    27: 'light_change',
+    28: 'sound_loud',
+    29: 'tilt',
+    30: 'terminal',
+    31: 'power_detect',
+    32: 'usb_detect',
+    33: 'wakeup',
+    34: 'battery_temp',
+    35: 'charger_state',
+    36: 'shake',
+    37: 'sound_loud_change',
+    38: 'beacon',
+    39: 'battery_current',
+    40: 'packet',
+}
 SENSOR_LABELS = tuple(SENSOR_NAMES.get(i, f'sensor_{i}') for i in range(SENSOR_COUNT))
 TOUCH_SENSORS = range(6, 14)
 FOOT_SENSORS = range(14, 18)
-EVENT_SENSORS = {21: 'light', 23: 'object', 24: 'mouth', 26: 'sound', 27: 'light',
-                 28: 'sound', 29: 'tilt', 36: 'shake'}
+EVENT_SENSORS = {
+    21: 'light',
+    23: 'object',
+    24: 'mouth',
+    26: 'sound',
+    27: 'light',
+    28: 'sound',
+    29: 'tilt',
+    36: 'shake',
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +142,7 @@ class JointDump:
 @dataclasses.dataclass(frozen=True)
 class Prompt:
     """The prompt arrived: the lines printed since the last prompt (the answer)."""
+
     lines: Tuple[str, ...]
 
 
@@ -106,8 +153,9 @@ def find_joint(name_or_id):
         return JOINTS[int(text)]
     if text in JOINT_BY_NAME:
         return JOINT_BY_NAME[text]
-    raise ValueError(f'unknown joint {name_or_id!r}: use 0..13 or one of '
-                     f'{", ".join(JOINT_BY_NAME)}')
+    raise ValueError(
+        f'unknown joint {name_or_id!r}: use 0..13 or one of {", ".join(JOINT_BY_NAME)}'
+    )
 
 
 def encode_command(text):
@@ -155,8 +203,9 @@ def log_line(level, kind, text):
 
 def dump_line(record):
     """A SensorDump or JointDump as the monitor's "mu: …" line."""
-    kind, values = (('sensor', record.values) if isinstance(record, SensorDump)
-                    else ('joint', record.degrees))
+    kind, values = (
+        ('sensor', record.values) if isinstance(record, SensorDump) else ('joint', record.degrees)
+    )
     return f'mu: {kind}: ' + ' '.join(str(int(v)) for v in values)
 
 
@@ -222,13 +271,13 @@ class MonitorParser:
             if end < 0:
                 break
             raw = bytes(self._buffer[:end]).rstrip(b'\r')
-            del self._buffer[:end + 1]
-            while raw.startswith(PROMPT):         # the prompt, then a line printed after it
+            del self._buffer[: end + 1]
+            while raw.startswith(PROMPT):  # the prompt, then a line printed after it
                 self._prompt(records)
-                raw = raw[len(PROMPT):]
+                raw = raw[len(PROMPT) :]
             self._line(raw.decode(ENCODING), records, errors)
         if self._buffer.endswith(PROMPT):
-            before = bytes(self._buffer[:-len(PROMPT)]).strip(b'\r')
+            before = bytes(self._buffer[: -len(PROMPT)]).strip(b'\r')
             self._buffer.clear()
             if before.strip():
                 self._line(before.decode(ENCODING), records, errors)

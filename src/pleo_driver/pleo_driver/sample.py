@@ -4,6 +4,7 @@ the template-sized project of the PPG's build log, a project that fills a URF).
 
 Everything is synthesised here (sines, sweeps, joint curves); nothing comes from the PDK.
 """
+
 import io
 import math
 import os
@@ -16,8 +17,24 @@ from .pdk import amx
 from .pdk.project import BuildSettings, build_project
 
 SAMPLE_PROJECT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sample_project')
-EXPORT_ORDER = ('RE', 'RS', 'LE', 'LS', 'NV', 'NH', 'HD', 'RK', 'RH', 'LK', 'LH', 'TV',
-                'TH', 'TO', 'SD', 'TR')     # the 3ds Max exporter's column order
+EXPORT_ORDER = (
+    'RE',
+    'RS',
+    'LE',
+    'LS',
+    'NV',
+    'NH',
+    'HD',
+    'RK',
+    'RH',
+    'LK',
+    'LH',
+    'TV',
+    'TH',
+    'TO',
+    'SD',
+    'TR',
+)  # the 3ds Max exporter's column order
 
 
 def wav_bytes(frames, rate=11025, width=1, channels=1, seed=0, shape='chirp'):
@@ -49,9 +66,16 @@ def motion_csv(curves, frames, rate=30, sounds=None, extra_header=(), line_end='
     curves: joint key → function(frame) → degrees; sounds: frame → sound name (SD column).
     """
     keys = [k for k in EXPORT_ORDER if k in curves or (k == 'SD' and sounds)]
-    lines = ['Header', f'rate={rate}', f'frames={frames - 1}',
-             f'duration={(frames - 1) / rate:.6f}', 'type=degree', *extra_header, 'Body',
-             ','.join(['Time', 'Frame'] + keys)]
+    lines = [
+        'Header',
+        f'rate={rate}',
+        f'frames={frames - 1}',
+        f'duration={(frames - 1) / rate:.6f}',
+        'type=degree',
+        *extra_header,
+        'Body',
+        ','.join(['Time', 'Frame'] + keys),
+    ]
     for frame in range(frames):
         cells = [f'{frame / rate:.6f}', str(frame)]
         for key in keys:
@@ -69,30 +93,50 @@ def bow_curves():
     Tuned so csv2umf's segmentation gives the PPG log's bow.umf: 98 vectors, average
     length 15, 1,252 bytes.
     """
+
     def dip(low, high, start, end):
         def curve(frame):
             if frame <= start or frame >= end:
                 return high
             x = (frame - start) / (end - start)
             return high + (low - high) * math.sin(math.pi * x) ** 2
+
         return curve
+
     return {
-        'RE': dip(60, 20, 10, 80), 'RS': dip(40, -5, 12, 82), 'LE': dip(60, 20, 10, 80),
-        'LS': dip(40, -5, 12, 82), 'NV': dip(-50, 10, 5, 90),
+        'RE': dip(60, 20, 10, 80),
+        'RS': dip(40, -5, 12, 82),
+        'LE': dip(60, 20, 10, 80),
+        'LS': dip(40, -5, 12, 82),
+        'NV': dip(-50, 10, 5, 90),
         'NH': lambda f: 0.0 if f < 30 else min(25.0, (f - 30) * 8.0),
-        'HD': dip(-40, 0, 20, 70), 'RK': dip(-60, -20, 15, 85), 'RH': dip(30, 0, 15, 85),
-        'LK': dip(-60, -20, 15, 85), 'LH': dip(30, 0, 15, 85),
-        'TV': lambda f: 20 * math.sin(f / 3.0), 'TH': lambda f: 35 * math.sin(f / 4.0),
-        'TO': dip(10, 0, 30, 60)}
+        'HD': dip(-40, 0, 20, 70),
+        'RK': dip(-60, -20, 15, 85),
+        'RH': dip(30, 0, 15, 85),
+        'LK': dip(-60, -20, 15, 85),
+        'LH': dip(30, 0, 15, 85),
+        'TV': lambda f: 20 * math.sin(f / 3.0),
+        'TH': lambda f: 35 * math.sin(f / 4.0),
+        'TO': dip(10, 0, 30, 60),
+    }
 
 
 def walk_curves():
     """A stepping motion for the sample project."""
+
     def swing(amplitude, offset, shift):
         return lambda f: offset + amplitude * math.sin(2 * math.pi * f / 30 + shift)
-    return {'RS': swing(20, 10, 0), 'LS': swing(20, 10, math.pi), 'RH': swing(15, 0, math.pi),
-            'LH': swing(15, 0, 0), 'RK': swing(15, -30, 0), 'LK': swing(15, -30, math.pi),
-            'TH': swing(30, 0, 0.5), 'NH': swing(10, 0, 0.2)}
+
+    return {
+        'RS': swing(20, 10, 0),
+        'LS': swing(20, 10, math.pi),
+        'RH': swing(15, 0, math.pi),
+        'LH': swing(15, 0, 0),
+        'RK': swing(15, -30, 0),
+        'LK': swing(15, -30, math.pi),
+        'TH': swing(30, 0, 0.5),
+        'NH': swing(10, 0, 0.2),
+    }
 
 
 def write(path, data):
@@ -103,9 +147,13 @@ def write(path, data):
 
 
 def upf_text(name, resources, options='', macros=()):
-    return (f'<ugobe_project name="{name}">\n  <options>\n{options}  </options>\n'
-            + ''.join(f'  {line}\n' for line in macros) + '  <resources>\n' + ''.join(f'    {line}\n' for line in resources)
-            + '  </resources>\n</ugobe_project>\n')
+    return (
+        f'<ugobe_project name="{name}">\n  <options>\n{options}  </options>\n'
+        + ''.join(f'  {line}\n' for line in macros)
+        + '  <resources>\n'
+        + ''.join(f'    {line}\n' for line in resources)
+        + '  </resources>\n</ugobe_project>\n'
+    )
 
 
 def template_project(folder):
@@ -115,15 +163,27 @@ def template_project(folder):
     write(os.path.join(folder, 'media', 'bow.csv'), motion_csv(bow_curves(), 102))
     write(os.path.join(folder, 'prebuilt', 'sensors.amx'), amx.stand_in(244, 128, 192))
     write(os.path.join(folder, 'prebuilt', 'main.amx'), amx.stand_in(204, 120, 148))
-    options = ('    <tools>\n      <pawn value="pawncc %i -V2048 -O2 -S64 -v2 -C- %I '
-               'TARGET=100 -o%o" />\n    </tools>\n    <include value="./include" />\n')
-    return write(os.path.join(folder, 'template.upf'), upf_text('template', [
-        '<sound path="${MEDIA}/growl.wav" />', '<motion path="${MEDIA}/bow.csv" />',
-        '<script path="sensors.p" />', '<script path="main.p" />'], options,
-        ['<set-default name="MEDIA" value="media" />']))
+    options = (
+        '    <tools>\n      <pawn value="pawncc %i -V2048 -O2 -S64 -v2 -C- %I '
+        'TARGET=100 -o%o" />\n    </tools>\n    <include value="./include" />\n'
+    )
+    return write(
+        os.path.join(folder, 'template.upf'),
+        upf_text(
+            'template',
+            [
+                '<sound path="${MEDIA}/growl.wav" />',
+                '<motion path="${MEDIA}/bow.csv" />',
+                '<script path="sensors.p" />',
+                '<script path="main.p" />',
+            ],
+            options,
+            ['<set-default name="MEDIA" value="media" />'],
+        ),
+    )
 
 
-SAMPLE_SCRIPT = '''// The sample project's script: wag the tail when the head is touched.
+SAMPLE_SCRIPT = """// The sample project's script: wag the tail when the head is touched.
 #include <Log.inc>
 #include <Motion.inc>
 #include <Sensor.inc>
@@ -143,38 +203,62 @@ public on_sensor(time, sensor_name: sensor, value)
         sound_play(snd_chirp);
     }
 }
-'''
+"""
 
 
 def sample_project(folder):
     """The repository's sample project (README "Pleo"): two sounds, two motions (one with a
     sound cue), a command, a user property and a script with a stand-in prebuilt AMX."""
-    write(os.path.join(folder, 'sounds', 'chirp.wav'),
-          wav_bytes(11025, rate=22050, width=2, seed=1))
-    write(os.path.join(folder, 'sounds', 'purr.wav'),
-          wav_bytes(8000, rate=11025, width=1, channels=2, seed=2, shape='noise'))
-    write(os.path.join(folder, 'motions', 'wag.csv'), motion_csv(
-        {'TH': lambda f: 60 * math.sin(f / 3.0), 'TV': lambda f: 10 * math.sin(f / 6.0)}, 61))
-    write(os.path.join(folder, 'motions', 'walk.csv'),
-          motion_csv(walk_curves(), 91, sounds={15: 'chirp', 60: 'purr'}))
-    write(os.path.join(folder, 'commands', 'greet_cmd.csv'),
-          'motion,sound\nwag,chirp\nwalk,purr\n')
+    write(
+        os.path.join(folder, 'sounds', 'chirp.wav'), wav_bytes(11025, rate=22050, width=2, seed=1)
+    )
+    write(
+        os.path.join(folder, 'sounds', 'purr.wav'),
+        wav_bytes(8000, rate=11025, width=1, channels=2, seed=2, shape='noise'),
+    )
+    write(
+        os.path.join(folder, 'motions', 'wag.csv'),
+        motion_csv(
+            {'TH': lambda f: 60 * math.sin(f / 3.0), 'TV': lambda f: 10 * math.sin(f / 6.0)}, 61
+        ),
+    )
+    write(
+        os.path.join(folder, 'motions', 'walk.csv'),
+        motion_csv(walk_curves(), 91, sounds={15: 'chirp', 60: 'purr'}),
+    )
+    write(
+        os.path.join(folder, 'commands', 'greet_cmd.csv'), 'motion,sound\nwag,chirp\nwalk,purr\n'
+    )
     write(os.path.join(folder, 'main.p'), SAMPLE_SCRIPT)
     write(os.path.join(folder, 'prebuilt', 'main.amx'), amx.stand_in(240, 96, 132))
-    options = ('    <tools>\n      <pawn value="pawncc %i -V2048 -O2 -S64 -v2 -C- %I '
-               'TARGET=100 -o%o" />\n    </tools>\n    <include value="./include" />\n'
-               '    <directories>\n      <build value="build" />\n'
-               '      <include value="include" />\n    </directories>\n'
-               '    <version value="1" />\n')
-    return write(os.path.join(folder, 'sample.upf'), upf_text('sample', [
-        '<sound path="${SOUNDS}/chirp.wav" />',
-        '<sound path="${SOUNDS}/purr.wav" adpcm="true" />',
-        '<motion path="${MOTIONS}/wag.csv" />', '<motion path="${MOTIONS}/walk.csv" />',
-        '<command path="commands/greet_cmd.csv" />',
-        '<user_property path="greeted" value="0" />',
-        '<script path="main.p" />'], options,
-        ['<set-default name="MEDIA" value="." />', '<set name="SOUNDS" value="${MEDIA}/sounds" />',
-         '<set name="MOTIONS" value="${MEDIA}/motions" />']))
+    options = (
+        '    <tools>\n      <pawn value="pawncc %i -V2048 -O2 -S64 -v2 -C- %I '
+        'TARGET=100 -o%o" />\n    </tools>\n    <include value="./include" />\n'
+        '    <directories>\n      <build value="build" />\n'
+        '      <include value="include" />\n    </directories>\n'
+        '    <version value="1" />\n'
+    )
+    return write(
+        os.path.join(folder, 'sample.upf'),
+        upf_text(
+            'sample',
+            [
+                '<sound path="${SOUNDS}/chirp.wav" />',
+                '<sound path="${SOUNDS}/purr.wav" adpcm="true" />',
+                '<motion path="${MOTIONS}/wag.csv" />',
+                '<motion path="${MOTIONS}/walk.csv" />',
+                '<command path="commands/greet_cmd.csv" />',
+                '<user_property path="greeted" value="0" />',
+                '<script path="main.p" />',
+            ],
+            options,
+            [
+                '<set-default name="MEDIA" value="." />',
+                '<set name="SOUNDS" value="${MEDIA}/sounds" />',
+                '<set name="MOTIONS" value="${MEDIA}/motions" />',
+            ],
+        ),
+    )
 
 
 def build_sample_project(folder, log=lambda line: None):
@@ -182,5 +266,7 @@ def build_sample_project(folder, log=lambda line: None):
     its prebuilt AMX → the BuildResult (its urf_path is the URF)."""
     project = os.path.join(folder, 'sample_project')
     shutil.copytree(SAMPLE_PROJECT, project, dirs_exist_ok=True)
-    return build_project(os.path.join(project, 'sample.upf'), BuildSettings(
-        action='rebuild', amx_dir=os.path.join(project, 'prebuilt'), log=log))
+    return build_project(
+        os.path.join(project, 'sample.upf'),
+        BuildSettings(action='rebuild', amx_dir=os.path.join(project, 'prebuilt'), log=log),
+    )

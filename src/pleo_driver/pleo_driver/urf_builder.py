@@ -8,6 +8,7 @@
 
 Exit codes: 0 done, 1 the build or check failed, 2 bad command line.
 """
+
 import argparse
 import sys
 
@@ -18,47 +19,94 @@ from .pdk.project import LINE_ENDINGS, BuildSettings, build_project
 
 PROJECT_COMMANDS = ('build', 'clean', 'rebuild')
 FILE_COMMANDS = ('inspect', 'verify', 'extract')
-RESOURCE_EXTENSIONS = tuple(urf_inspect.FILE_GROUPS)     # single resources: inspect only
+RESOURCE_EXTENSIONS = tuple(urf_inspect.FILE_GROUPS)  # single resources: inspect only
 
 
 def parser():
     p = argparse.ArgumentParser(
-        prog='urf_builder', description='Build a Pleo project (.upf) into a URF resource file '
+        prog='urf_builder',
+        description='Build a Pleo project (.upf) into a URF resource file '
         'the way the Pleo Development Kit does, byte for byte; or inspect, verify and extract '
-        'an existing .urf.', epilog='"rebuild" cleans, then builds. Exit codes: 0 done, '
-        '1 build or check failed, 2 bad command line.')
-    p.add_argument('target', metavar='FILE', help='project.upf (build, clean, rebuild), '
-                   'file.urf (inspect, verify, extract), or one resource file .usf, .umf, '
-                   '.ucf, .amx (inspect)')
-    p.add_argument('command', nargs='?', help='build (default for .upf), clean, rebuild; '
-                   'inspect (default for .urf), verify, extract')
-    p.add_argument('-x', '--exclusive', action='store_true',
-                   help='clean removes only the built .ucf and .amx files')
-    p.add_argument('-p', '--preprocess', action='store_true',
-                   help='only update the enumeration .xml and .inc files')
-    p.add_argument('-s', '--noscriptrebuild', action='store_true',
-                   help='do not recompile scripts whose .amx is newer than the source')
-    p.add_argument('-b', '--block', action='store_true',
-                   help='block compiling (not supported: the block tool is not available)')
+        'an existing .urf.',
+        epilog='"rebuild" cleans, then builds. Exit codes: 0 done, '
+        '1 build or check failed, 2 bad command line.',
+    )
+    p.add_argument(
+        'target',
+        metavar='FILE',
+        help='project.upf (build, clean, rebuild), '
+        'file.urf (inspect, verify, extract), or one resource file .usf, .umf, '
+        '.ucf, .amx (inspect)',
+    )
+    p.add_argument(
+        'command',
+        nargs='?',
+        help='build (default for .upf), clean, rebuild; '
+        'inspect (default for .urf), verify, extract',
+    )
+    p.add_argument(
+        '-x',
+        '--exclusive',
+        action='store_true',
+        help='clean removes only the built .ucf and .amx files',
+    )
+    p.add_argument(
+        '-p',
+        '--preprocess',
+        action='store_true',
+        help='only update the enumeration .xml and .inc files',
+    )
+    p.add_argument(
+        '-s',
+        '--noscriptrebuild',
+        action='store_true',
+        help='do not recompile scripts whose .amx is newer than the source',
+    )
+    p.add_argument(
+        '-b',
+        '--block',
+        action='store_true',
+        help='block compiling (not supported: the block tool is not available)',
+    )
     p.add_argument('-c', '--color', action='store_true', help='accepted for compatibility')
-    p.add_argument('--pawn', metavar='TEMPLATE',
-                   help='compiler command template (%%i source, %%o output, %%I includes); '
-                   'default: the UPF\'s <options><tools><pawn>')
-    p.add_argument('--pawncc', metavar='PATH', help='Pawn compiler executable to use in the '
-                   'template instead of its first word')
-    p.add_argument('--amx-dir', metavar='DIR', help='prebuilt <script name>.amx files to use '
-                   'instead of compiling')
-    p.add_argument('--build-time', type=int, metavar='SECONDS',
-                   help='the build time stored in the URF (default: $SOURCE_DATE_EPOCH, '
-                   'else now) for reproducible builds')
-    p.add_argument('--line-endings', choices=sorted(LINE_ENDINGS), default='crlf',
-                   help='of the generated include/*.inc and *.xml files (default crlf, as the '
-                   'PDK writes them)')
+    p.add_argument(
+        '--pawn',
+        metavar='TEMPLATE',
+        help='compiler command template (%%i source, %%o output, %%I includes); '
+        "default: the UPF's <options><tools><pawn>",
+    )
+    p.add_argument(
+        '--pawncc',
+        metavar='PATH',
+        help='Pawn compiler executable to use in the template instead of its first word',
+    )
+    p.add_argument(
+        '--amx-dir',
+        metavar='DIR',
+        help='prebuilt <script name>.amx files to use instead of compiling',
+    )
+    p.add_argument(
+        '--build-time',
+        type=int,
+        metavar='SECONDS',
+        help='the build time stored in the URF (default: $SOURCE_DATE_EPOCH, '
+        'else now) for reproducible builds',
+    )
+    p.add_argument(
+        '--line-endings',
+        choices=sorted(LINE_ENDINGS),
+        default='crlf',
+        help='of the generated include/*.inc and *.xml files (default crlf, as the '
+        'PDK writes them)',
+    )
     p.add_argument('--output', '-o', metavar='DIR', help='extract: where to write the files')
     p.add_argument('--wav', action='store_true', help='extract: also write sounds as WAV')
     p.add_argument('--quiet', '-q', action='store_true', help='print only errors and the result')
-    p.add_argument('--progress', action='store_true',
-                   help='show progress on stderr (default: when stderr is a terminal)')
+    p.add_argument(
+        '--progress',
+        action='store_true',
+        help='show progress on stderr (default: when stderr is a terminal)',
+    )
     return p
 
 
@@ -68,20 +116,29 @@ def progress_printer(enabled):
             end = '\n' if done == total else ''
             sys.stderr.write(f'\r[{done:>3}/{total}] {what[:60]:<60}{end}')
             sys.stderr.flush()
+
     return show
 
 
 def run_project(args, command):
     if args.block:
-        raise BuildError('block compiling (-b) needs the PDK\'s block tool, which is not '
-                         'available; build without -b')
+        raise BuildError(
+            "block compiling (-b) needs the PDK's block tool, which is not "
+            'available; build without -b'
+        )
     settings = BuildSettings(
-        action=command, build_time=args.build_time, pawn_template=args.pawn,
-        pawn_executable=args.pawncc, amx_dir=args.amx_dir, exclusive_clean=args.exclusive,
-        preprocess_only=args.preprocess, skip_fresh_scripts=args.noscriptrebuild,
+        action=command,
+        build_time=args.build_time,
+        pawn_template=args.pawn,
+        pawn_executable=args.pawncc,
+        amx_dir=args.amx_dir,
+        exclusive_clean=args.exclusive,
+        preprocess_only=args.preprocess,
+        skip_fresh_scripts=args.noscriptrebuild,
         line_ending=LINE_ENDINGS[args.line_endings],
         log=(lambda line: None) if args.quiet else print,
-        progress=progress_printer(args.progress or sys.stderr.isatty()))
+        progress=progress_printer(args.progress or sys.stderr.isatty()),
+    )
     result = build_project(args.target, settings)
     if result.urf_path:
         print(f'{result.urf_path}: {result.size} bytes, Adler-32 {result.checksum:08X}')
@@ -123,8 +180,10 @@ def choose_command(args):
     is_resource = args.target.lower().endswith(RESOURCE_EXTENSIONS)
     command = args.command or ('inspect' if is_urf or is_resource else 'build')
     if command not in PROJECT_COMMANDS + FILE_COMMANDS:
-        raise UsageError(f"unknown command '{command}': use one of "
-                         f'{", ".join(PROJECT_COMMANDS + FILE_COMMANDS)}')
+        raise UsageError(
+            f"unknown command '{command}': use one of "
+            f'{", ".join(PROJECT_COMMANDS + FILE_COMMANDS)}'
+        )
     if is_resource:
         if command != 'inspect':
             raise UsageError(f"a single resource file can only be inspected, not '{command}'")
@@ -139,6 +198,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if '--ros-args' in argv:
         from .builder_node import main as node_main
+
         return node_main(argv)
     args = parser().parse_args(argv)
     try:

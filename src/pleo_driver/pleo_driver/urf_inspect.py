@@ -1,15 +1,25 @@
 """Reading URF files back: the listing, the checks and the extraction behind
 ``urf_builder inspect|verify|extract`` (none of the PDK tools could read a URF)."""
+
 import datetime
 import os
 
 from .pdk import amx, ucf, umf, urf, usf
 from .pdk.errors import MalformedResource
 
-PARSERS = {urf.SOUNDS: usf.parse, urf.MOTIONS: umf.parse, urf.COMMANDS: ucf.parse,
-           urf.SCRIPTS: lambda data: amx.check(data)[0]}
-GROUP_NAMES = {urf.SOUNDS: 'sound', urf.MOTIONS: 'motion', urf.COMMANDS: 'command',
-               urf.SCRIPTS: 'script', urf.PROPERTIES: 'property'}
+PARSERS = {
+    urf.SOUNDS: usf.parse,
+    urf.MOTIONS: umf.parse,
+    urf.COMMANDS: ucf.parse,
+    urf.SCRIPTS: lambda data: amx.check(data)[0],
+}
+GROUP_NAMES = {
+    urf.SOUNDS: 'sound',
+    urf.MOTIONS: 'motion',
+    urf.COMMANDS: 'command',
+    urf.SCRIPTS: 'script',
+    urf.PROPERTIES: 'property',
+}
 
 
 def describe(group, data):
@@ -20,29 +30,38 @@ def describe(group, data):
     if group is urf.SOUNDS:
         kind = 'ADPCM' if parsed.compression == usf.ADPCM else 'PCM 8-bit'
         return f'{kind} {parsed.rate} Hz, {parsed.seconds:.2f} s' + (
-            '' if parsed.pitch else ', no pitch shift')
+            '' if parsed.pitch else ', no pitch shift'
+        )
     if group is urf.MOTIONS:
-        return (f'UMF3 {len(parsed.joints)} joints, {len(parsed.vectors)} vectors, '
-                f'{parsed.end_time} frames ({parsed.end_time * parsed.timebase_ms / 1000:.2f} s)')
+        return (
+            f'UMF3 {len(parsed.joints)} joints, {len(parsed.vectors)} vectors, '
+            f'{parsed.end_time} frames ({parsed.end_time * parsed.timebase_ms / 1000:.2f} s)'
+        )
     if group is urf.COMMANDS:
         return f'UCF4 {len(parsed.entries)} entries'
-    return (f'AMX v{parsed.file_version} header {parsed.header_size}, code {parsed.code_size}, '
-            f'data {parsed.data_size}')
+    return (
+        f'AMX v{parsed.file_version} header {parsed.header_size}, code {parsed.code_size}, '
+        f'data {parsed.data_size}'
+    )
 
 
 def listing(path, parsed):
     built = datetime.datetime.fromtimestamp(parsed.build_time, datetime.timezone.utc)
-    lines = [f'{path}: {parsed.size + 8} bytes, built {built:%Y-%m-%d %H:%M:%S} UTC '
-             f'({parsed.build_time}), version {parsed.version}, Adler-32 '
-             f'{parsed.checksum:08X} {"ok" if parsed.checksum_ok else "WRONG"}',
-             f'{"type":<9}{"id":<8}{"name":<33}{"offset":>9}{"length":>9}  content']
+    lines = [
+        f'{path}: {parsed.size + 8} bytes, built {built:%Y-%m-%d %H:%M:%S} UTC '
+        f'({parsed.build_time}), version {parsed.version}, Adler-32 '
+        f'{parsed.checksum:08X} {"ok" if parsed.checksum_ok else "WRONG"}',
+        f'{"type":<9}{"id":<8}{"name":<33}{"offset":>9}{"length":>9}  content',
+    ]
     for entry in parsed.entries:
         try:
             content = describe(entry.group, entry.data)
         except MalformedResource as exc:
             content = f'BAD: {exc}'
-        lines.append(f'{GROUP_NAMES[entry.group]:<9}0x{entry.id:04X}  {entry.name:<33}'
-                     f'{entry.offset:>#9x}{entry.length:>9}  {content}')
+        lines.append(
+            f'{GROUP_NAMES[entry.group]:<9}0x{entry.id:04X}  {entry.name:<33}'
+            f'{entry.offset:>#9x}{entry.length:>9}  {content}'
+        )
     return lines
 
 
@@ -56,19 +75,30 @@ def resource_listing(path, data):
     lines = [f'{path}: {len(data)} bytes, {GROUP_NAMES[group]}: {describe(group, data)}']
     parsed = PARSERS[group](data)
     if group is urf.SOUNDS:
-        lines.append(f'name {parsed.name!r}, {parsed.channels} channel(s), {parsed.bits} bits, '
-                     f'loop count {parsed.loop_count}, {len(parsed.body)} data bytes')
+        lines.append(
+            f'name {parsed.name!r}, {parsed.channels} channel(s), {parsed.bits} bits, '
+            f'loop count {parsed.loop_count}, {len(parsed.body)} data bytes'
+        )
     elif group is urf.MOTIONS:
-        lines.append(f'name {parsed.name!r}, joints {" ".join(parsed.joints)}, time base '
-                     f'{parsed.timebase_ms} ms')
+        lines.append(
+            f'name {parsed.name!r}, joints {" ".join(parsed.joints)}, time base '
+            f'{parsed.timebase_ms} ms'
+        )
         lines.append(f'{"joint":<7}{"start":>6}{"goal":>6}{"velocity":>9}{"position":>9}')
-        lines += [f'{joint:<7}{start:>6}{goal:>6}{velocity:>9}{position:>9}'
-                  for joint, start, goal, velocity, position in parsed.vectors]
+        lines += [
+            f'{joint:<7}{start:>6}{goal:>6}{velocity:>9}{position:>9}'
+            for joint, start, goal, velocity, position in parsed.vectors
+        ]
     elif group is urf.COMMANDS:
         lines.append(f'name {parsed.name!r}, property count {parsed.property_count}')
         for number, entry in enumerate(parsed.entries):
-            lines.append(f'entry {number}: ' + ', '.join(
-                f'property {prop} {TYPE_NAMES.get(kind, kind)} {value}' for prop, kind, value in entry))
+            lines.append(
+                f'entry {number}: '
+                + ', '.join(
+                    f'property {prop} {TYPE_NAMES.get(kind, kind)} {value}'
+                    for prop, kind, value in entry
+                )
+            )
     return lines
 
 
@@ -86,7 +116,7 @@ def problems(parsed):
         except MalformedResource as exc:
             found.append(f'{GROUP_NAMES[entry.group]} 0x{entry.id:04X} {entry.name}: {exc}')
     if parsed.size + 8 > urf.SIZE_LIMIT:
-        found.append(f'{parsed.size + 8} bytes is more than the Pleo\'s {urf.SIZE_LIMIT}')
+        found.append(f"{parsed.size + 8} bytes is more than the Pleo's {urf.SIZE_LIMIT}")
     return found
 
 
@@ -103,8 +133,13 @@ def extract(parsed, folder, as_wav=False):
         if as_wav and entry.group is urf.SOUNDS:
             paths.append(_write(folder, f'{name}.wav', usf.to_wav(usf.parse(entry.data))))
     if properties:
-        paths.append(_write(folder, 'user_properties.csv',
-                            '\n'.join(['name,id,value'] + properties).encode() + b'\n'))
+        paths.append(
+            _write(
+                folder,
+                'user_properties.csv',
+                '\n'.join(['name,id,value'] + properties).encode() + b'\n',
+            )
+        )
     return paths
 
 

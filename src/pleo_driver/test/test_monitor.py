@@ -1,16 +1,17 @@
 """The monitor line protocol, and the client against the emulator over a real pty."""
+
 import time
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from helpers import wait_for
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 from pleo_driver import protocol as p
 from pleo_driver.client import Answer, Battery, Connected, PleoClient, Settings
 from pleo_driver.emulator import EmulatorOptions, PleoEmulator
 from pleo_driver.sample import build_sample_project
-
-from helpers import wait_for
 
 
 def feed_all(parser, chunks):
@@ -23,15 +24,19 @@ def feed_all(parser, chunks):
 
 
 def test_answer_log_and_dump_lines_are_separated():
-    stream = (b'STATS POWER\r\nINFO: nxp: 7361 - Nov 15 2007\r\nBattery sensor value = 80 (x)'
-              b'\r\nmu: joint: ' + b' '.join(b'1' for _ in range(14)) + b'\r\n> ')
-    for size in (1, 3, len(stream)):           # any split of the byte stream
-        chunks = [stream[i:i + size] for i in range(0, len(stream), size)]
+    stream = (
+        b'STATS POWER\r\nINFO: nxp: 7361 - Nov 15 2007\r\nBattery sensor value = 80 (x)'
+        b'\r\nmu: joint: ' + b' '.join(b'1' for _ in range(14)) + b'\r\n> '
+    )
+    for size in (1, 3, len(stream)):  # any split of the byte stream
+        chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
         records, errors = feed_all(p.MonitorParser(), chunks)
         assert not errors
-        assert records == [p.LogLine('INFO', 'nxp', '7361 - Nov 15 2007'),
-                           p.JointDump((1,) * 14),
-                           p.Prompt(('STATS POWER', 'Battery sensor value = 80 (x)'))]
+        assert records == [
+            p.LogLine('INFO', 'nxp', '7361 - Nov 15 2007'),
+            p.JointDump((1,) * 14),
+            p.Prompt(('STATS POWER', 'Battery sensor value = 80 (x)')),
+        ]
     assert p.battery_value(records[-1].lines) == 80
 
 
@@ -61,7 +66,7 @@ def test_commands_and_limits():
     assert p.joint_command(p.find_joint(4), 10, False) == 'JOINT MOVE 4 10'
     assert p.joint_command(p.find_joint('torso'), 5, True, 2000, 500) == 'JOINT ANGLE 8 5 2000 500'
     with pytest.raises(ValueError, match='outside its limits'):
-        p.joint_command(head, 0, True)             # between the mouth and the eye ranges
+        p.joint_command(head, 0, True)  # between the mouth and the eye ranges
     with pytest.raises(ValueError, match='unknown joint'):
         p.find_joint('wing')
     with pytest.raises(ValueError):
@@ -87,6 +92,7 @@ def pleo(tmp_path):
         started.append((client, emulator))
         assert wait_for(lambda: client.connected, 10), client.counters.last_error
         return emulator, client, records
+
     yield start
     for client, emulator in started:
         client.stop()
@@ -113,8 +119,9 @@ def test_joint_angle_waits_and_dumps_show_the_move(pleo):
     emulator, client, records = pleo(dump_rate=20)
     answer = ask(client, 'JOINT ANGLE 9 60')
     assert isinstance(answer, Answer) and not answer.failed and answer.lines == ('joint 9 at 60',)
-    assert wait_for(lambda: any(isinstance(r, p.JointDump) and r.degrees[9] == 60
-                                for r in records), 5)
+    assert wait_for(
+        lambda: any(isinstance(r, p.JointDump) and r.degrees[9] == 60 for r in records), 5
+    )
     refused = ask(client, 'JOINT ANGLE 9 120')
     assert refused.failed and 'out of range' in refused.text
     unknown = ask(client, 'fly away')
@@ -122,12 +129,16 @@ def test_joint_angle_waits_and_dumps_show_the_move(pleo):
 
 
 def test_motion_from_a_urf_moves_joints_and_cues_sounds(pleo, tmp_path):
-    emulator, client, records = pleo(urf_path=build_sample_project(str(tmp_path)).urf_path, dump_rate=20)
+    emulator, client, records = pleo(
+        urf_path=build_sample_project(str(tmp_path)).urf_path, dump_rate=20
+    )
     assert not ask(client, 'motion play walk').failed
-    assert wait_for(lambda: any(isinstance(r, p.LogLine) and 'purr playing (cue)' in r.text
-                                for r in records), 8)
+    assert wait_for(
+        lambda: any(isinstance(r, p.LogLine) and 'purr playing (cue)' in r.text for r in records),
+        8,
+    )
     knees = {r.degrees[5] for r in records if isinstance(r, p.JointDump)}
-    assert len(knees) > 5                       # the left knee moved through many angles
+    assert len(knees) > 5  # the left knee moved through many angles
     assert ask(client, 'motion play nosuch').failed
 
 
@@ -135,8 +146,7 @@ def test_nxp_version_packet_when_logging_is_on(pleo):
     emulator, client, records = pleo()
     ask(client, 'log enable nxp')
     ask(client, 'pkt send ?')
-    assert wait_for(lambda: any(isinstance(r, p.LogLine) and r.type == 'nxp' for r in records),
-                    5)
+    assert wait_for(lambda: any(isinstance(r, p.LogLine) and r.type == 'nxp' for r in records), 5)
 
 
 def test_noisy_line_is_counted_and_the_link_recovers(pleo):
@@ -154,7 +164,7 @@ def test_a_lost_prompt_costs_a_resync_not_the_link(pleo):
     # then reconnected, which ran APP UNLOAD and JOINT NEUTRAL on the robot again
     emulator, client, records = pleo({'battery_interval': 0.1, 'open_timeout': 1.0})
     polls = emulator.received.count('STATS POWER')
-    emulator.faults.silent = True                  # the next poll's answer and prompt vanish
+    emulator.faults.silent = True  # the next poll's answer and prompt vanish
     assert wait_for(lambda: emulator.received.count('STATS POWER') > polls, 5)
     time.sleep(0.2)
     emulator.faults.silent = False
@@ -166,21 +176,22 @@ def test_a_lost_prompt_costs_a_resync_not_the_link(pleo):
 def test_a_command_that_outlives_its_timeout_does_not_shift_later_answers(pleo):
     emulator, client, records = pleo({'battery_interval': 0})
     slow = []
-    client.command('JOINT ANGLE 9 90', slow.append, timeout=0.1)   # 200 deg/s: ~0.45 s
+    client.command('JOINT ANGLE 9 90', slow.append, timeout=0.1)  # 200 deg/s: ~0.45 s
     assert wait_for(lambda: slow, 5) and isinstance(slow[0], TimeoutError)
     assert wait_for(lambda: client.resyncs == 1, 5)
     assert ask(client, 'STATS POWER').lines[0].startswith('Battery sensor value')
-    (line,) = ask(client, 'JOINT ANGLE 9 -90').lines      # the emulator stops within 1°
+    (line,) = ask(client, 'JOINT ANGLE 9 -90').lines  # the emulator stops within 1°
     assert line.startswith('joint 9 at ') and abs(int(line.split()[-1]) + 90) <= 1
 
 
 def test_a_silent_monitor_times_out_and_reconnects(pleo):
-    emulator, client, records = pleo({'answer_timeout': 0.5, 'open_timeout': 0.5,
-                                      'battery_interval': 0})
+    emulator, client, records = pleo(
+        {'answer_timeout': 0.5, 'open_timeout': 0.5, 'battery_interval': 0}
+    )
     emulator.faults.silent = True
     result = ask(client, 'help', timeout=5)
     assert isinstance(result, TimeoutError)
-    assert wait_for(lambda: not client.connected, 5)     # the resync got no prompt either
+    assert wait_for(lambda: not client.connected, 5)  # the resync got no prompt either
     emulator.faults.silent = False
     assert wait_for(lambda: client.counters.reconnects >= 1 and client.connected, 15)
     assert not ask(client, 'help').failed

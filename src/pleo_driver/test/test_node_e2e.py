@@ -1,22 +1,28 @@
 """pleo_driver and urf_builder as real processes, observed and called over DDS."""
+
 import math
 import pathlib
 import signal
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from helpers import run_module, start_module, wait_for
+from ros_observer import DriverProcesses, Observer, latest_status
 from sensor_msgs.msg import BatteryState, JointState
 from std_srvs.srv import Trigger
 
-from helpers import run_module, start_module, wait_for
 from legacy_robot_common.bench import ros_args
 from legacy_robot_interfaces.msg import MonitorLog, NamedValues, NxpPacket, SensorEvent
-from legacy_robot_interfaces.srv import (BuildProject, JointCommand, PlayNamed, SetPercent,
-                                         TextCommand)
+from legacy_robot_interfaces.srv import (
+    BuildProject,
+    JointCommand,
+    PlayNamed,
+    SetPercent,
+    TextCommand,
+)
 from pleo_driver import sample
 from pleo_driver.emulator import EmulatorOptions, PleoEmulator
 from pleo_driver.sample import build_sample_project
-from ros_observer import DriverProcesses, Observer, latest_status
 
 
 @pytest.fixture
@@ -24,13 +30,19 @@ def setup(tmp_path):
     drivers = DriverProcesses()
 
     def start(**parameters):
-        emulator = PleoEmulator(EmulatorOptions(urf_path=build_sample_project(str(tmp_path)).urf_path,
-                                                dump_rate=20)).start()
-        emulator, process, ros = drivers.start('pleo_driver.node', '/pleo', emulator, {
-            **emulator.parameters, 'battery_interval': 0.5, **parameters})
+        emulator = PleoEmulator(
+            EmulatorOptions(urf_path=build_sample_project(str(tmp_path)).urf_path, dump_rate=20)
+        ).start()
+        emulator, process, ros = drivers.start(
+            'pleo_driver.node',
+            '/pleo',
+            emulator,
+            {**emulator.parameters, 'battery_interval': 0.5, **parameters},
+        )
         # connected once the start-up commands ran: the first battery poll comes next
         assert wait_for(lambda: 'STATS POWER' in emulator.received, 20), 'no connection'
         return emulator, process, ros
+
     yield start
     drivers.stop_all()
 
@@ -50,18 +62,22 @@ def test_topics_and_diagnostics(setup):
     ros.node.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
     assert ros.spin_until(lambda: joints and sensors and battery, 20)
     assert joints[-1].name[13] == 'head' and len(joints[-1].position) == 14
-    assert joints[-1].position[1] == pytest.approx(math.radians(45))   # elbow at neutral
+    assert joints[-1].position[1] == pytest.approx(math.radians(45))  # elbow at neutral
     assert sensors[-1].names[6] == 'head' and len(sensors[-1].values) == 41
     assert 0.5 < battery[-1].percentage <= 0.87
     unmeasured = ('voltage', 'temperature', 'current', 'charge', 'capacity', 'design_capacity')
-    assert all(math.isnan(getattr(battery[-1], field)) for field in unmeasured)   # not 0.0
+    assert all(math.isnan(getattr(battery[-1], field)) for field in unmeasured)  # not 0.0
     emulator.touch('head', 0.5)
-    assert ros.spin_until(lambda: any(e.sensor == 'head' and e.event == 'touched'
-                                      for e in events), 10)
-    assert ros.spin_until(lambda: any(e.sensor == 'head' and e.event == 'released'
-                                      for e in events), 10)
-    assert ros.spin_until(lambda: getattr(latest_status(diagnostics, 'pleo'), 'level', None)
-                          == DiagnosticStatus.OK, 5), latest_status(diagnostics, 'pleo')
+    assert ros.spin_until(
+        lambda: any(e.sensor == 'head' and e.event == 'touched' for e in events), 10
+    )
+    assert ros.spin_until(
+        lambda: any(e.sensor == 'head' and e.event == 'released' for e in events), 10
+    )
+    assert ros.spin_until(
+        lambda: getattr(latest_status(diagnostics, 'pleo'), 'level', None) == DiagnosticStatus.OK,
+        5,
+    ), latest_status(diagnostics, 'pleo')
     values = {v.key: v.value for v in latest_status(diagnostics, 'pleo').values}
     assert values['joint dumps'] == 'yes' and values['bad lines'] == '0'
     assert values['resyncs'] == '0'
@@ -71,13 +87,22 @@ def test_joint_motion_and_sound_services(setup):
     emulator, process, ros = setup()
     joints = ros.listen(JointState, 'joint_states')
     log = ros.listen(MonitorLog, 'monitor_log')
-    ok(ros.call(JointCommand, 'joint_command', JointCommand.Request(
-        joint='tail_horizontal', position=math.radians(30), wait=True)))
+    ok(
+        ros.call(
+            JointCommand,
+            'joint_command',
+            JointCommand.Request(joint='tail_horizontal', position=math.radians(30), wait=True),
+        )
+    )
     assert 'JOINT ANGLE 9 30' in emulator.received
-    assert ros.spin_until(lambda: joints and abs(joints[-1].position[9] - math.radians(30))
-                          < 0.02, 5)
-    refused = ros.call(JointCommand, 'joint_command', JointCommand.Request(
-        joint='torso', position=math.radians(40), wait=False))
+    assert ros.spin_until(
+        lambda: joints and abs(joints[-1].position[9] - math.radians(30)) < 0.02, 5
+    )
+    refused = ros.call(
+        JointCommand,
+        'joint_command',
+        JointCommand.Request(joint='torso', position=math.radians(40), wait=False),
+    )
     assert not refused.success and 'outside its limits' in refused.message
     assert not any(c.startswith('JOINT MOVE 8') for c in emulator.received)
     ok(ros.call(SetPercent, 'motion_speed', SetPercent.Request(percent=150.0)))
@@ -120,20 +145,32 @@ def test_sigterm_is_a_clean_exit(setup):
 
 def test_urf_builder_node_builds_a_project(tmp_path):
     project = pathlib.Path(sample.sample_project(str(tmp_path / 'sample')))
-    process = start_module('pleo_driver.urf_builder', *ros_args('/tools', {
-        'amx_dir': str(project.parent / 'prebuilt'), 'build_time': 1000}))
+    process = start_module(
+        'pleo_driver.urf_builder',
+        *ros_args('/tools', {'amx_dir': str(project.parent / 'prebuilt'), 'build_time': 1000}),
+    )
     ros = Observer('/tools')
     try:
-        reply = ros.call(BuildProject, 'build_project', BuildProject.Request(
-            project=str(project), action='rebuild'), timeout=30)
+        reply = ros.call(
+            BuildProject,
+            'build_project',
+            BuildProject.Request(project=str(project), action='rebuild'),
+            timeout=30,
+        )
         assert reply.success, reply.message
         assert reply.urf_path.endswith('build/sample.urf') and reply.urf_size == 14664
         assert '*** Writing build/sample.urf ***' in reply.log
-        bad = ros.call(BuildProject, 'build_project', BuildProject.Request(
-            project=str(tmp_path / 'none.upf'), action='build'))
+        bad = ros.call(
+            BuildProject,
+            'build_project',
+            BuildProject.Request(project=str(tmp_path / 'none.upf'), action='build'),
+        )
         assert not bad.success and 'cannot read project' in bad.message
-        wrong = ros.call(BuildProject, 'build_project', BuildProject.Request(
-            project=str(project), action='explode'))
+        wrong = ros.call(
+            BuildProject,
+            'build_project',
+            BuildProject.Request(project=str(project), action='explode'),
+        )
         assert not wrong.success and "unknown command 'explode'" in wrong.message
     finally:
         process.send_signal(signal.SIGINT)

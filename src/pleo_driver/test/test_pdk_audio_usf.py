@@ -1,4 +1,5 @@
 """wav2usf: the audioop operations with Python 2 semantics, and USF files byte for byte."""
+
 import math
 import struct
 import warnings
@@ -21,8 +22,7 @@ def test_mul_truncates_toward_zero_and_clips_symmetrically():
 
 
 def test_tomono_sums_and_clips_to_plus_minus_max():
-    assert audio.tomono(arr(30000, 10000, -30000, -10000, 5, -7), 2) == [
-        32767, -32767, -2]
+    assert audio.tomono(arr(30000, 10000, -30000, -10000, 5, -7), 2) == [32767, -32767, -2]
 
 
 def test_lin2lin_and_bias_wrap_like_c():
@@ -48,8 +48,11 @@ def test_lin2adpcm_matches_the_ima_reference_and_drops_an_odd_sample():
     assert len(ours) == 250
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', DeprecationWarning)
-        audioop = pytest.importorskip('audioop', reason='the standard library has no audioop '
-                                      '(Python ≥ 3.13): the IMA cross-check needs it')
+        audioop = pytest.importorskip(
+            'audioop',
+            reason='the standard library has no audioop '
+            '(Python ≥ 3.13): the IMA cross-check needs it',
+        )
     reference, _ = audioop.lin2adpcm(audio.to_bytes(pcm, 2), 2, None)
     assert ours == reference
 
@@ -67,8 +70,7 @@ def test_eight_bit_input_is_attenuated_as_if_signed():
     """The quirk of spec §2.4: 0x80 (silence) → −128·0.98 → −125 → 0x83."""
     data = sample.wav_bytes(4, width=1)
     samples, width, channels, rate = usf.read_wav(data)
-    body = usf.convert([-128, 0, 127, 1], 1, 1, 11025,
-                       usf.SoundOptions())
+    body = usf.convert([-128, 0, 127, 1], 1, 1, 11025, usf.SoundOptions())
     assert body == bytes([0x83, 0x00, 0x7C, 0x00])
     assert (width, channels, rate) == (1, 1, 11025) and len(samples) == 4
 
@@ -87,14 +89,15 @@ def test_header_layout_and_flags():
     assert struct.unpack('<HHI', header[40:]) == (22050, 1, 0xFFFFFFFF)
 
 
-@pytest.mark.parametrize('rate,width,channels', [(11025, 1, 1), (11025, 2, 1), (22050, 2, 1),
-                                                 (44100, 2, 2), (8000, 1, 1), (16000, 1, 2)])
+@pytest.mark.parametrize(
+    'rate,width,channels',
+    [(11025, 1, 1), (11025, 2, 1), (22050, 2, 1), (44100, 2, 2), (8000, 1, 1), (16000, 1, 2)],
+)
 def test_wav_to_usf_lengths_and_round_trip(rate, width, channels):
     frames = 3001
     data = usf.wav_to_usf(sample.wav_bytes(frames, rate, width, channels), 'tone')
     parsed = usf.parse(data)
-    expected = len(audio.ratecv([0] * frames, 1, rate, 11025, 4, 4)) \
-        if rate != 11025 else frames
+    expected = len(audio.ratecv([0] * frames, 1, rate, 11025, 4, 4)) if rate != 11025 else frames
     assert (parsed.name, parsed.rate, parsed.bits, parsed.channels) == ('tone', 11025, 8, 1)
     assert len(parsed.body) == expected
     assert usf.to_wav(parsed)[:4] == b'RIFF'
@@ -102,7 +105,7 @@ def test_wav_to_usf_lengths_and_round_trip(rate, width, channels):
 
 def test_adpcm_sound_is_half_the_samples():
     data = usf.wav_to_usf(sample.wav_bytes(15941), 'growl', usf.SoundOptions(adpcm=True))
-    assert len(data) == 48 + 7970          # the PPG's growl: 15,941 frames → 7,970 bytes
+    assert len(data) == 48 + 7970  # the PPG's growl: 15,941 frames → 7,970 bytes
     assert usf.parse(data).compression == usf.ADPCM
 
 

@@ -1,9 +1,11 @@
 """csv2umf, csv2ucf, the enumerations, UPF macros and the URF writer/reader, byte for byte."""
+
 import struct
 import zlib
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pleo_driver import sample
 from pleo_driver.pdk import amx, enums, joints, py2, ucf, umf, upf, urf, usf
@@ -34,8 +36,7 @@ def bow():
 
 def test_template_bow_matches_the_ppg_log():
     data, lines = bow()
-    assert lines[-1] == ('done writing umf3 file; average vector length=15, count=98; '
-                         'frames=102')
+    assert lines[-1] == ('done writing umf3 file; average vector length=15, count=98; frames=102')
     assert len(data) == 1252 == 46 + 2 * 14 + 12 * 98 + 2
 
 
@@ -43,10 +44,19 @@ def test_umf_header_and_terminator():
     data, _ = bow()
     magic, version, name, count, angle, timebase, vectors, end = umf.HEADER.unpack_from(data)
     assert (magic, version, name.rstrip(b'\0'), count, angle, timebase, vectors, end) == (
-        b'UGMF', 3, b'bow', 14, 1, 33, 98, 102)
+        b'UGMF',
+        3,
+        b'bow',
+        14,
+        1,
+        33,
+        98,
+        102,
+    )
     codes = struct.unpack_from('<14H', data, 46)
     assert [joints.CODE_TO_KEY[c] for c in codes] == [
-        k for k in joints.UMF_ORDER if k in sample.bow_curves()]
+        k for k in joints.UMF_ORDER if k in sample.bow_curves()
+    ]
     assert data[46:48] == b'HN' and data[-2:] == b'\xad\xde'
 
 
@@ -57,7 +67,7 @@ def test_vectors_share_frames_and_start_one_later():
         by_joint.setdefault(joint, []).append((start, goal))
     for key, spans in by_joint.items():
         real = [s for s in spans if s != (0, 0)]
-        for (_, goal), (start, _) in zip(real, real[1:]):
+        for (_, goal), (start, _) in zip(real, real[1:], strict=False):
             assert start == goal + 1, (key, real)
 
 
@@ -77,14 +87,18 @@ def test_sound_column_cues_by_name_and_drops_unused_sd():
     assert 'SD' in parsed.joints
     assert [v for v in parsed.vectors if v[0] == 'SD'] == [('SD', 4, 0, 0, 4096)]
     assert any('missing sound' in line for line in lines)
-    silent = umf.parse(umf.csv_to_umf(sample.motion_csv({'RS': lambda f: 0.0}, 10, sounds={
-        1: '0.0'}).decode(), 'quiet')[0])
+    silent = umf.parse(
+        umf.csv_to_umf(
+            sample.motion_csv({'RS': lambda f: 0.0}, 10, sounds={1: '0.0'}).decode(), 'quiet'
+        )[0]
+    )
     assert 'SD' not in silent.joints
 
 
 def test_used_header_overrides_and_frames_are_recounted():
-    text = sample.motion_csv({'RS': lambda f: 0.0, 'LS': lambda f: 5.0}, 12,
-                             extra_header=['used=LS-TO']).decode()
+    text = sample.motion_csv(
+        {'RS': lambda f: 0.0, 'LS': lambda f: 5.0}, 12, extra_header=['used=LS-TO']
+    ).decode()
     motion = umf.read_csv(text)
     assert motion.used == ['LS'] and len(motion.rows) == 12
 
@@ -95,13 +109,16 @@ def test_cr_line_ends_and_trailing_empty_columns():
     assert umf.csv_to_umf(text, 'm')[0] == umf.csv_to_umf(text.replace('\r', '\n'), 'm')[0]
 
 
-@pytest.mark.parametrize('text,message', [
-    ('Header\n\nBody\nTime,Frame,RS\n0,0,1\n', 'blank line'),
-    ('Header\nrate=30\n', 'no "Body"'),
-    ('Body\nTime,RS\n0,1\n', 'no "Frame"'),
-    ('Body\nTime,Frame,RS\n0,0,abc\n', 'not an angle'),
-    ('rate=fast\nBody\nTime,Frame,RS\n0,0,1\n', 'rate'),
-])
+@pytest.mark.parametrize(
+    'text,message',
+    [
+        ('Header\n\nBody\nTime,Frame,RS\n0,0,1\n', 'blank line'),
+        ('Header\nrate=30\n', 'no "Body"'),
+        ('Body\nTime,RS\n0,1\n', 'no "Frame"'),
+        ('Body\nTime,Frame,RS\n0,0,abc\n', 'not an angle'),
+        ('rate=fast\nBody\nTime,Frame,RS\n0,0,1\n', 'rate'),
+    ],
+)
 def test_bad_motion_csv(text, message):
     with pytest.raises(BuildError, match=message):
         umf.csv_to_umf(text, 'bad')
@@ -113,11 +130,19 @@ def test_motion_name_removes_csv_dot_and_prefix():
 
 # ---- UCF ------------------------------------------------------------------------------------
 LOOKUPS = ucf.Lookups(
-    properties={'property_motion': 13, 'property_sound': 29, 'property_mood': 20,
-                'property_age': 1},
+    properties={
+        'property_motion': 13,
+        'property_sound': 29,
+        'property_mood': 20,
+        'property_age': 1,
+    },
     pawn_enums={'mood_name': {'mood_happy': 3}, 'age_name': {'age_none': 0}},
-    resources={'motion': {'hungry_search': 0x2000, 'walk': 0x2001}, 'sound': {'soc_023': 4200},
-               'command': {}})
+    resources={
+        'motion': {'hungry_search': 0x2000, 'walk': 0x2001},
+        'sound': {'soc_023': 4200},
+        'command': {},
+    },
+)
 
 
 def test_single_column_command():
@@ -130,16 +155,20 @@ def test_single_column_command():
 
 
 def test_columns_in_python2_dict_order_and_resolution_rules():
-    data, missing, _ = ucf.csv_to_ucf('mood, age ,sound,age_max\r'
-                                      'mood_happy,none,soc_023,7\rhappy,x,soc_023,9\r'
-                                      'sad,none,soc_023\r', 's', LOOKUPS)
-    assert missing == ['age=x']                 # the third row lacks its last field: skipped
+    data, missing, _ = ucf.csv_to_ucf(
+        'mood, age ,sound,age_max\r'
+        'mood_happy,none,soc_023,7\rhappy,x,soc_023,9\r'
+        'sad,none,soc_023\r',
+        's',
+        LOOKUPS,
+    )
+    assert missing == ['age=x']  # the third row lacks its last field: skipped
     triples = [struct.unpack_from('<hhh', data, 42 + 6 * i) for i in range((len(data) - 42) // 6)]
     order = py2.dict_order(['mood', 'age', 'sound', 'age_max'])
     first = {'mood': (20, 1, 3), 'age': (1, 1, 0), 'sound': (29, 1, 4200), 'age_max': (1, 3, 7)}
     second = dict(first, age=None, age_max=(1, 3, 9))
     assert triples == [first[c] for c in order] + [second[c] for c in order if second[c]]
-    assert struct.unpack_from('<hh', data, 38) == (3, 2)   # the last entry's count (quirk)
+    assert struct.unpack_from('<hh', data, 38) == (3, 2)  # the last entry's count (quirk)
 
 
 def test_short_rows_skipped_and_empty_is_an_error():
@@ -157,14 +186,19 @@ def test_enum_xml_and_inc_byte_exact():
     assert enums.write_xml(entries, enums.SOUND) == (
         '<enum max="32767" min="4096" name="sound" namesoff="true" short="snd">\n'
         '  <e id=" 4096" name="roar" />\n  <e id=" 4097" name="alarm_beep" />\n'
-        '  <e id=" 4098" name="PLEO_Line" />\n</enum>')
+        '  <e id=" 4098" name="PLEO_Line" />\n</enum>'
+    )
     inc = enums.write_inc(entries, enums.SOUND)
     assert inc.startswith(enums.INC_BANNER) and inc.count('\n') == 15
-    assert inc.endswith('enum sound_name {\n  snd_none       =     0,\n'
-                        '  snd_min        =  4096,\n  snd_roar       =  4096,\n'
-                        '  snd_alarm_beep =  4097,\n  snd_PLEO_Line  =  4098,\n'
-                        '  snd_max\n};\n')
-    assert enums.INC_BANNER.splitlines()[3] == ' * enumgen.py.  Do not edit directly or put under  *'
+    assert inc.endswith(
+        'enum sound_name {\n  snd_none       =     0,\n'
+        '  snd_min        =  4096,\n  snd_roar       =  4096,\n'
+        '  snd_alarm_beep =  4097,\n  snd_PLEO_Line  =  4098,\n'
+        '  snd_max\n};\n'
+    )
+    assert (
+        enums.INC_BANNER.splitlines()[3] == ' * enumgen.py.  Do not edit directly or put under  *'
+    )
 
 
 def test_user_properties_have_no_none():
@@ -189,32 +223,41 @@ def test_ids_survive_rebuilds():
 
 def test_ids_wrap_around_past_the_maximum():
     assert enums.assign_ids([('x', 32767)], ['x', 'y'], enums.SCRIPT) == [
-        ('x', 32767), ('y', 16384)]
+        ('x', 32767),
+        ('y', 16384),
+    ]
 
 
 def test_empty_enum_xml():
     assert enums.write_xml([], enums.COMMAND) == (
-        '<enum max="32767" min="12288" name="command" namesoff="true" short="cmd" />')
+        '<enum max="32767" min="12288" name="command" namesoff="true" short="cmd" />'
+    )
 
 
-@pytest.mark.parametrize('xml,message', [
-    ('<enum><e id="4096" name="a" /><e id="4097" name="a" /></enum>', 'duplicate name'),
-    ('<enum><e id="4096" name="a" /><e id="4096" name="b" /></enum>', 'duplicate id'),
-    ('<enum><e id="5" name="a" /></enum>', 'outside'),
-    ('<enum><e id="x" name="a" /></enum>', 'numeric'),
-    ('<enum>', 'not valid XML'),
-])
+@pytest.mark.parametrize(
+    'xml,message',
+    [
+        ('<enum><e id="4096" name="a" /><e id="4097" name="a" /></enum>', 'duplicate name'),
+        ('<enum><e id="4096" name="a" /><e id="4096" name="b" /></enum>', 'duplicate id'),
+        ('<enum><e id="5" name="a" /></enum>', 'outside'),
+        ('<enum><e id="x" name="a" /></enum>', 'numeric'),
+        ('<enum>', 'not valid XML'),
+    ],
+)
 def test_bad_enum_xml(xml, message):
     with pytest.raises(BuildError, match=message):
         enums.read_xml(xml, enums.SOUND)
 
 
 def test_parse_inc():
-    text = ('/* c */ enum property_name { property_age = 1, property_mood, // x\n'
-            ' property_sound = 29 }\nenum mood_name { mood_happy = (1 << 2) | 1, mood_sad }')
+    text = (
+        '/* c */ enum property_name { property_age = 1, property_mood, // x\n'
+        ' property_sound = 29 }\nenum mood_name { mood_happy = (1 << 2) | 1, mood_sad }'
+    )
     assert enums.parse_inc(text) == {
         'property_name': {'property_age': 1, 'property_mood': 2, 'property_sound': 29},
-        'mood_name': {'mood_happy': 5, 'mood_sad': 6}}
+        'mood_name': {'mood_happy': 5, 'mood_sad': 6},
+    }
 
 
 # ---- UPF macros -----------------------------------------------------------------------------
@@ -226,20 +269,28 @@ def test_macro_rules(tmp_path):
         '<set name="DEEP" value="${SOUNDS}/x"/>'
         '<resources><sound path="${SOUNDS}/a.wav"/><sound path="$${SOUNDS}/b.wav"/>'
         '<sound path="${HOME}/c.wav"/><sound path="${DEEP}/d.wav"/>'
-        '<sound path="${NOPE}/e.wav"/><!-- <sound path="f.wav"/> --></resources></upf_project>')
+        '<sound path="${NOPE}/e.wav"/><!-- <sound path="f.wav"/> --></resources></upf_project>'
+    )
     project = upf.load(str(path), {'HOME': '/home/me'})
     assert [r.path for r in project.resources] == [
-        '../media/sounds/a.wav', '${SOUNDS}/b.wav', '/home/me/c.wav', '${MEDIA}/sounds/x/d.wav',
-        '${NOPE}/e.wav']
+        '../media/sounds/a.wav',
+        '${SOUNDS}/b.wav',
+        '/home/me/c.wav',
+        '${MEDIA}/sounds/x/d.wav',
+        '${NOPE}/e.wav',
+    ]
     assert "Key 'NOPE' not defined" in project.warnings
 
 
-@pytest.mark.parametrize('text,message', [
-    ('<p name="x"><resources><movie path="a"/></resources></p>', 'unknown resource'),
-    ('<p><resources/></p>', 'no name'),
-    ('<p name="x"', 'not valid XML'),
-    ('<p name="x"><resources><sound/></resources></p>', 'without a path'),
-])
+@pytest.mark.parametrize(
+    'text,message',
+    [
+        ('<p name="x"><resources><movie path="a"/></resources></p>', 'unknown resource'),
+        ('<p><resources/></p>', 'no name'),
+        ('<p name="x"', 'not valid XML'),
+        ('<p name="x"><resources><sound/></resources></p>', 'without a path'),
+    ],
+)
 def test_bad_upf(tmp_path, text, message):
     path = tmp_path / 'bad.upf'
     path.write_text(text)
@@ -249,10 +300,14 @@ def test_bad_upf(tmp_path, text, message):
 
 # ---- URF ------------------------------------------------------------------------------------
 def template_groups(usf_size=15989, umf_size=1252):
-    return {urf.SOUNDS: [urf.Item(0x1000, 'growl', b's' * usf_size)],
-            urf.MOTIONS: [urf.Item(0x2000, 'bow', b'm' * umf_size)],
-            urf.SCRIPTS: [urf.Item(0x4000, 'sensors', amx.stand_in(244, 128, 192)),
-                          urf.Item(0x4001, 'main', amx.stand_in(204, 120, 148))]}
+    return {
+        urf.SOUNDS: [urf.Item(0x1000, 'growl', b's' * usf_size)],
+        urf.MOTIONS: [urf.Item(0x2000, 'bow', b'm' * umf_size)],
+        urf.SCRIPTS: [
+            urf.Item(0x4000, 'sensors', amx.stand_in(244, 128, 192)),
+            urf.Item(0x4001, 'main', amx.stand_in(204, 120, 148)),
+        ],
+    }
 
 
 def test_urf_layout_of_the_ppg_build_log():
@@ -264,35 +319,42 @@ def test_urf_layout_of_the_ppg_build_log():
     assert struct.unpack_from('<4sI', data, 16) == (b'UGSF', 0x4E00)
     assert struct.unpack_from('<4sI', data, 48) == (b'PROP', 0x4EC0)
     assert struct.unpack_from('<4sI', data, 56) == (b'SIZE', 0x4EC8)
-    assert data[0x40:0x200] == b'0' * (0x200 - 0x40)             # padding is ASCII '0'
+    assert data[0x40:0x200] == b'0' * (0x200 - 0x40)  # padding is ASCII '0'
     assert data[-8:] == b'ADLR' + struct.pack('<I', zlib.adler32(data[:-8], 0))
     assert zlib.adler32(data[:-8], 0) != zlib.adler32(data[:-8])
-    assert data[0x4E64:0x4E68] == b'\0\0\0\0'                     # empty UGCF: length 0
-    assert data[0x4E6C:0x4E70] == struct.pack('<I', 80)          # AMX toc: 2 × 40
+    assert data[0x4E64:0x4E68] == b'\0\0\0\0'  # empty UGCF: length 0
+    assert data[0x4E6C:0x4E70] == struct.pack('<I', 80)  # AMX toc: 2 × 40
 
 
 def test_gaps_and_property_quirks():
-    groups = {urf.SOUNDS: [urf.Item(0x1002, 'late', b'abc')],
-              urf.PROPERTIES: [urf.property_item(0x5000, 'my_prop', -2),
-                               urf.property_item(0x5001, 'p2', 7)]}
+    groups = {
+        urf.SOUNDS: [urf.Item(0x1002, 'late', b'abc')],
+        urf.PROPERTIES: [
+            urf.property_item(0x5000, 'my_prop', -2),
+            urf.property_item(0x5001, 'p2', 7),
+        ],
+    }
     data, layout = urf.write(groups, 0, 3)
     toc = layout.indices[0][1]
     assert struct.unpack_from('<4sI', data, toc) == (b'UGSF', 120)
     assert struct.unpack_from('<II', data, toc + 8) == (0xFFFFFFFF, 0)
-    assert data[toc + 16:toc + 48] == bytes(32)
+    assert data[toc + 16 : toc + 48] == bytes(32)
     prop_toc = layout.indices[4][1]
     offset, length, name = struct.unpack_from('<II32s', data, prop_toc + 8)
-    assert (length, name.rstrip(b'\0')) == (7, b'my_prop')        # length = len(name)
-    assert data[offset:offset + 8] == struct.pack('<ii', -2, 7)
+    assert (length, name.rstrip(b'\0')) == (7, b'my_prop')  # length = len(name)
+    assert data[offset : offset + 8] == struct.pack('<ii', -2, 7)
     parsed = urf.parse(data)
-    assert [(e.id, e.name) for e in parsed.entries] == [(0x1002, 'late'), (0x5000, 'my_prop'),
-                                                        (0x5001, 'p2')]
+    assert [(e.id, e.name) for e in parsed.entries] == [
+        (0x1002, 'late'),
+        (0x5000, 'my_prop'),
+        (0x5001, 'p2'),
+    ]
     assert parsed.checksum_ok and parsed.version == 3
 
 
 def test_names_truncate_at_32_without_terminator():
     data, layout = urf.write({urf.MOTIONS: [urf.Item(0x2000, 'n' * 40, b'x')]}, 0, 0)
-    entry = data[layout.indices[1][1] + 8:][:40]
+    entry = data[layout.indices[1][1] + 8 :][:40]
     assert entry[8:] == b'n' * 32
 
 

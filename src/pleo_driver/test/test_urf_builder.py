@@ -1,4 +1,5 @@
 """urf_builder end to end: projects built on disk, the command line as a real process."""
+
 import os
 import pathlib
 import stat
@@ -17,9 +18,14 @@ TIME = 1216936757
 
 
 def run_cli(*args, cwd=None, env=None):
-    return subprocess.run([sys.executable, '-m', 'pleo_driver.urf_builder', *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=120,
-                          env=dict(os.environ, **(env or {})))
+    return subprocess.run(
+        [sys.executable, '-m', 'pleo_driver.urf_builder', *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        env=dict(os.environ, **(env or {})),
+    )
 
 
 def build(path, **kwargs):
@@ -37,12 +43,19 @@ def template(tmp_path):
 def test_template_project_reproduces_the_ppg_build_log(template):
     result, log = build(template, action='rebuild', amx_dir=str(template.parent / 'prebuilt'))
     assert result.size == 20176
-    for line in ('writing growl (0x1000) at 0x200', 'writing bow (0x2000) at 0x4200',
-                 'writing sensors (0x4000) at 0x4800', 'writing main (0x4001) at 0x4a34',
-                 'writing UGSF toc at 0x4e00', 'writing PROP toc at 0x4ec0',
-                 '  URF file fits: 20176 of 3649536. 3629376 free', 'Version is 0',
-                 'done writing umf3 file; average vector length=15, count=98; frames=102',
-                 '  no data for commands', '  no data for user properties'):
+    for line in (
+        'writing growl (0x1000) at 0x200',
+        'writing bow (0x2000) at 0x4200',
+        'writing sensors (0x4000) at 0x4800',
+        'writing main (0x4001) at 0x4a34',
+        'writing UGSF toc at 0x4e00',
+        'writing PROP toc at 0x4ec0',
+        '  URF file fits: 20176 of 3649536. 3629376 free',
+        'Version is 0',
+        'done writing umf3 file; average vector length=15, count=98; frames=102',
+        '  no data for commands',
+        '  no data for user properties',
+    ):
         assert line in log
     data = open(result.urf_path, 'rb').read()
     assert f'Adler32 crc is {result.checksum:08X}' in log
@@ -50,12 +63,21 @@ def test_template_project_reproduces_the_ppg_build_log(template):
     folder = template.parent
     assert (folder / 'sounds.xml').read_bytes() == (
         b'<enum max="32767" min="4096" name="sound" namesoff="true" short="snd">\r\n'
-        b'  <e id=" 4096" name="growl" />\r\n</enum>')
-    assert (folder / 'include' / 'scripts.inc').read_bytes().endswith(
-        b'  scr_sensors = 16384,\r\n  scr_main    = 16385,\r\n  scr_max\r\n};\r\n')
+        b'  <e id=" 4096" name="growl" />\r\n</enum>'
+    )
+    assert (
+        (folder / 'include' / 'scripts.inc')
+        .read_bytes()
+        .endswith(b'  scr_sensors = 16384,\r\n  scr_main    = 16385,\r\n  scr_max\r\n};\r\n')
+    )
     assert b'\n' not in (folder / 'include' / 'scripts.inc').read_bytes().replace(b'\r\n', b'')
-    assert sorted(os.listdir(folder / 'build')) == ['4096.usf', '8192.umf', 'main.amx',
-                                                    'sensors.amx', 'template.urf']
+    assert sorted(os.listdir(folder / 'build')) == [
+        '4096.usf',
+        '8192.umf',
+        'main.amx',
+        'sensors.amx',
+        'template.urf',
+    ]
 
 
 def test_builds_are_reproducible_and_incremental(template):
@@ -65,8 +87,8 @@ def test_builds_are_reproducible_and_incremental(template):
     stamp = os.path.getmtime(usf)
     second, log = build(template, amx_dir=str(template.parent / 'prebuilt'))
     assert open(second.urf_path, 'rb').read() == data
-    assert os.path.getmtime(usf) == stamp               # up to date: not converted again
-    assert not [line for line in log if 'Converting' in line], log   # and not said to be
+    assert os.path.getmtime(usf) == stamp  # up to date: not converted again
+    assert not [line for line in log if 'Converting' in line], log  # and not said to be
     assert '  build/4096.usf is up to date' in log and '  build/8192.umf is up to date' in log
 
 
@@ -74,16 +96,18 @@ def test_generated_text_files_are_crlf_as_the_pdk_writes_them_or_lf_when_asked(t
     """A project built by the PDK and by urf_builder in turn keeps its .inc and .xml bytes."""
     folder = template.parent
     generated = [folder / 'sounds.xml', folder / 'motions.xml', folder / 'include' / 'sounds.inc']
-    pdk_ids = (b'<enum max="32767" min="4096" name="sound" namesoff="true" short="snd">\r\n'
-               b'  <e id=" 4100" name="growl" />\r\n</enum>')
-    (folder / 'sounds.xml').write_bytes(pdk_ids)           # as the PDK left it, with its IDs
+    pdk_ids = (
+        b'<enum max="32767" min="4096" name="sound" namesoff="true" short="snd">\r\n'
+        b'  <e id=" 4100" name="growl" />\r\n</enum>'
+    )
+    (folder / 'sounds.xml').write_bytes(pdk_ids)  # as the PDK left it, with its IDs
     run = run_cli(template, 'build', '--amx-dir', folder / 'prebuilt', '--quiet')
     assert run.returncode == 0, run.stderr
     assert (folder / 'sounds.xml').read_bytes() == pdk_ids
     assert b' 4100,\r\n' in (folder / 'include' / 'sounds.inc').read_bytes()
     stamps = [os.stat(path).st_mtime_ns for path in generated]
     assert run_cli(template, 'build', '--amx-dir', folder / 'prebuilt').returncode == 0
-    assert [os.stat(path).st_mtime_ns for path in generated] == stamps   # not rewritten
+    assert [os.stat(path).st_mtime_ns for path in generated] == stamps  # not rewritten
     run = run_cli(template, 'build', '--line-endings', 'lf', '--amx-dir', folder / 'prebuilt')
     assert run.returncode == 0, run.stderr
     for path in generated:
@@ -92,8 +116,12 @@ def test_generated_text_files_are_crlf_as_the_pdk_writes_them_or_lf_when_asked(t
 
 
 def test_source_date_epoch(template):
-    result, _ = build(template, amx_dir=str(template.parent / 'prebuilt'), build_time=None,
-                      environment={'SOURCE_DATE_EPOCH': '1000'})
+    result, _ = build(
+        template,
+        amx_dir=str(template.parent / 'prebuilt'),
+        build_time=None,
+        environment={'SOURCE_DATE_EPOCH': '1000'},
+    )
     assert struct.unpack_from('<I', open(result.urf_path, 'rb').read(), 8)[0] == 1000
 
 
@@ -116,8 +144,15 @@ def test_sample_project_with_everything(tmp_path):
     result, log = build(project, amx_dir=str(tmp_path / 's' / 'prebuilt'))
     parsed = urf.parse(open(result.urf_path, 'rb').read())
     names = [(e.group.signature, e.name) for e in parsed.entries]
-    assert names == [(b'UGSF', 'chirp'), (b'UGSF', 'purr'), (b'UGMF', 'wag'), (b'UGMF', 'walk'),
-                     (b'UGCF', 'greet_cmd'), (b' AMX', 'main'), (b'PROP', 'greeted')]
+    assert names == [
+        (b'UGSF', 'chirp'),
+        (b'UGSF', 'purr'),
+        (b'UGMF', 'wag'),
+        (b'UGMF', 'walk'),
+        (b'UGCF', 'greet_cmd'),
+        (b' AMX', 'main'),
+        (b'PROP', 'greeted'),
+    ]
     assert parsed.version == 1
     assert any('adpcm:1' in line for line in log)
 
@@ -128,17 +163,30 @@ def test_fake_pawn_compiler_gets_the_template(tmp_path):
     sample.write(str(folder / 'main.p'), 'main() {}\n')
     sample.write(str(folder / 'inc' / 'x.inc'), '')
     compiler = tmp_path / 'pawncc'
-    compiler.write_text('#!/bin/sh\necho "$@" > args.txt\nfor a; do case "$a" in -o*) '
-                        f'cp "{tmp_path}/fake.amx" "${{a#-o}}";; esac; done\n')
+    compiler.write_text(
+        '#!/bin/sh\necho "$@" > args.txt\nfor a; do case "$a" in -o*) '
+        f'cp "{tmp_path}/fake.amx" "${{a#-o}}";; esac; done\n'
+    )
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
     (tmp_path / 'fake.amx').write_bytes(amx.stand_in(24, 8))
     upf = folder / 'p.upf'
-    upf.write_text(sample.upf_text('p', ['<script path="main.p" />'],
-                                   '    <tools><pawn value="pawncc %i -V2048 -C- %I -o%o" />'
-                                   '</tools>\n    <include value="./inc:inc/../inc" />\n'))
+    upf.write_text(
+        sample.upf_text(
+            'p',
+            ['<script path="main.p" />'],
+            '    <tools><pawn value="pawncc %i -V2048 -C- %I -o%o" />'
+            '</tools>\n    <include value="./inc:inc/../inc" />\n',
+        )
+    )
     result, log = build(upf, pawn_executable=str(compiler))
     assert (folder / 'args.txt').read_text().split() == [
-        'main.p', '-V2048', '-C-', '-iinc', '-iinc', '-obuild/main.amx']
+        'main.p',
+        '-V2048',
+        '-C-',
+        '-iinc',
+        '-iinc',
+        '-obuild/main.amx',
+    ]
     assert any(line.startswith('  @ ') for line in log)
     assert urf.parse(open(result.urf_path, 'rb').read()).entries[0].name == 'main'
 
@@ -152,12 +200,15 @@ def test_pawn4_output_is_a_warning(tmp_path):
     assert any('Pawn 4' in w for w in result.warnings)
 
 
-@pytest.mark.parametrize('resources,extra,message', [
-    (['<script path="main.p" />'], {}, 'no Pawn compiler command'),
-    (['<sound path="missing.wav" />'], {}, 'missing'),
-    (['<script path="bad.amx" />'], {}, 'not a 32-bit Pawn AMX'),
-    (['<sound path="bad.wav" />'], {}, 'not a PCM WAV'),
-])
+@pytest.mark.parametrize(
+    'resources,extra,message',
+    [
+        (['<script path="main.p" />'], {}, 'no Pawn compiler command'),
+        (['<sound path="missing.wav" />'], {}, 'missing'),
+        (['<script path="bad.amx" />'], {}, 'not a 32-bit Pawn AMX'),
+        (['<sound path="bad.wav" />'], {}, 'not a PCM WAV'),
+    ],
+)
 def test_build_errors(tmp_path, resources, extra, message):
     folder = tmp_path / 'p'
     sample.write(str(folder / 'main.p'), '')
@@ -174,8 +225,13 @@ def test_missing_compiler_is_a_clear_error(tmp_path):
     folder = tmp_path / 'p'
     sample.write(str(folder / 'main.p'), '')
     upf = folder / 'p.upf'
-    upf.write_text(sample.upf_text('p', ['<script path="main.p" />'],
-                                   '    <tools><pawn value="pawncc-none %i -o%o" /></tools>\n'))
+    upf.write_text(
+        sample.upf_text(
+            'p',
+            ['<script path="main.p" />'],
+            '    <tools><pawn value="pawncc-none %i -o%o" /></tools>\n',
+        )
+    )
     with pytest.raises(BuildError, match="Pawn compiler 'pawncc-none' not found"):
         build(upf)
 
@@ -183,8 +239,9 @@ def test_missing_compiler_is_a_clear_error(tmp_path):
 def test_too_big_is_refused_and_nothing_is_written(tmp_path):
     folder = tmp_path / 'p'
     for index in range(4):
-        sample.write(str(folder / f's{index}.wav'), sample.wav_bytes(1_000_000, shape='noise',
-                                                                      seed=index))
+        sample.write(
+            str(folder / f's{index}.wav'), sample.wav_bytes(1_000_000, shape='noise', seed=index)
+        )
     upf = folder / 'p.upf'
     upf.write_text(sample.upf_text('p', [f'<sound path="s{i}.wav" />' for i in range(4)]))
     with pytest.raises(BuildError, match='does not fit'):
@@ -195,7 +252,7 @@ def test_too_big_is_refused_and_nothing_is_written(tmp_path):
 def test_clean_removes_generated_files_only(template):
     build(template, amx_dir=str(template.parent / 'prebuilt'))
     own = template.parent / 'include' / 'mine.inc'
-    own.write_text('// the user\'s')
+    own.write_text("// the user's")
     build(template, action='clean')
     folder = template.parent
     assert not (folder / 'build').exists() and not (folder / 'sounds.xml').exists()
@@ -215,8 +272,13 @@ def test_cli_build_inspect_verify_extract(template, tmp_path):
     out = tmp_path / 'out'
     extracted = run_cli(urf_path, 'extract', '--output', out, '--wav')
     assert extracted.returncode == 0
-    assert sorted(os.listdir(out)) == ['bow.umf', 'growl.usf', 'growl.wav', 'main.amx',
-                                       'sensors.amx']
+    assert sorted(os.listdir(out)) == [
+        'bow.umf',
+        'growl.usf',
+        'growl.wav',
+        'main.amx',
+        'sensors.amx',
+    ]
     assert (out / 'bow.umf').read_bytes() == (folder / 'build' / '8192.umf').read_bytes()
     damaged = bytearray(urf_path.read_bytes())
     damaged[0x300] ^= 0xFF
@@ -225,13 +287,16 @@ def test_cli_build_inspect_verify_extract(template, tmp_path):
     assert bad.returncode == 1 and 'checksum' in bad.stdout
 
 
-@pytest.mark.parametrize('args,code,message', [
-    (['nothing.upf'], 1, 'cannot read project'),
-    (['x.upf', 'explode'], 2, "unknown command 'explode'"),
-    (['x.upf', 'verify'], 2, 'works on a .urf file'),
-    (['x.urf', 'extract'], 1, 'cannot read'),
-    (['x.upf', '-b'], 1, 'block compiling'),
-])
+@pytest.mark.parametrize(
+    'args,code,message',
+    [
+        (['nothing.upf'], 1, 'cannot read project'),
+        (['x.upf', 'explode'], 2, "unknown command 'explode'"),
+        (['x.upf', 'verify'], 2, 'works on a .urf file'),
+        (['x.urf', 'extract'], 1, 'cannot read'),
+        (['x.upf', '-b'], 1, 'block compiling'),
+    ],
+)
 def test_cli_errors(tmp_path, args, code, message):
     (tmp_path / 'x.upf').write_text('<p name="x"><resources/></p>')
     done = run_cli(*args, cwd=tmp_path)

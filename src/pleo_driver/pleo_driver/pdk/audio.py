@@ -6,6 +6,7 @@ ints (one value per sample, interleaved channels); ``width`` is the sample size 
 bytes (1 or 2). Plain Python, sample by sample as audioop worked: importing NumPy
 would cost urf_builder more start-up time than a whole template-sized build takes.
 """
+
 import array
 import math
 import sys
@@ -14,7 +15,7 @@ from legacy_robot_common.ima_adpcm import encode_sample
 
 from .py2 import c_div
 
-TYPECODES = {1: 'b', 2: 'h'}          # signed char, signed short (both exact in array)
+TYPECODES = {1: 'b', 2: 'h'}  # signed char, signed short (both exact in array)
 
 
 def max_value(width):
@@ -24,7 +25,7 @@ def max_value(width):
 def from_bytes(data, width):
     """Raw little-endian sample bytes → signed values, the way audioop reads them (8-bit as
     *signed* char); a trailing partial sample is ignored."""
-    samples = array.array(TYPECODES[width], data[:len(data) // width * width])
+    samples = array.array(TYPECODES[width], data[: len(data) // width * width])
     if width > 1 and sys.byteorder == 'big':
         samples.byteswap()
     return samples.tolist()
@@ -60,8 +61,12 @@ def tomono(samples, width, left_factor=1.0, right_factor=1.0):
     """Interleaved stereo → mono: a weighted sum, clipped to ±max and truncated."""
     limit = max_value(width)
     frames = len(samples) // 2
-    return [int(max(-limit, min(limit, left * left_factor + right * right_factor)))
-            for left, right in zip(samples[0:2 * frames:2], samples[1:2 * frames:2])]
+    return [
+        int(max(-limit, min(limit, left * left_factor + right * right_factor)))
+        for left, right in zip(
+            samples[0 : 2 * frames : 2], samples[1 : 2 * frames : 2], strict=False
+        )
+    ]
 
 
 def lin2lin(samples, width, new_width):
@@ -88,7 +93,7 @@ def ratecv(samples, width, in_rate, out_rate, weight_a=1, weight_b=0):
     in_rate, out_rate = in_rate // divisor, out_rate // divisor
     divisor = math.gcd(weight_a, weight_b)
     weight_a, weight_b = weight_a // divisor, weight_b // divisor
-    scale = 8 if width == 1 else 0          # 8-bit samples work as the top byte of 16 bits
+    scale = 8 if width == 1 else 0  # 8-bit samples work as the top byte of 16 bits
     inputs = [int(value) << scale for value in samples]
     output = []
     previous = current = 0
@@ -99,8 +104,7 @@ def ratecv(samples, width, in_rate, out_rate, weight_a=1, weight_b=0):
             if position == len(inputs):
                 return [v >> scale for v in output] if scale else output
             previous = current
-            current = c_div(weight_a * inputs[position] + weight_b * previous,
-                            weight_a + weight_b)
+            current = c_div(weight_a * inputs[position] + weight_b * previous, weight_a + weight_b)
             position += 1
             d += out_rate
         while d >= 0:

@@ -5,6 +5,7 @@ longer in the project are dropped, new names get the next free ID after the last
 one in the file. ``.inc`` parsing (for csv2ucf's property and value look-ups)
 is here too.
 """
+
 import dataclasses
 import re
 import xml.etree.ElementTree as ElementTree
@@ -19,15 +20,16 @@ INC_BANNER = (
     ' * enumgen.py.  Do not edit directly or put under  *\n'
     ' *                source control.                  *\n'
     '\\***************************************************/\n'
-    '\n')
+    '\n'
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class EnumKind:
-    name: str          # XML "name" and the Pawn enum "<name>_name"
-    short: str         # prefix of the Pawn names: snd_growl
-    base: int          # first ID
-    file_stem: str     # sounds → sounds.xml, include/sounds.inc
+    name: str  # XML "name" and the Pawn enum "<name>_name"
+    short: str  # prefix of the Pawn names: snd_growl
+    base: int  # first ID
+    file_stem: str  # sounds → sounds.xml, include/sounds.inc
     has_none: bool = True
 
 
@@ -52,8 +54,9 @@ def read_xml(text, kind):
         try:
             entries.append((element.get('name', ''), int(element.get('id', '').strip())))
         except ValueError:
-            raise BuildError(f'{kind.file_stem}.xml: entry {element.get("name")!r} has no '
-                             f'numeric id') from None
+            raise BuildError(
+                f'{kind.file_stem}.xml: entry {element.get("name")!r} has no numeric id'
+            ) from None
     _check_unique(entries, kind)
     return entries
 
@@ -66,8 +69,9 @@ def _check_unique(entries, kind):
         if number in ids:
             raise BuildError(f'{kind.file_stem}.xml: duplicate id {number}')
         if not kind.base <= number <= MAX_ID:
-            raise BuildError(f'{kind.file_stem}.xml: id {number} of {name!r} is outside '
-                             f'{kind.base}..{MAX_ID}')
+            raise BuildError(
+                f'{kind.file_stem}.xml: id {number} of {name!r} is outside {kind.base}..{MAX_ID}'
+            )
         names.add(name)
         ids.add(number)
 
@@ -101,28 +105,35 @@ def _next_free(last, used, kind):
 
 def write_xml(entries, kind):
     """The enumeration XML byte for byte: sorted attributes, ids as %5d, no final newline."""
-    head = (f'<enum max="{MAX_ID}" min="{kind.base}" name="{kind.name}" namesoff="true" '
-            f'short="{kind.short}"')
+    head = (
+        f'<enum max="{MAX_ID}" min="{kind.base}" name="{kind.name}" namesoff="true" '
+        f'short="{kind.short}"'
+    )
     if not entries:
         return head + ' />'
-    lines = [head + '>'] + [f'  <e id="{number:5d}" name="{_xml_escape(name)}" />'
-                            for name, number in entries]
+    lines = [head + '>'] + [
+        f'  <e id="{number:5d}" name="{_xml_escape(name)}" />' for name, number in entries
+    ]
     return '\n'.join(lines) + '\n</enum>'
 
 
 def _xml_escape(text):
-    return text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;').replace(
-        '"', '&quot;')
+    return (
+        text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;').replace('"', '&quot;')
+    )
 
 
 def write_inc(entries, kind):
     """The Pawn include file enumgen writes for one type."""
     rows = ([('none', 0)] if kind.has_none else []) + [('min', kind.base)] + list(entries)
     width = max([4] + [len(name) for name, _ in entries])
-    lines = [f'  {kind.short}_{name}{" " * (width - len(name) + 1)}= {number:5d},\n'
-             for name, number in rows]
-    return (INC_BANNER + f'enum {kind.name}_name {{\n' + ''.join(lines)
-            + f'  {kind.short}_max\n}};\n')
+    lines = [
+        f'  {kind.short}_{name}{" " * (width - len(name) + 1)}= {number:5d},\n'
+        for name, number in rows
+    ]
+    return (
+        INC_BANNER + f'enum {kind.name}_name {{\n' + ''.join(lines) + f'  {kind.short}_max\n}};\n'
+    )
 
 
 _ENUM = re.compile(r'\benum\s+(\w+)\s*\{(.*?)\}', re.S)
@@ -147,7 +158,7 @@ def parse_inc(text, names=None):
             if not item:
                 continue
             key, _, value = item.partition('=')
-            key = key.strip().split(':')[-1].strip()     # drop tag prefixes like "Fixed:"
+            key = key.strip().split(':')[-1].strip()  # drop tag prefixes like "Fixed:"
             if value.strip():
                 current = _int(value.strip(), names)
             elif current is not None:
@@ -163,12 +174,14 @@ _EXPRESSION = re.compile(r'[0-9a-fA-FxX\s()<>|&+\-*~]+')
 
 def _int(text, known):
     """An enum value: a number or a small constant expression over known names; None if not."""
-    expression = re.sub(r'\b[A-Za-z_]\w*\b',
-                        lambda m: str(known[m.group()]) if m.group() in known else m.group(),
-                        text.rstrip('uUlL'))
+    expression = re.sub(
+        r'\b[A-Za-z_]\w*\b',
+        lambda m: str(known[m.group()]) if m.group() in known else m.group(),
+        text.rstrip('uUlL'),
+    )
     if not _EXPRESSION.fullmatch(expression):
         return None
     try:
-        return int(eval(expression, {'__builtins__': {}}))     # digits and operators only
+        return int(eval(expression, {'__builtins__': {}}))  # digits and operators only
     except (SyntaxError, TypeError, ValueError, ZeroDivisionError):
         return None

@@ -1,4 +1,5 @@
 """The errors a build can end with; each carries a message meant for the user."""
+
 from legacy_robot_common.errors import MalformedFrame
 
 

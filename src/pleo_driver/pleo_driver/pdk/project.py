@@ -6,6 +6,7 @@ service call. Every step reports through ``log`` (the PDK's log lines) and
 for the user. The URF is written atomically: a failed build never leaves a
 half-written file behind.
 """
+
 import dataclasses
 import os
 import shlex
@@ -20,12 +21,26 @@ from .errors import BuildError, MalformedResource
 STEM_NAMED_SCRIPTS = ('main', 'sensors', 'init', 'startup')
 FOLDERS = {'sound': 'sounds', 'motion': 'motions', 'command': 'commands', 'script': 'scripts'}
 EXTENSIONS = {'sound': 'usf', 'motion': 'umf', 'command': 'ucf', 'script': 'amx'}
-KIND_ENUMS = {'sound': enums.SOUND, 'motion': enums.MOTION, 'command': enums.COMMAND,
-              'script': enums.SCRIPT, 'user_property': enums.USER_PROPERTY}
-URF_GROUPS = {'sound': urf.SOUNDS, 'motion': urf.MOTIONS, 'command': urf.COMMANDS,
-              'script': urf.SCRIPTS}
-PAWN_INCLUDES = ('pleo/properties.inc', 'pleo/age.inc', 'pleo/mood.inc', 'pleo/pose.inc',
-                 'pleo/sensors.inc')
+KIND_ENUMS = {
+    'sound': enums.SOUND,
+    'motion': enums.MOTION,
+    'command': enums.COMMAND,
+    'script': enums.SCRIPT,
+    'user_property': enums.USER_PROPERTY,
+}
+URF_GROUPS = {
+    'sound': urf.SOUNDS,
+    'motion': urf.MOTIONS,
+    'command': urf.COMMANDS,
+    'script': urf.SCRIPTS,
+}
+PAWN_INCLUDES = (
+    'pleo/properties.inc',
+    'pleo/age.inc',
+    'pleo/mood.inc',
+    'pleo/pose.inc',
+    'pleo/sensors.inc',
+)
 # csv2ucf needs these property IDs (pleo/properties.inc, identical in Pleo 1.1 and rb) when
 # the project's include path has no copy of the Ugobe include files
 FALLBACK_PROPERTIES = {'property_command': 9, 'property_motion': 13, 'property_sound': 29}
@@ -37,15 +52,15 @@ LINE_ENDINGS = {'crlf': '\r\n', 'lf': '\n'}
 
 @dataclasses.dataclass
 class BuildSettings:
-    action: str = 'build'                 # build, clean, rebuild
-    build_time: Optional[int] = None      # None: SOURCE_DATE_EPOCH, else now
-    pawn_template: Optional[str] = None   # overrides <options><tools><pawn>
+    action: str = 'build'  # build, clean, rebuild
+    build_time: Optional[int] = None  # None: SOURCE_DATE_EPOCH, else now
+    pawn_template: Optional[str] = None  # overrides <options><tools><pawn>
     pawn_executable: Optional[str] = None  # replaces the template's first word
-    amx_dir: Optional[str] = None         # prebuilt <stem>.amx files used instead of compiling
-    exclusive_clean: bool = False         # -x: clean removes only .ucf and .amx
-    preprocess_only: bool = False         # -p
-    skip_fresh_scripts: bool = False      # -s
-    environment: Optional[dict] = None    # macro keys (default: os.environ)
+    amx_dir: Optional[str] = None  # prebuilt <stem>.amx files used instead of compiling
+    exclusive_clean: bool = False  # -x: clean removes only .ucf and .amx
+    preprocess_only: bool = False  # -p
+    skip_fresh_scripts: bool = False  # -s
+    environment: Optional[dict] = None  # macro keys (default: os.environ)
     line_ending: str = LINE_ENDINGS['crlf']  # of the generated .inc and .xml files
     log: Callable[[str], None] = print
     progress: Callable[[int, int, str], None] = lambda done, total, what: None
@@ -72,8 +87,8 @@ class Builder:
             self.log(f'  warning: {warning}')
         self.build_dir = self.project.directory('build', 'build')
         self.include_dir = self.project.directory('include', 'include')
-        self.ids = {}            # kind → [(name, id)]
-        self.outputs = []        # (resource, built file)
+        self.ids = {}  # kind → [(name, id)]
+        self.outputs = []  # (resource, built file)
 
     def rel(self, path):
         return os.path.relpath(path, self.project.folder)
@@ -91,7 +106,7 @@ class Builder:
             self._remove(os.path.join(self.include_dir, f'{kind.file_stem}.inc'))
             self._remove(os.path.join(self.project.folder, f'{kind.file_stem}.xml'))
         if os.path.isdir(self.include_dir) and not os.listdir(self.include_dir):
-            os.rmdir(self.include_dir)       # only when empty: it may hold the user's includes
+            os.rmdir(self.include_dir)  # only when empty: it may hold the user's includes
         if os.path.isdir(self.build_dir):
             self.log(f"  Complete Clean: Removing build directory '{self.rel(self.build_dir)}'")
             shutil.rmtree(self.build_dir)
@@ -105,17 +120,20 @@ class Builder:
     def preprocess(self):
         self.log('*** Preprocessing ***')
         for kind_name, kind in KIND_ENUMS.items():
-            names = [r.path if kind_name == 'user_property' else r.stem
-                     for r in self.project.of_kind(kind_name)]
+            names = [
+                r.path if kind_name == 'user_property' else r.stem
+                for r in self.project.of_kind(kind_name)
+            ]
             xml_path = os.path.join(self.project.folder, f'{kind.file_stem}.xml')
-            existing = enums.read_xml(_read_text(xml_path), kind) if os.path.exists(
-                xml_path) else []
+            existing = (
+                enums.read_xml(_read_text(xml_path), kind) if os.path.exists(xml_path) else []
+            )
             entries = enums.assign_ids(existing, names, kind)
             self.log(f"  Updating enumeration XML '{kind.file_stem}.xml'")
             _write_if_changed(xml_path, self._line_endings(enums.write_xml(entries, kind)))
             self.ids[kind_name] = entries
             if not entries:
-                self.log(f"  no data for {kind.file_stem.replace('_', ' ')}")
+                self.log(f'  no data for {kind.file_stem.replace("_", " ")}')
                 continue
             inc_path = os.path.join(self.include_dir, f'{kind.file_stem}.inc')
             self.log(f"  Creating enumeration '{self.rel(inc_path)}'")
@@ -180,10 +198,15 @@ class Builder:
         options = self.sound_options(resource)
         if self._up_to_date(target, source, self.upf_path):
             return
-        self.log(f'  Converting {self.rel(source)} to {self.rel(target)} '
-                 f'{usf.options_text(options)}')
-        write_atomic(target, self._convert(source, lambda data: usf.wav_to_usf(
-            data, usf.sound_name(source), options)))
+        self.log(
+            f'  Converting {self.rel(source)} to {self.rel(target)} {usf.options_text(options)}'
+        )
+        write_atomic(
+            target,
+            self._convert(
+                source, lambda data: usf.wav_to_usf(data, usf.sound_name(source), options)
+            ),
+        )
 
     def sound_options(self, resource):
         defaults = self.project.options.get('sound', {})
@@ -194,26 +217,35 @@ class Builder:
         try:
             frequency = int(frequency) if frequency else usf.DEFAULT_RATE
         except ValueError:
-            raise BuildError(f'sound {resource.stem}: frequency {frequency!r} is not a '
-                             f'number of samples per second') from None
-        return usf.SoundOptions(adpcm=adpcm.lower() in upf.TRUE_WORDS,
-                                pitch=pitch.lower() in upf.TRUE_WORDS, frequency=frequency)
+            raise BuildError(
+                f'sound {resource.stem}: frequency {frequency!r} is not a '
+                f'number of samples per second'
+            ) from None
+        return usf.SoundOptions(
+            adpcm=adpcm.lower() in upf.TRUE_WORDS,
+            pitch=pitch.lower() in upf.TRUE_WORDS,
+            frequency=frequency,
+        )
 
     def _motion(self, resource, source, target):
         if source.lower().endswith('.umf'):
             return _copy_checked(source, target, umf.parse)
         version = self.project.option('umf') or self.project.option('motion', 'version') or '3'
         if version.strip() != '3':
-            raise BuildError(f'UMF version {version} was asked for; urf_builder writes UMF3 '
-                             f'(the only version Pleo 1.1 and later play)')
-        if self._up_to_date(target, source, self.upf_path, self._xml('sounds'),
-                            self._xml('commands')):
+            raise BuildError(
+                f'UMF version {version} was asked for; urf_builder writes UMF3 '
+                f'(the only version Pleo 1.1 and later play)'
+            )
+        if self._up_to_date(
+            target, source, self.upf_path, self._xml('sounds'), self._xml('commands')
+        ):
             return
         self.log(f'  Converting {self.rel(source)} to {self.rel(target)}, UMF3 format')
         sound_ids = dict(self.ids['sound'])
         sound_ids.update(self.ids['command'])
-        data, lines = self._convert(source, lambda d: umf.csv_to_umf(
-            decode_text(d), umf.motion_name(source), sound_ids))
+        data, lines = self._convert(
+            source, lambda d: umf.csv_to_umf(decode_text(d), umf.motion_name(source), sound_ids)
+        )
         for line in lines:
             self.log(line if line.startswith('done') else f'  warning: {line}')
         write_atomic(target, data)
@@ -221,23 +253,30 @@ class Builder:
     def _command(self, resource, source, target):
         if source.lower().endswith('.ucf'):
             return _copy_checked(source, target, ucf.parse)
-        if self._up_to_date(target, source, self.upf_path, self._xml('sounds'),
-                            self._xml('motions')):
+        if self._up_to_date(
+            target, source, self.upf_path, self._xml('sounds'), self._xml('motions')
+        ):
             return
         self.log(f'  Converting {self.rel(source)} to {self.rel(target)}')
-        data, missing, line = self._convert(source, lambda d: ucf.csv_to_ucf(
-            decode_text(d), ucf.command_name(source), self.command_lookups()))
+        data, missing, line = self._convert(
+            source,
+            lambda d: ucf.csv_to_ucf(
+                decode_text(d), ucf.command_name(source), self.command_lookups()
+            ),
+        )
         if missing:
             self.log(f'  missing properties: {", ".join(missing)}')
-            self.result.warnings.append(f'{resource.stem}: missing properties '
-                                        f'{", ".join(missing)}')
+            self.result.warnings.append(
+                f'{resource.stem}: missing properties {", ".join(missing)}'
+            )
         self.log(line)
         write_atomic(target, data)
 
     def command_lookups(self):
         resources = {kind: dict(self.ids[kind]) for kind in ('motion', 'sound', 'command')}
-        lookups, warning = command_lookups(self.project.include_dirs() + [self.include_dir],
-                                           resources)
+        lookups, warning = command_lookups(
+            self.project.include_dirs() + [self.include_dir], resources
+        )
         if warning:
             self._warn_once(warning)
         return lookups
@@ -258,16 +297,25 @@ class Builder:
         command = self.pawn_command(source, target)
         self.log(f'  @ {command}')
         try:
-            finished = subprocess.run(command, shell=True, cwd=self.project.folder,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, errors='replace', check=False)
+            finished = subprocess.run(
+                command,
+                shell=True,
+                cwd=self.project.folder,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors='replace',
+                check=False,
+            )
         except OSError as exc:
             raise BuildError(f'cannot run the Pawn compiler: {exc}') from None
         for line in finished.stdout.splitlines():
             self.log(line)
         if finished.returncode != 0 or not os.path.exists(target):
-            raise BuildError(f"compiling '{self.rel(source)}' failed (exit code "
-                             f'{finished.returncode}); the command was: {command}')
+            raise BuildError(
+                f"compiling '{self.rel(source)}' failed (exit code "
+                f'{finished.returncode}); the command was: {command}'
+            )
         self._use_amx(target, target)
 
     def _prebuilt_amx(self, resource, source):
@@ -290,31 +338,41 @@ class Builder:
         for warning in warnings:
             self.log(f'  warning: {self.rel(source)}: {warning}')
             self.result.warnings.append(f'{self.rel(source)}: {warning}')
-        self.log(f'  AMX {self.rel(source)}: header {info.header_size} bytes, code '
-                 f'{info.code_size} bytes, data {info.data_size} bytes')
+        self.log(
+            f'  AMX {self.rel(source)}: header {info.header_size} bytes, code '
+            f'{info.code_size} bytes, data {info.data_size} bytes'
+        )
         if os.path.abspath(source) != os.path.abspath(target):
             write_atomic(target, data)
 
     def pawn_command(self, source, target):
         template = self.settings.pawn_template or self.project.pawn_template()
         if not template:
-            raise BuildError('no Pawn compiler command: the UPF has no <options><tools><pawn '
-                             'value="..."/>; pass --pawn, or list prebuilt .amx scripts')
+            raise BuildError(
+                'no Pawn compiler command: the UPF has no <options><tools><pawn '
+                'value="..."/>; pass --pawn, or list prebuilt .amx scripts'
+            )
         words = shlex.split(template)
         if self.settings.pawn_executable:
             words[0] = self.settings.pawn_executable
         if not shutil.which(words[0]) and not os.path.isfile(
-                os.path.join(self.project.folder, words[0])):
+            os.path.join(self.project.folder, words[0])
+        ):
             raise BuildError(
                 f"Pawn compiler '{words[0]}' not found. Install a Pawn 3.x compiler (see the "
                 f'README), put it on PATH or pass --pawncc PATH, or build from prebuilt .amx '
-                f'files (--amx-dir DIR or <script path="x.amx"/>)')
-        includes = ''.join(f' -i{shlex.quote(os.path.normpath(self.rel(d)))}'
-                           for d in self.project.include_dirs())
+                f'files (--amx-dir DIR or <script path="x.amx"/>)'
+            )
+        includes = ''.join(
+            f' -i{shlex.quote(os.path.normpath(self.rel(d)))}' for d in self.project.include_dirs()
+        )
         # each path is normalised on its own (the PDK normalised the whole command line,
         # which on POSIX eats "dir/.." pairs that span two arguments)
-        substitutions = {'%i': shlex.quote(self.rel(source)), '%o': shlex.quote(
-            self.rel(target)), '%I': includes}
+        substitutions = {
+            '%i': shlex.quote(self.rel(source)),
+            '%o': shlex.quote(self.rel(target)),
+            '%I': includes,
+        }
         command = ' '.join(shlex.quote(word) if '%' not in word else word for word in words)
         for key, value in substitutions.items():
             command = command.replace(key, value)
@@ -340,7 +398,8 @@ class Builder:
         groups = {group: [] for group in urf.GROUPS}
         for resource, built in self.outputs:
             groups[URF_GROUPS[resource.kind]].append(
-                urf.Item(self.id_of(resource), resource.stem, read_bytes(built)))
+                urf.Item(self.id_of(resource), resource.stem, read_bytes(built))
+            )
         property_ids = dict(self.ids['user_property'])
         for name, value in self.project.user_properties():
             groups[urf.PROPERTIES].append(urf.property_item(property_ids[name], name, value))
@@ -349,16 +408,21 @@ class Builder:
             self.log(f'writing {item.name} (0x{item.id:x}) at 0x{offset:x}')
         for group, offset in layout.indices:
             self.log(f'writing {group.signature.decode().strip()} toc at 0x{offset:x}')
-        free = urf.SIZE_LIMIT - layout.size + 8     # sic: the PDK's "free" adds the trailer
+        free = urf.SIZE_LIMIT - layout.size + 8  # sic: the PDK's "free" adds the trailer
         if len(data) > urf.SIZE_LIMIT:
-            raise BuildError(f'URF file does not fit: {len(data)} of {urf.SIZE_LIMIT} bytes; '
-                             f'{len(data) - urf.SIZE_LIMIT} too many (nothing written)')
+            raise BuildError(
+                f'URF file does not fit: {len(data)} of {urf.SIZE_LIMIT} bytes; '
+                f'{len(data) - urf.SIZE_LIMIT} too many (nothing written)'
+            )
         self.log(f'  URF file fits: {len(data)} of {urf.SIZE_LIMIT}. {free} free')
         self.log(f'Adler32 crc is {layout.checksum:08X}')
         os.makedirs(self.build_dir, exist_ok=True)
         write_atomic(path, data)
         self.result.urf_path, self.result.size, self.result.checksum = (
-            path, len(data), layout.checksum)
+            path,
+            len(data),
+            layout.checksum,
+        )
 
     def version(self):
         text = self.project.option('version')
@@ -381,8 +445,9 @@ class Builder:
             try:
                 return int(epoch)
             except ValueError:
-                raise BuildError(f'SOURCE_DATE_EPOCH={epoch!r} is not a number of '
-                                 f'seconds') from None
+                raise BuildError(
+                    f'SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds'
+                ) from None
         return int(time.time())
 
 
@@ -400,8 +465,10 @@ def command_lookups(include_dirs, resources):
     properties = dict(pawn_enums.get('property_name', {}))
     warning = None
     if not properties:
-        warning = ('pleo/properties.inc is not on the include path: only the properties '
-                   'command, motion and sound are known')
+        warning = (
+            'pleo/properties.inc is not on the include path: only the properties '
+            'command, motion and sound are known'
+        )
         properties = dict(FALLBACK_PROPERTIES)
     properties.update(pawn_enums.get('user_property_name', {}))
     return ucf.Lookups(properties, pawn_enums, resources), warning
@@ -435,8 +502,10 @@ def build_project(upf_path, settings=None):
                 builder.log('Summary of missing resources:')
                 for item in builder.result.missing:
                     builder.log(f'  {item}')
-                raise BuildError(f'{len(builder.result.missing)} resource file(s) missing: '
-                                 f'{", ".join(builder.result.missing)} (no URF written)')
+                raise BuildError(
+                    f'{len(builder.result.missing)} resource file(s) missing: '
+                    f'{", ".join(builder.result.missing)} (no URF written)'
+                )
             builder.write()
     builder.result.seconds = time.perf_counter() - started
     builder.log(f'build time: {builder.result.seconds:f} sec')
@@ -447,8 +516,9 @@ def _svn_revision(folder):
     if not shutil.which('svnversion'):
         return None
     try:
-        output = subprocess.run(['svnversion'], cwd=folder, capture_output=True, text=True,
-                                timeout=10, check=False).stdout.strip()
+        output = subprocess.run(
+            ['svnversion'], cwd=folder, capture_output=True, text=True, timeout=10, check=False
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     digits = ''.join(c for c in output.split(':')[-1] if c.isdigit())

@@ -3,6 +3,7 @@
 The tools ran on CPython 2, so byte-exact output needs C integer division and
 the order in which a Python 2 dict iterates its string keys (spec §2.1, §2.5, §2.6).
 """
+
 MASK32 = 0xFFFFFFFF
 PERTURB_SHIFT = 5
 DICT_MIN_SIZE = 8
@@ -23,7 +24,7 @@ def string_hash(text):
     for byte in data:
         value = ((1000003 * value) & MASK32) ^ byte
     value ^= len(data)
-    return 0xFFFFFFFE if value == MASK32 else value     # -1 is reserved: it becomes -2
+    return 0xFFFFFFFE if value == MASK32 else value  # -1 is reserved: it becomes -2
 
 
 class _Dict:

@@ -5,6 +5,7 @@ A command is a table: each row an entry, each column a property (``mood``,
 becomes (property id, type, value) triples: type 1 = exact value, 2 = minimum
 (``_min`` columns), 3 = maximum (``_max``).
 """
+
 import csv
 import dataclasses
 import io
@@ -32,6 +33,7 @@ class Lookups:
     user_properties.inc; pawn_enums: enum name (``mood_name``) → {entry: value};
     resources: 'motion'/'sound'/'command' → {resource name: id} (the XML enums).
     """
+
     properties: Dict[str, int]
     pawn_enums: Dict[str, Dict[str, int]]
     resources: Dict[str, Dict[str, int]]
@@ -44,7 +46,7 @@ def command_name(path):
 def _column(name):
     for suffix, kind in SUFFIXES:
         if name.endswith(suffix):
-            return name[:-len(suffix)], kind
+            return name[: -len(suffix)], kind
     return name, VALUE
 
 
@@ -77,7 +79,7 @@ def read_rows(text):
     for row in reader:
         if not row or len(row) < len(names):
             continue
-        cells = dict(zip(names, row))
+        cells = dict(zip(names, row, strict=False))
         stripped = {}
         for name in dict_order(list(cells)):
             stripped[name.strip()] = cells[name].strip()
@@ -111,7 +113,7 @@ def csv_to_ucf(text, name, lookups):
 class Ucf:
     name: str
     property_count: int
-    entries: List[List[tuple]]       # per entry: (property id, type, value)
+    entries: List[List[tuple]]  # per entry: (property id, type, value)
 
 
 def parse(data):
@@ -122,10 +124,10 @@ def parse(data):
     _, version, name, property_count, entry_count = HEADER.unpack_from(data)
     if version != VERSION:
         raise MalformedResource(f'UCF version {version}; only version 4 is known')
-    body = data[HEADER.size:]
+    body = data[HEADER.size :]
     if len(body) % TRIPLE.size or property_count < 0 or entry_count < 0:
         raise MalformedResource(f'UCF body of {len(body)} bytes is not whole triples')
     triples = [TRIPLE.unpack_from(body, offset) for offset in range(0, len(body), TRIPLE.size)]
     size = max(property_count, 1)
-    entries = [triples[i:i + size] for i in range(0, len(triples), size)]
+    entries = [triples[i : i + size] for i in range(0, len(triples), size)]
     return Ucf(name.rstrip(b'\0').decode('latin-1'), property_count, entries)

@@ -5,6 +5,7 @@ goal frame, velocity, final angle): a joint's vector grows frame by frame until
 the acceleration, the fit error, the speed class or the length says stop, and
 the next vector starts on the last frame of the previous one.
 """
+
 import csv
 import dataclasses
 import io
@@ -24,13 +25,13 @@ VECTOR = struct.Struct('<Hhhhhh')
 VECTOR_TAG = 0xF00D
 END_TAG = struct.pack('<H', 0xDEAD)
 
-ACCELERATION_LIMIT = 1600.0           # deg/s²
+ACCELERATION_LIMIT = 1600.0  # deg/s²
 ACCELERATION_LIMIT_SPECIAL = 2000.0
-RMS_LIMIT = 3.0                       # deg
+RMS_LIMIT = 3.0  # deg
 RMS_LIMIT_SPECIAL = 6.0
-SPEED_CLASS_TOLERANCE = 500.0         # deg/s
-MINIMUM_SPEED = 1.0                   # deg/s; slower counts as standing still
-LONGEST_VECTOR = 2.0                  # s
+SPEED_CLASS_TOLERANCE = 500.0  # deg/s
+MINIMUM_SPEED = 1.0  # deg/s; slower counts as standing still
+LONGEST_VECTOR = 2.0  # s
 MOTOR_SPEEDS = (0, 5, 10, 50, 100, 200)
 DEFAULT_RATE = 30
 
@@ -38,8 +39,8 @@ DEFAULT_RATE = 30
 @dataclasses.dataclass
 class MotionCsv:
     rate: int
-    used: List[str]                   # used joint keys, in csv2umf's visiting order
-    rows: List[Dict[str, str]]        # one dict per frame: joint key → cell
+    used: List[str]  # used joint keys, in csv2umf's visiting order
+    rows: List[Dict[str, str]]  # one dict per frame: joint key → cell
 
 
 @dataclasses.dataclass
@@ -79,7 +80,7 @@ def read_csv(text):
         names.pop()
     if 'Frame' not in names:
         raise BuildError('motion CSV has no "Frame" column')
-    rows = [dict(zip(names, row)) for row in reader if row]
+    rows = [dict(zip(names, row, strict=False)) for row in reader if row]
     rate = _rate(header.get('rate'))
     return MotionCsv(rate, _used_joints(names, rows, header.get('used')), rows)
 
@@ -100,8 +101,11 @@ def _used_joints(names, rows, used_header):
     present = [key for key in UMF_ORDER if key in names]
     if used_header is not None:
         return [key for key in present if key in used_header]
-    return [key for key in present if key not in ('TR', 'SD')
-            or any(not _is_zero(row.get(key)) for row in rows)]
+    return [
+        key
+        for key in present
+        if key not in ('TR', 'SD') or any(not _is_zero(row.get(key)) for row in rows)
+    ]
 
 
 def _is_zero(cell):
@@ -115,8 +119,9 @@ def _angle(row, key, frame):
     try:
         return float(row.get(key))
     except (TypeError, ValueError):
-        raise BuildError(f'motion CSV frame {frame}: {key} = {row.get(key)!r} is not an '
-                         f'angle') from None
+        raise BuildError(
+            f'motion CSV frame {frame}: {key} = {row.get(key)!r} is not an angle'
+        ) from None
 
 
 class Segmenter:
@@ -125,7 +130,7 @@ class Segmenter:
     def __init__(self, rate, sound_ids):
         self.rate = rate
         self.time_base = 1000.0 / rate
-        self.sound_ids = sound_ids          # name → ID (command enum first, then sound)
+        self.sound_ids = sound_ids  # name → ID (command enum first, then sound)
         self.vectors: List[Vector] = []
         self.warnings: List[str] = []
 
@@ -169,8 +174,10 @@ class Segmenter:
         velocity = (samples[-1] - samples[0]) * (1000.0 / self.time_base) / (count - 1)
         position = samples[-1]
         # the PDK measures the fit one frame late (count - k, not count - 1 - k): kept
-        squares = sum((position - velocity * (count - k) * self.time_base / 1000.0 - sample) ** 2
-                      for k, sample in enumerate(samples))
+        squares = sum(
+            (position - velocity * (count - k) * self.time_base / 1000.0 - sample) ** 2
+            for k, sample in enumerate(samples)
+        )
         return vector.start + count - 1, velocity, position, math.sqrt(squares / count)
 
     def _fits(self, vector, acceleration):
@@ -212,8 +219,16 @@ class Segmenter:
 
 def write(name, motion, vectors):
     joints = b''.join(struct.pack('<H', UMF_JOINTS[key][0]) for key in motion.used)
-    head = HEADER.pack(MAGIC, VERSION, name.encode('latin-1')[:32], len(motion.used), 1,
-                       1000 // motion.rate, len(vectors), len(motion.rows))
+    head = HEADER.pack(
+        MAGIC,
+        VERSION,
+        name.encode('latin-1')[:32],
+        len(motion.used),
+        1,
+        1000 // motion.rate,
+        len(vectors),
+        len(motion.rows),
+    )
     body = b''.join(_pack_vector(v) for v in vectors)
     return head + joints + body + END_TAG
 
@@ -222,12 +237,18 @@ def _pack_vector(vector):
     start = vector.start
     if start != 0 and start != vector.goal:
         start += 1
-    return VECTOR.pack(VECTOR_TAG, UMF_JOINTS[vector.joint][0], start, vector.goal,
-                       _short(vector.velocity), _short(vector.position))
+    return VECTOR.pack(
+        VECTOR_TAG,
+        UMF_JOINTS[vector.joint][0],
+        start,
+        vector.goal,
+        _short(vector.velocity),
+        _short(vector.position),
+    )
 
 
 def _short(value):
-    value = int(value)           # truncates toward zero, as struct.pack did in Python 2
+    value = int(value)  # truncates toward zero, as struct.pack did in Python 2
     if not -32768 <= value <= 32767:
         raise BuildError(f'motion value {value} does not fit a 16-bit field')
     return value
@@ -237,8 +258,9 @@ def summary(vectors, frames):
     """csv2umf's closing log line."""
     count = len(vectors)
     average = c_div(sum(len(v.samples) for v in vectors), count) if count else 0
-    return (f'done writing umf3 file; average vector length={average}, count={count}; '
-            f'frames={frames}')
+    return (
+        f'done writing umf3 file; average vector length={average}, count={count}; frames={frames}'
+    )
 
 
 def csv_to_umf(text, name, sound_ids=None):
@@ -256,7 +278,7 @@ class Umf:
     angle_range: int
     timebase_ms: int
     end_time: int
-    vectors: List[tuple]           # (joint key, start, goal, velocity, position)
+    vectors: List[tuple]  # (joint key, start, goal, velocity, position)
 
 
 def parse(data):
@@ -267,19 +289,34 @@ def parse(data):
         raise MalformedResource(f'UMF version {version}; only UMF3 is known')
     offset = HEADER.size + 2 * count
     if len(data) < offset + VECTOR.size * vector_count + 2:
-        raise MalformedResource(f'UMF file of {len(data)} bytes is too short for {count} '
-                                f'joints and {vector_count} vectors')
+        raise MalformedResource(
+            f'UMF file of {len(data)} bytes is too short for {count} '
+            f'joints and {vector_count} vectors'
+        )
     codes = struct.unpack_from(f'<{count}H', data, HEADER.size)
     vectors = []
     for index in range(vector_count):
         tag, code, start, goal, velocity, position = VECTOR.unpack_from(
-            data, offset + index * VECTOR.size)
+            data, offset + index * VECTOR.size
+        )
         if tag != VECTOR_TAG:
             raise MalformedResource(f'UMF vector {index} has tag 0x{tag:04X}, not 0xF00D')
-        vectors.append((CODE_TO_KEY.get(code & 0xFFFF, f'0x{code & 0xFFFF:04X}'), start, goal,
-                        velocity, position))
-    if data[offset + VECTOR.size * vector_count:][:2] != END_TAG:
+        vectors.append(
+            (
+                CODE_TO_KEY.get(code & 0xFFFF, f'0x{code & 0xFFFF:04X}'),
+                start,
+                goal,
+                velocity,
+                position,
+            )
+        )
+    if data[offset + VECTOR.size * vector_count :][:2] != END_TAG:
         raise MalformedResource('UMF vectors do not end with 0xDEAD')
-    return Umf(name.rstrip(b'\0').decode('latin-1'),
-               [CODE_TO_KEY.get(c, f'0x{c:04X}') for c in codes], angle_range, timebase, end,
-               vectors)
+    return Umf(
+        name.rstrip(b'\0').decode('latin-1'),
+        [CODE_TO_KEY.get(c, f'0x{c:04X}') for c in codes],
+        angle_range,
+        timebase,
+        end,
+        vectors,
+    )

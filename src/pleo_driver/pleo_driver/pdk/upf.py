@@ -6,6 +6,7 @@ key is still undefined; then two passes of ``${KEY}`` substitution over every
 attribute (so nesting resolves two levels deep); ``$${KEY}`` is a literal
 ``${KEY}``; an undefined key is left as it is, with a warning.
 """
+
 import dataclasses
 import os
 import re
@@ -21,8 +22,8 @@ TRUE_WORDS = ('true', 'yes', '1', 'on')
 
 @dataclasses.dataclass(frozen=True)
 class Resource:
-    kind: str                      # one of RESOURCE_TAGS
-    path: str                      # as written (after macros); relative to the project folder
+    kind: str  # one of RESOURCE_TAGS
+    path: str  # as written (after macros); relative to the project folder
     attributes: Dict[str, str]
 
     @property
@@ -35,7 +36,7 @@ class Resource:
 class Project:
     name: str
     folder: str
-    options: Dict[str, Dict[str, str]]          # option element tag → its attributes
+    options: Dict[str, Dict[str, str]]  # option element tag → its attributes
     resources: List[Resource]
     option_present: Tuple[str, ...]
     warnings: List[str]
@@ -53,8 +54,9 @@ class Project:
 
     def include_dirs(self):
         value = self.option('include')
-        return [os.path.normpath(os.path.join(self.folder, part))
-                for part in value.split(':') if part]
+        return [
+            os.path.normpath(os.path.join(self.folder, part)) for part in value.split(':') if part
+        ]
 
     def pawn_template(self):
         return self.option('pawn')
@@ -73,16 +75,18 @@ class Project:
             try:
                 properties.append((resource.path, int(value, 0)))
             except ValueError:
-                raise BuildError(f'user property {resource.path!r}: value {value!r} is not an '
-                                 f'integer') from None
+                raise BuildError(
+                    f'user property {resource.path!r}: value {value!r} is not an integer'
+                ) from None
         return properties
 
 
-LITERAL = '\0'          # stands for a "$" of "$${KEY}" until both passes are done
+LITERAL = '\0'  # stands for a "$" of "$${KEY}" until both passes are done
 
 
 def expand(text, keys, warnings):
     """One substitution pass over one attribute value."""
+
     def replace(match):
         literal, key = match.groups()
         if literal:
@@ -91,6 +95,7 @@ def expand(text, keys, warnings):
             warnings.append(f"Key '{key}' not defined")
             return match.group(0)
         return keys[key]
+
     return _KEY.sub(replace, text)
 
 
@@ -121,12 +126,18 @@ def load(path, environment: Optional[dict] = None):
     warnings = apply_macros(root, os.environ if environment is None else environment)
     name = root.get('name')
     if not name:
-        raise BuildError(f'{path}: the root element has no name attribute (the URF is named '
-                         f'after it)')
+        raise BuildError(
+            f'{path}: the root element has no name attribute (the URF is named after it)'
+        )
     options, present = _options(root)
-    return Project(name=name, folder=os.path.dirname(os.path.abspath(path)), options=options,
-                   resources=_resources(root, path), option_present=present,
-                   warnings=warnings)
+    return Project(
+        name=name,
+        folder=os.path.dirname(os.path.abspath(path)),
+        options=options,
+        resources=_resources(root, path),
+        option_present=present,
+        warnings=warnings,
+    )
 
 
 def _options(root):
@@ -149,11 +160,12 @@ def _resources(root, path):
     resources = []
     for block in root.iter('resources'):
         for element in block:
-            if not isinstance(element.tag, str):      # comments
+            if not isinstance(element.tag, str):  # comments
                 continue
             if element.tag not in RESOURCE_TAGS:
-                raise BuildError(f'{path}: unknown resource <{element.tag}> (known: '
-                                 f'{", ".join(RESOURCE_TAGS)})')
+                raise BuildError(
+                    f'{path}: unknown resource <{element.tag}> (known: {", ".join(RESOURCE_TAGS)})'
+                )
             if not element.get('path'):
                 raise BuildError(f'{path}: a <{element.tag}> resource without a path')
             resources.append(Resource(element.tag, element.get('path'), dict(element.attrib)))

@@ -6,6 +6,7 @@ starting on a 512-byte boundary, resources 4-aligned, in ID order, padding is
 ASCII '0'), then the indices, padding to 8 and the ADLR trailer: an Adler-32
 seeded with 0 over everything before it.
 """
+
 import dataclasses
 import struct
 import zlib
@@ -15,7 +16,7 @@ from .errors import MalformedResource
 
 MAGIC = b'UGRF'
 FORMAT = 1
-SIZE_LIMIT = 0x37B000                 # 3,649,536 bytes
+SIZE_LIMIT = 0x37B000  # 3,649,536 bytes
 HEADER_SIZE = 64
 GROUP_ALIGN = 512
 RESOURCE_ALIGN = 4
@@ -44,6 +45,7 @@ GROUPS = (SOUNDS, MOTIONS, COMMANDS, SCRIPTS, PROPERTIES)
 @dataclasses.dataclass(frozen=True)
 class Item:
     """One resource in a URF: its ID, name (stem) and bytes (a property: 4-byte value)."""
+
     id: int
     name: str
     data: bytes
@@ -52,6 +54,7 @@ class Item:
 @dataclasses.dataclass
 class Layout:
     """Where write() put things, for the builder's log lines."""
+
     placed: List[Tuple[Group, Item, int]] = dataclasses.field(default_factory=list)
     indices: List[Tuple[Group, int]] = dataclasses.field(default_factory=list)
     size: int = 0
@@ -102,9 +105,10 @@ def write(groups, build_time, version):
             buffer += ENTRY.pack(offset, length, name.encode('latin-1')[:NAME_SIZE])
     _pad(buffer, END_ALIGN)
     size = len(buffer)
-    struct.pack_into('<4sIII', buffer, 0, MAGIC, FORMAT, build_time & 0xFFFFFFFF,
-                     version & 0xFFFFFFFF)
-    for index, (group, offset) in enumerate(zip(GROUPS, offsets)):
+    struct.pack_into(
+        '<4sIII', buffer, 0, MAGIC, FORMAT, build_time & 0xFFFFFFFF, version & 0xFFFFFFFF
+    )
+    for index, (group, offset) in enumerate(zip(GROUPS, offsets, strict=False)):
         struct.pack_into('<4sI', buffer, 16 + 8 * index, group.signature, offset)
     struct.pack_into('<4sI', buffer, 56, b'SIZE', size)
     layout.size, layout.checksum = size, adler32(buffer)
@@ -116,8 +120,10 @@ def _with_gaps(group, entries):
     """TOC entry k is ID base + k: missing IDs get (0xFFFFFFFF, 0, '')."""
     if not entries:
         return []
-    return [entries.get(group.base + k, (GAP_OFFSET, 0, ''))
-            for k in range(max(entries) - group.base + 1)]
+    return [
+        entries.get(group.base + k, (GAP_OFFSET, 0, ''))
+        for k in range(max(entries) - group.base + 1)
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,7 +143,7 @@ class Urf:
     size: int
     checksum: int
     checksum_ok: bool
-    entries: List[Entry]          # gaps left out
+    entries: List[Entry]  # gaps left out
 
     def of(self, group):
         return [e for e in self.entries if e.group is group]
@@ -152,35 +158,47 @@ def parse(data):
     if form != FORMAT:
         raise MalformedResource(f'URF format {form}; only format 1 is known')
     tag, size = struct.unpack_from('<4sI', data, 56)
-    if tag != b'SIZE' or size + 8 != len(data) or data[size:size + 4] != b'ADLR':
-        raise MalformedResource(f'URF SIZE field {size} does not match the file '
-                                f'({len(data)} bytes, ADLR trailer expected at SIZE)')
+    if tag != b'SIZE' or size + 8 != len(data) or data[size : size + 4] != b'ADLR':
+        raise MalformedResource(
+            f'URF SIZE field {size} does not match the file '
+            f'({len(data)} bytes, ADLR trailer expected at SIZE)'
+        )
     checksum = struct.unpack_from('<I', data, size + 4)[0]
     entries = []
     for index, group in enumerate(GROUPS):
         signature, offset = struct.unpack_from('<4sI', data, 16 + 8 * index)
         if signature != group.signature:
-            raise MalformedResource(f'URF index {index} is {signature!r}, expected '
-                                    f'{group.signature!r}')
+            raise MalformedResource(
+                f'URF index {index} is {signature!r}, expected {group.signature!r}'
+            )
         entries += _read_index(data, group, offset, size)
     return Urf(build_time, version, size, checksum, adler32(data[:size]) == checksum, entries)
 
 
 def _read_index(data, group, offset, size):
-    if offset + 8 > size or data[offset:offset + 4] != group.signature:
+    if offset + 8 > size or data[offset : offset + 4] != group.signature:
         raise MalformedResource(f'URF index {group.signature!r} not found at 0x{offset:X}')
     length = struct.unpack_from('<I', data, offset + 4)[0]
     if length % ENTRY.size or offset + 8 + length > size:
-        raise MalformedResource(f'URF index {group.signature!r} length {length} is not whole '
-                                f'entries inside the file')
+        raise MalformedResource(
+            f'URF index {group.signature!r} length {length} is not whole entries inside the file'
+        )
     entries = []
     for k in range(length // ENTRY.size):
         start, item_length, raw_name = ENTRY.unpack_from(data, offset + 8 + k * ENTRY.size)
         if start == GAP_OFFSET:
             continue
-        stored = 4 if group is PROPERTIES else item_length   # a property's length is its name's
+        stored = 4 if group is PROPERTIES else item_length  # a property's length is its name's
         if start + stored > size:
             raise MalformedResource(f'URF entry {group.base + k:#06x} points outside the file')
-        entries.append(Entry(group, group.base + k, raw_name.split(b'\0')[0].decode('latin-1'),
-                             start, item_length, data[start:start + stored]))
+        entries.append(
+            Entry(
+                group,
+                group.base + k,
+                raw_name.split(b'\0')[0].decode('latin-1'),
+                start,
+                item_length,
+                data[start : start + stored],
+            )
+        )
     return entries

@@ -4,6 +4,7 @@
 sample count 0xFFFFFFFF = "to the end of the file"), then unsigned 8-bit PCM or
 IMA ADPCM (16-bit samples pre-divided by 256, high nibble first).
 """
+
 import dataclasses
 import io
 import os
@@ -21,7 +22,7 @@ VERSION = 1
 PCM, ADPCM = 0, 1
 NO_PITCH_SHIFT = 0x10
 DEFAULT_RATE = 11025
-ATTENUATION = 0.98        # wav2usf takes 2 % off every sound
+ATTENUATION = 0.98  # wav2usf takes 2 % off every sound
 RESAMPLE_WEIGHTS = (4, 4)
 ALL_SAMPLES = 0xFFFFFFFF
 # No sound can be longer than a whole URF holds (ADPCM: two samples a byte)
@@ -31,7 +32,7 @@ MAX_SAMPLES = 2 * urf.SIZE_LIMIT
 @dataclasses.dataclass(frozen=True)
 class SoundOptions:
     adpcm: bool = False
-    pitch: bool = True             # False sets the "don't pitch-shift" flag
+    pitch: bool = True  # False sets the "don't pitch-shift" flag
     frequency: int = DEFAULT_RATE
 
 
@@ -72,10 +73,10 @@ def read_wav(data):
         raise BuildError(f'{8 * width}-bit samples: wav2usf converts 8- and 16-bit WAV files')
     if channels not in (1, 2):
         raise BuildError(f'{channels} channels: wav2usf converts mono and stereo WAV files')
-    if rate <= 0:   # ratecv would never finish (the PDK hangs and grows without bound)
+    if rate <= 0:  # ratecv would never finish (the PDK hangs and grows without bound)
         raise BuildError(f'the WAV header says {rate} samples/s: not a playable sound')
     if len(frames) % (width * channels):
-        frames = frames[:len(frames) - len(frames) % (width * channels)]   # a cut-off last frame
+        frames = frames[: len(frames) - len(frames) % (width * channels)]  # a cut-off last frame
     return audio.from_bytes(frames, width), width, channels, rate
 
 
@@ -83,7 +84,7 @@ def convert(samples, width, channels, rate, options):
     """The sample pipeline of wav2usf → the USF body."""
     if channels == 2:
         samples = audio.tomono(samples, width)
-    samples = audio.mul(samples, width, ATTENUATION)    # 8-bit input is (wrongly) taken as signed
+    samples = audio.mul(samples, width, ATTENUATION)  # 8-bit input is (wrongly) taken as signed
     if rate != options.frequency:
         _check_length(len(samples), rate, options.frequency)
         samples = audio.ratecv(samples, width, rate, options.frequency, *RESAMPLE_WEIGHTS)
@@ -100,14 +101,17 @@ def _check_length(count, rate, frequency):
     """A header with a tiny rate asks for a huge resampled sound: refuse it before building it."""
     samples = count * frequency // rate
     if samples > MAX_SAMPLES:
-        raise BuildError(f'{count} samples at {rate} Hz make {samples} at {frequency} Hz: more '
-                         f'than the {MAX_SAMPLES} a Pleo sound can hold (is the WAV header right?)')
+        raise BuildError(
+            f'{count} samples at {rate} Hz make {samples} at {frequency} Hz: more '
+            f'than the {MAX_SAMPLES} a Pleo sound can hold (is the WAV header right?)'
+        )
 
 
 def header(name, options):
     flags = (ADPCM if options.adpcm else PCM) | (0 if options.pitch else NO_PITCH_SHIFT)
-    return HEADER.pack(MAGIC, VERSION, name.encode('latin-1')[:32], flags, 8, 1,
-                       options.frequency, 1, ALL_SAMPLES)
+    return HEADER.pack(
+        MAGIC, VERSION, name.encode('latin-1')[:32], flags, 8, 1, options.frequency, 1, ALL_SAMPLES
+    )
 
 
 def wav_to_usf(data, name, options=SoundOptions()):
@@ -122,8 +126,17 @@ def parse(data):
     _, version, name, flags, bits, channels, rate, loops, count = HEADER.unpack_from(data)
     if version != VERSION:
         raise MalformedResource(f'USF version {version}; only version 1 (with a name) is known')
-    return Usf(name.rstrip(b'\0').decode('latin-1'), flags & 0x0F, not flags & NO_PITCH_SHIFT,
-               bits, channels, rate, loops, count, bytes(data[HEADER.size:]))
+    return Usf(
+        name.rstrip(b'\0').decode('latin-1'),
+        flags & 0x0F,
+        not flags & NO_PITCH_SHIFT,
+        bits,
+        channels,
+        rate,
+        loops,
+        count,
+        bytes(data[HEADER.size :]),
+    )
 
 
 def decode_adpcm(body):
