@@ -1,0 +1,1 @@
+"""What every robot benchmark and soak needs: processes, listeners, floors, fuzzing, tables."""

@@ -1,0 +1,1 @@
+"""nabaztag_bridge's benchmark (bench.py) and fault-suite parts (soak.py)."""

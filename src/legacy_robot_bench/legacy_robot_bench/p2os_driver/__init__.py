@@ -1,0 +1,1 @@
+"""p2os_driver's benchmark (bench.py) and fault-suite parts (soak.py)."""
