@@ -48,14 +48,14 @@ test-beside-suite:
 BENCH_ARGS ?=
 bench: bootstrap
 	bash tools/bench_tools.sh
-	. tools/env.sh && python -m legacy_robot_bringup.bench --output bench-output $(BENCH_ARGS)
+	. tools/env.sh && python -m legacy_robot_bench.bench --output bench-output $(BENCH_ARGS)
 
 # The fault suite (not part of CI; about 45 minutes): fuzzing, emulator kill/restart, link
 # noise, AIBO audio, P2OS safety, malformed Nabaztag requests; one table, soak-output/.
 # SOAK_ARGS='--parts fuzz --cases 10000' for a part or a shorter run.
 SOAK_ARGS ?=
 soak: bootstrap
-	. tools/env.sh && python -m legacy_robot_bringup.soak --output soak-output $(SOAK_ARGS)
+	. tools/env.sh && python -m legacy_robot_bench.soak --output soak-output $(SOAK_ARGS)
 
 bootstrap:
 	bash tools/bootstrap.sh

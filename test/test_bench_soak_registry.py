@@ -3,9 +3,9 @@ package names its label, quick benchmark arguments and its own soak parts there.
 
 import importlib
 
-from legacy_robot_bringup.bench import BENCHMARKS, ROBOTS, TOOLS
+from legacy_robot_bench.bench import BENCHMARKS, ROBOTS, TOOLS
+from legacy_robot_bench.soak import COMMON_PARTS, robot_parts
 from legacy_robot_bringup.registry import discover_plugins
-from legacy_robot_bringup.soak import COMMON_PARTS, robot_parts
 
 PLUGINS = discover_plugins()
 
@@ -22,7 +22,7 @@ def test_the_benchmark_runs_every_installed_robot_and_only_those():
             plugin.package,
             plugin.bench_quick_arguments,
         )
-        assert callable(importlib.import_module(f'{robot.package}.bench').main)
+        assert callable(importlib.import_module(f'legacy_robot_bench.{robot.package}.bench').main)
 
 
 def test_each_robot_names_resolvable_soak_parts_with_distinct_names_and_options():
@@ -36,4 +36,4 @@ def test_each_robot_names_resolvable_soak_parts_with_distinct_names_and_options(
         module, _, function = part.function.partition(':')
         assert callable(getattr(importlib.import_module(module), function)), part.function
     for plugin in PLUGINS.values():
-        assert importlib.import_module(f'{plugin.package}.soak').fuzz_targets()
+        assert importlib.import_module(f'legacy_robot_bench.{plugin.package}.soak').fuzz_targets()

@@ -5,14 +5,14 @@ import importlib
 
 import pytest
 
-from legacy_robot_bringup import recording_fuzz
-from legacy_robot_bringup.bench import ROBOTS
-from legacy_robot_common.soak import fuzz
+from legacy_robot_bench import recording_fuzz
+from legacy_robot_bench.bench import ROBOTS
+from legacy_robot_bench.common.soak import fuzz
 
 
 @pytest.mark.parametrize('robot', ROBOTS, ids=[robot.name for robot in ROBOTS])
 def test_every_robot_decoder_survives_a_short_fuzz_run(robot):
-    targets = importlib.import_module(f'{robot.package}.soak').fuzz_targets()
+    targets = importlib.import_module(f'legacy_robot_bench.{robot.package}.soak').fuzz_targets()
     assert targets
     for target in targets:
         result = fuzz(target, 300, seed=7)

@@ -15,10 +15,10 @@ from builtin_interfaces.msg import Time
 from helpers import Lines, start_module
 from ros_observer import Observer
 
+from legacy_robot_bench.common.bench import ros_args
 from legacy_robot_bringup.paths import recording_file
 from legacy_robot_bringup.recordings import _Announced
 from legacy_robot_bringup.registry import discover_plugins
-from legacy_robot_common.bench import ros_args
 from legacy_robot_common.recording import FROM_ROBOT, read_recording, write_recording
 
 ROBOTS = discover_plugins()

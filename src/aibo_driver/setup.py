@@ -22,7 +22,6 @@ setup(
             'aibo_driver = aibo_driver.node:main',
             'aibo_emulator = aibo_driver.emulator:main',
             'aibo_calibrate = aibo_driver.calibrate:main',
-            'aibo_bench = aibo_driver.bench:main',
         ],
         'legacy_robots.robots': ['aibo = aibo_driver.plugin:PLUGIN'],
     },

@@ -21,7 +21,6 @@ setup(
         'console_scripts': [
             'ipaq_driver = ipaq_driver.node:main',
             'ipaq_emulator = ipaq_driver.emulator:main',
-            'ipaq_bench = ipaq_driver.bench:main',
         ],
         'legacy_robots.robots': ['ipaq = ipaq_driver.plugin:PLUGIN'],
     },

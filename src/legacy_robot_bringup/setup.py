@@ -42,7 +42,6 @@ setup(
         'console_scripts': [
             'bringup = legacy_robot_bringup.compose:main',
             'demo = legacy_robot_bringup.demo:main',
-            'bench = legacy_robot_bringup.bench:main',
             'recording = legacy_robot_bringup.recordings:main',
             'foxglove_relay = legacy_robot_bringup.foxglove:main',
         ],

@@ -22,7 +22,6 @@ setup(
         'console_scripts': [
             'nabaztag_bridge = nabaztag_bridge.node:main',
             'nabaztag_emulator = nabaztag_bridge.emulator:main',
-            'nabaztag_bench = nabaztag_bridge.bench:main',
         ],
         'legacy_robots.robots': ['nabaztag = nabaztag_bridge.plugin:PLUGIN'],
     },

@@ -21,7 +21,6 @@ setup(
         'console_scripts': [
             'p2os_driver = p2os_driver.node:main',
             'p2os_emulator = p2os_driver.emulator:main',
-            'p2os_bench = p2os_driver.bench:main',
         ],
         'legacy_robots.robots': ['p2os = p2os_driver.plugin:PLUGIN'],
     },

@@ -23,7 +23,6 @@ setup(
         'console_scripts': [
             'pleo_driver = pleo_driver.node:main',
             'pleo_emulator = pleo_driver.emulator:main',
-            'pleo_bench = pleo_driver.bench:main',
             'urf_builder = pleo_driver.urf_builder:main',
             'wav2usf = pleo_driver.pdk_tools:wav2usf_main',
             'csv2umf = pleo_driver.pdk_tools:csv2umf_main',

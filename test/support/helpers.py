@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.bench import wait_until
+from legacy_robot_bench.common.bench import wait_until
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SUPPORT = ROOT / 'test' / 'support'

@@ -9,7 +9,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from tf2_msgs.msg import TFMessage
 
-from legacy_robot_common.bench import ros_args
+from legacy_robot_bench.common.bench import ros_args
 from legacy_robot_common.tf import TF_QOS, TF_STATIC_LISTENER_QOS
 
 

@@ -160,7 +160,7 @@ PLUGIN = RobotPlugin(
     soak_parts=(
         SoakPart(
             'audio',
-            'aibo_driver.soak:audio_rows',
+            'legacy_robot_bench.aibo_driver.soak:audio_rows',
             '--audio-minutes',
             10.0,
             'AIBO real-time audio run with a core kept busy',

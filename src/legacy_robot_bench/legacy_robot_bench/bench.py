@@ -1,8 +1,8 @@
 """`make bench`: every robot's benchmark, then one table for all of them.
 
-    python -m legacy_robot_bringup.bench [--output bench-output] [--only p2os ...] [--quick]
+    python -m legacy_robot_bench.bench [--output bench-output] [--only p2os ...] [--quick]
 
-Each robot's benchmark runs as its own process (`python -m <package>.bench`) and writes
+Each robot's benchmark runs as its own process (`python -m legacy_robot_bench.<package>.bench`) and writes
 <output>/<name>.json; this reads them back and prints
   * the pipeline table: per robot its main stream's decode rate, the rate a subscriber in
     another process receives with the emulator unthrottled, the real robot's maximum rate,
@@ -21,8 +21,7 @@ import pathlib
 import subprocess
 import sys
 
-from legacy_robot_common.artifacts import new_figure, save_figure
-from legacy_robot_common.bench import (
+from legacy_robot_bench.common.bench import (
     FLOOR_RATIO_TARGET,
     HEADROOM_TARGET,
     RECORDING_TARGET,
@@ -30,8 +29,8 @@ from legacy_robot_common.bench import (
     machine_description,
     verdict,
 )
-
-from .registry import discover_plugins
+from legacy_robot_bringup.registry import discover_plugins
+from legacy_robot_common.artifacts import new_figure, save_figure
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,12 +39,12 @@ class Robot:
     package: str
     name: str  # its benchmark's JSON file name
     quick: tuple = ()  # arguments for a short run (--quick)
-    module: str = ''  # its benchmark (default <package>.bench)
+    module: str = ''  # its benchmark (default legacy_robot_bench.<package>.bench)
 
 
 def installed_robots():
     """Every installed robot (its plugin names its label and quick arguments; the benchmark
-    is `<package>.bench`), in entry-point order: a new robot package brings its own."""
+    is `legacy_robot_bench.<package>.bench`), in entry-point order: a new robot package brings its own."""
     return tuple(
         Robot(plugin.title, plugin.package, plugin.name, plugin.bench_quick_arguments)
         for plugin in discover_plugins().values()
@@ -59,7 +58,7 @@ TOOLS = (
         'legacy_robot_bringup',
         'foxglove',
         ('--seconds', '5'),
-        'legacy_robot_bringup.foxglove_bench',
+        'legacy_robot_bench.foxglove_bench',
     ),
 )
 ROBOTS = installed_robots()  # the soak and the fuzz tests take these too
@@ -87,7 +86,7 @@ def run_benchmark(robot, output, quick):
     command = [
         sys.executable,
         '-m',
-        robot.module or f'{robot.package}.bench',
+        robot.module or f'legacy_robot_bench.{robot.package}.bench',
         '--output',
         str(output),
         *(robot.quick if quick else ()),

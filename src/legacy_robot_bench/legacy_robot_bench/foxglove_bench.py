@@ -1,6 +1,6 @@
 """What the live view and the bags cost: prints one table, writes bench-output/foxglove.json.
 
-    python -m legacy_robot_bringup.foxglove_bench [--seconds 20] [--output bench-output]
+    python -m legacy_robot_bench.foxglove_bench [--seconds 20] [--output bench-output]
 
 * bringup of all five robots on their emulators (the demo's process): its CPU without the
   relay, with the relay and no client, and with one Foxglove client (another process, the
@@ -19,11 +19,10 @@ import tempfile
 import threading
 import time
 
-from legacy_robot_common.bench import cpu_percent, report, stop_process, wait_until
-
-from .foxglove_client import FoxgloveClient
-from .paths import share_dir
-from .recordings import decode
+from legacy_robot_bench.common.bench import cpu_percent, report, stop_process, wait_until
+from legacy_robot_bringup.foxglove_client import FoxgloveClient
+from legacy_robot_bringup.paths import share_dir
+from legacy_robot_bringup.recordings import decode
 
 ANNOUNCEMENT = re.compile(r'foxglove: (ws://localhost:\d+)')
 SETTLE = 10.0  # s after start-up before measuring (links up, first graph look done)

@@ -1,6 +1,6 @@
 """The fault suite's `mixed` part: every robot at once, for hours, with everything happening.
 
-    python -m legacy_robot_bringup.soak --parts mixed --minutes 120
+    python -m legacy_robot_bench.soak --parts mixed --minutes 120
 
 All robots run in one `bringup` (each in its namespace under /mixed, recording on), each
 against its emulator as a process of its own at fixed addresses (the robot's RestartSpec),
@@ -38,10 +38,10 @@ import time
 
 import yaml
 
-from legacy_robot_common.bench import cpu_seconds, percentile, stop_process, wait_until
-from legacy_robot_common.soak import Row
+from legacy_robot_bench.common.bench import cpu_seconds, percentile, stop_process, wait_until
+from legacy_robot_bench.common.soak import Row
 
-from .soak import Emulator
+from .emulator_process import Emulator
 
 NAMESPACE = '/mixed'
 TICK = 0.1  # s between the activities' turns (cmd_vel at 10 Hz)
@@ -121,7 +121,7 @@ class Ros:
 def load_robots(plugins, folder, rate, output):
     robots = []
     for plugin in plugins:
-        module = importlib.import_module(f'{plugin.package}.soak')
+        module = importlib.import_module(f'legacy_robot_bench.{plugin.package}.soak')
         arguments = getattr(module, 'mixed_emulator_arguments', lambda rate: [])(rate)
         log = open(pathlib.Path(output) / f'mixed-{plugin.name}-emulator.log', 'w')
         robots.append(
@@ -186,7 +186,7 @@ def image_topics(robots):
 def start_slow_consumer(topics, output):
     log = open(pathlib.Path(output) / 'mixed-slow-consumer.log', 'w')
     return subprocess.Popen(
-        [sys.executable, '-m', 'legacy_robot_bringup.mixed_soak', 'slow-consumer', *topics],
+        [sys.executable, '-m', 'legacy_robot_bench.mixed_soak', 'slow-consumer', *topics],
         stdout=log,
         stderr=subprocess.STDOUT,
     ), log
@@ -295,7 +295,7 @@ def run(plugins, minutes, rate, output, seed=1):
     """The mixed part → rows of the fault suite's table."""
     import tempfile
 
-    from legacy_robot_common.bench import Listener
+    from legacy_robot_bench.common.bench import Listener
 
     output = pathlib.Path(output)
     output.mkdir(parents=True, exist_ok=True)
@@ -570,7 +570,7 @@ def log_rows(output):
 
 
 def recording_rows(folder):
-    from .recordings import main as recording_command
+    from legacy_robot_bringup.recordings import main as recording_command
 
     rows = []
     for path in sorted(pathlib.Path(folder).glob('*.mcap')):

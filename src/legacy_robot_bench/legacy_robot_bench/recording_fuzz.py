@@ -7,13 +7,12 @@ test/test_record_replay.py. No rclpy here.
 import pathlib
 import tempfile
 
+from legacy_robot_bench.common.soak import FuzzTarget
+from legacy_robot_bringup.paths import recording_file
+from legacy_robot_bringup.registry import discover_plugins
 from legacy_robot_common.plugin import make_replay
 from legacy_robot_common.recording import RecordingError, read_recording, write_recording
 from legacy_robot_common.replay import ReplayOptions, exchanges
-from legacy_robot_common.soak import FuzzTarget
-
-from .paths import recording_file
-from .registry import discover_plugins
 
 SEED_CHUNKS = 12  # chunks per connection in a seed: small, so a million cases stay quick
 

@@ -1,6 +1,6 @@
 """`make soak`: the fault suite for every robot (not part of CI).
 
-    python -m legacy_robot_bringup.soak [--parts fuzz restart] [--only p2os ...]
+    python -m legacy_robot_bench.soak [--parts fuzz restart] [--only p2os ...]
                                         [--cases 1000000] [--cycles 50] [--output soak-output]
 
 Parts:
@@ -40,20 +40,17 @@ import json
 import multiprocessing
 import os
 import pathlib
-import queue
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-from legacy_robot_common.bench import machine_description, percentile, ros_args, wait_until
-from legacy_robot_common.emulator import MAIN_FRAMES, parse_main_frames
-from legacy_robot_common.soak import Row, fuzz
+from legacy_robot_bench.common.bench import machine_description, percentile, ros_args, wait_until
+from legacy_robot_bench.common.soak import Row, fuzz
+from legacy_robot_bringup.registry import discover_plugins
 
 from .bench import ROBOTS, format_table
-from .registry import discover_plugins
+from .emulator_process import Emulator
 
 RECONNECT_LIMIT = 2.0  # s: the suite's target for every reconnect
 DOWN_TIME = 0.5  # s the emulator stays dead in each cycle
@@ -64,7 +61,7 @@ NAMESPACE = '/soak'
 
 
 # ---- fuzz -----------------------------------------------------------------------------------
-RECORDING_TARGETS = 'legacy_robot_bringup.recording_fuzz'  # every robot's recording
+RECORDING_TARGETS = 'legacy_robot_bench.recording_fuzz'  # every robot's recording
 
 
 def _fuzz_job(job):
@@ -74,7 +71,9 @@ def _fuzz_job(job):
 
 
 def fuzz_part(robots, cases):
-    modules = [f'{robot.package}.soak' for robot in robots] + [RECORDING_TARGETS]
+    modules = [f'legacy_robot_bench.{robot.package}.soak' for robot in robots] + [
+        RECORDING_TARGETS
+    ]
     jobs = [
         (module, index, cases)
         for module in modules
@@ -103,59 +102,6 @@ def fuzz_part(robots, cases):
 
 
 # ---- kill / restart -------------------------------------------------------------------------
-class Emulator:
-    """An emulator process started from a RestartSpec; ready once it printed its address. Its
-    output goes on to log (a thread copies it, so a chatty emulator never blocks on a full
-    pipe); tell() writes a line to its standard input (the Nabaztag's console); hold() asks it
-    for its count of main-stream frames."""
-
-    def __init__(self, arguments, log):
-        self.process = subprocess.Popen(
-            [sys.executable, '-m', *arguments],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
-        line = self.process.stdout.readline()  # run_emulator's "… on <address>" line
-        if not line:
-            raise RuntimeError(f'emulator {arguments[0]} did not start (see {log.name})')
-        self.ready = time.monotonic()
-        log.write(line)
-        self._held = queue.Queue()
-        threading.Thread(target=self._copy, args=(log,), daemon=True).start()
-
-    def _copy(self, log):
-        try:
-            for line in self.process.stdout:
-                log.write(line)
-                if line.startswith(MAIN_FRAMES):
-                    self._held.put(line)
-        except ValueError:
-            pass  # the log was closed after the kill
-
-    def hold(self, timeout=5.0):
-        """Silence the emulator (SIGUSR1) → (main frames it sent, of them at risk), or None if
-        it does not count them (no reply within timeout counts as None too)."""
-        self.process.send_signal(signal.SIGUSR1)
-        try:
-            line = self._held.get(timeout=timeout)
-        except queue.Empty:
-            return None
-        return parse_main_frames(line)
-
-    def tell(self, line):
-        try:
-            self.process.stdin.write(line + '\n')
-            self.process.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass  # killed meanwhile: the next one gets the next line
-
-    def kill(self):
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
-
-
 def resources(pid):
     """(open file descriptors, threads) of a process, from /proc."""
     fds = len(os.listdir(f'/proc/{pid}/fd'))
@@ -179,9 +125,9 @@ def settled_resources(pid, samples=10, interval=0.1):
 
 def restart_cycles(robot, cycles, output):
     """Kill and restart robot's emulator cycles times under its running driver."""
-    from legacy_robot_common.bench import Listener, stop_process  # rclpy only for this part
+    from legacy_robot_bench.common.bench import Listener, stop_process  # rclpy only for this part
 
-    spec_module = importlib.import_module(f'{robot.package}.soak')
+    spec_module = importlib.import_module(f'legacy_robot_bench.{robot.package}.soak')
     with (
         tempfile.TemporaryDirectory(prefix='soak-') as folder,
         open(pathlib.Path(output) / f'{robot.name}-emulator.log', 'w') as emulator_log,
@@ -314,7 +260,7 @@ class NoiseWatch:
     def __init__(self, specs):
         from diagnostic_msgs.msg import DiagnosticArray
 
-        from legacy_robot_common.bench import Listener
+        from legacy_robot_bench.common.bench import Listener
 
         self.topics = {
             robot: f'{noise_namespace(robot)}/{spec.topic}' for robot, spec in specs.items()
@@ -358,11 +304,11 @@ def noise_namespace(robot):
 def noise_part(robots, minutes, rate, output):
     """Every driver at once, each against its emulator dropping rate and corrupting rate of
     its bytes, for minutes; then the noise stops and the robots' checks run."""
-    from legacy_robot_common.bench import stop_process
+    from legacy_robot_bench.common.bench import stop_process
 
     specs = {}
     for robot in robots:
-        module = importlib.import_module(f'{robot.package}.soak')
+        module = importlib.import_module(f'legacy_robot_bench.{robot.package}.soak')
         if hasattr(module, 'noise_spec'):
             specs[robot] = module.noise_spec(rate)
     drivers, logs = {}, []

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from legacy_robot_common.bench import (
+from legacy_robot_bench.common.bench import (
     HEADROOM_TARGET,
     PipelineSummary,
     latency_summary,
@@ -72,7 +72,7 @@ def test_pipeline_summary_rows_and_json(tmp_path):
 
 
 def test_recording_overhead_alternates_runs_and_counts_what_the_recording_spends():
-    from legacy_robot_common.bench import recording_overhead
+    from legacy_robot_bench.common.bench import recording_overhead
     from legacy_robot_common.recording import Recorder
 
     calls = []

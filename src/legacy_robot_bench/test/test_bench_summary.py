@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from legacy_robot_common.bench import PipelineSummary, RecordingCost, latency_summary, report
+from legacy_robot_bench.common.bench import PipelineSummary, RecordingCost, latency_summary, report
 
 
 def write_robot(folder, name, headroom_rate, cpu_target=('<=', 5.0), cpu=1.0, recording=None):
@@ -27,7 +27,7 @@ def summarize(folder, *names):
         [
             sys.executable,
             '-m',
-            'legacy_robot_bringup.bench',
+            'legacy_robot_bench.bench',
             '--no-run',
             '--output',
             str(folder),

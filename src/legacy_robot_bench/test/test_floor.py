@@ -14,8 +14,8 @@ from rclpy.executors import SingleThreadedExecutor
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from legacy_robot_bench.common.floor import Feed, bursts, capture_shape, moved
 from legacy_robot_common.driver_node import DriverNode
-from legacy_robot_common.floor import Feed, bursts, capture_shape, moved
 
 
 def test_bursts_group_times_closer_than_the_gap():
@@ -88,7 +88,7 @@ def test_a_captured_shape_runs_as_a_floor_process_at_the_same_rate(tmp_path):
             [
                 sys.executable,
                 '-m',
-                'legacy_robot_common.floor',
+                'legacy_robot_bench.common.floor',
                 str(tmp_path / 'shape.json'),
                 '--namespace',
                 '/floor',

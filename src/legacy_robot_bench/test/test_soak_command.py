@@ -8,7 +8,7 @@ import sys
 
 def soak(tmp_path, *arguments, timeout=180):
     return subprocess.run(
-        [sys.executable, '-m', 'legacy_robot_bringup.soak', '--output', str(tmp_path), *arguments],
+        [sys.executable, '-m', 'legacy_robot_bench.soak', '--output', str(tmp_path), *arguments],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -2,8 +2,8 @@
 
 import random
 
+from legacy_robot_bench.common.soak import FuzzTarget, fuzz, fuzz_cases, mutate, stream_rejects
 from legacy_robot_common.errors import MalformedFrame
-from legacy_robot_common.soak import FuzzTarget, fuzz, fuzz_cases, mutate, stream_rejects
 
 
 def length_prefixed(data):

@@ -25,10 +25,12 @@ class DemoTopic:
 @dataclasses.dataclass(frozen=True)
 class SoakPart:
     """A part of `make soak` that is one robot's own (P2OS safety, AIBO audio, ...):
-    'package.module:function', called with the value of its command-line option → rows."""
+    'module:function' in the measurement package legacy_robot_bench (named here only as a
+    string: no runtime package imports it), called with the value of its command-line option
+    → rows."""
 
     name: str  # for --parts: "safety"
-    function: str  # "p2os_driver.soak:safety_rows"
+    function: str  # "legacy_robot_bench.p2os_driver.soak:safety_rows"
     option: str  # "--repeats"
     default: float
     help: str
@@ -68,8 +70,9 @@ class RobotPlugin:
     # make_demo_script() -> object with optional act(node, elapsed_seconds),
     # on_message(topic, msg) and write_artifacts(output_dir) -> list of paths
     make_demo_script: Optional[Callable[[], Any]] = None
-    # `make bench` and `make soak`: the package's bench module (`<package>.bench`, main(argv))
-    # and soak module (`<package>.soak`: fuzz_targets(), restart_spec(folder)) by convention
+    # `make bench` and `make soak` (package legacy_robot_bench): the robot's bench module
+    # (`legacy_robot_bench.<package>.bench`, main(argv)) and soak module
+    # (`legacy_robot_bench.<package>.soak`: fuzz_targets(), restart_spec(folder)) by convention
     # recordings (record_path): how replay serves each recorded link (replay.ReplayLink), or
     # make_replay(recording, options) -> an emulator-like replay, not yet started (the
     # Nabaztag's, which plays the rabbits' requests to the bridge)

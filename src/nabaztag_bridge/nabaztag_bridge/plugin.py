@@ -191,7 +191,7 @@ PLUGIN = RobotPlugin(
     soak_parts=(
         SoakPart(
             'nabaztag',
-            'nabaztag_bridge.soak:malformed_rows',
+            'legacy_robot_bench.nabaztag_bridge.soak:malformed_rows',
             '--requests',
             10_000,
             'Nabaztag: malformed requests',

@@ -220,7 +220,7 @@ PLUGIN = RobotPlugin(
     soak_parts=(
         SoakPart(
             'safety',
-            'p2os_driver.soak:safety_rows',
+            'legacy_robot_bench.p2os_driver.soak:safety_rows',
             '--repeats',
             10,
             'P2OS safety: cmd_vel stops and kills per signal',

@@ -7,11 +7,10 @@ import signal
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from helpers import run_module, start_module, wait_for
-from ros_observer import DriverProcesses, Observer, latest_status
+from ros_observer import DriverProcesses, Observer, latest_status, ros_args
 from sensor_msgs.msg import BatteryState, JointState
 from std_srvs.srv import Trigger
 
-from legacy_robot_common.bench import ros_args
 from legacy_robot_interfaces.msg import MonitorLog, NamedValues, NxpPacket, SensorEvent
 from legacy_robot_interfaces.srv import (
     BuildProject,

@@ -172,16 +172,6 @@ def test_every_lying_header_field_converts_or_is_refused_with_a_clear_error(fiel
         assert usf.parse(out).rate == usf.DEFAULT_RATE
 
 
-def test_wav_reader_fuzz_target_is_in_the_fault_suite():
-    from legacy_robot_common.soak import fuzz
-    from pleo_driver.soak import fuzz_targets
-
-    target = next(t for t in fuzz_targets() if t.name.startswith('Pleo WAV reader'))
-    result = fuzz(target, 300)
-    assert result.crashes == 0, result.first_crash
-    assert result.accepted and result.rejected
-
-
 # ---- 4. build-file names as the PDK writes them ---------------------------------------
 def test_folders_hold_files_named_by_id_and_the_stem_rule_reads_the_path_as_written(tmp_path):
     folder = tmp_path / 'p'

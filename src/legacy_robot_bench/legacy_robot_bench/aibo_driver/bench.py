@@ -24,7 +24,10 @@ import time
 
 from sensor_msgs.msg import Image
 
-from legacy_robot_common.bench import (
+from aibo_driver import protocol as p
+from aibo_driver.emulator import AiboEmulator, EmulatorOptions
+from aibo_driver.scene import Scene
+from legacy_robot_bench.common.bench import (
     PipelineSummary,
     cpu_and_recorder_percent,
     cpu_percent,
@@ -35,12 +38,8 @@ from legacy_robot_common.bench import (
     report,
     wait_ready,
 )
-from legacy_robot_common.floor import capture_shape
+from legacy_robot_bench.common.floor import capture_shape
 from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
-
-from . import protocol as p
-from .emulator import AiboEmulator, EmulatorOptions
-from .scene import Scene
 
 NAMESPACE = '/bench'
 IMAGE = f'{NAMESPACE}/camera/image_raw'

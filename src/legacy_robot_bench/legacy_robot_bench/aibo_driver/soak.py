@@ -1,14 +1,13 @@
-"""AIBO parts of the fault suite (`make soak`, legacy_robot_bringup.soak)."""
+"""AIBO parts of the fault suite (`make soak`, legacy_robot_bench.soak)."""
 
 import numpy as np
 from sensor_msgs.msg import Image
 
+from aibo_driver import protocol as p
+from aibo_driver.emulator import AiboEmulator, EmulatorOptions
+from aibo_driver.scene import Scene, audio_chunk, color_detection
+from legacy_robot_bench.common.soak import FuzzTarget, NoiseSpec, RestartSpec, Row
 from legacy_robot_common.emulator import free_port
-from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec, Row
-
-from . import protocol as p
-from .emulator import AiboEmulator, EmulatorOptions
-from .scene import Scene, audio_chunk, color_detection
 
 SMALL_JPEG = (30, 40)  # rows, columns: the same markers as a camera frame, decoded faster
 
@@ -147,7 +146,7 @@ def audio_rows(minutes):
     ]
 
 
-# ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
+# ---- the mixed soak (legacy_robot_bench.mixed_soak) -----------------------------------------
 def mixed_emulator_arguments(rate):
     """No line noise: the telemetry has no marker to resynchronise on (noise_spec), so a noisy
     line would only measure reconnects; the noise part covers it."""

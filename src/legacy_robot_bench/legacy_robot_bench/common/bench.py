@@ -20,8 +20,8 @@ import time
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
-from .driver_node import EXECUTOR_VARIABLE, executor_kind
-from .recording import WRITER_THREAD, Recorder
+from legacy_robot_common.driver_node import EXECUTOR_VARIABLE, executor_kind
+from legacy_robot_common.recording import WRITER_THREAD, Recorder
 
 
 def machine_description():
@@ -487,7 +487,7 @@ def floor_cpu(shape, topics, seconds, lean=False, namespace='/floor', executor=N
             [
                 sys.executable,
                 '-m',
-                'legacy_robot_common.floor',
+                'legacy_robot_bench.common.floor',
                 file.name,
                 '--namespace',
                 namespace,

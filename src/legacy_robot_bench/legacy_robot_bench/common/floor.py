@@ -8,7 +8,7 @@ process with the same structure doing nothing else. So a benchmark, in the same 
 1. captures the driver's shape while it runs (capture_shape): its node name, publishers
    (types, QoS, rates, and one message each, serialized), subscriptions and services, as
    the ROS graph shows them;
-2. runs the floor (`python -m legacy_robot_common.floor SHAPE.json --namespace NS`): a
+2. runs the floor (`python -m legacy_robot_bench.common.floor SHAPE.json --namespace NS`): a
    DriverNode with that name and those publishers, subscriptions and services, whose feeding
    thread hands the captured messages through the DriverNode's record queue and executor
    task at the captured rates, in bursts at the captured burst rate (a robot's packet
@@ -33,8 +33,14 @@ import rclpy
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 
-from .driver_node import DriverNode, make_executor, prepare_process, spin, spin_until_shutdown
-from .memory import MallocTrim
+from legacy_robot_common.driver_node import (
+    DriverNode,
+    make_executor,
+    prepare_process,
+    spin,
+    spin_until_shutdown,
+)
+from legacy_robot_common.memory import MallocTrim
 
 SKIPPED_TOPICS = ('/rosout', '/parameter_events', '/diagnostics')  # every node has these
 SKIPPED_SERVICE_PACKAGES = ('rcl_interfaces', 'type_description_interfaces')

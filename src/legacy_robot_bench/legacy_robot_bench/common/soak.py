@@ -17,7 +17,7 @@ import time
 import traceback
 from typing import Callable, Dict, List, Sequence, Tuple
 
-from .errors import MalformedFrame
+from legacy_robot_common.errors import MalformedFrame
 
 EXAMPLE_BYTES = 64  # how much of a crashing input a report shows
 

@@ -22,7 +22,9 @@ import time
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Range
 
-from legacy_robot_common.bench import (
+from ipaq_driver import protocol as p
+from ipaq_driver.emulator import EmulatorOptions, IpaqEmulator
+from legacy_robot_bench.common.bench import (
     PipelineSummary,
     cpu_and_recorder_percent,
     cpu_percent,
@@ -33,12 +35,9 @@ from legacy_robot_common.bench import (
     report,
     wait_ready,
 )
-from legacy_robot_common.floor import capture_shape
+from legacy_robot_bench.common.floor import capture_shape
 from legacy_robot_interfaces.msg import TrackingResult
 from legacy_robot_interfaces.srv import ColorTracking
-
-from . import protocol as p
-from .emulator import EmulatorOptions, IpaqEmulator
 
 NAMESPACE = '/bench'
 TRACKING = f'{NAMESPACE}/tracking'

@@ -1,20 +1,19 @@
-"""iPaq parts of the fault suite (`make soak`, legacy_robot_bringup.soak)."""
+"""iPaq parts of the fault suite (`make soak`, legacy_robot_bench.soak)."""
 
 import numpy as np
 from sensor_msgs.msg import Range
 
-from legacy_robot_common.emulator import free_port
-from legacy_robot_common.errors import MalformedFrame
-from legacy_robot_common.soak import (
+from ipaq_driver import protocol as p
+from ipaq_driver.emulator import EmulatorOptions, IpaqEmulator
+from legacy_robot_bench.common.soak import (
     FuzzTarget,
     NoiseSpec,
     RestartSpec,
     noise_arguments,
     stream_rejects,
 )
-
-from . import protocol as p
-from .emulator import EmulatorOptions, IpaqEmulator
+from legacy_robot_common.emulator import free_port
+from legacy_robot_common.errors import MalformedFrame
 
 SMALL_CMUCAM2 = p.CameraFormat(generation=2, columns=8, rows=6)  # frame dumps that mutate fast
 
@@ -142,7 +141,7 @@ def noise_spec(rate):
     return NoiseSpec(emulator, 'ipaq_driver.node', emulator.parameters, 'range', Range)
 
 
-# ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
+# ---- the mixed soak (legacy_robot_bench.mixed_soak) -----------------------------------------
 def mixed_emulator_arguments(rate):
     return noise_arguments(rate)
 

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-from legacy_robot_common.bench import (
+from legacy_robot_bench.common.bench import (
     Listener,
     PipelineSummary,
     cpu_seconds,
@@ -42,11 +42,10 @@ from legacy_robot_common.bench import (
 )
 from legacy_robot_common.emulator import SendLog, free_port
 from legacy_robot_interfaces.msg import RabbitEvent
-
-from . import loadgen
-from . import protocol as p
-from .emulator import RabbitOptions, ping_url, rabbit_request
-from .rabbits import RabbitRegistry
+from nabaztag_bridge import loadgen
+from nabaztag_bridge import protocol as p
+from nabaztag_bridge.emulator import RabbitOptions, ping_url, rabbit_request
+from nabaztag_bridge.rabbits import RabbitRegistry
 
 NAMESPACE = '/bench'
 EVENTS = f'{NAMESPACE}/events'

@@ -1,20 +1,19 @@
-"""Nabaztag parts of the fault suite (`make soak`, legacy_robot_bringup.soak)."""
+"""Nabaztag parts of the fault suite (`make soak`, legacy_robot_bench.soak)."""
 
 import collections
 import socket
 import threading
 import time
 
-from legacy_robot_common.bench import wait_until
+from legacy_robot_bench.common.bench import wait_until
+from legacy_robot_bench.common.soak import FuzzTarget, RestartSpec, Row
 from legacy_robot_common.emulator import free_port
-from legacy_robot_common.soak import FuzzTarget, RestartSpec, Row
 from legacy_robot_interfaces.msg import RabbitEvent
-
-from . import choreography as chor
-from . import protocol as p
-from . import recording
-from .emulator import RabbitEmulator, RabbitOptions
-from .rabbits import RabbitRegistry
+from nabaztag_bridge import choreography as chor
+from nabaztag_bridge import protocol as p
+from nabaztag_bridge import recording
+from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions
+from nabaztag_bridge.rabbits import RabbitRegistry
 
 
 def reply_packets():
@@ -167,7 +166,7 @@ def send_malformed(port, count, senders=4):
 
 
 def malformed_rows(count):
-    from legacy_robot_common.bench import wait_ready
+    from legacy_robot_bench.common.bench import wait_ready
     from legacy_robot_interfaces.msg import RabbitRecording
 
     from .bench import bridge_and_listener
@@ -236,7 +235,7 @@ def malformed_rows(count):
     ]
 
 
-# ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
+# ---- the mixed soak (legacy_robot_bench.mixed_soak) -----------------------------------------
 MIXED_RABBITS = 500
 
 

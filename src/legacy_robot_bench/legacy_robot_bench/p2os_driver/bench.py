@@ -22,7 +22,7 @@ import time
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 
-from legacy_robot_common.bench import (
+from legacy_robot_bench.common.bench import (
     PipelineSummary,
     cpu_and_recorder_percent,
     cpu_percent,
@@ -34,11 +34,10 @@ from legacy_robot_common.bench import (
     report,
     wait_ready,
 )
-from legacy_robot_common.floor import capture_shape
+from legacy_robot_bench.common.floor import capture_shape
 from legacy_robot_interfaces.msg import EncoderCounts, SonarArray
-
-from . import protocol as p
-from .emulator import EmulatorOptions, P2osEmulator, sip_body
+from p2os_driver import protocol as p
+from p2os_driver.emulator import EmulatorOptions, P2osEmulator, sip_body
 
 NAMESPACE = '/bench'
 ODOM = f'{NAMESPACE}/odom'

@@ -1,4 +1,4 @@
-"""P2OS parts of the fault suite (`make soak`, legacy_robot_bringup.soak)."""
+"""P2OS parts of the fault suite (`make soak`, legacy_robot_bench.soak)."""
 
 import math
 import signal
@@ -6,8 +6,7 @@ import time
 
 from nav_msgs.msg import Odometry
 
-from legacy_robot_common.emulator import free_port
-from legacy_robot_common.soak import (
+from legacy_robot_bench.common.soak import (
     FuzzTarget,
     NoiseSpec,
     RestartSpec,
@@ -15,9 +14,9 @@ from legacy_robot_common.soak import (
     noise_arguments,
     stream_rejects,
 )
-
-from . import protocol as p
-from .emulator import EmulatorOptions, P2osEmulator, sip_body
+from legacy_robot_common.emulator import free_port
+from p2os_driver import protocol as p
+from p2os_driver.emulator import EmulatorOptions, P2osEmulator, sip_body
 
 DECODERS = {
     p.PacketType.SIP_STOPPED: p.decode_sip,
@@ -130,7 +129,7 @@ def cmd_vel_stop_delays(repeats, timeout=0.5):
     stop, per repeat."""
     from geometry_msgs.msg import Twist
 
-    from legacy_robot_common.bench import driver_against, wait_ready, wait_until
+    from legacy_robot_bench.common.bench import driver_against, wait_ready, wait_until
 
     emulator = P2osEmulator().start()
     parameters = {
@@ -169,7 +168,7 @@ def cmd_vel_stop_delays(repeats, timeout=0.5):
 def goodbye_after_signal(stop_signal):
     """Start the driver, let it enable the motors, send stop_signal: (exit code, the last
     commands the robot received)."""
-    from legacy_robot_common.bench import start_driver, wait_ready
+    from legacy_robot_bench.common.bench import start_driver, wait_ready
 
     emulator = P2osEmulator().start()
     driver = start_driver(
@@ -273,7 +272,7 @@ def noise_spec(rate):
     )
 
 
-# ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
+# ---- the mixed soak (legacy_robot_bench.mixed_soak) -----------------------------------------
 def mixed_emulator_arguments(rate):
     return noise_arguments(rate)
 

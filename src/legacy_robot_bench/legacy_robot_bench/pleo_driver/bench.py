@@ -26,7 +26,7 @@ import time
 
 from sensor_msgs.msg import JointState
 
-from legacy_robot_common.bench import (
+from legacy_robot_bench.common.bench import (
     PipelineSummary,
     cpu_and_recorder_percent,
     cpu_percent,
@@ -37,13 +37,12 @@ from legacy_robot_common.bench import (
     report,
     wait_ready,
 )
-from legacy_robot_common.floor import capture_shape
+from legacy_robot_bench.common.floor import capture_shape
 from legacy_robot_interfaces.msg import NamedValues
-
-from . import protocol as p
-from . import sample
-from .emulator import EmulatorOptions, PleoEmulator
-from .pdk import urf
+from pleo_driver import protocol as p
+from pleo_driver import sample
+from pleo_driver.emulator import EmulatorOptions, PleoEmulator
+from pleo_driver.pdk import urf
 
 NAMESPACE = '/bench'
 JOINT_STATES = f'{NAMESPACE}/joint_states'

@@ -1,4 +1,4 @@
-"""Pleo parts of the fault suite (`make soak`, legacy_robot_bringup.soak)."""
+"""Pleo parts of the fault suite (`make soak`, legacy_robot_bench.soak)."""
 
 import math
 import os
@@ -6,13 +6,12 @@ import tempfile
 
 from sensor_msgs.msg import JointState
 
-from legacy_robot_common.soak import FuzzTarget, NoiseSpec, RestartSpec, noise_arguments
-
-from . import protocol as p
-from .emulator import EmulatorOptions, PleoEmulator
-from .pdk import amx, ucf, umf, urf, usf
-from .pdk.errors import BuildError
-from .sample import build_sample_project, wav_bytes
+from legacy_robot_bench.common.soak import FuzzTarget, NoiseSpec, RestartSpec, noise_arguments
+from pleo_driver import protocol as p
+from pleo_driver.emulator import EmulatorOptions, PleoEmulator
+from pleo_driver.pdk import amx, ucf, umf, urf, usf
+from pleo_driver.pdk.errors import BuildError
+from pleo_driver.sample import build_sample_project, wav_bytes
 
 MONITOR_TEXT = (
     b'STATS POWER\r\nINFO: nxp: 7361 - Nov 15 2007\r\nBattery sensor value = 80 (x)'
@@ -76,7 +75,7 @@ def noise_spec(rate):
     return NoiseSpec(emulator, 'pleo_driver.node', emulator.parameters, 'joint_states', JointState)
 
 
-# ---- the mixed soak (legacy_robot_bringup.mixed_soak) -----------------------------------------
+# ---- the mixed soak (legacy_robot_bench.mixed_soak) -----------------------------------------
 def mixed_emulator_arguments(rate):
     return noise_arguments(rate)
 
