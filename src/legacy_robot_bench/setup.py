@@ -6,6 +6,8 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test']),
+    # the Nabaztag benchmark's load generator, compiled when the benchmark runs
+    package_data={'legacy_robot_bench.nabaztag_bridge': ['rabbit_load.c']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -6,7 +6,6 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=[package_name],
-    package_data={package_name: ['rabbit_load.c']},  # the benchmark's load generator
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -42,10 +42,11 @@ from legacy_robot_bench.common.bench import (
 )
 from legacy_robot_common.emulator import SendLog, free_port
 from legacy_robot_interfaces.msg import RabbitEvent
-from nabaztag_bridge import loadgen
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge.emulator import RabbitOptions, ping_url, rabbit_request
 from nabaztag_bridge.rabbits import RabbitRegistry
+
+from . import loadgen
 
 NAMESPACE = '/bench'
 EVENTS = f'{NAMESPACE}/events'
@@ -95,7 +96,7 @@ def _cpus(result):
 
 def start_canned(port):
     server = subprocess.Popen(
-        [sys.executable, '-m', 'nabaztag_bridge.canned_server', str(port)],
+        [sys.executable, '-m', 'legacy_robot_bench.nabaztag_bridge.canned_server', str(port)],
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -11,8 +11,8 @@ import sys
 
 import uvloop
 
-from .rabbits import RabbitRegistry
-from .transport import Limits, reply_bytes
+from nabaztag_bridge.rabbits import RabbitRegistry
+from nabaztag_bridge.transport import Limits, reply_bytes
 
 
 def idle_ping_reply():
