@@ -54,7 +54,8 @@ def test_all_robots_share_no_topic_or_service_name():
 
 def test_the_launch_tests_readiness_rule_holds_for_every_robot_here():
     """test_launch_pytest.py (skipped here) waits for LinkLevels.up(): the same rule, checked on
-    the same robots and emulators composed in one process, so its expectations are the real ones."""
+    the same robots and emulators composed in one process, so its expectations are the real
+    ones."""
     plugins = discover_plugins()
     expected = {plugin.node_name for plugin in plugins.values()}
     links = LinkLevels()

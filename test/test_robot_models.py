@@ -190,7 +190,7 @@ def _follows(ros, joint_state, name, dynamic, child, axis):
     )
 
 
-# ---- the demo's model pictures --------------------------------------------------------------------
+# ---- the demo's model pictures ------------------------------------------------------------------
 def test_the_model_picture_takes_the_live_pose_of_each_joint():
     from legacy_robot_common.model_picture import link_poses
     from legacy_robot_common.robot_model import joint_transform

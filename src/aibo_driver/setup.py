@@ -14,7 +14,10 @@ setup(
     zip_safe=True,
     maintainer='Legacy robot drivers maintainers',
     maintainer_email='maintainers@legacy-robots.dev',
-    description='Sony AIBO ERS-2x0 driver for AiboPet RCodePlus / LifePlus telemetry (TCP 21001, RCODE 21002), with an emulator.',
+    description=(
+        'Sony AIBO ERS-2x0 driver for AiboPet RCodePlus / LifePlus telemetry (TCP 21001, '
+        'RCODE 21002), with an emulator.'
+    ),
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={

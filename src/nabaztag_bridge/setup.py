@@ -14,7 +14,10 @@ setup(
     zip_safe=True,
     maintainer='Legacy robot drivers maintainers',
     maintainer_email='maintainers@legacy-robots.dev',
-    description='Nabaztag/tag bridge: the ping-era rabbit HTTP server (bc/locate/p4/record/rfid) exposed to ROS 2, with a rabbit emulator.',
+    description=(
+        'Nabaztag/tag bridge: the ping-era rabbit HTTP server (bc/locate/p4/record/rfid) '
+        'exposed to ROS 2, with a rabbit emulator.'
+    ),
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={

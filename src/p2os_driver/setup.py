@@ -14,7 +14,9 @@ setup(
     zip_safe=True,
     maintainer='Legacy robot drivers maintainers',
     maintainer_email='maintainers@legacy-robots.dev',
-    description='P2OS robot driver (Pioneer 2, PeopleBot, AmigoBot) over serial or TCP, with an emulator.',
+    description=(
+        'P2OS robot driver (Pioneer 2, PeopleBot, AmigoBot) over serial or TCP, with an emulator.'
+    ),
     license='Apache-2.0',
     extras_require={'test': ['pytest']},
     entry_points={

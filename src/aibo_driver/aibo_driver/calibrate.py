@@ -1,4 +1,5 @@
-"""aibo_calibrate: find a dog's YUV10 packing by comparing a YUV10 frame with a JPEG of the same scene.
+"""aibo_calibrate: find a dog's YUV10 packing by comparing a YUV10 frame with a JPEG of the
+same scene.
 
     aibo_calibrate --host 192.168.0.20 [--port 21001] [--top 8]
 

@@ -402,7 +402,7 @@ class TelemetryClient(ReconnectingClient):
         self.camera_mode, self.settings.image_rate, self.settings.color_rate = request
         self._build_pollers()
 
-    # ---- operations (any thread) -----------------------------------------------------------------
+    # ---- operations (any thread) ----------------------------------------------------------------
     def set_property(self, index, value, resolve):
         request = p.encode_set_property(self.settings.opcodes, index, value)
         self._submit(

@@ -1,4 +1,5 @@
-"""An AIBO with AiboPet's RCodePlus or LifePlus stick, on TCP 21001 (and 21002), for users and tests.
+"""An AIBO with AiboPet's RCodePlus or LifePlus stick, on TCP 21001 (and 21002), for users and
+tests.
 
     ros2 run aibo_driver aibo_emulator                     # RCodePlus on 21001 + 21002
     ros2 run aibo_driver aibo_emulator --product lifeplus  # LifePlus: voice, semantic, no RCODE
@@ -114,7 +115,8 @@ class _Session:
 
 
 class AudioRing:
-    """The dog's circular buffer of 15 chunks, filled in real time; when full, new chunks are lost."""
+    """The dog's circular buffer of 15 chunks, filled in real time; when full, new chunks are
+    lost."""
 
     def __init__(self, right_first=True):
         self.right_first = right_first
@@ -194,7 +196,7 @@ class AiboEmulator:
         self._clock = threading.Thread(target=self._run_clock, daemon=True, name='aibo-clock')
         self._started = time.monotonic()
 
-    # ---- life cycle ------------------------------------------------------------------------------
+    # ---- life cycle -----------------------------------------------------------------------------
     def start(self):
         try:
             self.telemetry.start()
@@ -241,7 +243,7 @@ class AiboEmulator:
         if self._clock.is_alive():
             self._clock.join(2.0)
 
-    # ---- the dog's own clock: audio in real time, voice and semantic events -------------------------
+    # ---- the dog's own clock: audio in real time, voice and semantic events ---------------------
     def _run_clock(self):
         chunks = 0
         next_voice, next_semantic = 1.0, 1.5
@@ -271,7 +273,7 @@ class AiboEmulator:
             self._semantic_sequence += 1
             self._semantic.append(p.encode_semantic(self._semantic_sequence, raw))
 
-    # ---- the telemetry pipe ------------------------------------------------------------------------
+    # ---- the telemetry pipe ---------------------------------------------------------------------
     def _serve_telemetry(self, stream, stop):
         reader = _Reader(stream, stop)
         session = _Session()
@@ -388,7 +390,7 @@ class AiboEmulator:
             return color_detection(rgb).tobytes()
         return p.encode_jpeg(rgb, self.options.jpeg_quality)
 
-    # ---- the RCODE pipe (§2.10) ----------------------------------------------------------------------
+    # ---- the RCODE pipe (§2.10) -----------------------------------------------------------------
     def _serve_rcode(self, stream, stop):
         text = p.ConsoleText()
         stream.write(b'RCodePlus ready\r\n')
@@ -428,7 +430,7 @@ class AiboEmulator:
         return int(token, 0)
 
 
-# ---- command line ----------------------------------------------------------------------------------
+# ---- command line -------------------------------------------------------------------------------
 def build_parser():
     parser = argparse.ArgumentParser(prog='aibo_emulator', description=__doc__.split('\n\n')[0])
     parser.add_argument('--host', default='127.0.0.1', help='address to listen on')

@@ -517,7 +517,7 @@ class SequenceTracker:
         return missing
 
 
-# ---- LifePlus voice and semantic data (§2.6) -----------------------------------------------------
+# ---- LifePlus voice and semantic data (§2.6) ----------------------------------------------------
 def decode_voice(data):
     """80 bytes → [(dictionary id, confidence)] × 10, best first."""
     if len(data) != VOICE_SIZE:
@@ -545,7 +545,7 @@ def encode_semantic(sequence, raw):
     return struct.pack(f'<i{SEMANTIC_VALUES}i', sequence, *raw)
 
 
-# ---- RPUT (§2.8: wire format unknown → a configurable layout, experimental) ----------------------
+# ---- RPUT (§2.8: wire format unknown → a configurable layout, experimental) ---------------------
 RPUT_FIELDS = {
     'name0': 'the file name, ASCII, then a NUL byte',
     'name8': 'the name length in one byte, then the name (name16, name32: 2 or 4 bytes, LE)',
@@ -621,7 +621,7 @@ class RputLayout:
         return name.decode('ascii', 'replace'), contents
 
 
-# ---- RCODE text pipe (§2.10) ---------------------------------------------------------------------
+# ---- RCODE text pipe (§2.10) --------------------------------------------------------------------
 IAC = 0xFF
 _TELNET_OPTION_VERBS = range(251, 255)  # WILL, WONT, DO, DONT take one option byte
 MAX_LINE = 4096

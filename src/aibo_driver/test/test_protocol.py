@@ -1,4 +1,5 @@
-"""The AIBO telemetry codec against hand-built byte vectors, for every variant the spec leaves open."""
+"""The AIBO telemetry codec against hand-built byte vectors, for every variant the spec leaves
+open."""
 
 import io
 import struct
@@ -15,7 +16,7 @@ from legacy_robot_common.errors import MalformedFrame
 Op = p.Op
 
 
-# ---- opcodes, version, reply sizes ----------------------------------------------------------------
+# ---- opcodes, version, reply sizes --------------------------------------------------------------
 def test_opcode_map_defaults_overrides_and_aliases():
     default = p.OpcodeMap()
     assert default.request(Op.GET_VERSION) == b'\x01' and default.byte[Op.GET_ARRAY_RAW] == 11
@@ -109,7 +110,7 @@ def test_jpeg_round_trip_and_garbage():
         p.decode_jpeg(b'\xff\xd8 not really a jpeg \xff\xd9')
 
 
-# ---- YUV10 ----------------------------------------------------------------------------------------
+# ---- YUV10 --------------------------------------------------------------------------------------
 # four pixels' 10-bit values 0x3FF, 0x000, 0x155, 0x2AA in one 5-byte group
 GROUP_VALUES = [0x3FF, 0x000, 0x155, 0x2AA]
 GROUP_MSB = bytes([0xFF, 0xC0, 0x05, 0x56, 0xAA])  # 1111111111 0000000000 0101010101 1010101010
@@ -232,7 +233,7 @@ def test_yuv10_rejects_bad_input_and_bad_settings():
         p.Yuv10Format(chroma_offset=300)
 
 
-# ---- colour image, audio, voice, semantic ---------------------------------------------------------------
+# ---- colour image, audio, voice, semantic -------------------------------------------------------
 def test_color_image_rows_top_first():
     data = bytes([3]) * 88 + bytes(6336 - 88)
     mask = p.decode_color_image(data)
@@ -292,7 +293,7 @@ def test_voice_and_semantic_records_by_hand():
             decode(bad)
 
 
-# ---- device control, RPUT ----------------------------------------------------------------------------
+# ---- device control, RPUT -----------------------------------------------------------------------
 def test_set_property_and_presets():
     assert p.encode_set_property(p.OpcodeMap(), 2, 3) == bytes([7, 2, 3])
     assert p.parse_preset(' gain_high = 2:0x03') == ('gain_high', 2, 3)
@@ -338,19 +339,19 @@ def test_rput_decode_reads_what_encode_wrote():
         layout = p.RputLayout(fields)
         stream = bytearray(layout.encode('perf.mtn', bytes(range(200))))
 
-        def read_exact(n):
+        def read_exact(n, stream=stream):
             data = bytes(stream[:n])
             del stream[:n]
             return data
 
-        def read_until_nul():
+        def read_until_nul(stream=stream):
             return read_exact(stream.index(0) + 1)
 
         assert layout.decode(read_exact, read_until_nul) == ('perf.mtn', bytes(range(200)))
         assert not stream
 
 
-# ---- RCODE console text ------------------------------------------------------------------------------
+# ---- RCODE console text -------------------------------------------------------------------------
 def test_console_text_lines_telnet_and_split_input():
     text = p.ConsoleText()
     assert text.feed(b'\xff\xfb\x01hel') == []  # IAC WILL ECHO removed
@@ -361,7 +362,7 @@ def test_console_text_lines_telnet_and_split_input():
     assert [len(line) for line in long] == [4096, 904]
 
 
-# ---- bad input never escapes as anything but MalformedFrame -------------------------------------------
+# ---- bad input never escapes as anything but MalformedFrame -------------------------------------
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=3000))
 def test_decoders_raise_only_malformed_frame(data):

@@ -292,7 +292,8 @@ class ControlClient(ReconnectingClient):
         self._poll()
 
     def set_parameter_bits(self, *names, resolve=None):
-        """A P packet now with one-shot bits ('kill_motor', 'init_brainstem'); kill stops driving."""
+        """A P packet now with one-shot bits ('kill_motor', 'init_brainstem'); kill stops
+        driving."""
         with self._lock:
             self._drive.extra_bits |= self.settings.mask_bits.mask(*names)
             if 'kill_motor' in names:

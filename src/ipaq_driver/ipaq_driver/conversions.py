@@ -60,7 +60,8 @@ def frame_msg(dump, header, double_width=True, flip_vertical=False):
 
 
 class PoseTracker:
-    """The iPaq's integrated pose (raw words) → odometry pose plus velocities from successive polls."""
+    """The iPaq's integrated pose (raw words) → odometry pose plus velocities from successive
+    polls."""
 
     def __init__(self, units):
         self.units = units

@@ -493,7 +493,7 @@ class IpaqNode(DriverNode):
         self.control.set_camera(raw.get('pan'), raw.get('tilt'))
         self._publish_neck(raw.get('pan'), raw.get('tilt'))
 
-    # ---- records from the robot ------------------------------------------------------------------
+    # ---- records from the robot -----------------------------------------------------------------
     # the camera stream's records are published by the stream's link thread itself: they need
     # nothing the executor owns (telemetry updates the pose, which services reset: executor)
     direct_records = (p.TrackingPacket, p.Bitmap, p.FrameDump)

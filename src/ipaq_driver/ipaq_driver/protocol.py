@@ -1,4 +1,5 @@
-"""iPaq robot-control protocol: framing, checksums, packets, streams (spec ../shared/specs/ipaq.md).
+"""iPaq robot-control protocol: framing, checksums, packets, streams
+(spec ../shared/specs/ipaq.md).
 
 Pure codec: bytes in, typed records out, and back. Values stay raw (servo
 settings, 16-bit words); units are the conversion layer's business. Section

@@ -16,6 +16,7 @@ CAMERA_HEIGHT = 0.30  # m above the floor
 CAMERA_FOV_X = math.radians(48.0)  # CMUcam1 lens, about 48° × 37° (inference)
 CAMERA_FOV_Y = math.radians(37.0)
 BALL_RADIUS = 0.08  # m
+DEFAULT_UNITS = Units()  # a trike's units unless it is given others
 ACCELERATION = 1.0  # m/s² of the drive wheel
 SERVO_SPEED = 400.0  # pan/tilt steps per second
 BATTERY_VOLTS = 7.2
@@ -44,7 +45,7 @@ class Ball:
 class Trike:
     """Drive wheel speed + steering, pan/tilt servos, integrated pose, IR range, safety stop."""
 
-    def __init__(self, units=Units(), room=(6.0, 4.0), ball=None):
+    def __init__(self, units=DEFAULT_UNITS, room=(6.0, 4.0), ball=None):
         self.units = units
         self.room = room  # width, height; the room's centre is the origin
         self.ball = ball or Ball()

@@ -203,7 +203,12 @@ def test_telemetry_tracking_bitmap_and_frame_topics(setup):
         ('tracking/bitmap', 'tracking/camera_info'),
     ):
         image = topics[image_topic][-1]
-        assert ros.spin_until(lambda: any(i.header == image.header for i in topics[info_topic]), 5)
+        assert ros.spin_until(
+            lambda image=image, info_topic=info_topic: any(
+                i.header == image.header for i in topics[info_topic]
+            ),
+            5,
+        )
         info = next(i for i in topics[info_topic] if i.header == image.header)
         assert image.header.frame_id == 'camera_optical_frame'
         assert (info.width, info.height) == (image.width, image.height)

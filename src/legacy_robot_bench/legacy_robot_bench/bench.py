@@ -2,8 +2,8 @@
 
     python -m legacy_robot_bench.bench [--output bench-output] [--only p2os ...] [--quick]
 
-Each robot's benchmark runs as its own process (`python -m legacy_robot_bench.<package>.bench`) and writes
-<output>/<name>.json; this reads them back and prints
+Each robot's benchmark runs as its own process (`python -m legacy_robot_bench.<package>.bench`)
+and writes <output>/<name>.json; this reads them back and prints
   * the pipeline table: per robot its main stream's decode rate, the rate a subscriber in
     another process receives with the emulator unthrottled, the real robot's maximum rate,
     headroom (the two divided; target >= 20x), driver CPU at the real rate, and wire ->
@@ -44,7 +44,8 @@ class Robot:
 
 def installed_robots():
     """Every installed robot (its plugin names its label and quick arguments; the benchmark
-    is `legacy_robot_bench.<package>.bench`), in entry-point order: a new robot package brings its own."""
+    is `legacy_robot_bench.<package>.bench`), in entry-point order: a new robot package brings
+    its own."""
     return tuple(
         Robot(plugin.title, plugin.package, plugin.name, plugin.bench_quick_arguments)
         for plugin in discover_plugins().values()

@@ -22,9 +22,9 @@ processes still running, no traceback in any log, every recording readable to it
 Messages are accounted for per emulator lifetime. Before each kill (and at the end) the
 emulator is silenced (SIGUSR1) and says how many frames of its main stream it sent, each of
 them one message on the robot's main topic, and how many of those were at risk from the line
-noise (emulator.MainFrame); SETTLE later it is killed, and DOWN_TIME after that the
-messages this process received in that lifetime are counted. Lost = sent − at risk − received, when positive. The first lifetime is
-left out: its frames started before this process subscribed.
+noise (emulator.MainFrame); SETTLE later it is killed, and DOWN_TIME after that the messages
+this process received in that lifetime are counted. Lost = sent − at risk − received, when
+positive. The first lifetime is left out: its frames started before this process subscribed.
 """
 
 import csv

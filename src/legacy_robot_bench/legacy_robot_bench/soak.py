@@ -35,6 +35,7 @@ Prints one table, writes <output>/soak.json (and the drivers' logs); exit 1 on a
 
 import argparse
 import dataclasses
+import functools
 import importlib
 import json
 import multiprocessing
@@ -153,7 +154,7 @@ def restart_cycles(robot, cycles, output):
                 time.sleep(DOWN_TIME)
                 emulator = Emulator(spec.emulator, emulator_log)
                 seen = listener.counts[topic]
-                if wait_until(lambda: listener.counts[topic] > seen, 30, poll=0.005):
+                if wait_until(lambda seen=seen: listener.counts[topic] > seen, 30, poll=0.005):
                     reconnects.append(time.monotonic() - emulator.ready)
                 else:
                     failures += 1
@@ -505,7 +506,7 @@ def main(argv=None):
         if part.name in args.parts:
             value = values[part.name]
             print(f'{part.name}: {robot}, {part.option} {value:g}', flush=True)
-            rows += robot_part(robots, robot, lambda: run_robot_part(part, value))
+            rows += robot_part(robots, robot, functools.partial(run_robot_part, part, value))
     return 1 if report(rows, args.output) else 0
 
 

@@ -259,7 +259,8 @@ def params_path(package, path):
 
 
 def missing_files(plugin):
-    """What the robot's launch (with and without sim) names but the install lacks; [] when complete."""
+    """What the robot's launch (with and without sim) names but the install lacks; [] when
+    complete."""
     problems = []
     for sim in (False, True):
         for spec in robot_processes(plugin, sim):

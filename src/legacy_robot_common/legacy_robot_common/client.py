@@ -60,7 +60,8 @@ class Link:
         self.closed = False
 
     def _fill(self, timeout):
-        """Append newly arrived bytes to the buffer; LinkTimeout after timeout seconds of silence."""
+        """Append newly arrived bytes to the buffer; LinkTimeout after timeout seconds of
+        silence."""
         deadline = time.monotonic() + timeout
         while True:
             if self._stop.is_set():

@@ -49,7 +49,8 @@ class DiagnosticsPublisher:
                     ('group', self.hardware_id, ERROR, f'diagnostic group failed: {exc!r}', {})
                 ]
             for name, hardware_id, level, message, values in items:
-                statuses.append(self._status(name, hardware_id, lambda: (level, message, values)))
+                result = (level, message, values)
+                statuses.append(self._status(name, hardware_id, lambda result=result: result))
         return statuses
 
     def _status(self, name, hardware_id, task):

@@ -21,7 +21,8 @@ from .streams import FdStream, SocketStream
 
 
 class TcpEmulatorServer:
-    """Listens on host:port (port 0 = a free port) and runs handler per client, each in a thread."""
+    """Listens on host:port (port 0 = a free port) and runs handler per client, each in a
+    thread."""
 
     def __init__(self, handler, host='127.0.0.1', port=0, name='emulator'):
         self._handler = handler
@@ -157,7 +158,8 @@ class MainFrame(bytes):
 
 
 class FaultInjector:
-    """Damages outgoing bytes for fault tests: drops and corrupts at given rates, or goes silent."""
+    """Damages outgoing bytes for fault tests: drops and corrupts at given rates, or goes
+    silent."""
 
     def __init__(self, drop_rate=0.0, corrupt_rate=0.0, seed=None):
         for label, rate in (('drop_rate', drop_rate), ('corrupt_rate', corrupt_rate)):

@@ -27,7 +27,8 @@ def normalized_prefix(prefix):
 
 
 def namespace_prefix(namespace):
-    """The frame prefix bringup and the launch files give a robot in namespace: '/lab/r1' → 'lab/r1/'."""
+    """The frame prefix bringup and the launch files give a robot in namespace: '/lab/r1' →
+    'lab/r1/'."""
     return normalized_prefix(namespace or '')
 
 

@@ -250,7 +250,7 @@ class LinkTap:
         self._recorder.put(self._channels[TO_ROBOT], connection or self.connection, data)
 
 
-# ---- reading -------------------------------------------------------------------------------------
+# ---- reading ------------------------------------------------------------------------------------
 @dataclasses.dataclass
 class Chunk:
     time_ns: int  # host clock when the bytes crossed the wire

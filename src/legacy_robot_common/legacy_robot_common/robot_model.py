@@ -2,12 +2,12 @@
 
 Each driver describes its robot with `Urdf` (links drawn as boxes, cylinders and spheres;
 joints named as its joint_states names them; link names are its frame ids without the
-frame_prefix). `RobotStatePublisher` then does what robot_state_publisher does, for every driver the
-same way: robot_description (std_msgs/String, transient local) in the driver's namespace, the
-fixed joints on /tf_static and the moving joints on /tf whenever the driver reports joint
-positions. The URDF is read back with urdf_parser_py (ROS's urdfdom_py), so what rviz and
-Foxglove draw is what the transforms come from. A user who runs robot_state_publisher instead
-sets publish_joint_tf (and publish_static_tf) false.
+frame_prefix). `RobotStatePublisher` then does what robot_state_publisher does, for every
+driver the same way: robot_description (std_msgs/String, transient local) in the driver's
+namespace, the fixed joints on /tf_static and the moving joints on /tf whenever the driver
+reports joint positions. The URDF is read back with urdf_parser_py (ROS's urdfdom_py), so
+what rviz and Foxglove draw is what the transforms come from. A user who runs
+robot_state_publisher instead sets publish_joint_tf (and publish_static_tf) false.
 """
 
 import math

@@ -34,7 +34,8 @@ class TransformPublisher:
 
 
 class StaticTransformPublisher:
-    """Static transforms on /tf_static: each message carries all of them, latest per child frame."""
+    """Static transforms on /tf_static: each message carries all of them, latest per child
+    frame."""
 
     def __init__(self, node):
         self._publisher = node.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)

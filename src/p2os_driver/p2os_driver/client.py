@@ -104,7 +104,8 @@ class AuxBytes:
 
 
 class P2osClient(ReconnectingClient):
-    """One P2OS robot. ``startup_commands()`` (set by the node) gives the packets sent after OPEN."""
+    """One P2OS robot. ``startup_commands()`` (set by the node) gives the packets sent after
+    OPEN."""
 
     def __init__(self, settings, **kwargs):
         super().__init__('p2os', self._open, read_timeout=settings.read_timeout, **kwargs)
@@ -171,8 +172,9 @@ class P2osClient(ReconnectingClient):
             self.logger.info(f'p2os: next attempt at {self.baud} baud')
 
     def _handshake(self, link):
-        """SYNC0 → SYNC1 → SYNC2, each echo checked; returns the SYNC2 identification (§3.1, §3.2)."""
-        for attempt in range(1, self.settings.sync_attempts + 1):
+        """SYNC0 → SYNC1 → SYNC2, each echo checked; returns the SYNC2 identification (§3.1,
+        §3.2)."""
+        for _attempt in range(1, self.settings.sync_attempts + 1):
             step = 0
             while step < 3:
                 self._write(link, p.encode_command(step))
@@ -380,7 +382,8 @@ class P2osClient(ReconnectingClient):
         self._last_write = time.monotonic()
 
     def request(self, packet, reply_type, resolve):
-        """Send packet; resolve(record) runs (in the link thread) when a reply_type packet arrives."""
+        """Send packet; resolve(record) runs (in the link thread) when a reply_type packet
+        arrives."""
         with self._waiter_lock:
             self._waiters.setdefault(reply_type, []).append(resolve)
         try:

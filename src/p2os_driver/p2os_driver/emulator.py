@@ -138,7 +138,8 @@ class P2osEmulator:
         return device
 
     def _start_physics(self):
-        """The robot moves whether or not a client is connected (it coasts to a stop after CLOSE)."""
+        """The robot moves whether or not a client is connected (it coasts to a stop after
+        CLOSE)."""
         if self._physics is None:
             self._physics = threading.Thread(
                 target=self._run_physics, daemon=True, name='p2os-emulator-physics'

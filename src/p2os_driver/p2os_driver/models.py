@@ -12,7 +12,8 @@ from typing import Tuple
 
 # sonar discs: (x mm, y mm, heading deg), from each model's ARIA parameter file
 def _mirrored(half):
-    """A ring given from its left end to the front: the right half mirrors it (y and heading negated)."""
+    """A ring given from its left end to the front: the right half mirrors it (y and heading
+    negated)."""
     return tuple(half) + tuple((x, -y, -th) for (x, y, th) in reversed(half))
 
 

@@ -387,8 +387,8 @@ class P2osNode(DriverNode):
             and self._is_simulator(identity)
         ):
             return (
-                f'{C(number).name} (#{int(number)}) not sent: the simulator reads #35-#37 as laser '
-                'commands; start AMRISim with --no-srisim-laser-compat and set '
+                f'{C(number).name} (#{int(number)}) not sent: the simulator reads #35-#37 as '
+                'laser commands; start AMRISim with --no-srisim-laser-compat and set '
                 'simulator_laser_compat:=false'
             )
         return None
@@ -585,7 +585,8 @@ class P2osNode(DriverNode):
         return response
 
     async def _aux_serial(self, request, response):
-        """Write data out of AUX (TTY2), then read reply_size bytes (GETAUX); no data and 0 = flush."""
+        """Write data out of AUX (TTY2), then read reply_size bytes (GETAUX); no data and 0 =
+        flush."""
         data = bytes(request.data)
         if len(data) > 196 or request.reply_size > 200:
             response.success, response.message = False, 'at most 196 bytes out and 200 back'
@@ -618,7 +619,8 @@ class P2osNode(DriverNode):
 
     # ---- cmd_vel ------------------------------------------------------------------------
     def _on_cmd_vel(self, linear, angular):
-        """cmd_vel → VEL + RVEL (or VEL2); the client resends it and stops after cmd_vel_timeout."""
+        """cmd_vel → VEL + RVEL (or VEL2); the client resends it and stops after
+        cmd_vel_timeout."""
         linear = max(-self.max_linear, min(self.max_linear, linear))
         angular = max(-self.max_angular, min(self.max_angular, angular))
         if self.last_sip is not None and not self.last_sip.motors_enabled and (linear or angular):

@@ -235,7 +235,8 @@ def encode_two_bytes(number, high, low):
 
 
 def decode_command(body) -> Tuple[int, Optional[object]]:
-    """Server side: (command number, None | int | bytes). Extra trailing bytes are ignored (§3.8)."""
+    """Server side: (command number, None | int | bytes). Extra trailing bytes are ignored
+    (§3.8)."""
     if not body:
         raise MalformedFrame('empty command packet')
     number = body[0]
@@ -382,7 +383,8 @@ def decode_sip(body, gripper_in_high_byte=True):
 
 
 def decode_sip_tail(extra):
-    """The optional later-firmware fields present in extra, in order; partial fields are ignored."""
+    """The optional later-firmware fields present in extra, in order; partial fields are
+    ignored."""
     values, offset = {}, 0
     for name, code in SIP_TAIL_FIELDS:
         size = struct.calcsize('<' + code)
@@ -660,7 +662,8 @@ class IoPacket:
 
 
 def decode_io(body):
-    """IOpac (0xF0): count + digital input bytes, count + output bytes, count + uint16 A/D values."""
+    """IOpac (0xF0): count + digital input bytes, count + output bytes, count + uint16 A/D
+    values."""
     if not body or body[0] != PacketType.IO:
         raise MalformedFrame('not an IOpac')
     groups, offset = [], 1

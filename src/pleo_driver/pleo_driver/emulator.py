@@ -83,7 +83,7 @@ class PleoState:
     def step(self, dt, now):
         with self.lock:
             self._run_motions(now)
-            for index, joint in enumerate(p.JOINTS):
+            for index, _joint in enumerate(p.JOINTS):
                 gap = self.targets[index] - self.angles[index]
                 move = (
                     self.speeds[index] * dt * (self.motion_speed / 100.0 if self.playing else 1.0)

@@ -63,7 +63,7 @@ def test_umf_header_and_terminator():
 def test_vectors_share_frames_and_start_one_later():
     parsed = umf.parse(bow()[0])
     by_joint = {}
-    for joint, start, goal, velocity, position in parsed.vectors:
+    for joint, start, goal, _velocity, _position in parsed.vectors:
         by_joint.setdefault(joint, []).append((start, goal))
     for key, spans in by_joint.items():
         real = [s for s in spans if s != (0, 0)]

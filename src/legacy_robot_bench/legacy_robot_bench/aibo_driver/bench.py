@@ -63,7 +63,8 @@ def yuv10_decode_ms(count=2000):
 
 
 def _run_driver(options, parameters, topics, measure):
-    """Emulator + driver process + a listener in this process; measure(emulator, driver, listener)."""
+    """Emulator + driver process + a listener in this process; measure(emulator, driver,
+    listener)."""
     options.telemetry_port = options.rcode_port = 0
     emulator = AiboEmulator(options).start()
     with driver_against(

@@ -184,13 +184,16 @@ def _clicking():
         bridge,
         listener,
     ):
-        click = lambda n: ping_url(
-            f'http://127.0.0.1:{port}',
-            f'0019db{n:06x}',  # noqa: E731
-            RabbitOptions().bytecode_version,
-            CLICK,
-            p.IDLE_ID,
-        )
+
+        def click(n):
+            return ping_url(
+                f'http://127.0.0.1:{port}',
+                f'0019db{n:06x}',
+                RabbitOptions().bytecode_version,
+                CLICK,
+                p.IDLE_ID,
+            )
+
         wait_ready(
             bridge,
             lambda: _answers(click(0)) and listener.counts[EVENTS],
@@ -345,7 +348,8 @@ def main(argv=None):
                 None,
             ),
             (
-                f'ab -c {concurrency}: canned-reply server, same loop (p99 {canned["p99_ms"]:.0f} ms)',
+                f'ab -c {concurrency}: canned-reply server, same loop '
+                f'(p99 {canned["p99_ms"]:.0f} ms)',
                 canned['rate'],
                 f'{canned["rate"]:,.0f} /s',
                 None,

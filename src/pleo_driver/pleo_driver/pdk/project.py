@@ -404,7 +404,7 @@ class Builder:
         for name, value in self.project.user_properties():
             groups[urf.PROPERTIES].append(urf.property_item(property_ids[name], name, value))
         data, layout = urf.write(groups, build_time, version)
-        for group, item, offset in layout.placed:
+        for _group, item, offset in layout.placed:
             self.log(f'writing {item.name} (0x{item.id:x}) at 0x{offset:x}')
         for group, offset in layout.indices:
             self.log(f'writing {group.signature.decode().strip()} toc at 0x{offset:x}')
