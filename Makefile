@@ -4,7 +4,7 @@ SHELL := /bin/bash
 DEMO_SECONDS ?= 20
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-suite test-beside-suite bench soak bootstrap clean
+.PHONY: demo lint test test-suite test-beside-suite bench soak bootstrap clean
 
 demo: bootstrap
 	. tools/env.sh && python -m legacy_robot_bringup.demo --duration $(DEMO_SECONDS) --output demo-output $(DEMO_ARGS)
@@ -25,7 +25,13 @@ WAITING_TESTS = \
 	src/p2os_driver/test/test_node_e2e.py::test_drive_at_1_5_m_s_for_a_minute_without_odometry_freezing
 BESIDE_LOG = log/test-beside-suite.log
 TEST_DOMAIN := $(shell echo $$(( $$$$ % 50 + 1 )))
-test: bootstrap
+# Lint and format check first (ruff from requirements.txt, rules in ruff.toml); CI's .ci/run
+# runs make test, so it lints too. `ruff format .` and `ruff check --fix .` repair most findings.
+lint: bootstrap
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+test: bootstrap lint
 	@$(MAKE) --no-print-directory -j2 test-suite test-beside-suite; status=$$?; \
 	  echo "---- beside the suite: the SingleThreadedExecutor subset, then the test that waits" \
 	    "on the clock ($(BESIDE_LOG)) ----"; \
