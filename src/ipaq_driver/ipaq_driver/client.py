@@ -15,6 +15,7 @@ import time
 from legacy_robot_common.client import ReconnectingClient
 from legacy_robot_common.errors import LinkTimeout, MalformedFrame
 from legacy_robot_common.streams import SocketStream
+from legacy_robot_common.velocity import VelocityWatchdog
 
 from . import protocol as p
 
@@ -91,8 +92,8 @@ class ControlClient(ReconnectingClient):
             'ipaq-control', self._open, read_timeout=settings.response_timeout, **kwargs
         )
         self.settings = settings
-        self.motion_timeout = 0.5  # s without set_drive() before the drive stops; 0 = never
-        self.motion_timeouts = 0
+        # the drive rides on the polls; set_drive() keeps it alive, one stop when it goes stale
+        self.motion = VelocityWatchdog(self._drive_to, self._drive_stopped, timeout=0.5)
         self.timeouts = 0
         self.failed_commands = 0
         self.stray_responses = 0
@@ -101,7 +102,6 @@ class ControlClient(ReconnectingClient):
         self._queue = collections.deque()
         self._in_flight = None
         self._drive = Drive()
-        self._drive_given = 0.0
         self._stop_pending = False
         self._last_poll = 0.0
         self._missed = 0
@@ -129,7 +129,7 @@ class ControlClient(ReconnectingClient):
                 for body in self._bodies(data):
                     self._on_response(body)
                 self._check_deadline()
-                self._check_motion()
+                self.motion.poll()
                 if time.monotonic() - self._last_poll >= self.settings.poll_period:
                     self._poll()
         finally:
@@ -141,8 +141,7 @@ class ControlClient(ReconnectingClient):
         with self._lock:
             if self._in_flight is not None:
                 waits.append(self._in_flight.deadline - now)
-            if self._drive.active and self.motion_timeout > 0:
-                waits.append(self._drive_given + self.motion_timeout - now)
+        waits.append(self.motion.seconds_left())
         return max(MIN_WAIT, min(waits))
 
     def _bodies(self, data):
@@ -270,16 +269,32 @@ class ControlClient(ReconnectingClient):
                 request.resolve(error)
 
     # ---- drive, camera servos, telemetry poll ----------------------------------------------
+    @property
+    def motion_timeout(self):
+        """s without set_drive() before the drive stops; 0 = never."""
+        return self.motion.timeout
+
+    @motion_timeout.setter
+    def motion_timeout(self, seconds):
+        self.motion.timeout = seconds
+
+    @property
+    def motion_timeouts(self):
+        return self.motion.timeouts
+
     def set_drive(self, vel, direction):
         """Raw vel/dir to keep sending; they stop after motion_timeout without a new call.
 
         A change goes out at once; a repeated command rides on the next poll.
         """
+        self.motion.command((vel, direction))
+
+    def _drive_to(self, velocity):
+        vel, direction = velocity
         with self._lock:
             d = self._drive
             changed = not d.active or (d.vel, d.direction) != (vel, direction)
             d.vel, d.direction, d.active = vel, direction, True
-            self._drive_given = time.monotonic()
         if changed:
             self._poll()
 
@@ -292,8 +307,9 @@ class ControlClient(ReconnectingClient):
         self._poll()
 
     def set_parameter_bits(self, *names, resolve=None):
-        """A P packet now with one-shot bits ('kill_motor', 'init_brainstem'); kill stops
-        driving."""
+        """A P packet now with one-shot bits ('kill_motor', 'init_brainstem'); kill: no drive."""
+        if 'kill_motor' in names:
+            self.motion.clear()
         with self._lock:
             self._drive.extra_bits |= self.settings.mask_bits.mask(*names)
             if 'kill_motor' in names:
@@ -302,19 +318,12 @@ class ControlClient(ReconnectingClient):
             _Request(self._parameters_packet, p.ResponseKind.FULL, resolve, '+'.join(names))
         )
 
-    def _check_motion(self):
+    def _drive_stopped(self):
+        """No drive command for motion_timeout: the next P carries the stop velocity."""
         with self._lock:
-            drive = self._drive
-            if (
-                not drive.active
-                or self.motion_timeout <= 0
-                or time.monotonic() - self._drive_given < self.motion_timeout
-            ):
-                return
-            drive.vel = self.settings.stop_velocity
-            drive.active = False
+            self._drive.vel = self.settings.stop_velocity
+            self._drive.active = False
             self._stop_pending = True  # the next P still carries vel (now: stop)
-        self.motion_timeouts += 1
         self.log.info(
             'motion-timeout',
             f'ipaq: no drive command for {self.motion_timeout:.2f} s: velocity set to zero',

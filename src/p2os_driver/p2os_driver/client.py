@@ -14,6 +14,7 @@ from typing import Optional, Tuple
 from legacy_robot_common.client import ReconnectingClient
 from legacy_robot_common.errors import ConnectionLost, LinkTimeout, MalformedFrame
 from legacy_robot_common.streams import SerialStream, SocketStream
+from legacy_robot_common.velocity import VelocityWatchdog
 
 from . import protocol as p
 from .models import MODELS, RobotModel, closest_models, find_model, model_key
@@ -104,8 +105,7 @@ class AuxBytes:
 
 
 class P2osClient(ReconnectingClient):
-    """One P2OS robot. ``startup_commands()`` (set by the node) gives the packets sent after
-    OPEN."""
+    """One P2OS robot. ``startup_commands()`` (set by the node): the packets sent after OPEN."""
 
     def __init__(self, settings, **kwargs):
         super().__init__('p2os', self._open, read_timeout=settings.read_timeout, **kwargs)
@@ -122,12 +122,11 @@ class P2osClient(ReconnectingClient):
         self._bodies = collections.deque()  # valid packet bodies not yet consumed
         self._waiters = {}
         self._waiter_lock = threading.Lock()
-        self.motion_timeout = 0.5  # s without set_motion() before the stop packet; 0 = never
-        self.repeat_period = 0.5  # s between resends of the motion command (not of the stop)
-        self.motion_timeouts = 0
-        self._motion = self._stop_packet = None
-        self._motion_given = self._motion_sent = 0.0
-        self._motion_lock = threading.Lock()
+        # motion: resent every repeat_period, the stop once after motion_timeout (see below)
+        self.motion = VelocityWatchdog(
+            self.send, self._motion_stopped, timeout=0.5, repeat_period=0.5
+        )
+        self._stop_packet = None
 
     # ---- connecting --------------------------------------------------------
     @property
@@ -172,9 +171,8 @@ class P2osClient(ReconnectingClient):
             self.logger.info(f'p2os: next attempt at {self.baud} baud')
 
     def _handshake(self, link):
-        """SYNC0 → SYNC1 → SYNC2, each echo checked; returns the SYNC2 identification (§3.1,
-        §3.2)."""
-        for _attempt in range(1, self.settings.sync_attempts + 1):
+        """SYNC0 → SYNC1 → SYNC2, each echo checked; the SYNC2 identification (§3.1, §3.2)."""
+        for _attempt in range(self.settings.sync_attempts):
             step = 0
             while step < 3:
                 self._write(link, p.encode_command(step))
@@ -280,19 +278,50 @@ class P2osClient(ReconnectingClient):
             now = time.monotonic()
             if now - self.last_sip_time > self.settings.read_timeout:
                 raise LinkTimeout(f'no SIP for {self.settings.read_timeout:.1f} s')
-            self._keep_motion(link, now)
+            self.motion.poll(now)
             if now - self._last_write >= self.settings.pulse_interval:
                 self._write(link, p.encode_command(p.Command.PULSE))
 
     # ---- motion: resend, and stop when the commands stop ------------------------
+    @property
+    def motion_timeout(self):
+        """s without set_motion() before the stop packet; 0 = never."""
+        return self.motion.timeout
+
+    @motion_timeout.setter
+    def motion_timeout(self, seconds):
+        self.motion.timeout = seconds
+
+    @property
+    def repeat_period(self):
+        """s between resends of the motion command (not of the stop)."""
+        return self.motion.repeat_period
+
+    @repeat_period.setter
+    def repeat_period(self, seconds):
+        self.motion.repeat_period = seconds
+
+    @property
+    def motion_timeouts(self):
+        return self.motion.timeouts
+
     def set_motion(self, packet, stop_packet):
         """Send a motion command now and keep it alive (see motion_timeout, repeat_period)."""
-        with self._motion_lock:
-            self._motion = packet
-            self._stop_packet = stop_packet
-            self._motion_given = time.monotonic()
-        self.send(packet)
-        self._motion_sent = time.monotonic()
+        self._stop_packet = stop_packet
+        self.motion.command(packet)
+
+    def clear_motion(self):
+        """Forget the motion command (after STOP / E_STOP: nothing to resend)."""
+        self.motion.clear()
+
+    def _motion_stopped(self):
+        """The motion command expired: the stop once (from then on PULSE keeps the link
+        alive, §3.5)."""
+        self.send(self._stop_packet)
+        self.log.info(
+            'motion-timeout',
+            f'p2os: no motion command for {self.motion_timeout:.2f} s: robot stopped',
+        )
 
     def _next_deadline(self):
         """Seconds until the loop must act without data: SIP timeout, pulse, motion."""
@@ -301,38 +330,10 @@ class P2osClient(ReconnectingClient):
             self.last_sip_time + self.settings.read_timeout,
             self._last_write + self.settings.pulse_interval,
         ]
-        with self._motion_lock:
-            if self._motion is not None:
-                deadlines.append(self._motion_sent + self.repeat_period)
-                if self.motion_timeout > 0:
-                    deadlines.append(self._motion_given + self.motion_timeout)
+        motion = self.motion.next_deadline()
+        if motion is not None:
+            deadlines.append(motion)
         return min(max(MIN_WAIT, min(deadlines) - now), self.settings.read_timeout)
-
-    def clear_motion(self):
-        """Forget the motion command (after STOP / E_STOP: nothing to resend)."""
-        with self._motion_lock:
-            self._motion = None
-
-    def _keep_motion(self, link, now):
-        """Resend the motion command; when it expires send the stop once and forget it
-        (from then on PULSE keeps the link alive, §3.5)."""
-        with self._motion_lock:
-            packet = self._motion
-            if packet is None:
-                return
-            expired = self.motion_timeout > 0 and now - self._motion_given > self.motion_timeout
-            if expired:
-                packet, self._motion = self._stop_packet, None
-            elif now - self._motion_sent < self.repeat_period:
-                return
-        self._write(link, packet)
-        self._motion_sent = now
-        if expired:
-            self.motion_timeouts += 1
-            self.log.info(
-                'motion-timeout',
-                f'p2os: no motion command for {self.motion_timeout:.2f} s: robot stopped',
-            )
 
     def _queue(self, data):
         for item in self._receiver.feed(data):
@@ -382,8 +383,7 @@ class P2osClient(ReconnectingClient):
         self._last_write = time.monotonic()
 
     def request(self, packet, reply_type, resolve):
-        """Send packet; resolve(record) runs (in the link thread) when a reply_type packet
-        arrives."""
+        """Send packet; resolve(record) runs (link thread) when a reply_type packet arrives."""
         with self._waiter_lock:
             self._waiters.setdefault(reply_type, []).append(resolve)
         try:
