@@ -2,11 +2,14 @@
 
 No rclpy here. Records handed to ``on_record`` are the decoded packets of
 protocol.py plus Connected (once per session) and Encoders / AuxBytes.
-Section numbers refer to ../shared/specs/p2os.md.
+The node asks for what it wants in robot terms (``drive(mm_s, rad_s)``, ``set_sonar(on)``,
+``gripper(command)``, ...); the packets are built here. Section numbers refer to
+../shared/specs/p2os.md.
 """
 
 import collections
 import dataclasses
+import math
 import threading
 import time
 from typing import Optional, Tuple
@@ -17,16 +20,40 @@ from legacy_robot_common.streams import SerialStream, SocketStream
 from legacy_robot_common.velocity import VelocityWatchdog
 
 from . import protocol as p
-from .models import MODELS, RobotModel, closest_models, find_model, model_key
+from .models import MODELS, RobotModel, closest_models, find_model, model_key, wheel_units
 
 # The Player / ROS order of bauds to try on a serial port (§3.2).
 DEFAULT_BAUD_CYCLE = (9600, 38400, 19200, 115200, 57600)
 MIN_WAIT = 0.002  # s; shortest read wait of the connected loop
 SIP_TYPES = (p.PacketType.SIP_STOPPED, p.PacketType.SIP_MOVING)
+C = p.Command
+T = p.PacketType
+# the packet streams by their parameter / wanted-state name: request command, reply packet type
+STREAMS = {
+    'encoder': (C.ENCODER, T.ENCODER),
+    'gripper': (C.GRIPREQUEST, T.GRIPPER),
+    'io': (C.IOREQUEST, T.IO),
+}
+# BUMP_STALL #44's argument: which bumpers stall the motors (§2.5)
+BUMP_STALL_VALUES = {0: 'off', 1: 'front', 2: 'rear', 3: 'either'}
+GRIPPER_COMMANDS = (1, 2, 3, 4, 5, 6, 7, 8, 15, 16, 17)  # GRIPPER #33 (§2.11)
+GRIPPER_WITH_VALUE = (16, 17)  # GRIPPERVAL must follow at once
+AUX_OUT_MAX, AUX_IN_MAX = 196, 200  # TTY2 bytes per command, GETAUX bytes per reply
+SAY_MAX_TONES = 20
+ACCELERATIONS = {  # Settings.accelerations key → command; decelerations are negative (§2.5)
+    'linear_acceleration': (C.SETA, 1),
+    'linear_deceleration': (C.SETA, -1),
+    'angular_acceleration': (C.SETRA, 1),
+    'angular_deceleration': (C.SETRA, -1),
+}
 
 
 class HandshakeFailed(ConnectionLost):
     """The robot did not complete SYNC0 → SYNC1 → SYNC2 (the session restarts)."""
+
+
+class CommandRefused(ValueError):
+    """Not sent: this robot would misread the command (a simulator's laser commands, §5.2)."""
 
 
 @dataclasses.dataclass
@@ -45,6 +72,14 @@ class Settings:
     gripper_in_high_byte: bool = True  # SIP gripper/ANPORT order (§5.1 item 1)
     model: str = ''  # force a model instead of the SYNC2 subclass
     factor_overrides: Optional[dict] = None  # models.FACTOR_NAMES → value; <= 0 keeps the model's
+    wheel_mode: bool = False  # drive() sends VEL2 wheel speeds instead of VEL + RVEL
+    simulator: str = 'auto'  # auto (by the SYNC2 name), true or false
+    simulator_laser_compat: bool = True  # a simulator reads #35-#37 as laser commands
+    # sent after OPEN: ACCELERATIONS key → mm/s² or rad/s² (0 keeps the robot's)
+    accelerations: Optional[dict] = None
+    bump_stall: int = -1  # BUMP_STALL_VALUES key sent after OPEN; -1 keeps the robot's
+    motion_timeout: float = 0.5  # s without drive() before the stop; 0 = never (run time too)
+    repeat_period: float = 0.5  # s between resends of the motion command (not of the stop)
 
     def __post_init__(self):
         if self.model and model_key(self.model) not in MODELS:
@@ -54,6 +89,10 @@ class Settings:
             )
         if self.port.startswith('tcp://'):
             host_port(self.port)  # fail early on a bad address
+        if self.simulator not in ('auto', 'true', 'false'):
+            raise ValueError(f'simulator must be auto, true or false, not {self.simulator!r}')
+        if self.bump_stall != -1 and self.bump_stall not in BUMP_STALL_VALUES:
+            raise ValueError(f'bump_stall must be -1 or one of 0..3, not {self.bump_stall}')
 
 
 def unknown_model_text(subclass, fallback):
@@ -105,12 +144,19 @@ class AuxBytes:
 
 
 class P2osClient(ReconnectingClient):
-    """One P2OS robot. ``startup_commands()`` (set by the node): the packets sent after OPEN."""
+    """One P2OS robot.
+
+    ``startup_state()`` (set by the node; runs in the link thread once per session) says what
+    to ask for after OPEN: {'motors': bool, 'sonar': bool, 'encoder' / 'gripper' / 'io':
+    bool}; a key left out is not sent. Commands (any thread) raise ConnectionLost when not
+    connected, CommandRefused / ValueError for what must not or cannot be sent, and return
+    the name of the last command sent (for the caller's messages).
+    """
 
     def __init__(self, settings, **kwargs):
         super().__init__('p2os', self._open, read_timeout=settings.read_timeout, **kwargs)
         self.settings = settings
-        self.startup_commands = lambda: []
+        self.startup_state = dict
         self.identity = None
         self.config = None
         self.ignored_packets = 0
@@ -124,9 +170,11 @@ class P2osClient(ReconnectingClient):
         self._waiter_lock = threading.Lock()
         # motion: resent every repeat_period, the stop once after motion_timeout (see below)
         self.motion = VelocityWatchdog(
-            self.send, self._motion_stopped, timeout=0.5, repeat_period=0.5
+            self._send_velocity,
+            self._motion_stopped,
+            timeout=settings.motion_timeout,
+            repeat_period=settings.repeat_period,
         )
-        self._stop_packet = None
 
     # ---- connecting --------------------------------------------------------
     @property
@@ -155,7 +203,7 @@ class P2osClient(ReconnectingClient):
         self._write(link, p.encode_command(p.Command.OPEN))
         self._write(link, p.encode_command(p.Command.PULSE))
         self.config = self._request_config(link)
-        for packet in self.startup_commands():
+        for packet in self._startup_packets(self.startup_state()):
             self._write(link, packet)
         self.last_sip_time = time.monotonic()
         self.mark_connected(f'{name} ({robot_class} {subclass}) on {self.identity.transport}')
@@ -164,6 +212,46 @@ class P2osClient(ReconnectingClient):
             self._read_loop(link)
         finally:
             self._fail_waiters(ConnectionLost('link lost'))
+
+    def _startup_packets(self, state):
+        """After OPEN + PULSE + CONFIG, in the ROS p2os order (§3.3)."""
+        packets = []
+        if 'sonar' in state:
+            packets.append(p.encode_command(C.SONAR, int(state['sonar'])))
+        for name, value in (self.settings.accelerations or {}).items():
+            if value > 0:
+                number, sign = ACCELERATIONS[name]
+                scaled = value if number == C.SETA else math.degrees(value)
+                packets.append(p.encode_command(number, sign * int(round(scaled))))
+        if self.settings.bump_stall >= 0:
+            packets.append(p.encode_command(C.BUMP_STALL, self.settings.bump_stall))
+        for kind, (number, _) in STREAMS.items():
+            if state.get(kind) and not self.refusal(number):
+                packets.append(p.encode_command(number, 2))
+        if 'motors' in state:
+            packets.append(p.encode_command(C.ENABLE, int(state['motors'])))
+        return packets
+
+    # ---- simulators (spec §5.2) --------------------------------------------------
+    @property
+    def is_simulator(self):
+        if self.settings.simulator == 'auto':
+            return self.identity is not None and self.identity.name in p.SIMULATOR_NAMES
+        return self.settings.simulator == 'true'
+
+    def refusal(self, number):
+        """Why a command must not be sent to this robot, or None."""
+        if (
+            number in p.SIMULATOR_LASER_COMMANDS
+            and self.settings.simulator_laser_compat
+            and self.is_simulator
+        ):
+            return (
+                f'{C(number).name} (#{int(number)}) not sent: the simulator reads #35-#37 as '
+                'laser commands; start AMRISim with --no-srisim-laser-compat and set '
+                'simulator_laser_compat:=false'
+            )
+        return None
 
     def _next_baud(self):
         if len(self._bauds) > 1:
@@ -305,19 +393,26 @@ class P2osClient(ReconnectingClient):
     def motion_timeouts(self):
         return self.motion.timeouts
 
-    def set_motion(self, packet, stop_packet):
-        """Send a motion command now and keep it alive (see motion_timeout, repeat_period)."""
-        self._stop_packet = stop_packet
-        self.motion.command(packet)
+    def drive(self, mm_s, rad_s):
+        """Drive at mm_s forward and rad_s counter-clockwise: sent now, resent every
+        repeat_period, stopped after motion_timeout without a new call (VelocityWatchdog)."""
+        self.motion.command((mm_s, rad_s))
 
-    def clear_motion(self):
-        """Forget the motion command (after STOP / E_STOP: nothing to resend)."""
-        self.motion.clear()
+    def _send_velocity(self, velocity):
+        self.send(self._velocity_packet(*velocity))
+
+    def _velocity_packet(self, mm_s, rad_s):
+        if self.settings.wheel_mode:
+            model = self.identity.model if self.identity else MODELS['p2dx']
+            return p.encode_two_bytes(C.VEL2, *wheel_units(model, mm_s, rad_s))
+        return p.encode_command(C.VEL, int(round(mm_s))) + p.encode_command(
+            C.RVEL, int(round(math.degrees(rad_s)))
+        )
 
     def _motion_stopped(self):
         """The motion command expired: the stop once (from then on PULSE keeps the link
         alive, §3.5)."""
-        self.send(self._stop_packet)
+        self.send(self._velocity_packet(0.0, 0.0))
         self.log.info(
             'motion-timeout',
             f'p2os: no motion command for {self.motion_timeout:.2f} s: robot stopped',
@@ -360,30 +455,123 @@ class P2osClient(ReconnectingClient):
         self._resolve_waiters(kind, record)
         self.deliver(record)
 
-    def _decode(self, kind, body):
-        if kind in SIP_TYPES:
-            return p.decode_sip(body, self.settings.gripper_in_high_byte)
-        decoder = {
-            p.PacketType.ENCODER: lambda b: Encoders(*p.decode_encoders(b)),
-            p.PacketType.GRIPPER: p.decode_gripper,
-            p.PacketType.IO: p.decode_io,
-            p.PacketType.SERAUX: lambda b: AuxBytes(p.decode_seraux(b)),
-            p.PacketType.PLAYLIST: p.decode_playlist,
-            p.PacketType.CONFIG: p.decode_config,
-        }.get(kind)
-        return decoder(body) if decoder else None
+    # the one place a packet type becomes a record: packet type → decoder(client, body)
+    DECODERS = {
+        T.SIP_STOPPED: lambda c, b: p.decode_sip(b, c.settings.gripper_in_high_byte),
+        T.SIP_MOVING: lambda c, b: p.decode_sip(b, c.settings.gripper_in_high_byte),
+        T.ENCODER: lambda c, b: Encoders(*p.decode_encoders(b)),
+        T.GRIPPER: lambda c, b: p.decode_gripper(b),
+        T.IO: lambda c, b: p.decode_io(b),
+        T.SERAUX: lambda c, b: AuxBytes(p.decode_seraux(b)),
+        T.PLAYLIST: lambda c, b: p.decode_playlist(b),
+        T.CONFIG: lambda c, b: p.decode_config(b),
+    }
 
-    # ---- commands from the node (any thread) -------------------------------
+    def _decode(self, kind, body):
+        decoder = self.DECODERS.get(kind)
+        return decoder(self, body) if decoder else None
+
+    # ---- commands in robot terms (any thread) ------------------------------
+    def stop_motion(self, emergency=False):
+        """STOP (or E_STOP); the motion command is forgotten, so no resend undoes it."""
+        self.motion.clear()
+        return self.command(C.E_STOP if emergency else C.STOP)
+
+    def enable_motors(self, on):
+        return self.command(C.ENABLE, int(on))
+
+    def set_sonar(self, on):
+        return self.command(C.SONAR, int(on))
+
+    def reset_odometry(self):
+        """SETO: the robot's own pose to zero."""
+        return self.command(C.SETO)
+
+    def stop_stream(self, kind):
+        """Stop one packet stream (a STREAMS key)."""
+        return self.command(STREAMS[kind][0], 0)
+
+    def request_stream(self, kind, resolve):
+        """Start one packet stream; resolve(first packet) as for request(). Returns the name
+        of the packet type awaited."""
+        number, reply_type = STREAMS[kind]
+        return self.request(p.encode_command(number, 2), reply_type, resolve, number)
+
+    def play_sound(self, number):
+        return self.command(C.SOUND, number)
+
+    def set_bump_stall(self, which):
+        """Which bumpers stall the motors: a BUMP_STALL_VALUES key."""
+        if which not in BUMP_STALL_VALUES:
+            meanings = ', '.join(f'{v} {text}' for v, text in BUMP_STALL_VALUES.items())
+            raise ValueError(f'bump_stall takes {meanings}; not {which}')
+        return self.command(C.BUMP_STALL, which)
+
+    def select_analog_port(self, port):
+        return self.command(C.ADSEL, port)
+
+    def gripper(self, command, value=0):
+        """A GRIPPER command (§2.11); 16 and 17 take value, sent at once after it."""
+        if command not in GRIPPER_COMMANDS:
+            raise ValueError(f'unknown gripper command {command}')
+        name = self.command(C.GRIPPER, command)
+        if command in GRIPPER_WITH_VALUE:
+            name = self.command(C.GRIPPERVAL, value)
+        return name
+
+    def digital_output(self, mask, values):
+        """Set the digital outputs selected by mask to values (bit per output)."""
+        self.send(p.encode_two_bytes(C.DIGOUT, mask, values))
+        return C.DIGOUT.name
+
+    def say(self, durations, tones):
+        """Play tones (durations in 20 ms units) on the robot's buzzer."""
+        if len(durations) != len(tones) or len(tones) > SAY_MAX_TONES:
+            raise ValueError(f'need equal numbers of durations and tones, at most {SAY_MAX_TONES}')
+        return self.command(
+            C.SAY, bytes(b for pair in zip(durations, tones, strict=True) for b in pair)
+        )
+
+    def aux_write(self, data):
+        """Write bytes out of the AUX serial port (TTY2)."""
+        return self.command(C.TTY2, data)
+
+    def aux_flush(self):
+        """Empty the robot's AUX input buffer (GETAUX 0)."""
+        return self.command(C.GETAUX, 0)
+
+    def request_aux(self, count, resolve):
+        """Read count bytes from the AUX port; resolve(AuxBytes) as for request()."""
+        return self.request(p.encode_command(C.GETAUX, count), T.SERAUX, resolve)
+
+    def request_playlist(self, resolve):
+        """The robot's sound playlist; resolve(list of (name, position, length))."""
+        return self.request(p.encode_command(C.PLAYLIST, 0), T.PLAYLIST, resolve)
+
+    def request_io(self, resolve):
+        """One IOpac; resolve(IoPacket)."""
+        return self.request(p.encode_command(C.IOREQUEST, 1), T.IO, resolve)
+
     def command(self, number, argument=None):
-        """Send one command now; ConnectionLost when not connected."""
+        """Send one command now; returns its name. ConnectionLost when not connected,
+        CommandRefused when this robot must not get it."""
+        refusal = self.refusal(number)
+        if refusal:
+            raise CommandRefused(refusal)
         self.send(p.encode_command(number, argument))
+        return C(number).name
 
     def send(self, data):
         super().send(data)
         self._last_write = time.monotonic()
 
-    def request(self, packet, reply_type, resolve):
-        """Send packet; resolve(record) runs (link thread) when a reply_type packet arrives."""
+    def request(self, packet, reply_type, resolve, number=None):
+        """Send packet; resolve(record) runs (link thread) when a reply_type packet arrives.
+        number: the command, refused (CommandRefused) when this robot must not get it.
+        Returns the name of the packet type awaited."""
+        refusal = number is not None and self.refusal(number)
+        if refusal:
+            raise CommandRefused(refusal)
         with self._waiter_lock:
             self._waiters.setdefault(reply_type, []).append(resolve)
         try:
@@ -392,6 +580,7 @@ class P2osClient(ReconnectingClient):
             with self._waiter_lock:
                 self._waiters[reply_type].remove(resolve)
             raise
+        return reply_type.name
 
     def _resolve_waiters(self, kind, record):
         with self._waiter_lock:

@@ -3,21 +3,28 @@
 Units per REP-103: metres, radians, volts. The node adds headers and decides when to publish.
 """
 
+import dataclasses
 import math
 
 from diagnostic_msgs.msg import KeyValue
-from sensor_msgs.msg import BatteryState
+from sensor_msgs.msg import BatteryState, JointState, Range
+from std_msgs.msg import Header
 
 from legacy_robot_common.messages import uint8_array
 from legacy_robot_interfaces.msg import (
     BumperState,
     DigitalAnalogIO,
+    EncoderCounts,
     GripperState,
     MotorState,
     RobotInfo,
+    SerialBytes,
+    SonarArray,
 )
 
+from . import description
 from .models import FACTOR_NAMES
+from .protocol import read_gripper_packet_byte, read_sip_gripper_byte
 
 PADDLES = {
     'open': GripperState.PADDLES_OPEN,
@@ -90,6 +97,96 @@ def gripper_msg(reading, raw_state, header, source, gripper_type=0, grasp_time=0
     )
 
 
+def gripper_packet_msg(packet, header):
+    """GRIPPERpac → GripperState (its own state table, type and grasp time)."""
+    return gripper_msg(
+        read_gripper_packet_byte(packet.state),
+        packet.state,
+        header,
+        GripperState.SOURCE_GRIPPER_PACKET,
+        packet.gripper_type,
+        packet.grasp_time,
+    )
+
+
+def sip_gripper_msg(sip, header):
+    """The SIP's gripper byte → GripperState."""
+    return gripper_msg(
+        read_sip_gripper_byte(sip.gripper_state),
+        sip.gripper_state,
+        header,
+        GripperState.SOURCE_SIP,
+    )
+
+
+def encoders_msg(encoders, header):
+    return EncoderCounts(header=header, left=encoders.left, right=encoders.right)
+
+
+def aux_msg(aux, header):
+    """Bytes read from the AUX serial port (port 1)."""
+    return SerialBytes(header=header, port=1, data=uint8_array(aux.data))
+
+
+def wheel_joints_msg(model, encoders, ticks_per_revolution, header):
+    """Encoder counts → the wheel joints' angles."""
+    angles = description.wheel_positions(
+        model, encoders.left, encoders.right, ticks_per_revolution
+    )
+    return JointState(header=header, name=list(angles), position=list(angles.values()))
+
+
+@dataclasses.dataclass
+class SonarCone:
+    """What every sonar reading shares: limits in m, full cone angle in rad."""
+
+    min_range: float
+    max_range: float
+    field_of_view: float
+
+
+def update_sonar(sip, model, ranges):
+    """Store a SIP's sonar readings (m) in ranges (one per disc).
+
+    Returns (readings, updated, strangers): the (disc, metres) stored, in SIP order; a flag per
+    disc; the disc numbers that are not on this model (skipped)."""
+    readings, strangers = [], []
+    updated = [False] * len(ranges)
+    for disc, raw in sip.sonar:
+        if disc >= len(ranges):
+            strangers.append(disc)
+            continue
+        metres = raw * model.range_conv / 1000.0
+        ranges[disc] = metres
+        updated[disc] = True
+        readings.append((disc, metres))
+    return readings, updated, strangers
+
+
+def sonar_range_msg(stamp, frame, metres, cone):
+    """One sonar reading → sensor_msgs/Range in its disc's frame."""
+    return Range(
+        header=Header(stamp=stamp, frame_id=frame),
+        radiation_type=Range.ULTRASOUND,
+        field_of_view=cone.field_of_view,
+        min_range=cone.min_range,
+        max_range=cone.max_range,
+        range=metres,
+    )
+
+
+def sonar_array_msg(header, frames, ranges, updated, cone):
+    return SonarArray(
+        header=header,
+        frame_ids=frames,
+        ranges=ranges,
+        updated=updated,
+        min_range=cone.min_range,
+        max_range=cone.max_range,
+        field_of_view=cone.field_of_view,
+    )
+
+
 def sip_io_msg(sip, header):
     return DigitalAnalogIO(
         header=header,
@@ -158,12 +255,3 @@ def config_has_gripper(config):
     if config is None or not config.sent('gripper'):
         return None
     return config.values['gripper'] != 0
-
-
-def wheel_units(model, mm_s, rad_s):
-    """Body velocity → VEL2 (left, right) signed bytes of Vel2Divisor mm/s, clamped."""
-    spin = rad_s / model.diff_conv  # (R - L) / 2 in mm/s
-    return tuple(
-        max(-127, min(127, int(round((mm_s + side * spin) / model.vel2_divisor))))
-        for side in (-1, 1)
-    )

@@ -12,8 +12,7 @@ from typing import Tuple
 
 # sonar discs: (x mm, y mm, heading deg), from each model's ARIA parameter file
 def _mirrored(half):
-    """A ring given from its left end to the front: the right half mirrors it (y and heading
-    negated)."""
+    """A ring from its left end to the front; the right half mirrors it (y, heading negated)."""
     return tuple(half) + tuple((x, -y, -th) for (x, y, th) in reversed(half))
 
 
@@ -368,3 +367,12 @@ def closest_models(subclass, count=3):
     key = model_key(subclass)
     close = difflib.get_close_matches(key, MODELS, n=count, cutoff=0.0)
     return [MODELS[k].subclass for k in close]
+
+
+def wheel_units(model, mm_s, rad_s):
+    """Body velocity → VEL2 (left, right) signed bytes of Vel2Divisor mm/s, clamped."""
+    spin = rad_s / model.diff_conv  # (R - L) / 2 in mm/s
+    return tuple(
+        max(-127, min(127, int(round((mm_s + side * spin) / model.vel2_divisor))))
+        for side in (-1, 1)
+    )

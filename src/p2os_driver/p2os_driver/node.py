@@ -47,8 +47,12 @@ from . import conversions as convert
 from . import description
 from . import protocol as p
 from .client import (
+    AUX_IN_MAX,
+    AUX_OUT_MAX,
     DEFAULT_BAUD_CYCLE,
+    STREAMS,
     AuxBytes,
+    CommandRefused,
     Connected,
     Encoders,
     P2osClient,
@@ -59,18 +63,8 @@ from .description import DEFAULT_TICKS_PER_REVOLUTION
 from .models import FACTOR_NAMES, MODELS, model_key
 from .odometry import Odometry
 
-C = p.Command
-# the packet streams: their parameter / wanted-state name, command and reply packet type
-# BUMP_STALL #44's argument: which bumpers stall the motors (§2.5)
-BUMP_STALL_VALUES = {0: 'off', 1: 'front', 2: 'rear', 3: 'either'}
-STREAMS = {
-    'encoder': (C.ENCODER, p.PacketType.ENCODER),
-    'gripper': (C.GRIPREQUEST, p.PacketType.GRIPPER),
-    'io': (C.IOREQUEST, p.PacketType.IO),
-}
-CMD_VEL_DISABLED_WINDOW = (
-    2.0  # s: a cmd_vel this recent to a motors-off SIP makes diagnostics WARN
-)
+# s: a cmd_vel this recent to a motors-off SIP makes diagnostics WARN
+CMD_VEL_DISABLED_WINDOW = 2.0
 RUNTIME_PARAMETERS = ('use_sonar', 'cmd_vel_timeout', 'max_linear_speed', 'max_angular_speed')
 # Odometry variances (parameters pose/twist_covariance_diagonal): estimates for a Pioneer's
 # dead reckoning on a hard floor (encoder resolution is far finer; wheel slip dominates):
@@ -85,9 +79,7 @@ class P2osNode(DriverNode):
         self._declare_parameters()
         self.name_hardware(self.port)
         self.client = P2osClient(self._settings(), logger=self.get_logger())
-        self.client.startup_commands = self._startup_commands
-        self.client.motion_timeout = self.cmd_vel_timeout
-        self.client.repeat_period = self.repeat_period
+        self.client.startup_state = self._startup_state
         self.attach_client(self.client, link_name='p2os')
         self.diagnostics.add_task('robot', self._robot_status)
         self._create_publishers()
@@ -262,15 +254,17 @@ class P2osNode(DriverNode):
             read_only=True,
         )
         use_sonar = d('use_sonar', True, 'sonar on or off (can be changed at run time)')
-        self.sonar_min = d('sonar_min_range', 0.1, 'm', minimum=0.0, read_only=True)
-        self.sonar_max = d('sonar_max_range', 5.0, 'm', minimum=0.1, read_only=True)
-        self.sonar_fov = d(
-            'sonar_field_of_view',
-            0.5236,
-            'full cone angle, rad',
-            minimum=0.01,
-            maximum=3.14,
-            read_only=True,
+        self.sonar_cone = convert.SonarCone(
+            d('sonar_min_range', 0.1, 'm', minimum=0.0, read_only=True),
+            d('sonar_max_range', 5.0, 'm', minimum=0.1, read_only=True),
+            d(
+                'sonar_field_of_view',
+                0.5236,
+                'full cone angle, rad',
+                minimum=0.01,
+                maximum=3.14,
+                read_only=True,
+            ),
         )
         self.bump_stall = d(
             'bump_stall',
@@ -334,6 +328,16 @@ class P2osNode(DriverNode):
                 model=self.model_name,
                 gripper_in_high_byte=self.gripper_high,
                 factor_overrides=self.factors,
+                wheel_mode=self.wheel_mode,
+                simulator=self.simulator,
+                simulator_laser_compat=self.simulator_laser_compat,
+                accelerations={  # the robot's units: mm/s², rad/s²
+                    name: value * 1000.0 if name.startswith('linear') else value
+                    for name, value in self.accelerations.items()
+                },
+                bump_stall=self.bump_stall,
+                motion_timeout=self.cmd_vel_timeout,
+                repeat_period=self.repeat_period,
             )
         except ValueError as exc:
             raise ParameterError(f'p2os_driver: {exc}') from None
@@ -342,7 +346,7 @@ class P2osNode(DriverNode):
         for parameter in parameters:
             if parameter.name == 'use_sonar':
                 self.wanted['sonar'] = bool(parameter.value)
-                self._try_command(C.SONAR, int(parameter.value))
+                self._send(lambda v=parameter.value: self.client.set_sonar(v))
             elif parameter.name == 'cmd_vel_timeout':
                 self.cmd_vel_timeout = self.client.motion_timeout = parameter.value
             elif parameter.name == 'max_linear_speed':
@@ -351,47 +355,11 @@ class P2osNode(DriverNode):
                 self.max_angular = parameter.value
         return SetParametersResult(successful=True)
 
-    def _startup_commands(self):
-        """Packets sent after OPEN + PULSE + CONFIG (the ROS p2os order, §3.3); runs in the link
-        thread once per session. A new session restores the wanted state (or the start values)."""
+    def _startup_state(self):
+        """What a new session asks for (link thread, once per session): the wanted state, or
+        the start values when restore_state_on_reconnect is false."""
         self.sessions += 1
-        state = self.wanted if self.restore_state or self.sessions == 1 else self.start_state
-        packets = [p.encode_command(C.SONAR, int(state['sonar']))]
-        scale = {'linear': 1000.0, 'angular': 180.0 / math.pi}
-        for name, value in self.accelerations.items():
-            if value > 0:  # deceleration is a negative argument (§2.5, checklist 17)
-                number = C.SETA if name.startswith('linear') else C.SETRA
-                sign = -1 if name.endswith('deceleration') else 1
-                packets.append(
-                    p.encode_command(number, sign * int(round(value * scale[name.split('_')[0]])))
-                )
-        if self.bump_stall >= 0:
-            packets.append(p.encode_command(C.BUMP_STALL, self.bump_stall))
-        for kind, (number, _) in STREAMS.items():
-            if state[kind] and not self._refusal(number, self.client.identity):
-                packets.append(p.encode_command(number, 2))
-        packets.append(p.encode_command(C.ENABLE, int(state['motors'])))
-        return packets
-
-    # ---- simulators (spec §5.2) ----------------------------------------------------
-    def _is_simulator(self, identity):
-        if self.simulator == 'auto':
-            return identity is not None and identity.name in p.SIMULATOR_NAMES
-        return self.simulator == 'true'
-
-    def _refusal(self, number, identity):
-        """Why a command must not be sent to this robot, or None."""
-        if (
-            number in p.SIMULATOR_LASER_COMMANDS
-            and self.simulator_laser_compat
-            and self._is_simulator(identity)
-        ):
-            return (
-                f'{C(number).name} (#{int(number)}) not sent: the simulator reads #35-#37 as '
-                'laser commands; start AMRISim with --no-srisim-laser-compat and set '
-                'simulator_laser_compat:=false'
-            )
-        return None
+        return self.wanted if self.restore_state or self.sessions == 1 else self.start_state
 
     # ---- publishers and services --------------------------------------------------
     def _create_publishers(self):
@@ -411,12 +379,14 @@ class P2osNode(DriverNode):
 
     def _create_services(self):
         group = self.callback_group
+        c = self.client
         for name, handler in (
             ('enable_motors', self._motors_handler(True)),
             ('disable_motors', self._motors_handler(False)),
-            ('stop', self._stop_handler(C.STOP)),
-            ('e_stop', self._stop_handler(C.E_STOP)),
+            ('stop', self._command_handler(lambda _: c.stop_motion())),
+            ('e_stop', self._command_handler(lambda _: c.stop_motion(emergency=True))),
             ('reset_odometry', self._reset_odometry),
+            ('io_request', self._io_request),
         ):
             self.create_service(Trigger, name, handler, callback_group=group)
         for kind in STREAMS:
@@ -424,85 +394,77 @@ class P2osNode(DriverNode):
                 SetBool, f'set_{kind}_stream', self._stream_handler(kind), callback_group=group
             )
         self.create_service(SetBool, 'set_sonar', self._sonar_handler, callback_group=group)
-        for name, number, valid in (
-            ('play_sound', C.SOUND, None),
-            ('bump_stall', C.BUMP_STALL, BUMP_STALL_VALUES),
-            ('select_analog_port', C.ADSEL, None),
+        for name, command in (
+            ('play_sound', c.play_sound),
+            ('bump_stall', c.set_bump_stall),
+            ('select_analog_port', c.select_analog_port),
         ):
             self.create_service(
-                SetValue, name, self._value_handler(name, number, valid), callback_group=group
+                SetValue,
+                name,
+                self._command_handler(lambda r, f=command: f(r.value)),
+                callback_group=group,
             )
-        self.create_service(GripperCommand, 'gripper', self._gripper, callback_group=group)
-        self.create_service(
-            DigitalOutput, 'digital_output', self._digital_output, callback_group=group
-        )
-        self.create_service(SayTones, 'say', self._say, callback_group=group)
+        for kind, name, command in (
+            (GripperCommand, 'gripper', lambda r: c.gripper(r.command, r.value)),
+            (DigitalOutput, 'digital_output', lambda r: c.digital_output(r.mask, r.values)),
+            (SayTones, 'say', lambda r: c.say(r.durations, r.tones)),
+        ):
+            self.create_service(kind, name, self._command_handler(command), callback_group=group)
         self.create_service(Playlist, 'playlist', self._playlist, callback_group=group)
         self.create_service(BytesCommand, 'aux_serial', self._aux_serial, callback_group=group)
-        self.create_service(Trigger, 'io_request', self._io_request, callback_group=group)
 
     # ---- service handlers -----------------------------------------------------------
-    def _send(self, make_packet, label, response=None):
-        """Encode and send one command; fill response.success/message; True when it went out."""
+    def _send(self, command, response=None):
+        """Run one client command; fill response.success/message; True when it went out."""
         try:
-            self.client.send(make_packet())
+            name = command()
         except (ConnectionLost, ValueError, TypeError) as exc:
             if response is not None:
                 response.success, response.message = False, str(exc)
             return False
         if response is not None:
-            response.success, response.message = True, f'{label} sent'
+            response.success, response.message = True, f'{name} sent'
         return True
 
-    def _try_command(self, number, argument=None, response=None):
-        refusal = self._refusal(number, self.identity)
-        if refusal:
-            if response is not None:
-                response.success, response.message = False, refusal
-            return False
-        return self._send(lambda: p.encode_command(number, argument), C(number).name, response)
+    def _command_handler(self, command):
+        """A service that runs command(request) on the client and answers what happened."""
+
+        def handle(request, response):
+            self._send(lambda: command(request), response)
+            return response
+
+        return handle
 
     def _motors_handler(self, enable):
         def handle(_request, response):
-            if self._try_command(C.ENABLE, int(enable), response):
+            if self._send(lambda: self.client.enable_motors(enable), response):
                 self.wanted['motors'] = enable
             return response
 
         return handle
 
-    def _stop_handler(self, number):
-        def handle(_request, response):
-            self.client.clear_motion()  # a stop must not be undone by the next resend
-            self._try_command(number, None, response)
-            return response
-
-        return handle
-
     def _reset_odometry(self, _request, response):
-        if self._try_command(C.SETO, None, response) and self.odometry is not None:
+        if self._send(self.client.reset_odometry, response) and self.odometry is not None:
             self.odometry.zero()
         return response
 
     def _sonar_handler(self, request, response):
-        if self._try_command(C.SONAR, int(request.data), response):
+        if self._send(lambda: self.client.set_sonar(request.data), response):
             self.wanted['sonar'] = request.data
         return response
 
     def _stream_handler(self, kind):
         """On: success only once the first packet arrives (a robot or simulator may ignore the
         request); off: the stop request sent."""
-        number, reply_type = STREAMS[kind]
 
         async def handle(request, response):
             if not request.data:
-                if self._try_command(number, 0, response):
+                if self._send(lambda: self.client.stop_stream(kind), response):
                     self.wanted[kind] = False
                 return response
-            refusal = self._refusal(number, self.identity)
-            reply, error = (
-                (None, refusal)
-                if refusal
-                else await self._ask(p.encode_command(number, 2), reply_type)
+            reply, error = await self._ask(
+                lambda resolve: self.client.request_stream(kind, resolve)
             )
             response.success = error is None
             response.message = error or f'{kind} stream running'
@@ -511,64 +473,22 @@ class P2osNode(DriverNode):
 
         return handle
 
-    def _value_handler(self, name, number, valid=None):
-        """A one-argument command; valid: {value: meaning}, others refused (not sent)."""
-
-        def handle(request, response):
-            if valid is not None and request.value not in valid:
-                meanings = ', '.join(f'{v} {text}' for v, text in valid.items())
-                response.success = False
-                response.message = f'{name} takes {meanings}; not {request.value}'
-                return response
-            self._try_command(number, request.value, response)
-            return response
-
-        return handle
-
-    def _gripper(self, request, response):
-        if request.command not in (1, 2, 3, 4, 5, 6, 7, 8, 15, 16, 17):
-            response.success, response.message = (
-                False,
-                f'unknown gripper command {request.command}',
-            )
-            return response
-        if self._try_command(C.GRIPPER, request.command, response) and request.command in (16, 17):
-            self._try_command(C.GRIPPERVAL, request.value, response)  # must follow at once (§2.11)
-        return response
-
-    def _digital_output(self, request, response):
-        self._send(
-            lambda: p.encode_two_bytes(C.DIGOUT, request.mask, request.values), 'DIGOUT', response
-        )
-        return response
-
-    def _say(self, request, response):
-        if len(request.durations) != len(request.tones) or len(request.tones) > 20:
-            response.success, response.message = (
-                False,
-                'need equal numbers of durations and tones, at most 20',
-            )
-            return response
-        tune = bytes(
-            b for pair in zip(request.durations, request.tones, strict=False) for b in pair
-        )
-        self._try_command(C.SAY, tune, response)
-        return response
-
-    async def _ask(self, packet, reply_type):
-        """Send packet, await the reply record; (record, None) or (None, error message).
+    async def _ask(self, start):
+        """start(resolve) asks the client for a reply (returning the awaited packet's name);
+        (record, None) or (None, error message).
 
         No reply within request_timeout means the robot ignored the command: firmware without
         it, or a simulator that does not support it."""
         future, resolve = self.reply_future(self.request_timeout)
         try:
-            self.client.request(packet, reply_type, resolve)
-        except ConnectionLost as exc:
+            awaited = start(resolve)
+        except (ConnectionLost, CommandRefused) as exc:
+            resolve(exc)  # ends the wait's timer
             return None, str(exc)
         reply = await future
         if isinstance(reply, TimeoutError):
             return None, (
-                f'not supported by this robot / firmware: no {reply_type.name} packet '
+                f'not supported by this robot / firmware: no {awaited} packet '
                 f'within {self.request_timeout:.1f} s'
             )
         if isinstance(reply, Exception):
@@ -576,7 +496,7 @@ class P2osNode(DriverNode):
         return reply, None
 
     async def _playlist(self, _request, response):
-        entries, error = await self._ask(p.encode_command(C.PLAYLIST, 0), p.PacketType.PLAYLIST)
+        entries, error = await self._ask(self.client.request_playlist)
         response.success, response.message = error is None, error or f'{len(entries or [])} sounds'
         for name, position, length in entries or []:
             response.names.append(name)
@@ -585,20 +505,20 @@ class P2osNode(DriverNode):
         return response
 
     async def _aux_serial(self, request, response):
-        """Write data out of AUX (TTY2), then read reply_size bytes (GETAUX); no data and 0 =
-        flush."""
+        """Write data out of AUX, then read reply_size bytes from it; no data and 0 = flush."""
         data = bytes(request.data)
-        if len(data) > 196 or request.reply_size > 200:
-            response.success, response.message = False, 'at most 196 bytes out and 200 back'
+        if len(data) > AUX_OUT_MAX or request.reply_size > AUX_IN_MAX:
+            response.success = False
+            response.message = f'at most {AUX_OUT_MAX} bytes out and {AUX_IN_MAX} back'
             return response
-        if data and not self._try_command(C.TTY2, data, response):
+        if data and not self._send(lambda: self.client.aux_write(data), response):
             return response
         if request.reply_size == 0:
             if not data:
-                self._try_command(C.GETAUX, 0, response)
+                self._send(self.client.aux_flush, response)
             return response
         reply, error = await self._ask(
-            p.encode_command(C.GETAUX, request.reply_size), p.PacketType.SERAUX
+            lambda resolve: self.client.request_aux(request.reply_size, resolve)
         )
         response.success, response.message = error is None, error or f'{len(reply.data)} bytes'
         if reply is not None:
@@ -606,7 +526,7 @@ class P2osNode(DriverNode):
         return response
 
     async def _io_request(self, _request, response):
-        reply, error = await self._ask(p.encode_command(C.IOREQUEST, 1), p.PacketType.IO)
+        reply, error = await self._ask(self.client.request_io)
         response.success = error is None
         response.message = error or (
             f'digital in {reply.digital_inputs.hex()}, out '
@@ -619,8 +539,7 @@ class P2osNode(DriverNode):
 
     # ---- cmd_vel ------------------------------------------------------------------------
     def _on_cmd_vel(self, linear, angular):
-        """cmd_vel → VEL + RVEL (or VEL2); the client resends it and stops after
-        cmd_vel_timeout."""
+        """cmd_vel → the client's drive(); it resends it and stops after cmd_vel_timeout."""
         linear = max(-self.max_linear, min(self.max_linear, linear))
         angular = max(-self.max_angular, min(self.max_angular, angular))
         if self.last_sip is not None and not self.last_sip.motors_enabled and (linear or angular):
@@ -630,57 +549,38 @@ class P2osNode(DriverNode):
                 'cmd_vel has no effect: the motors are disabled (call the enable_motors service)',
             )
         try:
-            self.client.set_motion(
-                self._motion_packet(linear * 1000.0, angular), self._motion_packet(0.0, 0.0)
-            )
+            self.client.drive(linear * 1000.0, angular)
         except ConnectionLost:
             self.log.warning('cmd-vel-offline', 'cmd_vel ignored: not connected to the robot')
 
-    def _motion_packet(self, mm_s, rad_s):
-        if self.wheel_mode:
-            return self._vel2_packet(mm_s, rad_s)
-        return p.encode_command(C.VEL, int(round(mm_s))) + p.encode_command(
-            C.RVEL, int(round(math.degrees(rad_s)))
-        )
-
-    def _vel2_packet(self, mm_s, rad_s):
-        model = self.identity.model if self.identity else MODELS['p2dx']
-        return p.encode_two_bytes(C.VEL2, *convert.wheel_units(model, mm_s, rad_s))
-
     # ---- records from the robot --------------------------------------------------------
     def handle_record(self, record):
-        if isinstance(record, p.StandardSip):
-            self._publish_sip(record)
-        elif isinstance(record, Encoders):
-            header = self._header()
-            self.encoder_pub.publish(
-                EncoderCounts(header=header, left=record.left, right=record.right)
+        handler = {
+            p.StandardSip: self._publish_sip,
+            Encoders: self._publish_encoders,
+            p.GripperPacket: self._publish_gripper_packet,
+            p.IoPacket: lambda r: self.io_pub.publish(convert.io_packet_msg(r, self._header())),
+            AuxBytes: lambda r: self.aux_pub.publish(convert.aux_msg(r, self._header())),
+            Connected: self._on_connected,
+            p.ConfigPacket: self._publish_info,
+        }.get(type(record))
+        if handler is not None:
+            handler(record)
+
+    def _publish_encoders(self, encoders):
+        header = self._header()
+        self.encoder_pub.publish(convert.encoders_msg(encoders, header))
+        if self.identity is not None:
+            joints = convert.wheel_joints_msg(
+                self.identity.model, encoders, self.ticks_per_revolution, header
             )
-            self._publish_wheels(header, record)
-        elif isinstance(record, p.GripperPacket):
-            self.has_gripper = record.gripper_type != 0
-            if not self.has_gripper:
-                return
-            self.gripper_pub.publish(
-                convert.gripper_msg(
-                    p.read_gripper_packet_byte(record.state),
-                    record.state,
-                    self._header(),
-                    GripperState.SOURCE_GRIPPER_PACKET,
-                    record.gripper_type,
-                    record.grasp_time,
-                )
-            )
-        elif isinstance(record, p.IoPacket):
-            self.io_pub.publish(convert.io_packet_msg(record, self._header()))
-        elif isinstance(record, AuxBytes):
-            self.aux_pub.publish(
-                SerialBytes(header=self._header(), port=1, data=uint8_array(record.data))
-            )
-        elif isinstance(record, Connected):
-            self._on_connected(record)
-        elif isinstance(record, p.ConfigPacket):
-            self._publish_info(record)
+            self.joint_pub.publish(joints)
+            self.model.move(joints)
+
+    def _publish_gripper_packet(self, packet):
+        self.has_gripper = packet.gripper_type != 0
+        if self.has_gripper:
+            self.gripper_pub.publish(convert.gripper_packet_msg(packet, self._header()))
 
     def _header(self, frame_id=''):
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=frame_id or self.base_frame)
@@ -688,7 +588,7 @@ class P2osNode(DriverNode):
     def _on_connected(self, record):
         self.identity = record.identity
         self.has_gripper = convert.config_has_gripper(record.config)
-        if self._is_simulator(self.identity) and self.cmd_vel_timeout == 0:
+        if self.client.is_simulator and self.cmd_vel_timeout == 0:
             self.get_logger().warning(
                 "p2os: a simulator's watchdog does not stop the robot: "
                 'with cmd_vel_timeout 0 it drives on forever'
@@ -730,14 +630,7 @@ class P2osNode(DriverNode):
         if self._due('bumpers', sip.bumpers(), now):
             self.bumper_pub.publish(convert.bumper_msg(sip, self.identity.model, header))
         if self.has_gripper and self._due('gripper', sip.gripper_state, now):
-            self.gripper_pub.publish(
-                convert.gripper_msg(
-                    p.read_sip_gripper_byte(sip.gripper_state),
-                    sip.gripper_state,
-                    header,
-                    GripperState.SOURCE_SIP,
-                )
-            )
+            self.gripper_pub.publish(convert.sip_gripper_msg(sip, header))
         io = (sip.digital_inputs, sip.digital_outputs, sip.analog, sip.analog_port)
         if self._due('io', io, now):
             self.io_pub.publish(convert.sip_io_msg(sip, header))
@@ -757,61 +650,31 @@ class P2osNode(DriverNode):
 
     def _publish_sonar(self, sip, header):
         model = self.identity.model
-        updated = [False] * len(self.sonar_ranges)
+        readings, updated, strangers = convert.update_sonar(sip, model, self.sonar_ranges)
+        for disc in strangers:
+            self.log.warning('sonar-index', f'sonar disc {disc} is not on a {model.subclass}')
         # the per-reading and point-cloud forms cost CPU at every SIP: built only when used
-        ranges_wanted = self.range_pub.get_subscription_count() > 0
-        for disc, raw in sip.sonar:
-            if disc >= len(self.sonar_ranges):
-                self.log.warning('sonar-index', f'sonar disc {disc} is not on a {model.subclass}')
-                continue
-            metres = raw * model.range_conv / 1000.0
-            self.sonar_ranges[disc] = metres
-            updated[disc] = True
-            if not ranges_wanted:
-                continue
-            self.range_pub.publish(
-                Range(
-                    header=Header(stamp=header.stamp, frame_id=self.sonar_frames[disc]),
-                    radiation_type=Range.ULTRASOUND,
-                    field_of_view=self.sonar_fov,
-                    min_range=self.sonar_min,
-                    max_range=self.sonar_max,
-                    range=metres,
+        if self.range_pub.get_subscription_count() > 0:
+            for disc, metres in readings:
+                self.range_pub.publish(
+                    convert.sonar_range_msg(
+                        header.stamp, self.sonar_frames[disc], metres, self.sonar_cone
+                    )
                 )
-            )
         if not sip.sonar:
             return
         self.sonar_pub.publish(
-            SonarArray(
-                header=header,
-                frame_ids=self.sonar_frames,
-                ranges=self.sonar_ranges,
-                updated=updated,
-                min_range=self.sonar_min,
-                max_range=self.sonar_max,
-                field_of_view=self.sonar_fov,
+            convert.sonar_array_msg(
+                header, self.sonar_frames, self.sonar_ranges, updated, self.sonar_cone
             )
         )
         if self.sonar_cloud_pub.get_subscription_count() > 0:
+            cone = self.sonar_cone
+            height = description.sonar_height(model, self.base.base_height)
             points = convert.sonar_points(
-                model,
-                self.sonar_ranges,
-                updated,
-                self.sonar_min,
-                self.sonar_max,
-                description.sonar_height(model, self.base.base_height),
+                model, self.sonar_ranges, updated, cone.min_range, cone.max_range, height
             )
             self.sonar_cloud_pub.publish(point_cloud_msg(points, header))
-
-    def _publish_wheels(self, header, encoders):
-        if self.identity is None:
-            return
-        angles = description.wheel_positions(
-            self.identity.model, encoders.left, encoders.right, self.ticks_per_revolution
-        )
-        joints = JointState(header=header, name=list(angles), position=list(angles.values()))
-        self.joint_pub.publish(joints)
-        self.model.move(joints)
 
     # ---- diagnostics ------------------------------------------------------------------
     def _robot_status(self):
@@ -833,7 +696,7 @@ class P2osNode(DriverNode):
         }
         values.update(
             {
-                'simulator': self._is_simulator(self.identity),
+                'simulator': self.client.is_simulator,
                 'has gripper': 'unknown' if self.has_gripper is None else self.has_gripper,
                 'wanted': ', '.join(k for k, on in self.wanted.items() if on) or 'nothing',
                 'restore state on reconnect': self.restore_state,
@@ -851,7 +714,7 @@ class P2osNode(DriverNode):
         motors_warning = self._motors_warning(sip)
         if motors_warning:
             return WARN, motors_warning, values
-        if self._is_simulator(self.identity) and self.cmd_vel_timeout == 0:
+        if self.client.is_simulator and self.cmd_vel_timeout == 0:
             return (
                 WARN,
                 'simulator with cmd_vel_timeout 0: its watchdog never stops the robot',

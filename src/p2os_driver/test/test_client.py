@@ -10,7 +10,14 @@ from helpers import wait_for
 
 from legacy_robot_common.emulator import PtyEmulatorPort
 from p2os_driver import protocol as p
-from p2os_driver.client import AuxBytes, Connected, Encoders, P2osClient, Settings
+from p2os_driver.client import (
+    AuxBytes,
+    CommandRefused,
+    Connected,
+    Encoders,
+    P2osClient,
+    Settings,
+)
 from p2os_driver.emulator import EmulatorOptions, P2osEmulator
 
 C = p.Command
@@ -65,7 +72,7 @@ def test_connects_identifies_the_model_and_streams(emulator, clients, transport)
     robot = emulator(model='p2pb', name='pb1')
     port = robot.start_pty() if transport == 'pty' else f'tcp://127.0.0.1:{robot.start_tcp()}'
     client = make_client(port)
-    client.startup_commands = lambda: [p.encode_command(C.ENCODER, 2)]
+    client.startup_state = lambda: {'encoder': True}
     clients(client)
     assert wait_for(lambda: len(client.records.of(p.StandardSip)) >= 5, 10), client.counters
     connected = client.records.of(Connected)[0]
@@ -244,12 +251,149 @@ def test_requests_get_their_replies(emulator, clients):
         replies.append(record)
         done.set()
 
-    client.command(C.TTY2, b'ping')
-    client.request(p.encode_command(C.GETAUX, 4), p.PacketType.SERAUX, resolve)
+    assert client.aux_write(b'ping') == 'TTY2'
+    assert client.request_aux(4, resolve) == 'SERAUX'
     assert done.wait(2) and replies == [AuxBytes(b'ping')]
     done.clear()
-    client.request(p.encode_command(C.PLAYLIST, 0), p.PacketType.PLAYLIST, resolve)
+    assert client.request_playlist(resolve) == 'PLAYLIST'
     assert done.wait(2) and [n for n, _, _ in replies[-1]][:1] == ['hello']
+    done.clear()
+    assert client.request_io(resolve) == 'IO'
+    assert done.wait(2) and isinstance(replies[-1], p.IoPacket)
+    done.clear()
+    assert client.request_stream('encoder', resolve) == 'ENCODER'
+    assert done.wait(2) and isinstance(replies[-1], Encoders)
+
+
+def test_robot_terms_become_the_commands_the_robot_expects(emulator, clients):
+    robot = emulator()
+    accelerations = {
+        'linear_acceleration': 300.0,  # mm/s²
+        'linear_deceleration': 400.0,
+        'angular_acceleration': 1.0,  # rad/s²: 57 deg/s²
+        'angular_deceleration': 0.0,  # keeps the robot's
+    }
+    client = make_client(
+        f'tcp://127.0.0.1:{robot.start_tcp()}', accelerations=accelerations, bump_stall=2
+    )
+    client.startup_state = lambda: {'sonar': False, 'motors': True, 'io': True, 'gripper': False}
+    clients(client)
+    assert wait_for(lambda: client.connected, 5)
+    assert commands(robot)[3:] == [  # after OPEN, PULSE, CONFIG, in the ROS p2os order
+        (C.SONAR, 0),
+        (C.SETA, 300),
+        (C.SETA, -400),
+        (C.SETRA, 57),
+        (C.BUMP_STALL, 2),
+        (C.IOREQUEST, 2),
+        (C.ENABLE, 1),
+    ]
+    robot.clear_commands()
+    client.motion_timeout = 0  # no stop of its own in this test
+    client.drive(250.0, -0.5)
+    assert client.set_sonar(True) == 'SONAR'
+    assert client.gripper(16, 120) == 'GRIPPERVAL'
+    assert client.gripper(1) == 'GRIPPER'
+    assert client.digital_output(0x0F, 0x05) == 'DIGOUT'
+    assert client.say([10, 20], [60, 70]) == 'SAY'
+    assert client.set_bump_stall(3) == 'BUMP_STALL'
+    assert client.play_sound(4) == 'SOUND'
+    assert client.select_analog_port(2) == 'ADSEL'
+    assert client.stop_stream('io') == 'IOREQUEST'
+    assert client.aux_flush() == 'GETAUX'
+    assert client.reset_odometry() == 'SETO'
+    assert client.enable_motors(False) == 'ENABLE'
+    assert client.stop_motion() == 'STOP'
+    assert client.stop_motion(emergency=True) == 'E_STOP'
+    expected = [
+        (C.VEL, 250),
+        (C.RVEL, -29),  # degrees per second
+        (C.SONAR, 1),
+        (C.GRIPPER, 16),
+        (C.GRIPPERVAL, 120),  # at once after its GRIPPER command
+        (C.GRIPPER, 1),
+        (C.DIGOUT, 0x0F05),  # mask high, values low
+        (C.SAY, bytes([10, 60, 20, 70])),
+        (C.BUMP_STALL, 3),
+        (C.SOUND, 4),
+        (C.ADSEL, 2),
+        (C.IOREQUEST, 0),
+        (C.GETAUX, 0),
+        (C.SETO, None),
+        (C.ENABLE, 0),
+        (C.STOP, None),
+        (C.E_STOP, None),
+    ]
+    assert wait_for(lambda: len(moves(robot)) >= len(expected), 3), moves(robot)
+    assert moves(robot) == expected
+
+
+def moves(robot):
+    return [c for c in commands(robot) if c[0] != C.PULSE]
+
+
+def test_drive_is_resent_then_stopped_once_when_commands_stop(emulator, clients):
+    robot = emulator()
+    client = make_client(f'tcp://127.0.0.1:{robot.start_tcp()}', motion_timeout=0.6)
+    client.repeat_period = 0.2
+    clients(client)
+    assert wait_for(lambda: client.connected, 5)
+    robot.clear_commands()
+    client.drive(100.0, 0.0)
+    assert wait_for(lambda: client.motion_timeouts == 1, 3)
+    # from the stop on only PULSE keeps the link alive: wait for one, then look
+    assert wait_for(lambda: commands(robot)[-1] == (C.PULSE, None), 3)
+    vels = [a for n, a in commands(robot) if n == C.VEL]
+    assert vels[0] == 100 and vels[-1] == 0 and vels.count(0) == 1
+    assert len(vels) >= 3  # sent, then resent at least once before the stop
+
+
+def test_wheel_mode_drives_with_vel2(emulator, clients):
+    robot = emulator()
+    client = make_client(f'tcp://127.0.0.1:{robot.start_tcp()}', wheel_mode=True)
+    clients(client)
+    assert wait_for(lambda: client.connected, 5)
+    robot.clear_commands()
+    client.drive(400.0, 0.0)  # p2dx: Vel2Divisor 20 mm/s
+    assert wait_for(lambda: (C.VEL2, 20 * 256 + 20) in commands(robot), 2), commands(robot)
+
+
+def test_a_simulator_is_never_sent_its_laser_commands(emulator, clients):
+    robot = emulator()
+    client = make_client(f'tcp://127.0.0.1:{robot.start_tcp()}', simulator='true')
+    client.startup_state = lambda: {'gripper': True, 'encoder': True}
+    clients(client)
+    assert wait_for(lambda: client.connected, 5)
+    assert client.is_simulator
+    sent = [n for n, _ in commands(robot)]
+    assert C.ENCODER in sent and C.GRIPREQUEST not in sent
+    for call in (
+        lambda: client.select_analog_port(1),
+        lambda: client.gripper(16, 5),  # GRIPPER goes out, its GRIPPERVAL may not
+        lambda: client.request_stream('gripper', lambda _: None),
+    ):
+        with pytest.raises(CommandRefused, match='--no-srisim-laser-compat'):
+            call()
+    assert wait_for(lambda: (C.GRIPPER, 16) in commands(robot), 2)
+    assert not {C.ADSEL, C.GRIPPERVAL, C.GRIPREQUEST} & {n for n, _ in commands(robot)}
+    permissive = make_client('tcp://127.0.0.1:1', simulator='true', simulator_laser_compat=False)
+    assert permissive.refusal(C.ADSEL) is None
+
+
+def test_bad_arguments_are_refused_before_anything_is_sent():
+    client = make_client('tcp://127.0.0.1:1')  # never started: a send would fail otherwise
+    with pytest.raises(ValueError, match='unknown gripper command 9'):
+        client.gripper(9)
+    with pytest.raises(ValueError, match='equal numbers of durations and tones'):
+        client.say([1, 2], [3])
+    with pytest.raises(ValueError, match='at most 20'):
+        client.say([1] * 21, [1] * 21)
+    with pytest.raises(ValueError, match='bump_stall takes 0 off, 1 front'):
+        client.set_bump_stall(7)
+    with pytest.raises(ValueError, match='simulator must be'):
+        Settings(simulator='maybe')
+    with pytest.raises(ValueError, match='bump_stall must be'):
+        Settings(bump_stall=9)
 
 
 def test_settings_reject_bad_addresses_and_models():

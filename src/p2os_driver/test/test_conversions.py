@@ -8,7 +8,7 @@ from std_msgs.msg import Header
 from p2os_driver import conversions as convert
 from p2os_driver import protocol as p
 from p2os_driver.client import Identity
-from p2os_driver.models import MODELS
+from p2os_driver.models import MODELS, wheel_units
 
 
 def sip(**fields):
@@ -79,10 +79,10 @@ def test_robot_info_carries_identity_factors_and_config():
 
 def test_wheel_units_split_and_clamp():
     model = MODELS['p2dx']
-    assert convert.wheel_units(model, 400.0, 0.0) == (20, 20)
-    left, right = convert.wheel_units(model, 0.0, 0.56)  # (R-L)/2 = 100 mm/s
+    assert wheel_units(model, 400.0, 0.0) == (20, 20)
+    left, right = wheel_units(model, 0.0, 0.56)  # (R-L)/2 = 100 mm/s
     assert (left, right) == (-5, 5)
-    assert convert.wheel_units(model, 5000.0, 0.0) == (127, 127)
+    assert wheel_units(model, 5000.0, 0.0) == (127, 127)
 
 
 def test_the_demo_counts_a_side_once_it_is_driven():
