@@ -233,6 +233,49 @@ class ControlClient(ReconnectingClient):
             _Request(lambda: packet, p.response_kind(letter), resolve, label or letter.name)
         )
 
+    # ---- commands in robot terms (any thread) --------------------------------------------
+    # Each queues one command, encoded with this link's framing options; resolve(response or
+    # exception) runs in the link thread, as for request(). Raw units: see units.py.
+    def _command(self, letter, fields, resolve, label=None):
+        self.request(p.encode_command(letter, fields, self._over_stuffed), resolve, label)
+
+    @property
+    def _over_stuffed(self):
+        return self.settings.checksum_over_stuffed
+
+    def stop_tracking(self, resolve):
+        self._command(p.Letter.STOP_TRACKING, b'', resolve)
+
+    def dump_frame(self, resolve):
+        """One camera frame; it arrives on a stream port as a FrameDump."""
+        self._command(p.Letter.DUMP_FRAME, b'', resolve)
+
+    def set_pose(self, x, y, theta, mask, resolve):
+        """Overwrite the integrated pose words selected by mask (bit 0 x, 1 y, 2 theta)."""
+        packet = p.encode_set_integration(x, y, theta, mask, self._over_stuffed)
+        self.request(packet, resolve)
+
+    def start_color_tracking(self, motion, bounds, resolve):
+        """motion: p.TRACKING_MOTION index; bounds: rmin rmax gmin gmax bmin bmax."""
+        self.request(p.encode_color_tracking(motion, bounds, self._over_stuffed), resolve)
+
+    def start_window_tracking(self, motion, resolve):
+        self.request(p.encode_window_tracking(motion, self._over_stuffed), resolve)
+
+    def set_safety_distance(self, raw, resolve, label=None):
+        """Stop when the range byte passes raw (0 = off)."""
+        self.request(p.encode_safety(raw, self._over_stuffed), resolve, label)
+
+    def cmucam(self, text, resolve):
+        """One CMUcam command line (its CR is added by the iPaq); the reply is its text."""
+        packet = p.encode_pass_through(p.Letter.CMUCAM, text.rstrip('\r'), self._over_stuffed)
+        self.request(packet, resolve)
+
+    def brainstem(self, data, resolve):
+        """BrainStem packet bytes, passed through; the reply carries the BrainStem's bytes."""
+        packet = p.encode_pass_through(p.Letter.BRAINSTEM, bytes(data), self._over_stuffed)
+        self.request(packet, resolve)
+
     def _submit(self, request):
         if not self.connected:
             if request.resolve is not None:

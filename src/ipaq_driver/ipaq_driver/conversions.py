@@ -3,11 +3,12 @@
 import math
 
 import numpy as np
-from sensor_msgs.msg import Range
+from sensor_msgs.msg import JointState, Range
 
 from legacy_robot_common.messages import image_msg
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 
+from . import description
 from .units import wrap_angle
 
 
@@ -22,6 +23,40 @@ def range_msg(raw, units, header, field_of_view):
         max_range=high,
         range=float(units.range_metres(raw)),
     )
+
+
+def neck_joints_msg(pan, tilt, units, header):
+    """joint_states of the neck from raw servo settings (None: not known)."""
+    raw = {description.PAN_JOINT: pan, description.TILT_JOINT: tilt}
+    names = [name for name, value in raw.items() if value is not None]
+    return JointState(
+        header=header, name=names, position=[units.raw_to_servo(raw[name]) for name in names]
+    )
+
+
+def pan_tilt_raw(msg, units):
+    """A JointState naming 'pan' and/or 'tilt' (rad) → raw (pan, tilt), None where not given;
+    None for any other name or none at all."""
+    angles = dict(zip(msg.name, msg.position, strict=False))
+    if not angles or set(angles) - {'pan', 'tilt'}:
+        return None
+    raw = {name: units.servo_to_raw(value) for name, value in angles.items()}
+    return raw.get('pan'), raw.get('tilt')
+
+
+def unsigned_power_hint(response, units):
+    """A wheel power word with its top bit set, read unsigned, is almost surely a negative
+    value: the parameter to set, or None."""
+    for name, word, signed in (
+        ('voltage', response.wheel_voltage, units.voltage_signed),
+        ('current', response.wheel_current, units.current_signed),
+    ):
+        if word >= 0x8000 and not signed:
+            return (
+                f'wheel {name} word 0x{word:04X} reads as a large positive value: a robot '
+                f'that reports negative values (reversing) needs {name}_signed:=true'
+            )
+    return None
 
 
 def wheel_power_msg(response, units, header):

@@ -34,7 +34,6 @@ from . import protocol as p
 from .client import Connected, ControlClient, Settings, StreamClient
 from .units import Units
 
-L = p.Letter
 UNIT_PARAMETERS = {  # Units field → (description, minimum)
     'velocity_scale': ('m/s per vel step', 1e-6),
     'steering_scale': ('rad per dir step (positive = left)', 1e-6),
@@ -320,13 +319,7 @@ class IpaqNode(DriverNode):
     def _publish_neck(self, pan=None, tilt=None):
         """joint_states of the neck from raw servo settings (a tracking packet's, or the ones
         just commanded: the robot reports its servos only while tracking)."""
-        raw = {description.PAN_JOINT: pan, description.TILT_JOINT: tilt}
-        names = [name for name, value in raw.items() if value is not None]
-        joints = JointState(
-            header=self._header('base'),
-            name=names,
-            position=[self.units.raw_to_servo(raw[name]) for name in names],
-        )
+        joints = convert.neck_joints_msg(pan, tilt, self.units, self._header('base'))
         self.joint_pub.publish(joints)
         self.model.move(joints)
 
@@ -335,44 +328,45 @@ class IpaqNode(DriverNode):
         service = lambda kind, name, handler: self.create_service(  # noqa: E731
             kind, name, handler, callback_group=group
         )
+        c = self.control
         service(SetPose, 'set_pose', self._set_pose)
         service(ColorTracking, 'start_color_tracking', self._color_tracking)
         service(WindowTracking, 'start_window_tracking', self._window_tracking)
-        service(Trigger, 'stop_tracking', self._command_handler(L.STOP_TRACKING))
-        service(Trigger, 'dump_frame', self._command_handler(L.DUMP_FRAME))
+        for name, command, done in (
+            ('stop_tracking', c.stop_tracking, 'tracking stopped'),
+            ('dump_frame', c.dump_frame, 'frame requested: it follows on camera/image_raw'),
+            (
+                'kill_motor',
+                lambda resolve: c.set_parameter_bits('kill_motor', resolve=resolve),
+                'motor power off until the next cmd_vel',
+            ),
+            (
+                'init_brainstem',
+                lambda resolve: c.set_parameter_bits('init_brainstem', resolve=resolve),
+                'BrainStem initialised, servos at full range',
+            ),
+        ):
+            service(Trigger, name, self._answer_handler(command, done))
         service(SetDistance, 'set_safety_distance', self._safety)
         service(TextCommand, 'cmucam_command', self._cmucam)
         service(BytesCommand, 'brainstem_command', self._brainstem)
-        service(Trigger, 'kill_motor', self._bits_handler('kill_motor'))
-        service(Trigger, 'init_brainstem', self._bits_handler('init_brainstem'))
         service(Trigger, 'terminate_server', self._terminate)
 
     # ---- service handlers ---------------------------------------------------------------------
-    async def _ask(self, make_packet, timeout=0.0):
-        """Send one command and await its response: (response, None) or (None, error text)."""
-        return await self._await(
-            lambda resolve: self.control.request(make_packet(), resolve), timeout
-        )
-
     async def _await(self, send, timeout=0.0):
         """send(resolve) starts a request; the response or an error text, awaited."""
         return await self.await_reply(send, timeout or self.request_timeout)
 
-    async def _answer(self, make_packet, response, done):
-        reply, error = await self._ask(make_packet)
+    async def _answer(self, send, response, done):
+        _reply, error = await self._await(send)
         response.success, response.message = error is None, error or done
         return response
 
-    def _command_handler(self, letter):
-        done = {
-            L.STOP_TRACKING: 'tracking stopped',
-            L.DUMP_FRAME: 'frame requested: it follows on camera/image_raw',
-        }[letter]
+    def _answer_handler(self, command, done):
+        """A service whose request needs nothing but command(resolve) and says done."""
 
         async def handle(_request, response):
-            return await self._answer(
-                lambda: p.encode_command(letter, b'', self.over_stuffed), response, done
-            )
+            return await self._answer(command, response, done)
 
         return handle
 
@@ -384,27 +378,21 @@ class IpaqNode(DriverNode):
             if wanted
         )
         return await self._answer(
-            lambda: p.encode_set_integration(*raw, mask, self.over_stuffed), response, 'pose set'
+            lambda resolve: self.control.set_pose(*raw, mask, resolve), response, 'pose set'
         )
 
     async def _color_tracking(self, request, response):
-        bounds = (
-            request.r_min,
-            request.r_max,
-            request.g_min,
-            request.g_max,
-            request.b_min,
-            request.b_max,
-        )
+        r = request
+        bounds = (r.r_min, r.r_max, r.g_min, r.g_max, r.b_min, r.b_max)
         return await self._answer(
-            lambda: p.encode_color_tracking(request.mode, bounds, self.over_stuffed),
+            lambda resolve: self.control.start_color_tracking(r.mode, bounds, resolve),
             response,
-            f'colour tracking started ({p.TRACKING_MOTION[min(request.mode, 3)]})',
+            f'colour tracking started ({p.TRACKING_MOTION[min(r.mode, 3)]})',
         )
 
     async def _window_tracking(self, request, response):
         return await self._answer(
-            lambda: p.encode_window_tracking(request.mode, self.over_stuffed),
+            lambda resolve: self.control.start_window_tracking(request.mode, resolve),
             response,
             f'window tracking started ({p.TRACKING_MOTION[min(request.mode, 3)]})',
         )
@@ -417,17 +405,14 @@ class IpaqNode(DriverNode):
             response.message = f'{request.distance} m is beyond the range sensor ({high:.2f} m)'
             return response
         return await self._answer(
-            lambda: p.encode_safety(raw, self.over_stuffed),
+            lambda resolve: self.control.set_safety_distance(raw, resolve),
             response,
             f'safety distance {request.distance:.2f} m (raw {raw})' if raw else 'safety stop off',
         )
 
     async def _cmucam(self, request, response):
-        reply, error = await self._ask(
-            lambda: p.encode_pass_through(
-                L.CMUCAM, request.command.rstrip('\r'), self.over_stuffed
-            ),
-            request.timeout,
+        reply, error = await self._await(
+            lambda resolve: self.control.cmucam(request.command, resolve), request.timeout
         )
         response.success, response.message = error is None, error or 'camera answered'
         if reply is not None:
@@ -437,29 +422,13 @@ class IpaqNode(DriverNode):
         return response
 
     async def _brainstem(self, request, response):
-        reply, error = await self._ask(
-            lambda: p.encode_pass_through(L.BRAINSTEM, bytes(request.data), self.over_stuffed),
-            request.timeout,
+        reply, error = await self._await(
+            lambda resolve: self.control.brainstem(request.data, resolve), request.timeout
         )
         response.success, response.message = error is None, error or f'{len(reply.data)} bytes'
         if reply is not None:
             response.reply = uint8_array(reply.data)
         return response
-
-    def _bits_handler(self, name):
-        done = {
-            'kill_motor': 'motor power off until the next cmd_vel',
-            'init_brainstem': 'BrainStem initialised, servos at full range',
-        }[name]
-
-        async def handle(_request, response):
-            _reply, error = await self._await(
-                lambda resolve: self.control.set_parameter_bits(name, resolve=resolve)
-            )
-            response.success, response.message = error is None, error or done
-            return response
-
-        return handle
 
     def _terminate(self, _request, response):
         try:
@@ -481,17 +450,15 @@ class IpaqNode(DriverNode):
 
     def _on_pan_tilt(self, msg):
         """JointState with 'pan' and/or 'tilt' positions in radians (0 = straight ahead)."""
-        angles = dict(zip(msg.name, msg.position, strict=False))
-        unknown = set(angles) - {'pan', 'tilt'}
-        if unknown or not angles:
+        raw = convert.pan_tilt_raw(msg, self.units)
+        if raw is None:
             self.log.warning(
                 'pan-tilt-names',
                 f'camera/pan_tilt: joint names must be "pan" and/or "tilt", got {list(msg.name)}',
             )
             return
-        raw = {name: self.units.servo_to_raw(value) for name, value in angles.items()}
-        self.control.set_camera(raw.get('pan'), raw.get('tilt'))
-        self._publish_neck(raw.get('pan'), raw.get('tilt'))
+        self.control.set_camera(*raw)
+        self._publish_neck(*raw)
 
     # ---- records from the robot -----------------------------------------------------------------
     # the camera stream's records are published by the stream's link thread itself: they need
@@ -555,9 +522,7 @@ class IpaqNode(DriverNode):
         if self.safety_distance <= 0:
             return
         raw = self.units.range_to_raw(self.safety_distance)
-        self.control.request(
-            p.encode_safety(raw, self.over_stuffed), lambda reply: None, 'safety distance at start'
-        )
+        self.control.set_safety_distance(raw, lambda reply: None, 'safety distance at start')
 
     # ---- diagnostics -----------------------------------------------------------------------
     def _robot_status(self):
@@ -595,23 +560,10 @@ class IpaqNode(DriverNode):
             return ERROR, 'the iPaq does not answer', values
         if c.failed_commands:
             return WARN, f'{c.failed_commands} commands refused (see the log)', values
-        hint = self._unsigned_power_hint(t)
+        hint = convert.unsigned_power_hint(t, self.units)
         if hint:
             return WARN, hint, values
         return OK, 'connected', values
-
-    def _unsigned_power_hint(self, t):
-        """A word with its top bit set, read unsigned, is almost surely a negative value."""
-        for name, word, signed in (
-            ('voltage', t.wheel_voltage, self.units.voltage_signed),
-            ('current', t.wheel_current, self.units.current_signed),
-        ):
-            if word >= 0x8000 and not signed:
-                return (
-                    f'wheel {name} word 0x{word:04X} reads as a large positive value: a robot '
-                    f'that reports negative values (reversing) needs {name}_signed:=true'
-                )
-        return None
 
 
 def main(args=None):

@@ -268,6 +268,40 @@ def test_response_variants_work_when_both_sides_agree(robot, variant):
     assert r.control.counters.bad_frames == 0
 
 
+def test_commands_in_robot_terms_are_encoded_with_the_links_options(robot):
+    """Every command the node asks for goes out with the link's checksum rule and is answered
+    (the pan servo to 255 needs a stuffed byte: there the two checksum rules differ)."""
+    r = robot(checksum_over_stuffed=True, ball_orbit=0.0)
+    control = r.connect(streams=False, checksum_over_stuffed=True)
+    results = []
+
+    def ask(call):
+        done = threading.Event()
+        call(lambda reply: (results.append(reply), done.set()))
+        assert done.wait(3), 'no resolution'
+        return results[-1]
+
+    units = Units()
+    assert ask(lambda resolve: control.cmucam('GV\r', resolve)).data.startswith(b'ACK')
+    ask(lambda resolve: control.brainstem([2, 3, 33, 1, 255], resolve))  # pan servo
+    assert wait_for(lambda: r.emulator.trike.pan == 255, 2)
+    assert ask(lambda resolve: control.start_color_tracking(3, RED, resolve)) == p.MiniResponse(0)
+    assert ask(lambda resolve: control.start_window_tracking(3, resolve)) == p.MiniResponse(0)
+    assert ask(control.stop_tracking) == p.MiniResponse(0)
+    assert ask(control.dump_frame) == p.MiniResponse(0)
+    x, y, theta = units.pose_to_raw(1.5, -2.0, 0.5)
+    assert ask(lambda resolve: control.set_pose(x, y, theta, 0b001, resolve)) == p.MiniResponse(0)
+    assert r.emulator.trike.integrated[0] == pytest.approx(1.5)
+    raw = units.range_to_raw(0.3)
+    assert ask(lambda resolve: control.set_safety_distance(raw, resolve)) == p.MiniResponse(0)
+    letters = [letter for _, letter, _ in r.emulator.received_commands()]
+    for letter in (L.CMUCAM, L.BRAINSTEM, L.COLOR_TRACK_NO_MOVE, L.WINDOW_TRACK_NO_MOVE):
+        assert letter in letters
+    for letter in (L.STOP_TRACKING, L.DUMP_FRAME, L.SET_INTEGRATION, L.SAFETY):
+        assert letter in letters
+    assert control.counters.bad_frames == 0 and control.failed_commands == 0
+
+
 def test_a_checksum_variant_mismatch_is_counted_not_fatal(robot):
     r = robot(checksum_over_stuffed=True)
     units = Units()
