@@ -44,6 +44,7 @@ class Settings:
     camera: p.CameraFormat = p.CameraFormat()
     vel_timeout: int = -1  # raw vel_timeout sent with each drive command; -1 = none
     stop_velocity: int = 0  # raw vel that means standing still (units.py)
+    motion_timeout: float = 0.5  # s without set_drive() before the drive stops; 0 = never
 
     def __post_init__(self):
         for label, port in (
@@ -93,7 +94,9 @@ class ControlClient(ReconnectingClient):
         )
         self.settings = settings
         # the drive rides on the polls; set_drive() keeps it alive, one stop when it goes stale
-        self.motion = VelocityWatchdog(self._drive_to, self._drive_stopped, timeout=0.5)
+        self.motion = VelocityWatchdog(
+            self._drive_to, self._drive_stopped, timeout=settings.motion_timeout
+        )
         self.timeouts = 0
         self.failed_commands = 0
         self.stray_responses = 0
@@ -312,21 +315,9 @@ class ControlClient(ReconnectingClient):
                 request.resolve(error)
 
     # ---- drive, camera servos, telemetry poll ----------------------------------------------
-    @property
-    def motion_timeout(self):
-        """s without set_drive() before the drive stops; 0 = never."""
-        return self.motion.timeout
-
-    @motion_timeout.setter
-    def motion_timeout(self, seconds):
-        self.motion.timeout = seconds
-
-    @property
-    def motion_timeouts(self):
-        return self.motion.timeouts
-
     def set_drive(self, vel, direction):
-        """Raw vel/dir to keep sending; they stop after motion_timeout without a new call.
+        """Raw vel/dir to keep sending; they stop after motion_timeout without a new call
+        (self.motion, a VelocityWatchdog: timeouts counts the stops).
 
         A change goes out at once; a repeated command rides on the next poll.
         """
@@ -369,7 +360,7 @@ class ControlClient(ReconnectingClient):
             self._stop_pending = True  # the next P still carries vel (now: stop)
         self.log.info(
             'motion-timeout',
-            f'ipaq: no drive command for {self.motion_timeout:.2f} s: velocity set to zero',
+            f'ipaq: no drive command for {self.motion.timeout:.2f} s: velocity set to zero',
         )
         self._poll()
 

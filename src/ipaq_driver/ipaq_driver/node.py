@@ -63,7 +63,6 @@ class IpaqNode(DriverNode):
         self.name_hardware(f'{self.host}:{self.ports["control_port"]}')
         settings = self._settings()
         self.control = ControlClient(settings, logger=self.get_logger())
-        self.control.motion_timeout = self.cmd_vel_timeout
         self.streams = [
             StreamClient(settings, port, logger=self.get_logger())
             for port in settings.stream_ports
@@ -298,6 +297,7 @@ class IpaqNode(DriverNode):
                 camera=camera,
                 vel_timeout=self.vel_timeout,
                 stop_velocity=self.units.velocity_to_raw(0.0),
+                motion_timeout=self.cmd_vel_timeout,
             )
         except (ValueError, TypeError) as exc:
             raise ParameterError(f'ipaq_driver: {exc}') from None
@@ -551,7 +551,7 @@ class IpaqNode(DriverNode):
             'commands refused': c.failed_commands,
             'response timeouts': c.timeouts,
             'stray responses': c.stray_responses,
-            'cmd_vel timeouts': c.motion_timeouts,
+            'cmd_vel timeouts': c.motion.timeouts,
         }
         for stream in self.streams:
             carries = ', '.join(f'{n} {k}' for k, n in sorted(stream.carries.items()))

@@ -88,8 +88,9 @@ def test_polls_deliver_range_wheel_power_and_pose(robot):
 def test_drive_then_motion_timeout_stops(robot):
     units = Units()
     r = robot()
-    control = r.connect(streams=False, vel_timeout=20, stop_velocity=units.velocity_to_raw(0))
-    control.motion_timeout = 0.4
+    control = r.connect(
+        streams=False, vel_timeout=20, stop_velocity=units.velocity_to_raw(0), motion_timeout=0.4
+    )
     vel, direction = units.twist_to_drive(0.5, 0.0)
     for _ in range(10):
         control.set_drive(vel, direction)
@@ -105,7 +106,7 @@ def test_drive_then_motion_timeout_stops(robot):
         if letter is L.SET_PARAMETERS and f[1] == 0 and f[5] & 2
     ]
     assert stop and 0.35 < stop[0] - drives[-1][0] < 0.8
-    assert control.motion_timeouts == 1
+    assert control.motion.timeouts == 1
     x, y, _ = r.emulator.trike.integrated
     assert x > 0.05
 
@@ -132,8 +133,7 @@ def test_robot_side_velocity_timeout_stops_a_robot_whose_driver_went_quiet():
 def test_stop_says_goodbye_with_zero_velocity(robot):
     units = Units()
     r = robot()
-    control = r.connect(streams=False, stop_velocity=units.velocity_to_raw(0))
-    control.motion_timeout = 0
+    control = r.connect(streams=False, stop_velocity=units.velocity_to_raw(0), motion_timeout=0)
     control.set_drive(units.velocity_to_raw(0.4), units.steering_to_raw(0.0))
     assert wait_for(lambda: r.emulator.trike.v_setpoint > 0, 1)
     control.stop()

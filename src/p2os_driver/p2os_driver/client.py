@@ -371,31 +371,10 @@ class P2osClient(ReconnectingClient):
                 self._write(link, p.encode_command(p.Command.PULSE))
 
     # ---- motion: resend, and stop when the commands stop ------------------------
-    @property
-    def motion_timeout(self):
-        """s without set_motion() before the stop packet; 0 = never."""
-        return self.motion.timeout
-
-    @motion_timeout.setter
-    def motion_timeout(self, seconds):
-        self.motion.timeout = seconds
-
-    @property
-    def repeat_period(self):
-        """s between resends of the motion command (not of the stop)."""
-        return self.motion.repeat_period
-
-    @repeat_period.setter
-    def repeat_period(self, seconds):
-        self.motion.repeat_period = seconds
-
-    @property
-    def motion_timeouts(self):
-        return self.motion.timeouts
-
     def drive(self, mm_s, rad_s):
         """Drive at mm_s forward and rad_s counter-clockwise: sent now, resent every
-        repeat_period, stopped after motion_timeout without a new call (VelocityWatchdog)."""
+        repeat_period, stopped after motion_timeout without a new call (self.motion, a
+        VelocityWatchdog: its timeout may change at run time; timeouts counts the stops)."""
         self.motion.command((mm_s, rad_s))
 
     def _send_velocity(self, velocity):
@@ -415,7 +394,7 @@ class P2osClient(ReconnectingClient):
         self.send(self._velocity_packet(0.0, 0.0))
         self.log.info(
             'motion-timeout',
-            f'p2os: no motion command for {self.motion_timeout:.2f} s: robot stopped',
+            f'p2os: no motion command for {self.motion.timeout:.2f} s: robot stopped',
         )
 
     def _next_deadline(self):

@@ -24,7 +24,7 @@ from legacy_robot_interfaces.msg import (
 
 from . import description
 from .models import FACTOR_NAMES
-from .protocol import read_gripper_packet_byte, read_sip_gripper_byte
+from .protocol import GripperPacket, read_gripper_packet_byte, read_sip_gripper_byte
 
 PADDLES = {
     'open': GripperState.PADDLES_OPEN,
@@ -97,26 +97,18 @@ def gripper_msg(reading, raw_state, header, source, gripper_type=0, grasp_time=0
     )
 
 
-def gripper_packet_msg(packet, header):
-    """GRIPPERpac → GripperState (its own state table, type and grasp time)."""
-    return gripper_msg(
-        read_gripper_packet_byte(packet.state),
-        packet.state,
-        header,
-        GripperState.SOURCE_GRIPPER_PACKET,
-        packet.gripper_type,
-        packet.grasp_time,
-    )
-
-
-def sip_gripper_msg(sip, header):
-    """The SIP's gripper byte → GripperState."""
-    return gripper_msg(
-        read_sip_gripper_byte(sip.gripper_state),
-        sip.gripper_state,
-        header,
-        GripperState.SOURCE_SIP,
-    )
+def gripper_state_msg(record, header):
+    """A GRIPPERpac (its own state table, type and grasp time) or a SIP's gripper byte →
+    GripperState."""
+    if isinstance(record, GripperPacket):
+        reading = read_gripper_packet_byte(record.state)
+        source, extra = (
+            GripperState.SOURCE_GRIPPER_PACKET,
+            (record.gripper_type, record.grasp_time),
+        )
+        return gripper_msg(reading, record.state, header, source, *extra)
+    reading = read_sip_gripper_byte(record.gripper_state)
+    return gripper_msg(reading, record.gripper_state, header, GripperState.SOURCE_SIP)
 
 
 def encoders_msg(encoders, header):
@@ -165,25 +157,15 @@ def update_sonar(sip, model, ranges):
 
 def sonar_range_msg(stamp, frame, metres, cone):
     """One sonar reading → sensor_msgs/Range in its disc's frame."""
+    header = Header(stamp=stamp, frame_id=frame)
     return Range(
-        header=Header(stamp=stamp, frame_id=frame),
-        radiation_type=Range.ULTRASOUND,
-        field_of_view=cone.field_of_view,
-        min_range=cone.min_range,
-        max_range=cone.max_range,
-        range=metres,
+        header=header, radiation_type=Range.ULTRASOUND, range=metres, **dataclasses.asdict(cone)
     )
 
 
 def sonar_array_msg(header, frames, ranges, updated, cone):
     return SonarArray(
-        header=header,
-        frame_ids=frames,
-        ranges=ranges,
-        updated=updated,
-        min_range=cone.min_range,
-        max_range=cone.max_range,
-        field_of_view=cone.field_of_view,
+        header=header, frame_ids=frames, ranges=ranges, updated=updated, **dataclasses.asdict(cone)
     )
 
 

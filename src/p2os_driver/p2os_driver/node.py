@@ -348,7 +348,7 @@ class P2osNode(DriverNode):
                 self.wanted['sonar'] = bool(parameter.value)
                 self._send(lambda v=parameter.value: self.client.set_sonar(v))
             elif parameter.name == 'cmd_vel_timeout':
-                self.cmd_vel_timeout = self.client.motion_timeout = parameter.value
+                self.cmd_vel_timeout = self.client.motion.timeout = parameter.value
             elif parameter.name == 'max_linear_speed':
                 self.max_linear = parameter.value
             elif parameter.name == 'max_angular_speed':
@@ -580,7 +580,7 @@ class P2osNode(DriverNode):
     def _publish_gripper_packet(self, packet):
         self.has_gripper = packet.gripper_type != 0
         if self.has_gripper:
-            self.gripper_pub.publish(convert.gripper_packet_msg(packet, self._header()))
+            self.gripper_pub.publish(convert.gripper_state_msg(packet, self._header()))
 
     def _header(self, frame_id=''):
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=frame_id or self.base_frame)
@@ -630,7 +630,7 @@ class P2osNode(DriverNode):
         if self._due('bumpers', sip.bumpers(), now):
             self.bumper_pub.publish(convert.bumper_msg(sip, self.identity.model, header))
         if self.has_gripper and self._due('gripper', sip.gripper_state, now):
-            self.gripper_pub.publish(convert.sip_gripper_msg(sip, header))
+            self.gripper_pub.publish(convert.gripper_state_msg(sip, header))
         io = (sip.digital_inputs, sip.digital_outputs, sip.analog, sip.analog_port)
         if self._due('io', io, now):
             self.io_pub.publish(convert.sip_io_msg(sip, header))

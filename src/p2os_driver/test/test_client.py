@@ -9,15 +9,9 @@ import pytest
 from helpers import wait_for
 
 from legacy_robot_common.emulator import PtyEmulatorPort
+from p2os_driver import client as p2os_client
 from p2os_driver import protocol as p
-from p2os_driver.client import (
-    AuxBytes,
-    CommandRefused,
-    Connected,
-    Encoders,
-    P2osClient,
-    Settings,
-)
+from p2os_driver.client import AuxBytes, Connected, Encoders, P2osClient, Settings
 from p2os_driver.emulator import EmulatorOptions, P2osEmulator
 
 C = p.Command
@@ -289,7 +283,7 @@ def test_robot_terms_become_the_commands_the_robot_expects(emulator, clients):
         (C.ENABLE, 1),
     ]
     robot.clear_commands()
-    client.motion_timeout = 0  # no stop of its own in this test
+    client.motion.timeout = 0  # no stop of its own in this test
     client.drive(250.0, -0.5)
     assert client.set_sonar(True) == 'SONAR'
     assert client.gripper(16, 120) == 'GRIPPERVAL'
@@ -334,13 +328,14 @@ def moves(robot):
 
 def test_drive_is_resent_then_stopped_once_when_commands_stop(emulator, clients):
     robot = emulator()
-    client = make_client(f'tcp://127.0.0.1:{robot.start_tcp()}', motion_timeout=0.6)
-    client.repeat_period = 0.2
+    client = make_client(
+        f'tcp://127.0.0.1:{robot.start_tcp()}', motion_timeout=0.6, repeat_period=0.2
+    )
     clients(client)
     assert wait_for(lambda: client.connected, 5)
     robot.clear_commands()
     client.drive(100.0, 0.0)
-    assert wait_for(lambda: client.motion_timeouts == 1, 3)
+    assert wait_for(lambda: client.motion.timeouts == 1, 3)
     # from the stop on only PULSE keeps the link alive: wait for one, then look
     assert wait_for(lambda: commands(robot)[-1] == (C.PULSE, None), 3)
     vels = [a for n, a in commands(robot) if n == C.VEL]
@@ -372,7 +367,7 @@ def test_a_simulator_is_never_sent_its_laser_commands(emulator, clients):
         lambda: client.gripper(16, 5),  # GRIPPER goes out, its GRIPPERVAL may not
         lambda: client.request_stream('gripper', lambda _: None),
     ):
-        with pytest.raises(CommandRefused, match='--no-srisim-laser-compat'):
+        with pytest.raises(p2os_client.CommandRefused, match='--no-srisim-laser-compat'):
             call()
     assert wait_for(lambda: (C.GRIPPER, 16) in commands(robot), 2)
     assert not {C.ADSEL, C.GRIPPERVAL, C.GRIPREQUEST} & {n for n, _ in commands(robot)}
