@@ -1,12 +1,62 @@
-"""Declaring parameters with a description and a clear error for invalid values."""
+"""Declaring parameters with a description and a clear error for invalid values.
+
+A node lists its parameters as data, a tuple of `Parameter` records (its `parameters.py`), and
+declares them all with `declare_table`; `declare` stays for a parameter whose default or range
+depends on other values.
+"""
+
+from dataclasses import dataclass
+from types import SimpleNamespace
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.parameter import Parameter
+from rclpy.parameter import Parameter as RosParameter
 
 
 class ParameterError(ValueError):
     """A parameter value the driver cannot work with; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One row of a node's parameter table: what `declare` takes, as data."""
+
+    name: str
+    default: object
+    description: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple | None = None
+    read_only: bool = False
+
+
+def read_only(name, default, description, **limits):
+    """A `Parameter` fixed at start (most of a driver's are): `read_only=True`."""
+    return Parameter(name, default, description, read_only=True, **limits)
+
+
+def declare_table(node, table):
+    """Declare every `Parameter` of `table` in order, each checked as `declare` checks it.
+
+    Returns the values as a namespace, one attribute per parameter name (`values.port`);
+    `vars(values)` is the {name: value} dict. A list default is copied: a table is shared by
+    every node of its kind in a process.
+    """
+    return SimpleNamespace(
+        **{
+            row.name: declare(
+                node,
+                row.name,
+                list(row.default) if isinstance(row.default, list) else row.default,
+                row.description,
+                minimum=row.minimum,
+                maximum=row.maximum,
+                choices=row.choices,
+                read_only=row.read_only,
+            )
+            for row in table
+        }
+    )
 
 
 def declare(
@@ -50,18 +100,18 @@ def _accept_integers_as_numbers(node, name, default):
     override = node._parameter_overrides.get(name)  # rclpy keeps the start values here
     if override is None:
         return
-    if isinstance(default, float) and override.type_ == Parameter.Type.INTEGER:
-        node._parameter_overrides[name] = Parameter(
-            name, Parameter.Type.DOUBLE, float(override.value)
+    if isinstance(default, float) and override.type_ == RosParameter.Type.INTEGER:
+        node._parameter_overrides[name] = RosParameter(
+            name, RosParameter.Type.DOUBLE, float(override.value)
         )
     elif (
         isinstance(default, list)
         and default
         and all(isinstance(v, float) for v in default)
-        and override.type_ == Parameter.Type.INTEGER_ARRAY
+        and override.type_ == RosParameter.Type.INTEGER_ARRAY
     ):
-        node._parameter_overrides[name] = Parameter(
-            name, Parameter.Type.DOUBLE_ARRAY, [float(v) for v in override.value]
+        node._parameter_overrides[name] = RosParameter(
+            name, RosParameter.Type.DOUBLE_ARRAY, [float(v) for v in override.value]
         )
 
 

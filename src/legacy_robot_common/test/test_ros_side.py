@@ -18,7 +18,8 @@ from legacy_robot_common import driver_node
 from legacy_robot_common.backoff import Backoff
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
 from legacy_robot_common.driver_node import DriverNode
-from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_common.params import Parameter as Row
+from legacy_robot_common.params import ParameterError, declare, declare_table
 
 
 @pytest.fixture
@@ -63,6 +64,55 @@ def test_value_outside_choices_is_rejected(context):
     node = make_node(context, [('mode', 'mpeg')])
     with pytest.raises(ParameterError, match="'mode' is 'mpeg'; expected one of 'jpeg', 'yuv10'"):
         declare(node, 'mode', 'jpeg', 'camera mode', choices=('jpeg', 'yuv10'))
+    node.destroy_node()
+
+
+TABLE = (
+    Row('port', 8101, 'tcp port', minimum=1, maximum=65535, read_only=True),
+    Row('rate', 10.0, 'Hz', minimum=0.1),
+    Row('mode', 'jpeg', 'camera mode', choices=('jpeg', 'yuv10')),
+    Row('mount', [0.0, 0.0, 0.2], 'x, y, z in m'),
+)
+
+
+def test_a_table_is_declared_in_order_with_descriptions_ranges_and_read_only(context):
+    node = make_node(context, [('rate', 5), ('mount', [1, 2, 3])])
+    values = declare_table(node, TABLE)
+    assert vars(values) == {'port': 8101, 'rate': 5.0, 'mode': 'jpeg', 'mount': [1.0, 2.0, 3.0]}
+    assert isinstance(values.rate, float)  # an integer given where a number is expected
+    assert list(node._parameters)[-4:] == ['port', 'rate', 'mode', 'mount']
+    port, rate = node.describe_parameters(['port', 'rate'])
+    assert (port.description, port.read_only) == ('tcp port', True)
+    assert (port.integer_range[0].from_value, port.integer_range[0].to_value) == (1, 65535)
+    assert not rate.read_only and rate.floating_point_range[0].from_value == 0.1
+    assert not node.set_parameters([Parameter('port', value=9000)])[0].successful
+    assert node.set_parameters([Parameter('rate', value=2.0)])[0].successful
+    node.destroy_node()
+
+
+def test_a_tables_list_default_is_not_shared_between_nodes(context):
+    first, second = make_node(context), Node('second', context=context)
+    declare_table(first, TABLE).mount.append(1.0)
+    assert declare_table(second, TABLE).mount == [0.0, 0.0, 0.2] == TABLE[3].default
+    first.destroy_node()
+    second.destroy_node()
+
+
+@pytest.mark.parametrize(
+    'override, message',
+    [
+        (('port', 0), r"params_test: parameter 'port' must be an integer within 1..65535"),
+        (('rate', 0.0), r"parameter 'rate' must be a number within 0.1..inf"),
+        (('rate', 'fast'), r"parameter 'rate' must be a number"),
+        (('mode', 'mpeg'), r"parameter 'mode' is 'mpeg'; expected one of 'jpeg', 'yuv10'"),
+    ],
+)
+def test_a_table_value_out_of_range_type_or_choices_gives_the_declare_error(
+    context, override, message
+):
+    node = make_node(context, [override])
+    with pytest.raises(ParameterError, match=message):
+        declare_table(node, TABLE)
     node.destroy_node()
 
 
