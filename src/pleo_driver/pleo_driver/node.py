@@ -14,7 +14,7 @@ from std_srvs.srv import Trigger
 
 from legacy_robot_common.diagnostics import ERROR, OK, WARN
 from legacy_robot_common.driver_node import DriverNode, run_node
-from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_interfaces.msg import MonitorLog, NamedValues, NxpPacket, SensorEvent
 from legacy_robot_interfaces.srv import JointCommand, PlayNamed, SetPercent, TextCommand
@@ -23,6 +23,7 @@ from . import conversions as convert
 from . import description
 from . import protocol as p
 from .client import Battery, Connected, PleoClient, Settings
+from .parameters import PARAMETERS
 
 
 class PleoNode(DriverNode):
@@ -52,81 +53,14 @@ class PleoNode(DriverNode):
 
     # ---- parameters ----------------------------------------------------------------------
     def _declare_parameters(self):
-        d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
-        self.port = d(
-            'port',
-            '/dev/ttyACM0',
-            'serial device (or pyserial URL); "auto" finds the Pleo by its USB ID 6962:0100',
-            read_only=True,
-        )
-        self.baud = d(
-            'baud',
-            115200,
-            'baud rate (nominal over USB CDC-ACM)',
-            minimum=110,
-            maximum=4000000,
-            read_only=True,
-        )
-        self.open_timeout = d(
-            'open_timeout',
-            5.0,
-            's to wait for a prompt that comes at once (the first one, STATS POWER, a resync)',
-            minimum=0.1,
-            maximum=120.0,
-            read_only=True,
-        )
-        self.answer_timeout = d(
-            'answer_timeout',
-            60.0,
-            "s to wait for a command's prompt (default for services)",
-            minimum=0.1,
-            maximum=600.0,
-            read_only=True,
-        )
-        self.battery_interval = d(
-            'battery_interval',
-            5.0,
-            's between STATS POWER polls (0 = never)',
-            minimum=0.0,
-            maximum=3600.0,
-            read_only=True,
-        )
-        self.unload_on_start = d(
-            'unload_app_on_start',
-            True,
-            'APP UNLOAD after connecting (stops the built-in behaviour)',
-            read_only=True,
-        )
-        self.neutral_on_start = d(
-            'neutral_on_start', True, 'JOINT NEUTRAL after connecting', read_only=True
-        )
-        self.log_types = d(
-            'log_enable',
-            [''],
-            'log types to enable after connecting (log enable <type>, e.g. nxp); [""] = none',
-            read_only=True,
-        )
-        self.extra_startup = d(
-            'startup_commands',
-            [''],
-            'further monitor commands after '
-            'connecting (e.g. the one that starts the sensor/joint dumps)',
-            read_only=True,
-        )
-        self.frame_id = self.frames.prefixed(
-            d(
-                'frame_id',
-                'base_link',
-                'frame of sensors, battery and log messages',
-                read_only=True,
-            )
-        )
-        self.joint_prefix = d(
-            'joint_name_prefix',
-            '',
-            'prefix for joint_states names (several Pleos in one tf tree)',
-            read_only=True,
-        )
+        v = declare_table(self, PARAMETERS)
+        self.port, self.baud = v.port, v.baud
+        self.open_timeout, self.answer_timeout = v.open_timeout, v.answer_timeout
+        self.battery_interval = v.battery_interval
+        self.unload_on_start, self.neutral_on_start = v.unload_app_on_start, v.neutral_on_start
+        self.log_types, self.extra_startup = v.log_enable, v.startup_commands
+        self.frame_id = self.frames.prefixed(v.frame_id)
+        self.joint_prefix = v.joint_name_prefix
 
     def _startup_commands(self):
         commands = (['APP UNLOAD'] if self.unload_on_start else []) + (
