@@ -15,7 +15,7 @@ from std_msgs.msg import String
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, LinkStatusTask, RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.messages import audio_info_msg
-from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_interfaces.msg import (
     AiboSensorWords,
@@ -43,6 +43,7 @@ from .client import (
     TelemetryClient,
     VoiceRecord,
 )
+from .parameters import BTYPES, MOUNTS, OPCODES, PARAMETERS, PORTS, YUV10
 
 LIFEPLUS_HAS_NO_RCODE = (
     'LifePlus has no RCodePlus pipe: the RCODE link is not used '
@@ -79,164 +80,31 @@ class AiboNode(DriverNode):
 
     # ---- parameters ----------------------------------------------------------------------------
     def _declare_parameters(self):
-        d = lambda *a, **k: declare(self, *a, read_only=True, **k)  # noqa: E731
-        self.host = d('host', 'localhost', "the AIBO's address")
-        self.ports = {
-            name: d(name, default, what, minimum=1, maximum=65535)
-            for name, default, what in (
-                ('telemetry_port', 21001, 'binary telemetry pipe'),
-                ('rcode_port', 21002, 'RCODE text pipe (RCodePlus)'),
-            )
-        }
-        self.rcode_enabled = d('rcode_enabled', True, 'connect the RCODE pipe (LifePlus has none)')
-        self.product = d(
-            'product',
-            'auto',
-            'stick type: auto (from bType), rcodeplus, lifeplus',
-            choices=('auto', 'rcodeplus', 'lifeplus'),
+        v = declare_table(self, PARAMETERS)
+        values = vars(v)
+        self.host, self.rcode_enabled, self.product = v.host, v.rcode_enabled, v.product
+        self.ports = {row.name: values[row.name] for row in PORTS}
+        self.btypes = {product: values[row.name] for product, row in BTYPES.items()}
+        self.version_prefix = v.version_size_prefix
+        self.opcodes = {name: values[row.name] for name, row in OPCODES.items()}
+        self.camera_mode, self.image_rate, self.color_rate = (
+            v.camera_mode,
+            v.image_rate,
+            v.color_rate,
         )
-        self.btypes = {
-            product: d(
-                f'btype_{product.value}',
-                value,
-                f'TELEMVER bType of {product.value} (unknown: an assumption)',
-                minimum=0,
-                maximum=255,
-            )
-            for product, value in ((p.Product.RCODEPLUS, 0), (p.Product.LIFEPLUS, 1))
-        }
-        self.version_prefix = d(
-            'version_size_prefix',
-            False,
-            'the version reply has a 4-byte size prefix (the seed says no)',
-        )
-        self.opcodes = {
-            op.value: d(
-                f'opcodes.{op.value}',
-                byte,
-                f'request byte of {op.value} (not public: an assumption)',
-                minimum=0,
-                maximum=255,
-            )
-            for op, byte in p.DEFAULT_OPCODES.items()
-        }
-        self.camera_mode = d(
-            'camera_mode', 'yuv10', 'yuv10, jpeg or off', choices=('yuv10', 'jpeg', 'off')
-        )
-        self.image_rate = d(
-            'image_rate', 10.0, 'camera requests per second', minimum=0.1, maximum=10000.0
-        )
-        self.color_rate = d(
-            'color_rate',
-            10.0,
-            'colour-detection requests per second (0 = off)',
-            minimum=0.0,
-            maximum=10000.0,
-        )
-        self.audio_enabled = d('audio_enabled', True, 'poll the microphones')
-        self.audio_poll_rate = d(
-            'audio_poll_rate', 10.0, 'GETAUDIO requests per second', minimum=3.0, maximum=1000.0
-        )
-        self.voice_rate = d(
-            'voice_rate',
-            2.0,
-            'LifePlus voice polls per second (0 = off)',
-            minimum=0.0,
-            maximum=100.0,
-        )
-        self.semantic_rate = d(
-            'semantic_rate',
-            2.0,
-            'LifePlus semantic polls per second (0 = off)',
-            minimum=0.0,
-            maximum=100.0,
-        )
-        self.yuv10 = {
-            name: d(f'yuv10_{name}', default, what, choices=choices)
-            for name, default, what, choices in (
-                ('layout', 'interleaved', 'interleaved or planar', ('interleaved', 'planar')),
-                ('bit_order', 'msb', 'msb or lsb first', ('msb', 'lsb')),
-                (
-                    'y_bits',
-                    'high',
-                    'which 5 bits are Y: high or low (planar: first or second plane)',
-                    ('high', 'low'),
-                ),
-                ('chroma_first', 'U', 'chroma on even pixels: U or V', ('U', 'V')),
-                (
-                    'five_to_eight',
-                    'shift3_or_msb',
-                    'Y scaling: shift3 or shift3_or_msb',
-                    p.FIVE_TO_EIGHT,
-                ),
-                (
-                    'chroma_five_to_eight',
-                    'shift3',
-                    'U/V scaling: shift3 (code 16 = 128, neutral) or shift3_or_msb',
-                    p.FIVE_TO_EIGHT,
-                ),
-                ('matrix', 'sony', 'colour matrix: sony (OPEN-R) or bt601', ('sony', 'bt601')),
-            )
-        }
-        self.yuv10['chroma_offset'] = d(
-            'yuv10_chroma_offset', 128, 'chroma zero level', minimum=0, maximum=255
-        )
-        self.channel_order = d(
-            'audio_channel_order',
-            'right_first',
-            'stereo order on the wire',
-            choices=('right_first', 'left_first'),
-        )
-        self.signed_words = d('sensor_words_signed', False, 'AP_SensorData words are signed')
-        self.decode_jpeg = d('decode_jpeg', True, 'also publish JPEG frames on camera/image_raw')
-        self.color_labels = d(
-            'color_labels', list(p.DEFAULT_COLOR_LABELS), 'label of each colour-detection bit 0..7'
-        )
-        self.presets = d('property_presets', [''], 'SETPROPERTY presets "name=index:value"')
-        self.rput_enabled = d('rput_enabled', False, 'allow upload_file (experimental)')
-        self.rput_layout = d(
-            'rput_layout', ','.join(p.DEFAULT_RPUT_LAYOUT), 'RPUT fields after the opcode (README)'
-        )
-        self.rput_grace = d(
-            'rput_grace',
-            1.0,
-            'with rput_reply none: seconds the link must stay up '
-            'after an upload before it counts as taken (unconfirmed)',
-            minimum=0.1,
-            maximum=30.0,
-        )
-        self.rput_reply = d(
-            'rput_reply',
-            'none',
-            'none, or standard (a sized reply follows)',
-            choices=('none', 'standard'),
-        )
-        self.rput_max_bytes = d(
-            'rput_max_bytes', 1_000_000, 'largest upload', minimum=1, maximum=100_000_000
-        )
-        self.reply_timeout = d(
-            'reply_timeout',
-            2.0,
-            's to wait for a reply before reconnecting',
-            minimum=0.1,
-            maximum=60.0,
-        )
-        self.unavailable_after = d(
-            'unavailable_after',
-            10.0,
-            's of empty replies before a feature is reported unavailable',
-            minimum=1.0,
-        )
-        self.rcode_timeout = d(
-            'rcode_timeout', 3.0, 's an RCODE command may take', minimum=0.1, maximum=120.0
-        )
-        self.rcode_quiet_time = d(
-            'rcode_quiet_time',
-            0.3,
-            's of silence that ends an RCODE reply',
-            minimum=0.01,
-            maximum=10.0,
-        )
+        self.audio_enabled, self.audio_poll_rate = v.audio_enabled, v.audio_poll_rate
+        self.voice_rate, self.semantic_rate = v.voice_rate, v.semantic_rate
+        self.yuv10 = {name: values[row.name] for name, row in YUV10.items()}
+        self.channel_order, self.signed_words = v.audio_channel_order, v.sensor_words_signed
+        self.decode_jpeg, self.color_labels = v.decode_jpeg, v.color_labels
+        self.presets, self.rput_enabled = v.property_presets, v.rput_enabled
+        self.rput_layout, self.rput_grace = v.rput_layout, v.rput_grace
+        self.rput_reply, self.rput_max_bytes = v.rput_reply, v.rput_max_bytes
+        self.reply_timeout, self.unavailable_after = v.reply_timeout, v.unavailable_after
+        self.rcode_timeout, self.rcode_quiet_time = v.rcode_timeout, v.rcode_quiet_time
+        self.mounts = {name: values[row.name] for name, row in MOUNTS.items()}
+        self.field_of_view = v.camera_field_of_view
+        # the frames go through RobotFrames (frame_prefix, the optical frame), not the table
         frames = description.DEFAULT_FRAMES
         camera, optical = self.frames.camera(
             'camera', frames['camera'], 'camera frame (x forward)'
@@ -253,21 +121,6 @@ class AiboNode(DriverNode):
                 )
             },
         }
-        self.mounts = {
-            name: d(
-                f'{name}_mount',
-                list(default),
-                f'{name} frame in its parent (base '
-                '→ head → camera): [x, y, z] m, [roll, pitch, yaw] rad '
-                '(defaults: estimates, head in its neutral pose)',
-            )
-            for name, default in description.DEFAULT_MOUNTS.items()
-        }
-        self.field_of_view = d(
-            'camera_field_of_view',
-            list(convert.FIELD_OF_VIEW),
-            'horizontal and vertical field of view, rad',
-        )
 
     def _settings(self):
         try:

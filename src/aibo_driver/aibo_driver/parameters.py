@@ -1,0 +1,170 @@
+"""The `aibo_driver` node's parameters, in declaration order (README.md's tables follow them).
+
+Every one is read-only. The frame parameters are declared by `RobotFrames` (the node).
+"""
+
+from legacy_robot_common.params import read_only
+
+from . import conversions as convert
+from . import description
+from . import protocol as p
+
+PORTS = (
+    read_only('telemetry_port', 21001, 'binary telemetry pipe', minimum=1, maximum=65535),
+    read_only('rcode_port', 21002, 'RCODE text pipe (RCodePlus)', minimum=1, maximum=65535),
+)
+BTYPES = {
+    product: read_only(
+        f'btype_{product.value}',
+        value,
+        f'TELEMVER bType of {product.value} (unknown: an assumption)',
+        minimum=0,
+        maximum=255,
+    )
+    for product, value in ((p.Product.RCODEPLUS, 0), (p.Product.LIFEPLUS, 1))
+}
+OPCODES = {
+    op.value: read_only(
+        f'opcodes.{op.value}',
+        byte,
+        f'request byte of {op.value} (not public: an assumption)',
+        minimum=0,
+        maximum=255,
+    )
+    for op, byte in p.DEFAULT_OPCODES.items()
+}
+YUV10 = {
+    name: read_only(f'yuv10_{name}', default, text, choices=choices)
+    for name, default, text, choices in (
+        ('layout', 'interleaved', 'interleaved or planar', ('interleaved', 'planar')),
+        ('bit_order', 'msb', 'msb or lsb first', ('msb', 'lsb')),
+        (
+            'y_bits',
+            'high',
+            'which 5 bits are Y: high or low (planar: first or second plane)',
+            ('high', 'low'),
+        ),
+        ('chroma_first', 'U', 'chroma on even pixels: U or V', ('U', 'V')),
+        ('five_to_eight', 'shift3_or_msb', 'Y scaling: shift3 or shift3_or_msb', p.FIVE_TO_EIGHT),
+        (
+            'chroma_five_to_eight',
+            'shift3',
+            'U/V scaling: shift3 (code 16 = 128, neutral) or shift3_or_msb',
+            p.FIVE_TO_EIGHT,
+        ),
+        ('matrix', 'sony', 'colour matrix: sony (OPEN-R) or bt601', ('sony', 'bt601')),
+    )
+}
+YUV10['chroma_offset'] = read_only(
+    'yuv10_chroma_offset', 128, 'chroma zero level', minimum=0, maximum=255
+)
+MOUNTS = {
+    name: read_only(
+        f'{name}_mount',
+        list(default),
+        f'{name} frame in its parent (base → head → camera): [x, y, z] m, [roll, pitch, yaw] rad '
+        '(defaults: estimates, head in its neutral pose)',
+    )
+    for name, default in description.DEFAULT_MOUNTS.items()
+}
+
+PARAMETERS = (
+    read_only('host', 'localhost', "the AIBO's address"),
+    *PORTS,
+    read_only('rcode_enabled', True, 'connect the RCODE pipe (LifePlus has none)'),
+    read_only(
+        'product',
+        'auto',
+        'stick type: auto (from bType), rcodeplus, lifeplus',
+        choices=('auto', 'rcodeplus', 'lifeplus'),
+    ),
+    *BTYPES.values(),
+    read_only(
+        'version_size_prefix',
+        False,
+        'the version reply has a 4-byte size prefix (the seed says no)',
+    ),
+    *OPCODES.values(),
+    read_only('camera_mode', 'yuv10', 'yuv10, jpeg or off', choices=('yuv10', 'jpeg', 'off')),
+    read_only('image_rate', 10.0, 'camera requests per second', minimum=0.1, maximum=10000.0),
+    read_only(
+        'color_rate',
+        10.0,
+        'colour-detection requests per second (0 = off)',
+        minimum=0.0,
+        maximum=10000.0,
+    ),
+    read_only('audio_enabled', True, 'poll the microphones'),
+    read_only(
+        'audio_poll_rate', 10.0, 'GETAUDIO requests per second', minimum=3.0, maximum=1000.0
+    ),
+    read_only(
+        'voice_rate', 2.0, 'LifePlus voice polls per second (0 = off)', minimum=0.0, maximum=100.0
+    ),
+    read_only(
+        'semantic_rate',
+        2.0,
+        'LifePlus semantic polls per second (0 = off)',
+        minimum=0.0,
+        maximum=100.0,
+    ),
+    *YUV10.values(),
+    read_only(
+        'audio_channel_order',
+        'right_first',
+        'stereo order on the wire',
+        choices=('right_first', 'left_first'),
+    ),
+    read_only('sensor_words_signed', False, 'AP_SensorData words are signed'),
+    read_only('decode_jpeg', True, 'also publish JPEG frames on camera/image_raw'),
+    read_only(
+        'color_labels', list(p.DEFAULT_COLOR_LABELS), 'label of each colour-detection bit 0..7'
+    ),
+    read_only('property_presets', [''], 'SETPROPERTY presets "name=index:value"'),
+    read_only('rput_enabled', False, 'allow upload_file (experimental)'),
+    read_only(
+        'rput_layout', ','.join(p.DEFAULT_RPUT_LAYOUT), 'RPUT fields after the opcode (README)'
+    ),
+    read_only(
+        'rput_grace',
+        1.0,
+        'with rput_reply none: seconds the link must stay up '
+        'after an upload before it counts as taken (unconfirmed)',
+        minimum=0.1,
+        maximum=30.0,
+    ),
+    read_only(
+        'rput_reply',
+        'none',
+        'none, or standard (a sized reply follows)',
+        choices=('none', 'standard'),
+    ),
+    read_only('rput_max_bytes', 1_000_000, 'largest upload', minimum=1, maximum=100_000_000),
+    read_only(
+        'reply_timeout',
+        2.0,
+        's to wait for a reply before reconnecting',
+        minimum=0.1,
+        maximum=60.0,
+    ),
+    read_only(
+        'unavailable_after',
+        10.0,
+        's of empty replies before a feature is reported unavailable',
+        minimum=1.0,
+    ),
+    read_only('rcode_timeout', 3.0, 's an RCODE command may take', minimum=0.1, maximum=120.0),
+    read_only(
+        'rcode_quiet_time',
+        0.3,
+        's of silence that ends an RCODE reply',
+        minimum=0.01,
+        maximum=10.0,
+    ),
+    *MOUNTS.values(),
+    read_only(
+        'camera_field_of_view',
+        list(convert.FIELD_OF_VIEW),
+        'horizontal and vertical field of view, rad',
+    ),
+)
