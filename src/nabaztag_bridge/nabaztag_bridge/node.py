@@ -14,7 +14,7 @@ import time
 from legacy_robot_common.diagnostics import ERROR, OK, WARN
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.errors import MalformedFrame
-from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_interfaces.msg import RabbitEvent, RabbitList, RabbitRecording
 from legacy_robot_interfaces.srv import (
     RabbitAmbient,
@@ -29,7 +29,8 @@ from legacy_robot_interfaces.srv import (
 from . import choreography as chor
 from . import conversions as convert
 from . import protocol as p
-from .rabbits import PLUGINS, RabbitRegistry, UnknownRabbit, is_online
+from .parameters import PARAMETERS
+from .rabbits import RabbitRegistry, UnknownRabbit, is_online
 from .server import BridgeServer, RabbitsChanged, Recording, Settings
 from .server import RabbitEvent as EventRecord
 
@@ -77,164 +78,48 @@ class NabaztagBridge(DriverNode):
 
     # ---- parameters -------------------------------------------------------------------
     def _declare_parameters(self):
-        d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
-        host = d('host', '0.0.0.0', 'address the HTTP server binds to', read_only=True)
-        port = d(
-            'port',
-            8080,
-            'HTTP port the rabbits call (0 = any free port)',
-            minimum=0,
-            maximum=65535,
-            read_only=True,
-        )
-        advertised = d(
-            'advertised_host',
-            '',
-            'address rabbits reach this machine at ("" = '
-            "host, or the default route's address when host is 0.0.0.0)",
-            read_only=True,
-        )
-        ping = d(
-            'locate_ping',
-            '',
-            'locate reply "ping" value, host[:port] ("" = advertised host and port)',
-            read_only=True,
-        )
-        broad = d(
-            'locate_broad',
-            '',
-            'locate reply "broad" value ("" = advertised host:port/broadcast)',
-            read_only=True,
-        )
-        prefix = d('path_prefix', '/vl', 'URL folder of the rabbit requests', read_only=True)
-        extension = d(
-            'path_extension',
-            '.jsp',
-            'extension of the rabbit requests (a patched bytecode may use .php)',
-            read_only=True,
-        )
-        media_root = d(
-            'media_root',
-            '',
-            'folder served under /local/ and /broadcast/ ("" = none)',
-            read_only=True,
-        )
-        self.max_rabbit_statuses = d(
-            'diagnostics_max_rabbits',
-            100,
-            'rabbits with a diagnostics status of their own (the most recently seen)',
-            minimum=0,
-            maximum=100000,
-            read_only=True,
-        )
-        self.rabbits_period = d(
-            'rabbits_period',
-            1.0,
-            's between rabbit list messages',
-            minimum=0.1,
-            maximum=60.0,
-            read_only=True,
-        )
-        self.frame_id = self.frames.prefixed(
-            d('frame_id', '', 'header frame_id of events and recordings', read_only=True)
-        )
-        allowed = d(
-            'allowed_serials',
-            '',
-            'comma-separated serials allowed to register ("" = any rabbit)',
-            read_only=True,
-        )
-        for name, value in (
-            ('path_prefix', prefix),
-            ('locate_ping', ping),
-            ('locate_broad', broad),
-        ):
+        v = declare_table(self, PARAMETERS)
+        self.max_rabbit_statuses = v.diagnostics_max_rabbits
+        self.rabbits_period = v.rabbits_period
+        self.frame_id = self.frames.prefixed(v.frame_id)
+        for name in ('path_prefix', 'locate_ping', 'locate_broad'):
+            value = getattr(v, name)
             if value.endswith((':', '/')):
                 raise ParameterError(
                     f'nabaztag_bridge: parameter {name!r} is {value!r}; the '
                     'rabbit uses it verbatim, so it must not end in ":" or "/"'
                 )
-        if media_root and not pathlib.Path(media_root).is_dir():
-            raise ParameterError(f'nabaztag_bridge: media_root {media_root!r} is not a folder')
+        if v.media_root and not pathlib.Path(v.media_root).is_dir():
+            raise ParameterError(f'nabaztag_bridge: media_root {v.media_root!r} is not a folder')
         try:
-            allowed_serials = [p.normalize_serial(s) for s in allowed.split(',') if s.strip()]
+            allowed_serials = [
+                p.normalize_serial(s) for s in v.allowed_serials.split(',') if s.strip()
+            ]
         except MalformedFrame as exc:
             raise ParameterError(f'nabaztag_bridge: allowed_serials: {exc}') from None
         settings = Settings(
-            host=host,
-            port=port,
-            advertised_host=advertised,
-            locate_ping=ping,
-            locate_broad=broad,
-            path_prefix=prefix,
-            path_extension=extension,
-            bytecode=self._bytecode(
-                d(
-                    'bytecode_file',
-                    '',
-                    'ping-era bytecode served at bc.jsp '
-                    '(amber...Mind; not shipped: Violet copyright)',
-                    read_only=True,
-                )
-            ),
-            media_root=pathlib.Path(media_root) if media_root else None,
-            xml_api=d('xml_api', True, "serve the seed's XML API under /xml/", read_only=True),
-            xml_token=d('xml_token', '', 'token the XML API requires ("" = none)', read_only=True),
-            max_body_bytes=d(
-                'max_body_bytes',
-                65536,
-                'largest POST body accepted, bytes (8 s of rabbit ADPCM is about 33 kB)',
-                minimum=1024,
-                maximum=16 * 1024 * 1024,
-                read_only=True,
-            ),
-            client_timeout=d(
-                'client_timeout',
-                10.0,
-                's of client silence before the connection is dropped',
-                minimum=0.1,
-                maximum=300.0,
-                read_only=True,
-            ),
-            publish_pings=d(
-                'publish_pings', False, 'publish every plain ping as an event', read_only=True
-            ),
+            host=v.host,
+            port=v.port,
+            advertised_host=v.advertised_host,
+            locate_ping=v.locate_ping,
+            locate_broad=v.locate_broad,
+            path_prefix=v.path_prefix,
+            path_extension=v.path_extension,
+            bytecode=self._bytecode(v.bytecode_file),
+            media_root=pathlib.Path(v.media_root) if v.media_root else None,
+            xml_api=v.xml_api,
+            xml_token=v.xml_token,
+            max_body_bytes=v.max_body_bytes,
+            client_timeout=v.client_timeout,
+            publish_pings=v.publish_pings,
         )
         registry = RabbitRegistry(
-            ping_interval=d(
-                'ping_interval',
-                20,
-                's between pings the bridge asks for',
-                minimum=1,
-                maximum=255,
-                read_only=True,
-            ),
-            plugin=d(
-                'plugin',
-                'none',
-                'behaviour of new rabbits: none (ROS decides) or echo '
-                '(a recording is played back)',
-                choices=PLUGINS,
-                read_only=True,
-            ),
+            ping_interval=v.ping_interval,
+            plugin=v.plugin,
             allowed=allowed_serials,
-            message_first_byte=d(
-                'message_first_byte',
-                0,
-                'clear first byte of message blocks (Violet 0, jNab 1)',
-                minimum=0,
-                maximum=255,
-                read_only=True,
-            ),
-            trailing_newline=d(
-                'trailing_newline', False, 'send 0A after the FF of a packet', read_only=True
-            ),
-            wake_after_boot=d(
-                'wake_after_boot',
-                True,
-                'answer the first ping after boot with the wake-up program',
-                read_only=True,
-            ),
+            message_first_byte=v.message_first_byte,
+            trailing_newline=v.trailing_newline,
+            wake_after_boot=v.wake_after_boot,
         )
         return settings, registry
 

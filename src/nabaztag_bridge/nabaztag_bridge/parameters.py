@@ -1,0 +1,112 @@
+"""The `nabaztag_bridge` node's parameters, in declaration order (README.md's table follows
+them). The node checks what a range cannot say (URL parts, folders, serials) after declaring."""
+
+from legacy_robot_common.params import read_only
+
+from .rabbits import PLUGINS
+
+PARAMETERS = (
+    read_only('host', '0.0.0.0', 'address the HTTP server binds to'),
+    read_only(
+        'port',
+        8080,
+        'HTTP port the rabbits call (0 = any free port)',
+        minimum=0,
+        maximum=65535,
+    ),
+    read_only(
+        'advertised_host',
+        '',
+        'address rabbits reach this machine at ("" = '
+        "host, or the default route's address when host is 0.0.0.0)",
+    ),
+    read_only(
+        'locate_ping',
+        '',
+        'locate reply "ping" value, host[:port] ("" = advertised host and port)',
+    ),
+    read_only(
+        'locate_broad',
+        '',
+        'locate reply "broad" value ("" = advertised host:port/broadcast)',
+    ),
+    read_only('path_prefix', '/vl', 'URL folder of the rabbit requests'),
+    read_only(
+        'path_extension',
+        '.jsp',
+        'extension of the rabbit requests (a patched bytecode may use .php)',
+    ),
+    read_only(
+        'media_root',
+        '',
+        'folder served under /local/ and /broadcast/ ("" = none)',
+    ),
+    read_only(
+        'diagnostics_max_rabbits',
+        100,
+        'rabbits with a diagnostics status of their own (the most recently seen)',
+        minimum=0,
+        maximum=100000,
+    ),
+    read_only(
+        'rabbits_period',
+        1.0,
+        's between rabbit list messages',
+        minimum=0.1,
+        maximum=60.0,
+    ),
+    read_only('frame_id', '', 'header frame_id of events and recordings'),
+    read_only(
+        'allowed_serials',
+        '',
+        'comma-separated serials allowed to register ("" = any rabbit)',
+    ),
+    read_only(
+        'bytecode_file',
+        '',
+        'ping-era bytecode served at bc.jsp (amber...Mind; not shipped: Violet copyright)',
+    ),
+    read_only('xml_api', True, "serve the seed's XML API under /xml/"),
+    read_only('xml_token', '', 'token the XML API requires ("" = none)'),
+    read_only(
+        'max_body_bytes',
+        65536,
+        'largest POST body accepted, bytes (8 s of rabbit ADPCM is about 33 kB)',
+        minimum=1024,
+        maximum=16 * 1024 * 1024,
+    ),
+    read_only(
+        'client_timeout',
+        10.0,
+        's of client silence before the connection is dropped',
+        minimum=0.1,
+        maximum=300.0,
+    ),
+    read_only('publish_pings', False, 'publish every plain ping as an event'),
+    read_only(
+        'ping_interval',
+        20,
+        's between pings the bridge asks for',
+        minimum=1,
+        maximum=255,
+    ),
+    read_only(
+        'plugin',
+        'none',
+        'behaviour of new rabbits: none (ROS decides) or echo (a recording is played back)',
+        choices=PLUGINS,
+    ),
+    read_only(
+        'message_first_byte',
+        0,
+        'clear first byte of message blocks (Violet 0, jNab 1)',
+        minimum=0,
+        maximum=255,
+    ),
+    read_only('trailing_newline', False, 'send 0A after the FF of a packet'),
+    read_only(
+        'wake_after_boot',
+        True,
+        'answer the first ping after boot with the wake-up program',
+    ),
+)
