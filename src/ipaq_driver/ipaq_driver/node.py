@@ -16,7 +16,7 @@ from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
 from legacy_robot_common.driver_node import DriverNode, run_node
 from legacy_robot_common.messages import camera_info_msg, uint8_array
 from legacy_robot_common.mobile_base import MobileBase, planar_covariance
-from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import (
@@ -32,23 +32,9 @@ from . import conversions as convert
 from . import description
 from . import protocol as p
 from .client import Connected, ControlClient, Settings, StreamClient
+from .parameters import MOUNTS, PARAMETERS, PORTS, UNITS
 from .units import Units
 
-UNIT_PARAMETERS = {  # Units field → (description, minimum)
-    'velocity_scale': ('m/s per vel step', 1e-6),
-    'steering_scale': ('rad per dir step (positive = left)', 1e-6),
-    'wheelbase': ('m, steered front wheel to rear axle', 0.01),
-    'servo_scale': ('rad per pan/tilt step', 1e-6),
-    'pose_scale': ('m per integrated X/Y step', 1e-9),
-    'theta_scale': ('rad per integrated TH step', 1e-9),
-    'voltage_scale': ('V per wheel-voltage step', 1e-9),
-    'current_scale': ('A per wheel-current step', 1e-9),
-    'range_scale': ('m per range step (range_conversion linear)', 1e-6),
-    'vel_timeout_scale': ('s per vel_timeout step', 1e-6),
-}
-# CMUcam1 with its stock lens: about 50° across (users' measurements range 44-60°); the
-# vertical angle follows from the 160 × 143 frame with square pixels (parameter).
-FIELD_OF_VIEW = [0.87, 0.79]
 # Odometry variances (pose/twist_covariance_diagonal): the integrated pose's scales are
 # themselves guesses (spec §4), so larger than a Pioneer's: pose σ 0.2 m and 0.2 rad, speed
 # σ 0.1 m/s and 0.2 rad/s.
@@ -90,143 +76,25 @@ class IpaqNode(DriverNode):
 
     # ---- parameters -------------------------------------------------------------------
     def _declare_parameters(self):
-        d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
-        self.host = d('host', 'localhost', "the iPaq's address", read_only=True)
-        self.ports = {
-            name: d(name, default, f'TCP port: {what}', minimum=1, maximum=65535, read_only=True)
-            for name, default, what in (
-                ('control_port', 5000, 'commands and responses'),
-                ('frame_dump_port', 5001, 'a stream port (seed: frame dumps)'),
-                ('tracking_port', 5002, 'a stream port (seed: tracking)'),
-            )
-        }
-        self.poll_rate = d(
-            'poll_rate',
-            10.0,
-            'P packets per second for range, wheel power and pose',
-            minimum=0.5,
-            maximum=50.0,
-            read_only=True,
-        )
-        self.response_timeout = d(
-            'response_timeout',
-            1.0,
-            's to wait for each response',
-            minimum=0.05,
-            maximum=30.0,
-            read_only=True,
-        )
-        self.missed_responses = d(
-            'missed_responses',
-            3,
-            'responses missed in a row before reconnecting',
-            minimum=1,
-            maximum=100,
-            read_only=True,
-        )
-        self.framed_responses = d(
-            'framed_responses',
-            True,
-            'responses framed with 255,56 ... 255,55 (spec: implied, unconfirmed)',
-            read_only=True,
-        )
-        self.over_stuffed = d(
-            'checksum_over_stuffed',
-            False,
-            'checksums sum the stuffed bytes (spec: inferred not)',
-            read_only=True,
-        )
-        self.mask_bits = d(
-            'p_mask_bits',
-            [0, 1, 2, 3, 4, 5, 6],
-            'P mask bit numbers of vel_timeout, vel, dir, pan, tilt, kill motor, init BrainStem',
-            read_only=True,
-        )
-        self.camera_generation = d(
-            'cmucam_generation',
-            1,
-            'CMUcam generation (frame and bitmap formats)',
-            choices=(1, 2),
-            read_only=True,
-        )
-        self.frame_size = d(
-            'frame_size', [80, 143], 'CMUcam1 frame dump: column samples, rows', read_only=True
-        )
-        self.double_width = d(
-            'frame_double_width',
-            True,
-            'publish frames at twice the sampled width (CMUcam1 samples every other column)',
-            read_only=True,
-        )
-        self.flip_vertical = d(
-            'frame_flip_vertical', False, 'flip dumped frames upside down', read_only=True
-        )
-        unit_values = {
-            name: d(name, getattr(Units, name), text, minimum=minimum, read_only=True)
-            for name, (text, minimum) in UNIT_PARAMETERS.items()
-        }
-        for name, text in (
-            ('velocity_signed', "vel is two's complement (else 128 = stop)"),
-            ('pose_signed', 'integrated X/Y/TH are signed'),
-            ('voltage_signed', 'wheel voltage is signed (negative reversing)'),
-            ('current_signed', 'wheel current is signed'),
-        ):
-            unit_values[name] = d(name, getattr(Units, name), text, read_only=True)
-        for name in ('steering_center', 'servo_center'):
-            unit_values[name] = d(
-                name,
-                128,
-                'servo setting for straight ahead',
-                minimum=0,
-                maximum=255,
-                read_only=True,
-            )
-        unit_values['range_conversion'] = d(
-            'range_conversion',
-            'gp2d02',
-            'range byte: raw Sharp GP2D02 (Acroname formula) or linear',
-            choices=('gp2d02', 'linear'),
-            read_only=True,
-        )
+        v = declare_table(self, PARAMETERS)
+        values = vars(v)
+        self.host = v.host
+        self.ports = {row.name: values[row.name] for row in PORTS}
+        self.poll_rate, self.response_timeout = v.poll_rate, v.response_timeout
+        self.missed_responses, self.framed_responses = v.missed_responses, v.framed_responses
+        self.over_stuffed, self.mask_bits = v.checksum_over_stuffed, v.p_mask_bits
+        self.camera_generation, self.frame_size = v.cmucam_generation, v.frame_size
+        self.double_width, self.flip_vertical = v.frame_double_width, v.frame_flip_vertical
         try:
-            self.units = Units(**unit_values)
+            self.units = Units(**{row.name: values[row.name] for row in UNITS})
         except ValueError as exc:
             raise ParameterError(f'ipaq_driver: {exc}') from None
-        self.vel_timeout = d(
-            'vel_timeout',
-            -1,
-            'raw vel_timeout sent with drive commands (-1 = not sent)',
-            minimum=-1,
-            maximum=255,
-            read_only=True,
-        )
-        self.cmd_vel_timeout = d(
-            'cmd_vel_timeout',
-            0.5,
-            'stop when cmd_vel stops for this '
-            'long, and ignore stamped commands older than this, s (0 = never)',
-            minimum=0.0,
-            maximum=60.0,
-            read_only=True,
-        )
-        self.max_linear = d(
-            'max_linear_speed', 0.8, 'cmd_vel clamp, m/s', minimum=0.0, read_only=True
-        )
-        self.safety_distance = d(
-            'safety_distance',
-            0.0,
-            'm; stop when the IR range is shorter (0 = off), set at connect',
-            minimum=0.0,
-            read_only=True,
-        )
-        self.range_fov = d(
-            'range_field_of_view',
-            0.1,
-            'IR beam width, rad',
-            minimum=0.001,
-            maximum=3.14,
-            read_only=True,
-        )
+        self.vel_timeout, self.cmd_vel_timeout = v.vel_timeout, v.cmd_vel_timeout
+        self.max_linear, self.safety_distance = v.max_linear_speed, v.safety_distance
+        self.range_fov, self.request_timeout = v.range_field_of_view, v.request_timeout
+        self.field_of_view = v.camera_field_of_view
+        self.mounts = {name: values[row.name] for name, row in MOUNTS.items()}
+        # MobileBase and RobotFrames declare the cmd_vel, odometry and frame parameters
         self.base = MobileBase(
             self, self._on_cmd_vel, lambda: self.cmd_vel_timeout, POSE_COVARIANCE, TWIST_COVARIANCE
         )
@@ -243,21 +111,6 @@ class IpaqNode(DriverNode):
                 'range', description.DEFAULT_FRAMES['range'], 'IR ranger frame'
             ),
         }
-        self.field_of_view = d(
-            'camera_field_of_view',
-            list(FIELD_OF_VIEW),
-            'horizontal and vertical field of view of the CMUcam, rad (camera_info)',
-            read_only=True,
-        )
-        self.mounts = {
-            name: d(
-                f'{name}_mount',
-                list(default),
-                f'{name} frame in the base frame: [x, y, z] m and yaw rad (defaults: guesses)',
-                read_only=True,
-            )
-            for name, default in description.DEFAULT_MOUNTS.items()
-        }
         for name, mount in self.mounts.items():
             if len(mount) != 4:
                 raise ParameterError(
@@ -269,14 +122,6 @@ class IpaqNode(DriverNode):
                 "ipaq_driver: parameter 'camera_field_of_view' needs 2 "
                 f'angles in 0..3.14 rad, not {list(self.field_of_view)}'
             )
-        self.request_timeout = d(
-            'request_timeout',
-            3.0,
-            'service wait for a response, s',
-            minimum=0.1,
-            maximum=60.0,
-            read_only=True,
-        )
 
     def _settings(self):
         try:

@@ -21,7 +21,8 @@ from legacy_robot_interfaces.srv import ColorTracking
 
 from . import description
 from .emulator import EmulatorOptions, IpaqEmulator
-from .node import FIELD_OF_VIEW, IpaqNode
+from .node import IpaqNode
+from .parameters import FIELD_OF_VIEW
 from .units import Units
 
 RED_BALL = dict(r_min=180, r_max=240, g_min=16, g_max=90, b_min=16, b_max=110)
