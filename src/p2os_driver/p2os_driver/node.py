@@ -22,7 +22,7 @@ from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.errors import ConnectionLost
 from legacy_robot_common.messages import point_cloud_msg, uint8_array
 from legacy_robot_common.mobile_base import MobileBase, planar_covariance
-from legacy_robot_common.params import ParameterError, declare
+from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_interfaces.msg import (
     BumperState,
@@ -59,13 +59,12 @@ from .client import (
     Settings,
     unknown_model_text,
 )
-from .description import DEFAULT_TICKS_PER_REVOLUTION
 from .models import FACTOR_NAMES, MODELS, model_key
 from .odometry import Odometry
+from .parameters import ACCELERATIONS, PARAMETERS
 
 # s: a cmd_vel this recent to a motors-off SIP makes diagnostics WARN
 CMD_VEL_DISABLED_WINDOW = 2.0
-RUNTIME_PARAMETERS = ('use_sonar', 'cmd_vel_timeout', 'max_linear_speed', 'max_angular_speed')
 # Odometry variances (parameters pose/twist_covariance_diagonal): estimates for a Pioneer's
 # dead reckoning on a hard floor (encoder resolution is far finer; wheel slip dominates):
 # pose σ 0.1 m and 0.1 rad after typical runs, speed σ 0.02 m/s and 0.05 rad/s.
@@ -99,222 +98,46 @@ class P2osNode(DriverNode):
 
     # ---- parameters ---------------------------------------------------------------
     def _declare_parameters(self):
-        d = lambda *a, **k: declare(self, *a, **k)  # noqa: E731 (short alias for the long list)
-        self.port = d(
-            'port',
-            '/dev/ttyS0',
-            'serial device, pyserial URL, or tcp://host:port '
-            '(MobileSim-style simulators: tcp://localhost:8101)',
-            read_only=True,
-        )
-        self.baud = d(
-            'baud',
-            9600,
-            'serial baud rate (ignored on TCP)',
-            read_only=True,
-            choices=DEFAULT_BAUD_CYCLE,
-        )
-        self.cycle_baud = d(
-            'cycle_baud',
-            False,
-            'on a silent serial port try 9600, 38400, 19200, '
-            '115200, 57600 in turn, starting with baud',
-            read_only=True,
-        )
-        self.read_timeout = d(
-            'read_timeout',
-            2.0,
-            'seconds without a SIP before reconnecting',
-            minimum=0.3,
-            maximum=60.0,
-            read_only=True,
-        )
-        self.pulse_interval = d(
-            'pulse_interval',
-            0.5,
-            'PULSE after this many idle seconds (the robot stops after 2 s of silence)',
-            minimum=0.05,
-            maximum=1.9,
-            read_only=True,
-        )
-        self.sync_attempts = d(
-            'sync_attempts',
-            4,
-            'SYNC sequences per connection attempt',
-            minimum=1,
-            maximum=20,
-            read_only=True,
-        )
-        self.model_name = d(
-            'model',
-            '',
-            'force a robot model instead of the SYNC2 subclass '
-            '(any case; laser suffixes such as -lms1xx are ignored)',
-            read_only=True,
-        )
+        v = declare_table(self, PARAMETERS)
+        values = vars(v)
+        self.port, self.baud, self.cycle_baud = v.port, v.baud, v.cycle_baud
+        self.read_timeout, self.pulse_interval = v.read_timeout, v.pulse_interval
+        self.sync_attempts, self.model_name = v.sync_attempts, v.model
         if self.model_name and model_key(self.model_name) not in MODELS:
             raise ParameterError(
                 f"p2os_driver: parameter 'model' is {self.model_name!r}; "
                 f'expected one of {", ".join(m.subclass for m in MODELS.values())}'
             )
-        self.factors = {
-            name: d(
-                f'{name}_factor',
-                0.0,
-                f"override the model's {name} factor (0 = use the model table)",
-                minimum=0.0,
-                read_only=True,
-            )
-            for name in FACTOR_NAMES
-        }
-        self.gripper_high = d(
-            'sip_gripper_in_high_byte',
-            True,
-            'P2OS SIP layout (gripper state in the high byte); false for ARCOS / AMRISim',
-            read_only=True,
+        self.factors = {name: values[f'{name}_factor'] for name in FACTOR_NAMES}
+        self.gripper_high = v.sip_gripper_in_high_byte
+        self.sonar_prefix = self.frames.prefixed(v.sonar_frame_prefix)
+        self.max_linear, self.max_angular = v.max_linear_speed, v.max_angular_speed
+        self.wheel_mode, self.cmd_vel_timeout = v.wheel_mode, v.cmd_vel_timeout
+        self.wheel_radius = v.wheel_radius
+        self.ticks_per_revolution = v.wheel_ticks_per_revolution
+        self.repeat_period = v.command_repeat_period
+        self.enable_on_start = v.enable_motors_on_start
+        self.restore_state = v.restore_state_on_reconnect
+        self.simulator = v.simulator
+        self.simulator_laser_compat = v.simulator_laser_compat
+        self.sonar_cone = convert.SonarCone(
+            v.sonar_min_range, v.sonar_max_range, v.sonar_field_of_view
         )
-        self.sonar_prefix = self.frames.prefixed(
-            d('sonar_frame_prefix', 'sonar_', 'sonar frames: prefix + disc number', read_only=True)
-        )
-        self.max_linear = d(
-            'max_linear_speed', 1.0, 'cmd_vel clamp, m/s', minimum=0.0, maximum=2.2
-        )
-        self.max_angular = d(
-            'max_angular_speed', 1.75, 'cmd_vel clamp, rad/s', minimum=0.0, maximum=6.3
-        )
-        self.wheel_mode = d(
-            'wheel_mode',
-            False,
-            'send cmd_vel as VEL2 wheel speeds instead of VEL + RVEL',
-            read_only=True,
-        )
-        self.cmd_vel_timeout = d(
-            'cmd_vel_timeout',
-            0.5,
-            'stop when cmd_vel stops for this long, '
-            'and ignore stamped commands older than this, s (0 = never)',
-            minimum=0.0,
-            maximum=60.0,
-        )
+        self.bump_stall = v.bump_stall
+        self.streams = {kind: values[f'{kind}_stream'] for kind in STREAMS}
+        # what the parameters ask for at start, and what the user asked for last (services,
+        # run-time parameters): each new session sends one of them (restore_state_on_reconnect)
+        self.start_state = {'motors': self.enable_on_start, 'sonar': v.use_sonar, **self.streams}
+        self.wanted = dict(self.start_state)
+        self.accelerations = {row.name: values[row.name] for row in ACCELERATIONS}
+        self.battery_warn, self.battery_error = v.battery_warn_voltage, v.battery_error_voltage
+        self.state_period, self.request_timeout = v.state_period, v.request_timeout
+        # MobileBase and RobotStatePublisher declare the cmd_vel, odometry and model parameters
         self.base = MobileBase(
             self, self._on_cmd_vel, lambda: self.cmd_vel_timeout, POSE_COVARIANCE, TWIST_COVARIANCE
         )
         self.base_frame = self.base.base_frame
         self.model = RobotStatePublisher(self)
-        self.wheel_radius = d(
-            'wheel_radius',
-            0.0,
-            "m, for the robot model and the wheel joints (0 = the model's estimate, README)",
-            minimum=0.0,
-            read_only=True,
-        )
-        self.ticks_per_revolution = d(
-            'wheel_ticks_per_revolution',
-            float(DEFAULT_TICKS_PER_REVOLUTION),
-            'encoder counts per wheel turn (wheel joints from '
-            "the encoder stream; a guess: a P3-DX's)",
-            minimum=1.0,
-            read_only=True,
-        )
-        self.repeat_period = d(
-            'command_repeat_period',
-            0.5,
-            'resend the motion command this often, s',
-            minimum=0.05,
-            maximum=1.9,
-            read_only=True,
-        )
-        self.enable_on_start = d(
-            'enable_motors_on_start',
-            False,
-            'enable the motors after connecting (the robot starts with them off)',
-            read_only=True,
-        )
-        self.restore_state = d(
-            'restore_state_on_reconnect',
-            True,
-            'after a reconnect, restore the '
-            'motors, sonar and packet streams last asked for (false: the start '
-            'values of enable_motors_on_start, use_sonar, *_stream)',
-            read_only=True,
-        )
-        self.simulator = d(
-            'simulator',
-            'auto',
-            'auto: a robot named AMRISim or MobileSim is a simulator; true; false',
-            choices=('auto', 'true', 'false'),
-            read_only=True,
-        )
-        self.simulator_laser_compat = d(
-            'simulator_laser_compat',
-            True,
-            'the simulator reads '
-            '#35-#37 as laser commands (AMRISim without '
-            '--no-srisim-laser-compat): never send them',
-            read_only=True,
-        )
-        use_sonar = d('use_sonar', True, 'sonar on or off (can be changed at run time)')
-        self.sonar_cone = convert.SonarCone(
-            d('sonar_min_range', 0.1, 'm', minimum=0.0, read_only=True),
-            d('sonar_max_range', 5.0, 'm', minimum=0.1, read_only=True),
-            d(
-                'sonar_field_of_view',
-                0.5236,
-                'full cone angle, rad',
-                minimum=0.01,
-                maximum=3.14,
-                read_only=True,
-            ),
-        )
-        self.bump_stall = d(
-            'bump_stall',
-            -1,
-            "BUMP_STALL at start: -1 keep the robot's, 0 off, 1 front, 2 rear, 3 either",
-            minimum=-1,
-            maximum=3,
-            read_only=True,
-        )
-        self.streams = {
-            kind: d(
-                f'{kind}_stream',
-                False,
-                f'request the {kind} packet stream at start',
-                read_only=True,
-            )
-            for kind in STREAMS
-        }
-        # what the parameters ask for at start, and what the user asked for last (services,
-        # run-time parameters): each new session sends one of them (restore_state_on_reconnect)
-        self.start_state = {'motors': self.enable_on_start, 'sonar': use_sonar, **self.streams}
-        self.wanted = dict(self.start_state)
-        self.accelerations = {
-            name: d(name, 0.0, f"{unit}; 0 keeps the robot's setting", minimum=0.0, read_only=True)
-            for name, unit in (
-                ('linear_acceleration', 'm/s²'),
-                ('linear_deceleration', 'm/s²'),
-                ('angular_acceleration', 'rad/s²'),
-                ('angular_deceleration', 'rad/s²'),
-            )
-        }
-        self.battery_warn = d('battery_warn_voltage', 11.75, 'V', minimum=0.0, read_only=True)
-        self.battery_error = d('battery_error_voltage', 11.0, 'V', minimum=0.0, read_only=True)
-        self.state_period = d(
-            'state_period',
-            1.0,
-            'battery, motor_state, bumpers, io and the '
-            'SIP gripper state: published on change and at least this often, s',
-            minimum=0.0,
-            maximum=60.0,
-            read_only=True,
-        )
-        self.request_timeout = d(
-            'request_timeout',
-            2.0,
-            'service wait for a robot reply, s',
-            minimum=0.1,
-            maximum=60.0,
-            read_only=True,
-        )
 
     def _settings(self):
         try:

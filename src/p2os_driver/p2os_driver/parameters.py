@@ -1,0 +1,176 @@
+"""The `p2os_driver` node's parameters (README.md's table follows them). MobileBase (cmd_vel
+message type, odometry, base frames) and RobotStatePublisher declare their own; the node
+checks `model` against the model table after declaring."""
+
+from legacy_robot_common.params import Parameter, read_only
+
+from .client import DEFAULT_BAUD_CYCLE, STREAMS
+from .description import DEFAULT_TICKS_PER_REVOLUTION
+from .models import FACTOR_NAMES
+
+FACTORS = tuple(
+    read_only(
+        f'{name}_factor',
+        0.0,
+        f"override the model's {name} factor (0 = use the model table)",
+        minimum=0.0,
+    )
+    for name in FACTOR_NAMES
+)
+ACCELERATIONS = tuple(
+    read_only(name, 0.0, f"{unit}; 0 keeps the robot's setting", minimum=0.0)
+    for name, unit in (
+        ('linear_acceleration', 'm/s²'),
+        ('linear_deceleration', 'm/s²'),
+        ('angular_acceleration', 'rad/s²'),
+        ('angular_deceleration', 'rad/s²'),
+    )
+)
+
+PARAMETERS = (
+    read_only(
+        'port',
+        '/dev/ttyS0',
+        'serial device, pyserial URL, or tcp://host:port '
+        '(MobileSim-style simulators: tcp://localhost:8101)',
+    ),
+    read_only('baud', 9600, 'serial baud rate (ignored on TCP)', choices=DEFAULT_BAUD_CYCLE),
+    read_only(
+        'cycle_baud',
+        False,
+        'on a silent serial port try 9600, 38400, 19200, '
+        '115200, 57600 in turn, starting with baud',
+    ),
+    read_only(
+        'read_timeout',
+        2.0,
+        'seconds without a SIP before reconnecting',
+        minimum=0.3,
+        maximum=60.0,
+    ),
+    read_only(
+        'pulse_interval',
+        0.5,
+        'PULSE after this many idle seconds (the robot stops after 2 s of silence)',
+        minimum=0.05,
+        maximum=1.9,
+    ),
+    read_only(
+        'sync_attempts',
+        4,
+        'SYNC sequences per connection attempt',
+        minimum=1,
+        maximum=20,
+    ),
+    read_only(
+        'model',
+        '',
+        'force a robot model instead of the SYNC2 subclass '
+        '(any case; laser suffixes such as -lms1xx are ignored)',
+    ),
+    *FACTORS,
+    read_only(
+        'sip_gripper_in_high_byte',
+        True,
+        'P2OS SIP layout (gripper state in the high byte); false for ARCOS / AMRISim',
+    ),
+    read_only('sonar_frame_prefix', 'sonar_', 'sonar frames: prefix + disc number'),
+    Parameter('max_linear_speed', 1.0, 'cmd_vel clamp, m/s', minimum=0.0, maximum=2.2),
+    Parameter('max_angular_speed', 1.75, 'cmd_vel clamp, rad/s', minimum=0.0, maximum=6.3),
+    read_only(
+        'wheel_mode',
+        False,
+        'send cmd_vel as VEL2 wheel speeds instead of VEL + RVEL',
+    ),
+    Parameter(
+        'cmd_vel_timeout',
+        0.5,
+        'stop when cmd_vel stops for this long, '
+        'and ignore stamped commands older than this, s (0 = never)',
+        minimum=0.0,
+        maximum=60.0,
+    ),
+    read_only(
+        'wheel_radius',
+        0.0,
+        "m, for the robot model and the wheel joints (0 = the model's estimate, README)",
+        minimum=0.0,
+    ),
+    read_only(
+        'wheel_ticks_per_revolution',
+        float(DEFAULT_TICKS_PER_REVOLUTION),
+        "encoder counts per wheel turn (wheel joints from the encoder stream; a guess: a P3-DX's)",
+        minimum=1.0,
+    ),
+    read_only(
+        'command_repeat_period',
+        0.5,
+        'resend the motion command this often, s',
+        minimum=0.05,
+        maximum=1.9,
+    ),
+    read_only(
+        'enable_motors_on_start',
+        False,
+        'enable the motors after connecting (the robot starts with them off)',
+    ),
+    read_only(
+        'restore_state_on_reconnect',
+        True,
+        'after a reconnect, restore the '
+        'motors, sonar and packet streams last asked for (false: the start '
+        'values of enable_motors_on_start, use_sonar, *_stream)',
+    ),
+    read_only(
+        'simulator',
+        'auto',
+        'auto: a robot named AMRISim or MobileSim is a simulator; true; false',
+        choices=('auto', 'true', 'false'),
+    ),
+    read_only(
+        'simulator_laser_compat',
+        True,
+        'the simulator reads '
+        '#35-#37 as laser commands (AMRISim without '
+        '--no-srisim-laser-compat): never send them',
+    ),
+    Parameter('use_sonar', True, 'sonar on or off (can be changed at run time)'),
+    read_only('sonar_min_range', 0.1, 'm', minimum=0.0),
+    read_only('sonar_max_range', 5.0, 'm', minimum=0.1),
+    read_only(
+        'sonar_field_of_view',
+        0.5236,
+        'full cone angle, rad',
+        minimum=0.01,
+        maximum=3.14,
+    ),
+    read_only(
+        'bump_stall',
+        -1,
+        "BUMP_STALL at start: -1 keep the robot's, 0 off, 1 front, 2 rear, 3 either",
+        minimum=-1,
+        maximum=3,
+    ),
+    *(
+        read_only(f'{kind}_stream', False, f'request the {kind} packet stream at start')
+        for kind in STREAMS
+    ),
+    *ACCELERATIONS,
+    read_only('battery_warn_voltage', 11.75, 'V', minimum=0.0),
+    read_only('battery_error_voltage', 11.0, 'V', minimum=0.0),
+    read_only(
+        'state_period',
+        1.0,
+        'battery, motor_state, bumpers, io and the '
+        'SIP gripper state: published on change and at least this often, s',
+        minimum=0.0,
+        maximum=60.0,
+    ),
+    read_only(
+        'request_timeout',
+        2.0,
+        'service wait for a robot reply, s',
+        minimum=0.1,
+        maximum=60.0,
+    ),
+)
