@@ -1,0 +1,153 @@
+"""README.md's parameter tables follow the code: every parameter in a node's table
+(`<package>.parameters.PARAMETERS`) is documented in that robot's README section, with the
+default the code declares. Pure file reading and imports: no node is started."""
+
+import ast
+import importlib
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NUMBER = r'-?\d+(?:\.\d+)?(?:e-?\d+)?'
+
+# package -> the start of its README section's heading
+SECTIONS = {
+    'aibo_driver': '## AIBO driver',
+    'ipaq_driver': '## iPaq driver',
+    'nabaztag_bridge': '## Nabaztag bridge',
+    'p2os_driver': '## P2OS driver',
+    'pleo_driver': '## Pleo driver',
+}
+
+
+def section(heading):
+    text = (ROOT / 'README.md').read_text()
+    start = text.index(f'\n{heading}')
+    end = text.find('\n## ', start + 1)
+    return text[start : end if end >= 0 else None]
+
+
+def split_top(cell):
+    """`cell` split at the commas outside brackets, parentheses and backticks."""
+    parts, depth, quoted, current = [], 0, False, ''
+    for char in cell:
+        if char == '`':
+            quoted = not quoted
+        elif not quoted and char in '[(':
+            depth += 1
+        elif not quoted and char in '])':
+            depth -= 1
+        if char == ',' and not depth and not quoted:
+            parts.append(current.strip())
+            current = ''
+        else:
+            current += char
+    return [*parts, current.strip()]
+
+
+def documented(text):
+    """{name: the README's default text} over the section's parameter tables.
+
+    A row may name several parameters (`a`, `b`) with one default each, or one default for all.
+    """
+    rows = {}
+    in_table = False
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip('|').split('|')]
+        if not line.startswith('|'):
+            in_table = False
+        elif cells[0] == 'parameter':
+            in_table = True
+        elif in_table and not set(cells[0]) <= set('-: '):
+            names = re.findall(r'`([^`]+)`', cells[0])
+            defaults = split_top(cells[1])
+            if len(defaults) != len(names):
+                defaults = [cells[1]] * len(names)
+            rows.update(zip(names, defaults, strict=True))
+    return rows
+
+
+def lookup(rows, name):
+    """The README's default text of `name`; a row `prefix.<name>` documents a family, its cell
+    naming each member's default (`` `member` 1, `other` 2 ``)."""
+    if name in rows:
+        return rows[name]
+    for documented_name, text in rows.items():
+        prefix, _, wildcard = documented_name.partition('<name>')
+        if wildcard == '' and prefix and name.startswith(prefix):
+            member = re.search(rf'`{re.escape(name[len(prefix) :])}` ([^,`]+)', text)
+            return member.group(1) if member else None
+    return None
+
+
+def literal(text):
+    """The README's rendering of a list, `[0, 1.5]`, `[""]` or `["nxp"]`, as a Python value."""
+    return ast.literal_eval(text.replace('true', 'True').replace('false', 'False'))
+
+
+def close(shown, value):
+    """Whether the README's number `shown` is `value` rounded to the digits it shows."""
+    decimals = len(shown.partition('.')[2].partition('e')[0])
+    return abs(float(shown) - value) <= 0.5 * 10**-decimals + 1e-12
+
+
+def matches(default, text):
+    """Whether the README's default `text` (units and remarks may follow) states `default`."""
+    text = text.strip()
+    if isinstance(default, bool):
+        return text.split(' ')[0] == str(default).lower()
+    if isinstance(default, (int, float)):
+        number = re.match(NUMBER, text.lstrip('`'))
+        return number is not None and close(number.group(0), default)
+    if isinstance(default, str):
+        shown = '""' if default == '' else default
+        return re.match(rf'`{re.escape(shown)}`|{re.escape(shown)}(\W|$)', text) is not None
+    if isinstance(default, list):
+        found = re.match(r'`?(\[.*?\])`?', text)
+        if found is None:
+            return False
+        if default and all(isinstance(v, (int, float)) for v in default):
+            shown = [v.strip() for v in found.group(1)[1:-1].split(',')]
+            return len(shown) == len(default) and all(
+                re.fullmatch(NUMBER, a) and close(a, b)
+                for a, b in zip(shown, default, strict=True)
+            )
+        return literal(found.group(1)) == default
+    raise AssertionError(f'no README rendering known for {default!r}')
+
+
+@pytest.mark.parametrize('package', sorted(SECTIONS))
+def test_every_parameter_is_documented_with_its_default(package):
+    table = importlib.import_module(f'{package}.parameters').PARAMETERS
+    rows = documented(section(SECTIONS[package]))
+    readme = {row.name: lookup(rows, row.name) for row in table}
+    missing = [name for name, text in readme.items() if text is None]
+    assert not missing, f'{package}: README.md does not document {missing}'
+    wrong = [
+        f'{row.name}: code {row.default!r}, README {readme[row.name]!r}'
+        for row in table
+        if not matches(row.default, readme[row.name])
+    ]
+    assert not wrong, f'{package}: README.md defaults differ from the code:\n' + '\n'.join(wrong)
+
+
+def test_the_readme_parser_reads_rows_of_several_names_and_lists():
+    rows = documented(
+        '| parameter | default | meaning |\n|---|---|---|\n'
+        '| `a`, `b` | 1.0 s, `x` | two |\n| `c`, `d` | false | both |\n'
+        '| `e` | `[0, 1.5]` | list |\n\n| `f` | 3 | not a parameter table |\n'
+    )
+    assert rows == {'a': '1.0 s', 'b': '`x`', 'c': 'false', 'd': 'false', 'e': '`[0, 1.5]`'}
+    assert matches(1.0, rows['a']) and matches('x', rows['b']) and matches(False, rows['c'])
+    assert matches([0.0, 1.5], rows['e']) and not matches([0.0], rows['e'])
+    assert matches([0.0, 1.54], rows['e']) and not matches([0.0, 1.56], rows['e'])
+    assert not matches(2.0, rows['a']) and not matches('xy', rows['b'])
+    assert matches('', '`""`') and matches('', '""') and not matches('', '`x`')
+
+
+def test_a_family_row_documents_each_member_with_its_own_default():
+    rows = {'opcodes.<name>': '1 … 2: `get_version` 1, `get_jpeg` 2'}
+    assert lookup(rows, 'opcodes.get_jpeg') == '2'
+    assert lookup(rows, 'opcodes.rput') is None and lookup(rows, 'rput') is None
