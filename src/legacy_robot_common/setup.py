@@ -9,7 +9,10 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
-        ('share/' + package_name + '/config', ['config/fastdds_profiles.xml']),
+        (
+            'share/' + package_name + '/config',
+            ['config/fastdds_profiles.xml', 'config/fastdds_lossy_link.xml'],
+        ),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

@@ -6,34 +6,156 @@ a profile says otherwise. A client made just before its call (`ros2 service call
 on a busy machine can take longer to be discovered; the answer is then dropped ("failed to send
 response (timeout)") and the caller waits forever. config/fastdds_profiles.xml raises the wait
 to 1 s for every service of the process.
+
+Across hosts: config/fastdds_lossy_link.xml is the same file plus what a lossy link (Wi-Fi)
+needs (LEGACY_ROBOTS_DDS_PROFILE=lossy, bringup --dds-profile lossy), and ROS_STATIC_PEERS
+names the other hosts where multicast does not reach them (bringup --peers; static_peers()).
 """
 
+import errno
+import ipaddress
 import os
 import pathlib
+import re
+import socket
+import sys
+import threading
 
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 
+from .params import ParameterError
+
 PACKAGE = 'legacy_robot_common'
 PROFILES_FILE = 'fastdds_profiles.xml'
+# LEGACY_ROBOTS_DDS_PROFILE → the profiles file of config/ our processes load
+PROFILE_VARIABLE = 'LEGACY_ROBOTS_DDS_PROFILE'
+PROFILES = {'default': PROFILES_FILE, 'lossy': 'fastdds_lossy_link.xml'}
 # Fast DDS 3 reads the first; the second is its deprecated name, still honoured
 PROFILES_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
 
 
-def profiles_path():
-    """The installed config/fastdds_profiles.xml, or None (package or file not installed)."""
+def profile_choice(value=None):
+    """The profile named by value, else by LEGACY_ROBOTS_DDS_PROFILE, else 'default';
+    ParameterError for a name we do not ship."""
+    value = value if value is not None else os.environ.get(PROFILE_VARIABLE) or 'default'
+    if value not in PROFILES:
+        raise ParameterError(f'{PROFILE_VARIABLE}={value!r}: must be one of {", ".join(PROFILES)}')
+    return value
+
+
+def profiles_path(profile='default'):
+    """The installed profiles file of config/ for profile, or None (not installed)."""
     try:
-        path = pathlib.Path(get_package_share_directory(PACKAGE)) / 'config' / PROFILES_FILE
+        path = pathlib.Path(get_package_share_directory(PACKAGE)) / 'config' / PROFILES[profile]
     except PackageNotFoundError:
         return None
     return path if path.is_file() else None
 
 
-def use_our_dds_profiles():
-    """Point Fast DDS at our profiles file; call before rclpy.init. A profiles file the user
-    named in the environment is left alone (it replaces ours). Returns the path set, or None."""
+def use_our_dds_profiles(profile=None):
+    """Point Fast DDS at our profiles file (profile: see profile_choice()); call before
+    rclpy.init. A profiles file the user named in the environment is left alone (it replaces
+    ours). Returns the path set, or None. ParameterError for an unknown profile."""
+    profile = profile_choice(profile)
     if any(os.environ.get(name) for name in PROFILES_VARIABLES):
         return None
-    path = profiles_path()
+    path = profiles_path(profile)
     if path is not None:
         os.environ[PROFILES_VARIABLES[0]] = str(path)
     return path
+
+
+# ---- static peers ----------------------------------------------------------------------------
+PEERS_VARIABLE = 'ROS_STATIC_PEERS'
+_HOST_NAME = re.compile(
+    r'^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*\.?$'
+)
+_DOTTED = re.compile(r'^[0-9.]+$')
+
+
+def static_peers(texts):
+    """The IPv4 addresses of peers given as addresses or host names (several in one text may
+    be separated by ';' or ','). ParameterError, naming the entry, for a malformed address, a
+    name that does not resolve, or an address no peer can have."""
+    peers = []
+    for text in texts:
+        for entry in filter(None, (part.strip() for part in re.split(r'[;,\s]+', text))):
+            if _DOTTED.match(entry):
+                try:
+                    address = ipaddress.IPv4Address(entry)
+                except ValueError:
+                    raise ParameterError(
+                        f'peer {entry!r}: not an IPv4 address (four numbers 0-255: 192.0.2.1)'
+                    ) from None
+            elif ':' in entry:
+                raise ParameterError(
+                    f'peer {entry!r}: IPv6 peers are not supported (rmw_fastrtps discovers '
+                    'over UDPv4); give the IPv4 address or a host name'
+                )
+            elif not _HOST_NAME.match(entry):
+                raise ParameterError(f'peer {entry!r}: not a host name or IPv4 address')
+            else:
+                try:
+                    infos = socket.getaddrinfo(entry, None, socket.AF_INET, socket.SOCK_DGRAM)
+                except (socket.gaierror, UnicodeError) as exc:
+                    raise ParameterError(
+                        f'peer {entry!r}: host name does not resolve ({exc})'
+                    ) from None
+                address = ipaddress.IPv4Address(infos[0][4][0])
+            if address.is_multicast or address.is_unspecified or str(address).endswith('.255'):
+                raise ParameterError(f'peer {entry!r}: {address} cannot be a host')
+            if str(address) not in peers:
+                peers.append(str(address))
+    return peers
+
+
+def use_static_peers(peers):
+    """Add peers (addresses) to ROS_STATIC_PEERS for this process and the DDS participant it
+    will make (call before rclpy.init); entries already there stay. Returns the new value."""
+    old = [p for p in re.split(r'[;,\s]+', os.environ.get(PEERS_VARIABLE, '')) if p]
+    value = ';'.join(dict.fromkeys([*old, *peers]))
+    os.environ[PEERS_VARIABLE] = value
+    return value
+
+
+PROBE_PORT = 9  # discard: a host answers "port unreachable", which proves it is there
+PROBE_WAIT = 4.0  # s: the kernel gives up on an address resolution (ARP) after 3 s
+
+
+def probe_peer(address, wait=PROBE_WAIT):
+    """Why peer address cannot be reached from here, or None (reachable, or no answer either
+    way, e.g. a firewall). One UDP datagram; waits at most `wait` seconds."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.settimeout(wait)
+        try:
+            probe.connect((address, PROBE_PORT))
+            probe.send(b'')
+            probe.recv(1)
+        except TimeoutError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ENETUNREACH:
+                return 'no route to its network from this host'
+            if exc.errno == errno.EHOSTUNREACH:
+                return 'host unreachable (no answer on its network)'
+        return None
+
+
+def warn_unreachable_peers(peers, wait=PROBE_WAIT, stream=None):
+    """Probe each peer on a thread of its own and print a warning for each one that cannot be
+    reached (DDS will keep trying); returns the threads (daemons)."""
+
+    def check(address):
+        reason = probe_peer(address, wait)
+        if reason is not None:
+            print(
+                f'warning: peer {address}: {reason}; no topics will come from it until it '
+                'can be reached (check the address and the network)',
+                file=stream or sys.stderr,
+                flush=True,
+            )
+
+    threads = [threading.Thread(target=check, args=(p,), daemon=True) for p in peers]
+    for thread in threads:
+        thread.start()
+    return threads
