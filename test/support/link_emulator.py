@@ -22,6 +22,7 @@ import json
 import os
 import random
 import select
+import signal
 import sys
 import time
 
@@ -181,6 +182,7 @@ def parse_port(text):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # stopped by its owner: no traceback
     seed = None
     if argv and argv[0].startswith('--seed='):
         seed = int(argv.pop(0).split('=', 1)[1])

@@ -11,6 +11,7 @@ points a robot's driver at a replay of its recording (with the recorded paramete
 
 import argparse
 import contextlib
+import os
 import pathlib
 import sys
 import time
@@ -25,6 +26,13 @@ from legacy_robot_common.driver_node import (
     spin_until_shutdown,
 )
 from legacy_robot_common.memory import MallocTrim
+from legacy_robot_common.middleware import (
+    PROFILE_VARIABLE,
+    PROFILES,
+    static_peers,
+    use_static_peers,
+    warn_unreachable_peers,
+)
 from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
@@ -247,6 +255,22 @@ def build_parser():
         '(default: yes for several robots, as all_robots.launch.py does)',
     )
     parser.add_argument('--frames', choices=FRAME_MODES, default='prefix', help=FRAMES_HELP)
+    parser.add_argument(
+        '--peers',
+        nargs='+',
+        default=[],
+        metavar='ADDR',
+        help='other hosts to discover by unicast (IPv4 addresses or host names), for networks '
+        'where multicast does not reach them (many Wi-Fi access points): sets ROS_STATIC_PEERS; '
+        'the other hosts name this one in theirs',
+    )
+    parser.add_argument(
+        '--dds-profile',
+        choices=tuple(PROFILES),
+        help='Fast DDS profiles to load: "lossy" for a lossy link to other hosts (Wi-Fi: DDS '
+        'fragments under the MTU, fast resends); default: $LEGACY_ROBOTS_DDS_PROFILE or '
+        '"default". A FASTDDS_DEFAULT_PROFILES_FILE of yours wins over both',
+    )
     add_foxglove_arguments(parser)
     parser.add_argument(
         '--use-sim-time',
@@ -310,6 +334,16 @@ def main(argv=None):
     if not chosen:
         print('error: no robot drivers installed; nothing to run', file=sys.stderr)
         return 2
+    try:
+        peers = static_peers(args.peers)
+    except ParameterError as exc:
+        print(f'error: --peers: {exc}', file=sys.stderr)
+        return 2
+    if peers:
+        print(f'static peers: ROS_STATIC_PEERS={use_static_peers(peers)}', flush=True)
+        warn_unreachable_peers(peers)
+    if args.dds_profile:
+        os.environ[PROFILE_VARIABLE] = args.dds_profile
     per_robot = args.namespace_per_robot
     if per_robot is None:
         per_robot = per_robot_by_default(chosen)

@@ -548,7 +548,11 @@ def run_node(create_node, args=None, user_errors=(ParameterError,)):
 
     A user error (ParameterError: a user mistake) prints its message and exits with 2.
     """
-    prepare_process()
+    try:
+        prepare_process()
+    except ParameterError as exc:  # e.g. an unknown LEGACY_ROBOTS_DDS_PROFILE
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
     try:
         rclpy.init(args=args)
     except RCLError as exc:  # e.g. a -p value that is not valid YAML

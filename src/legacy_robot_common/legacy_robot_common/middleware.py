@@ -119,7 +119,7 @@ def use_static_peers(peers):
 
 
 PROBE_PORT = 9  # discard: a host answers "port unreachable", which proves it is there
-PROBE_WAIT = 4.0  # s: the kernel gives up on an address resolution (ARP) after 3 s
+PROBE_WAIT = 5.0  # s: the kernel gives up on an address resolution (ARP) after 3 s
 
 
 def probe_peer(address, wait=PROBE_WAIT):
@@ -127,6 +127,8 @@ def probe_peer(address, wait=PROBE_WAIT):
     way, e.g. a firewall). One UDP datagram; waits at most `wait` seconds."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         probe.settimeout(wait)
+        # without IP_RECVERR Linux keeps a failed address resolution from a UDP socket
+        probe.setsockopt(socket.IPPROTO_IP, getattr(socket, 'IP_RECVERR', 11), 1)
         try:
             probe.connect((address, PROBE_PORT))
             probe.send(b'')

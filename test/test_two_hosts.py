@@ -1,0 +1,307 @@
+"""A robot on one host, the desk on another: hosts made of network namespaces (two_hosts.py),
+joined by a veth pair or by the userspace link emulator (loss, delay, multicast drop, cuts).
+
+The link emulator's and the peer checks' unit tests run anywhere; the rest needs root and `ip`
+and skips, saying so, elsewhere. Processes inside the hosts discover across the subnet
+(ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET: conftest.py's LOCALHOST would keep them apart) in a ROS
+domain of their own (the hosts are private networks: no other test's traffic reaches them).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import two_hosts
+from helpers import ROOT, SUPPORT, env_with_support, run_module
+from link_emulator import Hub
+
+from legacy_robot_common.middleware import ParameterError, probe_peer, static_peers
+
+UNAVAILABLE = two_hosts.unavailable()
+needs_hosts = pytest.mark.skipif(UNAVAILABLE is not None, reason=f'two-host tests: {UNAVAILABLE}')
+BRINGUP = [sys.executable, '-m', 'legacy_robot_bringup.compose']
+DOMAIN = '42'  # inside the namespaces only
+STARTUP = 60.0  # s: a bringup and its discovery across the link, on a loaded 2-core machine
+
+
+# ---- the link emulator, without root --------------------------------------------------------
+def packet(destination, size=60):
+    """A minimal IPv4 header to 'destination' (dotted), padded to size bytes."""
+    header = bytes([0x45, 0, 0, size, 0, 0, 0, 0, 64, 17, 0, 0, 192, 0, 2, 1])
+    return header + bytes(int(part) for part in destination.split('.')) + bytes(size - 20)
+
+
+@pytest.fixture
+def hub():
+    """A Hub between two hosts whose devices are pipes: (hub, {address: read end})."""
+    pipes = {address: os.pipe() for address in ('192.0.2.1', '192.0.2.2')}
+    ports = [(w, bytes(int(p) for p in a.split('.'))) for a, (_, w) in pipes.items()]
+    yield Hub(ports, seed=1), {a: r for a, (r, _) in pipes.items()}
+    for r, w in pipes.values():
+        os.close(r)
+        os.close(w)
+
+
+def arrived(fd):
+    os.set_blocking(fd, False)
+    try:
+        return len(os.read(fd, 1 << 20))
+    except BlockingIOError:
+        return 0
+
+
+def test_link_emulator_routes_unicast_and_multicast(hub):
+    hub, out = hub
+    from_1 = hub.ports[0][0]
+    hub.receive(from_1, packet('192.0.2.2'), 0.0)
+    hub.receive(from_1, packet('239.255.0.1'), 0.0)  # DDS discovery's multicast group
+    assert arrived(out['192.0.2.2']) == 120 and arrived(out['192.0.2.1']) == 0
+    hub.settings.update({'drop_multicast': True})
+    hub.receive(from_1, packet('239.255.0.1'), 0.0)
+    hub.receive(from_1, packet('192.0.2.2'), 0.0)
+    assert arrived(out['192.0.2.2']) == 60
+    assert hub.counts['multicast_dropped'] == 1
+
+
+def test_link_emulator_delays_loses_and_cuts(hub):
+    hub, out = hub
+    hub.settings.update({'delay': 0.02, 'jitter': 0.01})
+    for i in range(100):
+        hub.receive(hub.ports[0][0], packet('192.0.2.2'), i * 0.001)
+    assert hub.release(0.0095) is not None and arrived(out['192.0.2.2']) == 0
+    assert hub.release(0.2) is None and arrived(out['192.0.2.2']) == 6000
+    hub.settings.update({'delay': 0.0, 'jitter': 0.0, 'loss': 0.2})
+    for _ in range(1000):
+        hub.receive(hub.ports[0][0], packet('192.0.2.2'), 1.0)
+    assert 150 < hub.counts['lost'] < 250
+    hub.settings.update({'loss': 0.0, 'cut': True})
+    hub.receive(hub.ports[0][0], packet('192.0.2.2'), 2.0)
+    assert hub.counts['cut'] == 1
+    with pytest.raises(ValueError, match='jitter'):
+        hub.settings.update({'delay': 0.01, 'jitter': 0.02})
+
+
+# ---- static peers: checks that need no network ----------------------------------------------
+def test_static_peers_accepts_addresses_and_names():
+    assert static_peers(['192.0.2.1', '192.0.2.2;192.0.2.1', 'localhost']) == [
+        '192.0.2.1',
+        '192.0.2.2',
+        '127.0.0.1',
+    ]
+
+
+@pytest.mark.parametrize(
+    'peer, message',
+    [
+        ('192.0.2.300', 'not an IPv4 address'),
+        ('192.0.2', 'not an IPv4 address'),
+        ('robot_1!', 'not a host name'),
+        ('no-such-host.invalid', 'does not resolve'),
+        ('fe80::1', 'IPv6'),
+        ('239.255.0.1', 'cannot be a host'),
+    ],
+)
+def test_static_peers_rejects_bad_entries(peer, message):
+    with pytest.raises(ParameterError, match=message):
+        static_peers([peer])
+
+
+def test_bringup_peers_typo_is_a_usage_error():
+    result = run_module('legacy_robot_bringup.compose', 'p2os', '--sim', '--peers', '192.0.2.300')
+    assert result.returncode == 2, result.stderr
+    assert "error: --peers: peer '192.0.2.300': not an IPv4 address" in result.stderr
+
+
+def test_unknown_dds_profile_is_a_usage_error():
+    env = {**env_with_support(), 'LEGACY_ROBOTS_DDS_PROFILE': 'wifi'}
+    result = subprocess.run(
+        [sys.executable, '-m', 'p2os_driver.node'], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 2, result.stderr
+    assert "LEGACY_ROBOTS_DDS_PROFILE='wifi': must be one of default, lossy" in result.stderr
+
+
+# ---- two hosts --------------------------------------------------------------------------------
+@pytest.fixture
+def network(request):
+    """network(names, link) → a started two_hosts.Network, removed after the test."""
+    made = []
+
+    def make(names=('robot', 'desk'), link='veth'):
+        net = two_hosts.Network(list(names), link=link)
+        made.append(net)
+        net.open()
+        return net
+
+    yield make
+    for net in made:
+        net.close()
+
+
+class Output:
+    """A process's stdout JSON lines (and other lines), read on a thread, stamped on arrival."""
+
+    def __init__(self, stream):
+        self.records = []
+        self.text = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            with self._changed:
+                try:
+                    self.records.append(json.loads(line))
+                except ValueError:
+                    self.text.append(line.rstrip('\n'))
+                self._changed.notify_all()
+
+    def wait(self, predicate, timeout):
+        """The first record (from the start) for which predicate holds, or None."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for record in self.records:
+                    if predicate(record):
+                        return record
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._changed.wait(left)
+
+    def after(self, t, key):
+        return [r for r in list(self.records) if key in r and r.get('t', r.get(key)) > t]
+
+
+def start(net, host, argv, peers=None, **env):
+    process = net.popen(
+        host,
+        argv,
+        env=net.ros_env(host, peers=peers, base=env_with_support(), ROS_DOMAIN_ID=DOMAIN, **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    errors = []
+    threading.Thread(target=lambda: errors.extend(process.stderr), daemon=True).start()
+    return process, Output(process.stdout), errors
+
+
+def desk(net, *args, peers=None):
+    return start(net, 'desk', [sys.executable, str(SUPPORT / 'desk_client.py'), *args], peers)
+
+
+@needs_hosts
+def test_static_peers_discover_without_multicast(network):
+    """Multicast dropped (as by many Wi-Fi access points): with --peers on the robot and
+    ROS_STATIC_PEERS on the desk, topics, a service call and cmd_vel cross."""
+    net = network(link='tun')
+    net.impair(drop_multicast=True)
+    _, _, robot_errors = start(net, 'robot', [*BRINGUP, 'p2os', '--sim', '--peers', '192.0.2.2'])
+    _, seen, _ = desk(
+        net, '--topics', 'odom', 'sonar', 'battery', '--trigger', 'enable_motors', '--drive',
+        '0.2', peers=['robot'],
+    )  # fmt: skip
+    answer = seen.wait(lambda r: r.get('service') == 'enable_motors' and r['success'], STARTUP)
+    assert answer, (seen.records[-3:], seen.text)
+    moving = seen.wait(lambda r: r.get('vx', 0) > 0.1, 20)
+    assert moving, ('cmd_vel did not drive the robot', seen.records[-3:], robot_errors[-5:])
+    for topic in ('odom', 'sonar', 'battery'):
+        assert seen.wait(lambda r, t=topic: r.get('first') == t, 10), topic
+    assert net.stats()['multicast_dropped'] > 0
+
+
+@needs_hosts
+def test_unreachable_peers_are_named_at_start(network):
+    """A peer on the subnet that does not answer (no ARP reply), and one with no route."""
+    net = network()
+    result = net.run(
+        'robot',
+        [*BRINGUP, 'p2os', '--sim', '--duration', '5', '--peers', '192.0.2.9', '198.51.100.7'],
+        env=net.ros_env('robot', base=env_with_support(), ROS_DOMAIN_ID=DOMAIN),
+        capture_output=True,
+        text=True,
+        timeout=STARTUP,
+    )
+    assert result.returncode == 0, result.stderr
+    assert 'static peers: ROS_STATIC_PEERS=192.0.2.9;198.51.100.7' in result.stdout
+    assert 'warning: peer 192.0.2.9: host unreachable' in result.stderr
+    assert 'warning: peer 198.51.100.7: no route to its network' in result.stderr
+    assert probe_peer('127.0.0.1', 1.0) is None  # refused: the host is there
+
+
+CUT = 5.0  # s: the link is away this long
+SPEED = 0.3  # m/s
+TIMEOUT = 0.5  # s: cmd_vel_timeout
+
+
+@needs_hosts
+@pytest.mark.parametrize('executor', ['events', 'single'])
+@pytest.mark.parametrize('robot', ['p2os', 'ipaq'])
+def test_robot_stops_when_the_link_goes_and_drives_again_after(network, robot, executor):
+    """The desk sends cmd_vel at 10 Hz; the link is cut for CUT s. From the emulator's true
+    state: the robot is told to stop within cmd_vel_timeout of the last cmd_vel that reached
+    its host (plus one control period), stays stopped; after the link returns the desk sees
+    odometry again and drives it again, nothing restarted."""
+    net = network(link='veth')
+    ros = ['-p', f'cmd_vel_timeout:={TIMEOUT}']
+    if robot == 'p2os':
+        ros += ['-p', 'enable_motors_on_start:=true']
+    robot_process, truth, _ = start(
+        net, 'robot', [sys.executable, str(SUPPORT / 'robot_host.py'), robot, '--', *ros],
+        LEGACY_ROBOTS_EXECUTOR=executor,
+    )  # fmt: skip
+    _, seen, _ = desk(net, '--drive', str(SPEED))
+    moving = truth.wait(lambda r: r.get('v', 0) > 0.8 * SPEED, STARTUP)
+    assert moving, (truth.text, seen.text)
+    net.cut(True)
+    cut_at = time.monotonic()
+    time.sleep(CUT)  # the link is away for this long whatever happens meanwhile
+    stopped = truth.after(cut_at, 'v')
+    net.cut(False)
+    back_at = time.monotonic()
+    last_command = max(r['cmd_vel'] for r in stopped)
+    told_to_stop = next(r['t'] for r in stopped if r['t'] > last_command and r['setpoint'] == 0)
+    standstill = next(r for r in stopped if r['t'] > last_command and r['v'] == 0)
+    at_last_command = max(
+        (r for r in truth.records if 't' in r and r['t'] <= last_command), key=lambda r: r['t']
+    )
+    assert told_to_stop - last_command <= TIMEOUT + 0.25  # + the driver's check period
+    assert all(r['v'] == 0 for r in stopped if r['t'] >= standstill['t'])  # and stays stopped
+    distance = standstill['x'] - at_last_command['x']
+    odom_back = seen.wait(lambda r: r.get('odom', 0) > back_at, STARTUP)
+    assert odom_back, 'the desk saw no odometry after the link came back'
+    driving = truth.wait(lambda r: r.get('t', 0) > back_at and r['v'] > 0.8 * SPEED, STARTUP)
+    assert driving, 'the desk could not drive the robot again'
+    assert robot_process.poll() is None
+    print(
+        f'{robot} on {executor}: told to stop {told_to_stop - last_command:.2f} s after the last '
+        f'cmd_vel, {distance:.2f} m beyond it; odometry back {odom_back["odom"] - back_at:.2f} s '
+        f'after the link, driving again after {driving["t"] - back_at:.2f} s'
+    )
+
+
+@needs_hosts
+def test_two_robots_of_a_kind_on_two_hosts_do_not_collide(network):
+    """Two `bringup p2os --sim` on two hosts, namespaces r1 and r2, as seen from a third: each
+    topic has one publisher, and no transform is published by both."""
+    net = network(['r1', 'r2', 'desk'], link='tun')
+    for name in ('r1', 'r2'):
+        start(net, name, [*BRINGUP, 'p2os', '--sim', '--namespace', name])
+    _, seen, _ = desk(net, '--topics', '/r1/odom', '/r2/odom', '--tf', '--graph')
+    graph = seen.wait(lambda r: 'graph' in r, STARTUP)
+    assert graph, seen.text
+    for name in ('r1', 'r2'):
+        assert graph['graph'][f'/{name}/odom'] == 1
+    shared = [t for t, n in graph['graph'].items() if n > 1 and t not in ('/tf', '/tf_static')]
+    assert shared == ['/diagnostics'] or not shared, shared  # /diagnostics is everyone's
+    assert seen.wait(lambda r: r.get('tf') == ['r2/odom', 'r2/base_footprint'], 20), seen.text
+    frames = [tuple(r['tf']) for r in seen.records if 'tf' in r]
+    children = [child for _, child in frames]
+    assert len(children) == len(set(children)), frames  # no frame has two parents
+    assert all(f.split('/')[0] in ('r1', 'r2') for pair in frames for f in pair), frames
