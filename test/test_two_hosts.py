@@ -298,9 +298,15 @@ def test_two_robots_of_a_kind_on_two_hosts_do_not_collide(network):
     assert graph, seen.text
     for name in ('r1', 'r2'):
         assert graph['graph'][f'/{name}/odom'] == 1
-    shared = [t for t, n in graph['graph'].items() if n > 1 and t not in ('/tf', '/tf_static')]
-    assert shared == ['/diagnostics'] or not shared, shared  # /diagnostics is everyone's
-    assert seen.wait(lambda r: r.get('tf') == ['r2/odom', 'r2/base_footprint'], 20), seen.text
+    everyones = {'/tf', '/tf_static', '/diagnostics', '/rosout', '/parameter_events'}
+    shared = [t for t, n in graph['graph'].items() if n > 1 and t not in everyones]
+    assert not shared, shared
+    published = {t for t, n in graph['graph'].items() if n > 0} - everyones
+    assert all(t.startswith(('/r1/', '/r2/')) for t in published), graph
+    for name in ('r1', 'r2'):
+        pair = [f'{name}/odom', f'{name}/base_link']
+        assert seen.wait(lambda r, p=pair: r.get('tf') == p, 20), seen.records
+        assert seen.wait(lambda r, n=name: r.get('static') and r['tf'][0] == f'{n}/base_link', 5)
     frames = [tuple(r['tf']) for r in seen.records if 'tf' in r]
     children = [child for _, child in frames]
     assert len(children) == len(set(children)), frames  # no frame has two parents

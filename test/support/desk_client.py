@@ -95,7 +95,7 @@ def main(argv=None):
         node.create_subscription(TFMessage, '/tf', on_tf(False), TF_QOS)
         node.create_subscription(TFMessage, '/tf_static', on_tf(True), TF_STATIC_LISTENER_QOS)
     graph_due = args.graph
-    publisher = node.create_publisher(Twist, 'cmd_vel', 10)
+    publisher = node.create_publisher(Twist, 'cmd_vel', 10) if args.drive is not None else None
     driving = args.drive is not None and args.trigger is None
     client = node.create_client(Trigger, args.trigger) if args.trigger else None
     future = None
