@@ -15,11 +15,17 @@ import threading
 import time
 
 import pytest
+import rclpy
 import two_hosts
 from helpers import ROOT, SUPPORT, env_with_support, run_module
 from link_emulator import Hub
+from rclpy.parameter import Parameter
+from rclpy.qos import ReliabilityPolicy
 
+from aibo_driver.node import AiboNode
+from ipaq_driver.node import IpaqNode
 from legacy_robot_common.middleware import ParameterError, probe_peer, static_peers
+from legacy_robot_common.topics import image_qos
 
 UNAVAILABLE = two_hosts.unavailable()
 needs_hosts = pytest.mark.skipif(UNAVAILABLE is not None, reason=f'two-host tests: {UNAVAILABLE}')
@@ -311,3 +317,20 @@ def test_two_robots_of_a_kind_on_two_hosts_do_not_collide(network):
     children = [child for _, child in frames]
     assert len(children) == len(set(children)), frames  # no frame has two parents
     assert all(f.split('/')[0] in ('r1', 'r2') for pair in frames for f in pair), frames
+
+
+# ---- image_qos ------------------------------------------------------------------------------
+def test_image_qos_profiles():
+    reliable, best_effort = image_qos('reliable', 2), image_qos('best_effort', 2)
+    assert (reliable.reliability, reliable.depth) == (ReliabilityPolicy.RELIABLE, 2)
+    assert (best_effort.reliability, best_effort.depth) == (ReliabilityPolicy.BEST_EFFORT, 1)
+
+
+@pytest.mark.parametrize('node_class', [AiboNode, IpaqNode], ids=['aibo', 'ipaq'])
+def test_image_qos_is_checked(node_class):
+    rclpy.init()
+    try:
+        with pytest.raises(ParameterError, match="'image_qos' is 'fast'"):
+            node_class(parameter_overrides=[Parameter('image_qos', value='fast')])
+    finally:
+        rclpy.shutdown()

@@ -17,6 +17,7 @@ from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.messages import audio_info_msg
 from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_common.robot_model import RobotStatePublisher
+from legacy_robot_common.topics import image_qos
 from legacy_robot_interfaces.msg import (
     AiboSensorWords,
     AudioData,
@@ -97,6 +98,7 @@ class AiboNode(DriverNode):
         self.yuv10 = {name: values[row.name] for name, row in YUV10.items()}
         self.channel_order, self.signed_words = v.audio_channel_order, v.sensor_words_signed
         self.decode_jpeg, self.color_labels = v.decode_jpeg, v.color_labels
+        self.image_qos = v.image_qos
         self.presets, self.rput_enabled = v.property_presets, v.rput_enabled
         self.rput_layout, self.rput_grace = v.rput_layout, v.rput_grace
         self.rput_reply, self.rput_max_bytes = v.rput_reply, v.rput_max_bytes
@@ -170,8 +172,10 @@ class AiboNode(DriverNode):
     # ---- publishers and services ---------------------------------------------------------------
     def _create_publishers(self):
         pub = self.publisher
-        self.image_pub = pub(Image, 'camera/image_raw', 2)
-        self.compressed_pub = pub(CompressedImage, 'camera/image_raw/compressed', 2)
+        self.image_pub = pub(Image, 'camera/image_raw', image_qos(self.image_qos, 2))
+        self.compressed_pub = pub(
+            CompressedImage, 'camera/image_raw/compressed', image_qos(self.image_qos, 2)
+        )
         self.info_pub = pub(CameraInfo, 'camera/camera_info', 2)
         self.color_pub = pub(ColorDetection, 'color_detection', 2)
         self.audio_pub = pub(AudioData, 'audio/audio', 50)

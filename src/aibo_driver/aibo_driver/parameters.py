@@ -4,6 +4,7 @@ Every one is read-only. The frame parameters are declared by `RobotFrames` (the 
 """
 
 from legacy_robot_common.params import read_only
+from legacy_robot_common.topics import IMAGE_QOS, IMAGE_QOS_DESCRIPTION
 
 from . import conversions as convert
 from . import description
@@ -117,6 +118,7 @@ PARAMETERS = (
     ),
     read_only('sensor_words_signed', False, 'AP_SensorData words are signed'),
     read_only('decode_jpeg', True, 'also publish JPEG frames on camera/image_raw'),
+    read_only('image_qos', 'reliable', IMAGE_QOS_DESCRIPTION, choices=IMAGE_QOS),
     read_only(
         'color_labels', list(p.DEFAULT_COLOR_LABELS), 'label of each colour-detection bit 0..7'
     ),

@@ -18,6 +18,7 @@ from legacy_robot_common.messages import camera_info_msg, uint8_array
 from legacy_robot_common.mobile_base import MobileBase, planar_covariance
 from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_common.robot_model import RobotStatePublisher
+from legacy_robot_common.topics import image_qos
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import (
     BytesCommand,
@@ -92,7 +93,7 @@ class IpaqNode(DriverNode):
         self.vel_timeout, self.cmd_vel_timeout = v.vel_timeout, v.cmd_vel_timeout
         self.max_linear, self.safety_distance = v.max_linear_speed, v.safety_distance
         self.range_fov, self.request_timeout = v.range_field_of_view, v.request_timeout
-        self.field_of_view = v.camera_field_of_view
+        self.field_of_view, self.image_qos = v.camera_field_of_view, v.image_qos
         self.mounts = {name: values[row.name] for name, row in MOUNTS.items()}
         # MobileBase and RobotFrames declare the cmd_vel, odometry and frame parameters
         self.base = MobileBase(
@@ -155,7 +156,7 @@ class IpaqNode(DriverNode):
         self.tracking_pub = pub(TrackingResult, 'tracking')
         self.bitmap_pub = pub(Image, 'tracking/bitmap', 5)
         self.bitmap_info_pub = pub(CameraInfo, 'tracking/camera_info', 5)
-        self.image_pub = pub(Image, 'camera/image_raw', 2)
+        self.image_pub = pub(Image, 'camera/image_raw', image_qos(self.image_qos, 2))
         self.image_info_pub = pub(CameraInfo, 'camera/camera_info', 2)
         self.joint_pub = pub(JointState, 'joint_states')  # the neck: pan and tilt, rad
         self.model = RobotStatePublisher(self)

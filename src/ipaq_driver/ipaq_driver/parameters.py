@@ -3,6 +3,7 @@ read-only; MobileBase (cmd_vel, odometry, base frames) and RobotFrames (camera a
 frames) declare their own."""
 
 from legacy_robot_common.params import read_only
+from legacy_robot_common.topics import IMAGE_QOS, IMAGE_QOS_DESCRIPTION
 
 from . import description
 from .units import Units
@@ -138,6 +139,7 @@ PARAMETERS = (
         list(FIELD_OF_VIEW),
         'horizontal and vertical field of view of the CMUcam, rad (camera_info)',
     ),
+    read_only('image_qos', 'reliable', IMAGE_QOS_DESCRIPTION, choices=IMAGE_QOS),
     *MOUNTS.values(),
     read_only(
         'request_timeout',

@@ -27,3 +27,19 @@ def matching_qos(publishers, depth=10):
         reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
         durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
     )
+
+
+IMAGE_QOS = ('reliable', 'best_effort')
+IMAGE_QOS_DESCRIPTION = (
+    'camera images: reliable (what rviz subscribes with by default; a clean link) or '
+    'best_effort (depth 1: on Wi-Fi a lost image is not resent, the next one replaces it; '
+    'subscribers must ask for best_effort too)'
+)
+
+
+def image_qos(choice, depth):
+    """The QoS of an image publisher for parameter image_qos (IMAGE_QOS): reliable with depth,
+    or best-effort keeping only the newest image."""
+    if choice == 'best_effort':
+        return QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+    return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
