@@ -9,8 +9,9 @@ Host i has the documentation address 192.0.2.<i+1>/24 (RFC 5737: nothing leaves 
 'veth': a veth pair between two hosts (the clean wired case; a cut takes the robot's end down).
 'tun': one TUN device per host and link_emulator.py, a process forwarding between them that
 applies loss, delay ± jitter, multicast drop and cuts (this kernel has no netem), for any
-number of hosts. Each host also gets a /dev/shm of its own, so Fast DDS cannot take its
-shared-memory transport to another "host" and every byte between hosts crosses the link.
+number of hosts. Each host also gets a /dev/shm of its own (a directory of the machine's,
+bind-mounted for its processes), so Fast DDS cannot take its shared-memory transport to another
+"host" and every byte between hosts crosses the link, while processes on one host share it.
 
 Everything made (namespaces, their devices, the forwarder, the processes started) is removed by
 close(), which the context manager and the pytest fixtures always call; namespaces left by a run
@@ -28,10 +29,12 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 
 PREFIX = 'lrh-'  # namespaces: lrh-<pid>-<random>-<host>; devices: lrh<random><i>
 SUBNET = '192.0.2.{}'
 HERE = pathlib.Path(__file__).resolve().parent
+SHM = '/dev/shm'  # each host's /dev/shm is a directory in the machine's
 TUNSETIFF = 0x400454CA
 IFF_TUN = 0x0001
 IFF_NO_PI = 0x1000
@@ -43,6 +46,8 @@ def unavailable():
         return 'needs root (network namespaces)'
     if shutil.which('ip') is None:
         return "needs iproute2's ip"
+    if not os.path.isdir(SHM):
+        return f'needs {SHM}'
     if shutil.which('unshare') is None or shutil.which('mount') is None:
         return 'needs unshare and mount (util-linux)'
     if not os.path.exists('/dev/net/tun'):
@@ -63,6 +68,10 @@ def remove_stale():
         pid = name[len(PREFIX) :].split('-', 1)[0]
         if pid.isdigit() and not os.path.exists(f'/proc/{pid}'):
             ip('netns', 'delete', name, check=False)
+    for path in pathlib.Path(SHM).glob(f'{PREFIX}*'):
+        pid = path.name[len(PREFIX) :].split('-', 1)[0]
+        if pid.isdigit() and not os.path.exists(f'/proc/{pid}'):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class Host:
@@ -72,13 +81,15 @@ class Host:
         self.address = address
         self.device = device
 
+        self.shm = None  # this host's /dev/shm: a directory of the machine's /dev/shm
+
     def command(self, argv):
-        """argv run in this host's network namespace with a /dev/shm of its own."""
-        script = 'mount -t tmpfs -o size=256m tmpfs /dev/shm && exec "$@"'
+        """argv run in this host's network namespace with this host's /dev/shm."""
+        script = 'mount --bind "$0" /dev/shm && exec "$@"'
         return [
             'ip', 'netns', 'exec', self.namespace,
             'unshare', '--mount', '--propagation', 'private',
-            'sh', '-c', script, 'host-' + self.name, *argv,
+            'sh', '-c', script, self.shm, *argv,
         ]  # fmt: skip
 
 
@@ -115,6 +126,7 @@ class Network:
     def open(self):
         remove_stale()
         for host in self.hosts.values():
+            host.shm = tempfile.mkdtemp(prefix=f'{host.namespace}-', dir=SHM)
             ip('netns', 'add', host.namespace)
             self._in(host, 'ip', 'link', 'set', 'lo', 'up')
             # IPv4 only: nothing but our traffic on the link
@@ -173,6 +185,8 @@ class Network:
             self.forwarder = None
         for host in self.hosts.values():
             ip('netns', 'delete', host.namespace, check=False)  # takes its devices along
+            if host.shm is not None:
+                shutil.rmtree(host.shm, ignore_errors=True)
 
     # ---- running things ---------------------------------------------------------
     def ros_env(self, name, peers=None, base=None, **extra):

@@ -1,0 +1,166 @@
+"""Across hosts, measured (issue 49): `bringup p2os aibo ipaq --sim` on a robot host and a meter
+on a desk host (network namespaces, two_hosts.py), per link and DDS profile: when each stream
+was first seen at the desk, its rate there and the age of what arrived. Needs root and `ip`.
+
+    . tools/env.sh && python test/support/hosts_bench.py [--window 10] [--cases clean,5%,20%]
+        [--profiles default,lossy] [--image-qos reliable]
+
+Prints a Markdown table (and --json FILE writes the numbers). The link cut, stop distance and
+time to resume are measured by test/test_two_hosts.py (-s prints them).
+Kept beside the harness until the measurement package (legacy_robot_bench) is on main.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import two_hosts
+from helpers import ROOT, SUPPORT, env_with_support
+
+STREAMS = {
+    '/p2os/odom': 'P2OS odom (10/s)',
+    '/p2os/sonar': 'P2OS sonar (10/s)',
+    '/p2os/joint_states': 'P2OS joints',
+    '/diagnostics': 'diagnostics (3 nodes, 1/s each)',
+    '/aibo/audio/audio_stamped': 'AIBO audio',
+    '/aibo/camera/image_raw': 'AIBO camera',
+    '/ipaq/range': 'iPaq range',
+    '/ipaq/odom': 'iPaq odom',
+}
+LINKS = {
+    'one host': {},  # robot and meter on the same host: shared memory, loopback
+    'clean': {},
+    'no multicast + peers': {'drop_multicast': True},
+    '5%': {'loss': 0.05, 'delay': 0.02, 'jitter': 0.01},
+    '20%': {'loss': 0.20, 'delay': 0.02, 'jitter': 0.01},
+}
+DOMAIN = '43'
+
+
+def run_case(link, profile, window, settle, image_qos):
+    with two_hosts.Network(['robot', 'desk'], link='tun') as net:
+        net.impair(**LINKS[link])
+        peers = LINKS[link].get('drop_multicast')
+        ros = ['--ros-args', '-p', f'image_qos:={image_qos}']
+        robot_env = net.ros_env(
+            'robot', peers=['desk'] if peers else None, base=env_with_support(),
+            ROS_DOMAIN_ID=DOMAIN,
+        )  # fmt: skip
+        robot = net.popen(
+            'robot',
+            [
+                sys.executable,
+                '-m',
+                'legacy_robot_bringup.compose',
+                'p2os',
+                'aibo',
+                'ipaq',
+                '--sim',
+                '--dds-profile',
+                profile,
+                *ros,
+            ],  # fmt: skip
+            env=robot_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
+        best_effort = (
+            ['--best-effort', '/aibo/camera/image_raw'] if image_qos == 'best_effort' else []
+        )
+        desk_env = net.ros_env(
+            'desk', peers=['robot'] if peers else None, base=env_with_support(),
+            ROS_DOMAIN_ID=DOMAIN,
+        )  # fmt: skip
+        meter_host = 'robot' if link == 'one host' else 'desk'
+        meter = net.popen(
+            meter_host,
+            [
+                sys.executable,
+                str(SUPPORT / 'stream_meter.py'),
+                '--profile',
+                profile,
+                '--settle',
+                str(settle),
+                '--window',
+                str(window),
+                *STREAMS,
+                *best_effort,
+            ],  # fmt: skip
+            env=robot_env if meter_host == 'robot' else desk_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        time.sleep(settle)
+        cpu_start, t_start = cpu_seconds(robot.pid), time.monotonic()
+        time.sleep(window)
+        cpu = (cpu_seconds(robot.pid) - cpu_start) / (time.monotonic() - t_start)
+        out, err = meter.communicate(timeout=60)
+        lines = [line for line in out.splitlines() if line.startswith('{')]
+        if not lines:
+            raise RuntimeError(f'meter failed: {err[-2000:]}')
+        stats = net.stats()
+        lost = stats['lost'] / max(1, stats['received'])
+        return json.loads(lines[-1]), {'robot_cpu': round(100 * cpu, 1), 'loss': lost}
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (/proc/PID/stat)."""
+    with open(f'/proc/{pid}/stat') as stream:
+        fields = stream.read().rpartition(')')[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def cell(numbers):
+    if numbers['first'] is None:
+        return 'none'
+    age = f', p99 {numbers["age_p99"]:.0f} ms' if numbers['age_p99'] is not None else ''
+    return f'{numbers["rate"]:.1f}/s{age}'
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--window', type=float, default=10.0)
+    parser.add_argument('--settle', type=float, default=10.0, help='s from start to window')
+    parser.add_argument('--cases', default=','.join(LINKS))
+    parser.add_argument('--profiles', default='default,lossy')
+    parser.add_argument('--image-qos', default='reliable', choices=('reliable', 'best_effort'))
+    parser.add_argument('--json')
+    args = parser.parse_args(argv)
+    reason = two_hosts.unavailable()
+    if reason:
+        print(f'hosts_bench: {reason}', file=sys.stderr)
+        return 2
+    os.environ.pop('ROS_STATIC_PEERS', None)
+    rows = []
+    for profile in args.profiles.split(','):
+        for link in args.cases.split(','):
+            began = time.monotonic()
+            result, stats = run_case(link, profile, args.window, args.settle, args.image_qos)
+            first = [n['first'] for n in result.values() if n['first'] is not None]
+            every = max(first) if len(first) == len(result) else None
+            rows.append(
+                {'profile': profile, 'link': link, 'streams': result, 'discovery': every, **stats}
+            )
+            print(f'{profile} / {link}: {time.monotonic() - began:.0f} s', file=sys.stderr)
+    header = ['profile', 'link', 'all seen after', 'bringup CPU %', *STREAMS.values()]
+    print('| ' + ' | '.join(header) + ' |')
+    print('|' + '---|' * len(header))
+    for row in rows:
+        seen = f'{row["discovery"]:.1f} s' if row['discovery'] is not None else 'not all'
+        cells = [cell(row['streams'][topic]) for topic in STREAMS]
+        cpu = f'{row["robot_cpu"]:.1f}'
+        print('| ' + ' | '.join([row['profile'], row['link'], seen, cpu, *cells]) + ' |')
+    if args.json:
+        with open(args.json, 'w') as stream:
+            json.dump(rows, stream, indent=1)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The desk's meter in the across-hosts benchmark: subscribes to topics once they appear and
+measures, per topic, when the first message came, how many came in a window and how old they
+were (header stamp → arrival; both hosts share this machine's clock).
+
+    python stream_meter.py --settle 10 --window 10 [--qos best_effort=TOPIC ...] TOPIC ...
+
+Prints one JSON line at the end: {topic: {"first": s after start or null, "rate": /s,
+"age_p50": ms, "age_p99": ms}}.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from legacy_robot_common.middleware import use_our_dds_profiles
+from legacy_robot_common.topics import import_type
+
+
+def percentile(values, q):
+    if not values:
+        return None
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument('topics', nargs='+')
+    parser.add_argument('--settle', type=float, default=10.0)
+    parser.add_argument('--window', type=float, default=10.0)
+    parser.add_argument('--best-effort', nargs='*', default=[], help='topics to take best-effort')
+    parser.add_argument('--profile', help='our DDS profile for this process')
+    args = parser.parse_args(argv)
+    if args.profile:
+        use_our_dds_profiles(args.profile)
+    rclpy.init()
+    node = rclpy.create_node('stream_meter')
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    start = time.monotonic()
+    window = (start + args.settle, start + args.settle + args.window)
+    arrivals = {topic: [] for topic in args.topics}  # (monotonic, age s)
+    pending = list(args.topics)
+
+    def record(topic):
+        def callback(msg):
+            now = time.monotonic()
+            header = getattr(msg, 'header', None)
+            age = None
+            if header is not None and header.stamp.sec:
+                age = time.time() - (header.stamp.sec + header.stamp.nanosec * 1e-9)
+            arrivals[topic].append((now, age))
+
+        return callback
+
+    while time.monotonic() < window[1]:
+        executor.spin_once(timeout_sec=0.05)
+        if pending:
+            types = dict(node.get_topic_names_and_types())
+            for topic in [t for t in pending if t in types]:
+                reliability = (
+                    ReliabilityPolicy.BEST_EFFORT
+                    if topic in args.best_effort
+                    else ReliabilityPolicy.RELIABLE
+                )
+                qos = QoSProfile(depth=10, reliability=reliability)
+                node.create_subscription(import_type(types[topic][0]), topic, record(topic), qos)
+                pending.remove(topic)
+    result = {}
+    for topic, items in arrivals.items():
+        inside = [(t, a) for t, a in items if window[0] <= t < window[1]]
+        ages = [a * 1000 for _, a in inside if a is not None]
+        result[topic] = {
+            'first': round(items[0][0] - start, 2) if items else None,
+            'rate': round(len(inside) / args.window, 2),
+            'age_p50': round(percentile(ages, 0.5), 1) if ages else None,
+            'age_p99': round(percentile(ages, 0.99), 1) if ages else None,
+        }
+    print(json.dumps(result), flush=True)
+    node.destroy_node()
+    rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
