@@ -4,8 +4,8 @@
                           [--drive M_S] [--profile lossy] [--peers ADDR ...]
 
 Prints JSON lines: {"first": topic, "t": s} when a topic's first message arrives (any type,
-raw); {"service": name, "success": bool, "message": text, "t": s} for each answer of a Trigger
-service, called again until it succeeds;
+raw), {"tenth": topic, "t": s} at its tenth; {"service": name, "success": bool, "message":
+text, "t": s} for each answer of a Trigger service, called again until it succeeds;
 {"odom": s, "x": m, "vx": m/s} for each odometry message. With --drive it publishes cmd_vel
 (Twist, linear.x = M_S) at 10 Hz from the moment the service answered (or from the start),
 for as long as it runs, and never stops on its own: the link under test does that.
@@ -32,6 +32,7 @@ from legacy_robot_common.middleware import static_peers, use_our_dds_profiles, u
 from legacy_robot_common.tf import TF_QOS, TF_STATIC_LISTENER_QOS
 
 COMMAND_PERIOD = 0.1  # s: 10 Hz, as a teleop or Nav2 sends
+TENTH = 10  # messages of a topic: then a line says so
 RETRY = 0.5  # s between calls of a service that answered 'no'
 
 
@@ -67,11 +68,16 @@ def main(argv=None):
     seen = set()
     pending = list(args.topics)
 
+    counts = dict.fromkeys(args.topics, 0)
+
     def first(topic):
         def callback(_):
+            counts[topic] += 1
             if topic not in seen:
                 seen.add(topic)
                 emit(first=topic, t=time.monotonic())
+            if counts[topic] == TENTH:
+                emit(tenth=topic, t=time.monotonic())
 
         return callback
 
