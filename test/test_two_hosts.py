@@ -1,5 +1,6 @@
-"""A robot on one host, the desk on another: hosts made of network namespaces (two_hosts.py),
-joined by a veth pair or by the userspace link emulator (loss, delay, multicast drop, cuts).
+"""A robot on one host, the desk on another: hosts made of network namespaces
+(legacy_robot_bench.hosts.network), joined by a veth pair or by the userspace link emulator
+(loss, delay, multicast drop, cuts).
 
 The link emulator's and the peer checks' unit tests run anywhere; the rest needs root and `ip`
 and skips, saying so, elsewhere. Processes inside the hosts discover across the subnet
@@ -16,14 +17,14 @@ import time
 
 import pytest
 import rclpy
-import two_hosts
 from helpers import ROOT, SUPPORT, env_with_support, run_module
-from link_emulator import Hub
 from rclpy.parameter import Parameter
 from rclpy.qos import ReliabilityPolicy
 
 from aibo_driver.node import AiboNode
 from ipaq_driver.node import IpaqNode
+from legacy_robot_bench.hosts import network as two_hosts
+from legacy_robot_bench.hosts.link_emulator import Hub
 from legacy_robot_common.middleware import ParameterError, probe_peer, static_peers
 from legacy_robot_common.topics import image_qos
 

@@ -1,13 +1,12 @@
 """Across hosts, measured (issue 49): `bringup p2os aibo ipaq --sim` on a robot host and a meter
-on a desk host (network namespaces, two_hosts.py), per link and DDS profile: when each stream
+on a desk host (network namespaces, network.py), per link and DDS profile: when each stream
 was first seen at the desk, its rate there and the age of what arrived. Needs root and `ip`.
 
-    . tools/env.sh && python test/support/hosts_bench.py [--window 10] [--cases clean,5%,20%]
-        [--profiles default,lossy] [--image-qos reliable]
+    . tools/env.sh && hosts_bench [--window 10] [--cases 'one host,clean,5%,20%']
+        [--profiles default,lossy] [--image-qos reliable] [--json FILE]
 
 Prints a Markdown table (and --json FILE writes the numbers). The link cut, stop distance and
 time to resume are measured by test/test_two_hosts.py (-s prints them).
-Kept beside the harness until the measurement package (legacy_robot_bench) is on main.
 """
 
 import argparse
@@ -17,8 +16,7 @@ import subprocess
 import sys
 import time
 
-import two_hosts
-from helpers import ROOT, SUPPORT, env_with_support
+from . import network as two_hosts
 
 STREAMS = {
     '/p2os/odom': 'P2OS odom (10/s)',
@@ -37,7 +35,8 @@ LINKS = {
     '5%': {'loss': 0.05, 'delay': 0.02, 'jitter': 0.01},
     '20%': {'loss': 0.20, 'delay': 0.02, 'jitter': 0.01},
 }
-DOMAIN = '43'
+DOMAIN = '43'  # inside the namespaces only
+ENV = {**os.environ, 'PYTHONUNBUFFERED': '1'}
 
 
 def run_case(link, profile, window, settle, image_qos):
@@ -46,7 +45,7 @@ def run_case(link, profile, window, settle, image_qos):
         peers = LINKS[link].get('drop_multicast')
         ros = ['--ros-args', '-p', f'image_qos:={image_qos}']
         robot_env = net.ros_env(
-            'robot', peers=['desk'] if peers else None, base=env_with_support(),
+            'robot', peers=['desk'] if peers else None, base=ENV,
             ROS_DOMAIN_ID=DOMAIN,
         )  # fmt: skip
         robot = net.popen(
@@ -66,13 +65,12 @@ def run_case(link, profile, window, settle, image_qos):
             env=robot_env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            cwd=ROOT,
         )
         best_effort = (
             ['--best-effort', '/aibo/camera/image_raw'] if image_qos == 'best_effort' else []
         )
         desk_env = net.ros_env(
-            'desk', peers=['robot'] if peers else None, base=env_with_support(),
+            'desk', peers=['robot'] if peers else None, base=ENV,
             ROS_DOMAIN_ID=DOMAIN,
         )  # fmt: skip
         meter_host = 'robot' if link == 'one host' else 'desk'
@@ -80,7 +78,8 @@ def run_case(link, profile, window, settle, image_qos):
             meter_host,
             [
                 sys.executable,
-                str(SUPPORT / 'stream_meter.py'),
+                '-m',
+                'legacy_robot_bench.hosts.stream_meter',
                 '--profile',
                 profile,
                 '--settle',
@@ -94,7 +93,6 @@ def run_case(link, profile, window, settle, image_qos):
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            cwd=ROOT,
         )
         time.sleep(settle)
         cpu_start, t_start = cpu_seconds(robot.pid), time.monotonic()

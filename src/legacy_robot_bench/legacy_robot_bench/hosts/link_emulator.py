@@ -1,8 +1,9 @@
 """A network between hosts made of network namespaces: a hub that forwards IPv4 packets between
 one TUN device per host and applies what a real link does to them (the kernel here has no netem).
 
-Run as its own process (a test's Python threads must not delay packets) by two_hosts.py, with
-the TUN file descriptors passed in: `python link_emulator.py FD:ADDRESS ...`. It reads settings
+Run as its own process (a test's Python threads must not delay packets) by network.py, with
+the TUN file descriptors passed in: `python -m legacy_robot_bench.hosts.link_emulator
+FD:ADDRESS ...`. It reads settings
 as JSON lines on stdin and answers each with one JSON line on stdout once they apply:
 
     {"loss": 0.05, "delay": 0.02, "jitter": 0.01, "drop_multicast": true, "cut": false}

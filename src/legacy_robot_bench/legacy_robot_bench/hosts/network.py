@@ -33,7 +33,6 @@ import tempfile
 
 PREFIX = 'lrh-'  # namespaces: lrh-<pid>-<random>-<host>; devices: lrh<random><i>
 SUBNET = '192.0.2.{}'
-HERE = pathlib.Path(__file__).resolve().parent
 SHM = '/dev/shm'  # each host's /dev/shm is a directory in the machine's
 TUNSETIFF = 0x400454CA
 IFF_TUN = 0x0001
@@ -162,7 +161,7 @@ class Network:
             ports = [f'{fd}:{h.address}' for fd, h in zip(fds, self.hosts.values(), strict=True)]
             seed = [] if self.seed is None else [f'--seed={self.seed}']
             self.forwarder = subprocess.Popen(
-                [sys.executable, str(HERE / 'link_emulator.py'), *seed, *ports],
+                [sys.executable, '-m', 'legacy_robot_bench.hosts.link_emulator', *seed, *ports],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,

@@ -2,7 +2,8 @@
 measures, per topic, when the first message came, how many came in a window and how old they
 were (header stamp → arrival; both hosts share this machine's clock).
 
-    python stream_meter.py --settle 10 --window 10 [--qos best_effort=TOPIC ...] TOPIC ...
+    python -m legacy_robot_bench.hosts.stream_meter --settle 10 --window 10
+        [--best-effort TOPIC ...] [--profile lossy] TOPIC ...
 
 Prints one JSON line at the end: {topic: {"first": s after start or null, "rate": /s,
 "age_p50": ms, "age_p99": ms}}.
