@@ -27,7 +27,9 @@ STREAMS = {
     '/aibo/camera/image_raw': 'AIBO camera',
     '/ipaq/range': 'iPaq range',
     '/ipaq/odom': 'iPaq odom',
+    '/p2os/cmd_vel': 'cmd_vel at the robot (10/s)',
 }
+COMMANDS = '/p2os/cmd_vel'  # the desk sends, the robot's host measures
 LINKS = {
     'one host': {},  # robot and meter on the same host: shared memory, loopback
     'clean': {},
@@ -86,7 +88,9 @@ def run_case(link, profile, window, settle, image_qos):
                 str(settle),
                 '--window',
                 str(window),
-                *STREAMS,
+                '--command',
+                COMMANDS,
+                *[t for t in STREAMS if t != COMMANDS],
                 *best_effort,
             ],  # fmt: skip
             env=robot_env if meter_host == 'robot' else desk_env,
@@ -94,17 +98,40 @@ def run_case(link, profile, window, settle, image_qos):
             stderr=subprocess.PIPE,
             text=True,
         )
+        commands = net.popen(
+            'robot',
+            [
+                sys.executable,
+                '-m',
+                'legacy_robot_bench.hosts.stream_meter',
+                '--profile',
+                profile,
+                '--settle',
+                str(settle),
+                '--window',
+                str(window),
+                COMMANDS,
+            ],  # fmt: skip
+            env=robot_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(settle)
         cpu_start, t_start = cpu_seconds(robot.pid), time.monotonic()
+        rss_start = rss_kb(robot.pid)
         time.sleep(window)
         cpu = (cpu_seconds(robot.pid) - cpu_start) / (time.monotonic() - t_start)
+        rss = (rss_kb(robot.pid) - rss_start) / 1024
         out, err = meter.communicate(timeout=60)
         lines = [line for line in out.splitlines() if line.startswith('{')]
         if not lines:
             raise RuntimeError(f'meter failed: {err[-2000:]}')
+        commanded = json.loads(commands.communicate(timeout=60)[0].splitlines()[-1])
         stats = net.stats()
         lost = stats['lost'] / max(1, stats['received'])
-        return json.loads(lines[-1]), {'robot_cpu': round(100 * cpu, 1), 'loss': lost}
+        streams = {**json.loads(lines[-1]), **commanded}
+        return streams, {'robot_cpu': round(100 * cpu, 1), 'rss_growth_mb': rss, 'loss': lost}
 
 
 def cpu_seconds(pid):
@@ -112,6 +139,11 @@ def cpu_seconds(pid):
     with open(f'/proc/{pid}/stat') as stream:
         fields = stream.read().rpartition(')')[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def rss_kb(pid):
+    with open(f'/proc/{pid}/status') as stream:
+        return next(int(line.split()[1]) for line in stream if line.startswith('VmRSS:'))
 
 
 def cell(numbers):
@@ -146,14 +178,15 @@ def main(argv=None):
                 {'profile': profile, 'link': link, 'streams': result, 'discovery': every, **stats}
             )
             print(f'{profile} / {link}: {time.monotonic() - began:.0f} s', file=sys.stderr)
-    header = ['profile', 'link', 'all seen after', 'bringup CPU %', *STREAMS.values()]
+    header = ['profile', 'link', 'all seen after', 'bringup CPU %', 'RSS Δ MB', *STREAMS.values()]
     print('| ' + ' | '.join(header) + ' |')
     print('|' + '---|' * len(header))
     for row in rows:
         seen = f'{row["discovery"]:.1f} s' if row['discovery'] is not None else 'not all'
         cells = [cell(row['streams'][topic]) for topic in STREAMS]
         cpu = f'{row["robot_cpu"]:.1f}'
-        print('| ' + ' | '.join([row['profile'], row['link'], seen, cpu, *cells]) + ' |')
+        rss = f'{row["rss_growth_mb"]:+.1f}'
+        print('| ' + ' | '.join([row['profile'], row['link'], seen, cpu, rss, *cells]) + ' |')
     if args.json:
         with open(args.json, 'w') as stream:
             json.dump(rows, stream, indent=1)

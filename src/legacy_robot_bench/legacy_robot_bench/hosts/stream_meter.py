@@ -5,6 +5,8 @@ were (header stamp → arrival; both hosts share this machine's clock).
     python -m legacy_robot_bench.hosts.stream_meter --settle 10 --window 10
         [--best-effort TOPIC ...] [--profile lossy] TOPIC ...
 
+With --command TOPIC it also publishes TwistStamped zero velocities there at 10 Hz, stamped
+when sent: a meter on the robot's host subscribed to that topic measures their age there.
 Prints one JSON line at the end: {topic: {"first": s after start or null, "rate": /s,
 "age_p50": ms, "age_p99": ms}}.
 """
@@ -15,11 +17,14 @@ import sys
 import time
 
 import rclpy
+from geometry_msgs.msg import TwistStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from legacy_robot_common.middleware import use_our_dds_profiles
 from legacy_robot_common.topics import import_type
+
+COMMAND_PERIOD = 0.1  # s
 
 
 def percentile(values, q):
@@ -31,11 +36,17 @@ def percentile(values, q):
 
 def main(argv=None):
     parser = argparse.ArgumentParser()
-    parser.add_argument('topics', nargs='+')
+    parser.add_argument('topics', nargs='*')
     parser.add_argument('--settle', type=float, default=10.0)
     parser.add_argument('--window', type=float, default=10.0)
     parser.add_argument('--best-effort', nargs='*', default=[], help='topics to take best-effort')
     parser.add_argument('--profile', help='our DDS profile for this process')
+    parser.add_argument(
+        '--command', metavar='TOPIC', help='publish stamped zero cmd_vels there at 10 Hz'
+    )
+    parser.add_argument(
+        '--commands-in', metavar='TOPIC', help="measure --command's cmd_vels arriving there"
+    )
     args = parser.parse_args(argv)
     if args.profile:
         use_our_dds_profiles(args.profile)
@@ -43,9 +54,11 @@ def main(argv=None):
     node = rclpy.create_node('stream_meter')
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    start = time.monotonic()
+    command = node.create_publisher(TwistStamped, args.command, 10) if args.command else None
+    next_command = start = time.monotonic()
     window = (start + args.settle, start + args.settle + args.window)
-    arrivals = {topic: [] for topic in args.topics}  # (monotonic, age s)
+    topics = args.topics + ([args.commands_in] if args.commands_in else [])
+    arrivals = {topic: [] for topic in topics}  # (monotonic, age s)
     pending = list(args.topics)
 
     def record(topic):
@@ -59,8 +72,15 @@ def main(argv=None):
 
         return callback
 
+    if args.commands_in:
+        node.create_subscription(TwistStamped, args.commands_in, record(args.commands_in), 10)
     while time.monotonic() < window[1]:
-        executor.spin_once(timeout_sec=0.05)
+        executor.spin_once(timeout_sec=0.02)
+        if command is not None and time.monotonic() >= next_command:
+            next_command += COMMAND_PERIOD
+            message = TwistStamped()
+            message.header.stamp = node.get_clock().now().to_msg()
+            command.publish(message)
         if pending:
             types = dict(node.get_topic_names_and_types())
             for topic in [t for t in pending if t in types]:
