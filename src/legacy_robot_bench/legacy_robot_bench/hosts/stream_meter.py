@@ -5,8 +5,9 @@ were (header stamp → arrival; both hosts share this machine's clock).
     python -m legacy_robot_bench.hosts.stream_meter --settle 10 --window 10
         [--best-effort TOPIC ...] [--profile lossy] TOPIC ...
 
-With --command TOPIC it also publishes TwistStamped zero velocities there at 10 Hz, stamped
-when sent: a meter on the robot's host subscribed to that topic measures their age there.
+With --command TOPIC it also publishes zero-velocity Twists there at 10 Hz, each with its send
+time (wall clock) in linear.z, which planar robots ignore (the drivers' cmd_vel type, so they
+keep their subscription): a meter on the robot's host (--commands-in) measures their age.
 Prints one JSON line at the end: {topic: {"first": s after start or null, "rate": /s,
 "age_p50": ms, "age_p99": ms}}.
 """
@@ -17,7 +18,7 @@ import sys
 import time
 
 import rclpy
-from geometry_msgs.msg import TwistStamped
+from geometry_msgs.msg import Twist
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
@@ -42,7 +43,9 @@ def main(argv=None):
     parser.add_argument('--best-effort', nargs='*', default=[], help='topics to take best-effort')
     parser.add_argument('--profile', help='our DDS profile for this process')
     parser.add_argument(
-        '--command', metavar='TOPIC', help='publish stamped zero cmd_vels there at 10 Hz'
+        '--command',
+        metavar='TOPIC',
+        help='publish zero cmd_vels (send time in linear.z) there at 10 Hz',
     )
     parser.add_argument(
         '--commands-in', metavar='TOPIC', help="measure --command's cmd_vels arriving there"
@@ -54,7 +57,7 @@ def main(argv=None):
     node = rclpy.create_node('stream_meter')
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    command = node.create_publisher(TwistStamped, args.command, 10) if args.command else None
+    command = node.create_publisher(Twist, args.command, 10) if args.command else None
     next_command = start = time.monotonic()
     window = (start + args.settle, start + args.settle + args.window)
     topics = args.topics + ([args.commands_in] if args.commands_in else [])
@@ -66,20 +69,22 @@ def main(argv=None):
             now = time.monotonic()
             header = getattr(msg, 'header', None)
             age = None
-            if header is not None and header.stamp.sec:
+            if isinstance(msg, Twist) and msg.linear.z:
+                age = time.time() - msg.linear.z
+            elif header is not None and header.stamp.sec:
                 age = time.time() - (header.stamp.sec + header.stamp.nanosec * 1e-9)
             arrivals[topic].append((now, age))
 
         return callback
 
     if args.commands_in:
-        node.create_subscription(TwistStamped, args.commands_in, record(args.commands_in), 10)
+        node.create_subscription(Twist, args.commands_in, record(args.commands_in), 10)
     while time.monotonic() < window[1]:
         executor.spin_once(timeout_sec=0.02)
         if command is not None and time.monotonic() >= next_command:
             next_command += COMMAND_PERIOD
-            message = TwistStamped()
-            message.header.stamp = node.get_clock().now().to_msg()
+            message = Twist()  # zero velocity; linear.z, which planar robots ignore: sent at
+            message.linear.z = time.time()
             command.publish(message)
         if pending:
             types = dict(node.get_topic_names_and_types())
