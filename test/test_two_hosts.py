@@ -203,6 +203,26 @@ def desk(net, *args, peers=None):
     return start(net, 'desk', [sys.executable, str(SUPPORT / 'desk_client.py'), *args], peers)
 
 
+def our_namespaces():
+    listing = subprocess.run(['ip', 'netns', 'list'], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in listing.splitlines() if line.startswith(two_hosts.PREFIX)}
+
+
+@needs_hosts
+def test_hosts_are_removed_after_a_failure_and_after_a_crashed_run():
+    with pytest.raises(RuntimeError, match='a test failed'):
+        with two_hosts.Network(['robot', 'desk'], link='tun') as net:
+            made = {host.namespace for host in net.hosts.values()}
+            assert made <= our_namespaces()
+            raise RuntimeError('a test failed')
+    assert not made & our_namespaces()
+    assert net.forwarder is None and not any(os.path.exists(h.shm) for h in net.hosts.values())
+    stale = f'{two_hosts.PREFIX}4194304999-dead00-robot'  # no such process id
+    subprocess.run(['ip', 'netns', 'add', stale], check=True)
+    two_hosts.remove_stale()
+    assert stale not in our_namespaces()
+
+
 @needs_hosts
 def test_static_peers_discover_without_multicast(network):
     """Multicast dropped (as by many Wi-Fi access points): with --peers on the robot and
