@@ -92,6 +92,14 @@ def test_link_emulator_delays_loses_and_cuts(hub):
         hub.settings.update({'delay': 0.01, 'jitter': 0.02})
 
 
+def test_without_root_or_ip_the_hosts_say_why(monkeypatch):
+    monkeypatch.setattr(two_hosts.os, 'geteuid', lambda: 1000)
+    assert two_hosts.unavailable() == 'needs root (network namespaces)'
+    monkeypatch.setattr(two_hosts.os, 'geteuid', lambda: 0)
+    monkeypatch.setattr(two_hosts.shutil, 'which', lambda name: None)
+    assert two_hosts.unavailable() == "needs iproute2's ip"
+
+
 # ---- static peers: checks that need no network ----------------------------------------------
 def test_static_peers_accepts_addresses_and_names():
     assert static_peers(['192.0.2.1', '192.0.2.2;192.0.2.1', 'localhost']) == [
