@@ -76,47 +76,13 @@ def run_case(link, profile, window, settle, image_qos):
             ROS_DOMAIN_ID=DOMAIN,
         )  # fmt: skip
         meter_host = 'robot' if link == 'one host' else 'desk'
-        meter = net.popen(
-            meter_host,
-            [
-                sys.executable,
-                '-m',
-                'legacy_robot_bench.hosts.stream_meter',
-                '--profile',
-                profile,
-                '--settle',
-                str(settle),
-                '--window',
-                str(window),
-                '--command',
-                COMMANDS,
-                *[t for t in STREAMS if t != COMMANDS],
-                *best_effort,
-            ],  # fmt: skip
-            env=robot_env if meter_host == 'robot' else desk_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        commands = net.popen(
-            'robot',
-            [
-                sys.executable,
-                '-m',
-                'legacy_robot_bench.hosts.stream_meter',
-                '--profile',
-                profile,
-                '--settle',
-                str(settle),
-                '--window',
-                str(window),
-                COMMANDS,
-            ],  # fmt: skip
-            env=robot_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        timing = ['--profile', profile, '--settle', str(settle), '--window', str(window)]
+        desk_topics = ['--command', COMMANDS, *[t for t in STREAMS if t != COMMANDS]]
+        meter = start_meter(
+            net, meter_host, [*timing, *desk_topics, *best_effort],
+            robot_env if meter_host == 'robot' else desk_env,
+        )  # fmt: skip
+        commands = start_meter(net, 'robot', [*timing, '--commands-in', COMMANDS], robot_env)
         time.sleep(settle)
         cpu_start, t_start = cpu_seconds(robot.pid), time.monotonic()
         rss_start = rss_kb(robot.pid)
@@ -132,6 +98,13 @@ def run_case(link, profile, window, settle, image_qos):
         lost = stats['lost'] / max(1, stats['received'])
         streams = {**json.loads(lines[-1]), **commanded}
         return streams, {'robot_cpu': round(100 * cpu, 1), 'rss_growth_mb': rss, 'loss': lost}
+
+
+def start_meter(net, host, args, env):
+    """stream_meter.py with args on host, its output piped."""
+    argv = [sys.executable, '-m', 'legacy_robot_bench.hosts.stream_meter', *args]
+    kwargs = {'stdout': subprocess.PIPE, 'stderr': subprocess.PIPE, 'text': True}
+    return net.popen(host, argv, env=env, **kwargs)
 
 
 def cpu_seconds(pid):
