@@ -85,6 +85,9 @@ class RobotPlugin:
     # describe_robot(parameters) -> URDF text from the driver's parameter values ({name: value},
     # defaults for the rest): the robot model a launch hands robot_state_publisher
     describe_robot: Optional[Callable[[dict], str]] = None
+    # start_emulator(world=FILE) loads a world (`bringup --sim --world FILE`); an emulator with a
+    # world_map (legacy_robot_common.world_map.WorldMap) gets its map published by bringup
+    world_option: bool = False
 
     @property
     def title(self):

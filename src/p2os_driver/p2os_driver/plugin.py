@@ -17,13 +17,17 @@ from std_srvs.srv import Trigger
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
 from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin, SoakPart
 from legacy_robot_common.replay import ReplayLink
+from legacy_robot_common.world_map import WorldMap
 from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState, SonarArray
 from legacy_robot_interfaces.srv import GripperCommand
 
 from . import description
-from .emulator import EmulatorOptions, P2osEmulator
+from .emulator import EmulatorOptions, P2osEmulator, world_summary
 from .node import P2osNode
 from .protocol import is_handshake_request
+from .world import default_world_path
+
+MAP_RESOLUTION = 0.05  # m per cell of the map bringup publishes
 
 SIDE = 1.0  # m
 SPEED = 0.6  # m/s
@@ -40,12 +44,15 @@ DEMO_PARAMETERS = {
 
 
 class DemoEmulator:
-    """The emulator as bringup sees it: a p2dx on a free TCP port, plus the demo's streams."""
+    """The emulator as bringup sees it: a p2dx on a free TCP port in a world (the office floor
+    shipped with the package, or world=FILE), plus the demo's streams."""
 
-    def __init__(self):
-        self.emulator = P2osEmulator(EmulatorOptions(model='p2dx', name='demo')).start()
+    def __init__(self, world=None):
+        options = EmulatorOptions(model='p2dx', name='demo', world=world or default_world_path())
+        self.emulator = P2osEmulator(options).start()
         self.parameters = {**self.emulator.parameters, **DEMO_PARAMETERS}
-        self.description = self.emulator.description
+        self.description = f'{self.emulator.description}, {world_summary(self.emulator.world)}'
+        self.world_map = world_map(self.emulator)
 
     def stop(self):
         self.emulator.stop()
@@ -158,6 +165,16 @@ class SquareDriver(DemoScript):
         return paths
 
 
+def world_map(emulator, resolution=MAP_RESOLUTION):
+    """The emulator's world as a WorldMap (grid, start pose in metres) for bringup."""
+    world = emulator.world
+    if not hasattr(world, 'occupancy'):
+        world = world.world()  # a --room: its four walls
+    grid, origin = world.occupancy(resolution)
+    x, y, th = emulator.robot.initial_pose
+    return WorldMap(grid, resolution, origin, (x / 1000.0, y / 1000.0, th))
+
+
 def _stamp(msg):
     return (msg.header.stamp.sec, msg.header.stamp.nanosec)
 
@@ -189,7 +206,8 @@ PLUGIN = RobotPlugin(
     create_node=P2osNode,
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
-    emulator_arguments=('--port', '8101'),
+    emulator_arguments=('--port', '8101', '--world', 'default'),
+    world_option=True,
     sim_parameters={'port': 'tcp://127.0.0.1:8101', **DEMO_PARAMETERS},
     replay_links=(
         ReplayLink('p2os', 'port', address='tcp://{host}:{port}', gate=is_handshake_request),

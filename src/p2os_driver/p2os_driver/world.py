@@ -23,6 +23,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from legacy_robot_common.errors import WorldError
+
 CATEGORIES = ('2D-Map', '2D-Map-Ex', '2D-Map-Ex2', '2D-Map-Ex3', '2D-Map-Ex4')
 HEADER_KEYS = {
     'minpos': 'MinPos',
@@ -51,11 +53,8 @@ INFO_KEYS = (
 )
 MAX_COORDINATE = 10_000_000  # mm (10 km): anything larger is a broken file, not a building
 BUCKET = 500.0  # mm, side of the ray-casting index's buckets
-_INT = re.compile(r'-?\d+\Z')
-
-
-class WorldError(ValueError):
-    """A world file that cannot be used (the commands answer it with exit code 2)."""
+_DATA_LINE = re.compile(r'-?\d{1,18}[ \t]+-?\d{1,18}[ \t]*\Z')
+_LINES_LINE = re.compile(r'-?\d{1,18}(?:[ \t]+-?\d{1,18}){3}[ \t]*\Z')
 
 
 @dataclasses.dataclass
@@ -137,24 +136,25 @@ def parse_armap(text):
             continue
         if section is not None:
             kind, default_source = section
-            values = line.split()
-            want = 2 if kind == 'DATA' else 4
-            bad = len(values) != want or not all(_INT.match(v) for v in values)
-            if bad or line[0].isspace():  # ARIA takes no leading blanks
-                _skip(result, number, line)
-                continue
-            if not default_source:
-                continue  # another sensor's data: not solid (spec §8.1.4)
-            numbers = [int(v) for v in values]
-            if any(abs(v) > MAX_COORDINATE for v in numbers):
-                _skip(result, number, line)
-                continue
-            (points if kind == 'DATA' else segments).append(numbers)
+            if not (_DATA_LINE if kind == 'DATA' else _LINES_LINE).match(line):
+                _skip(result, number, line)  # ARIA: digits and a leading '-' only, no blanks first
+            elif default_source:  # another sensor's data is not solid (spec §8.1.4)
+                (points if kind == 'DATA' else segments).append(line)
             continue
         _parse_metadata(result, number, line)
-    result.points = np.array(points, np.int64).reshape(-1, 2)
-    result.lines = np.array(segments, np.int64).reshape(-1, 4)
+    result.points = _numbers(result, points, 2)
+    result.lines = _numbers(result, segments, 4)
     return result
+
+
+def _numbers(result, lines, width):
+    """The validated data lines as an int array; rows with absurd coordinates are skipped."""
+    values = np.array(' '.join(lines).split(), dtype=np.int64).reshape(-1, width)
+    absurd = (np.abs(values) > MAX_COORDINATE).any(axis=1)
+    result.skipped += int(absurd.sum())
+    for i in np.nonzero(absurd)[0][: max(0, 5 - len(result.skipped_examples))]:
+        result.skipped_examples.append(f'{lines[i][:60]} (over 10 km)')
+    return values[~absurd]
 
 
 def _skip(result, number, line):
