@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 from std_msgs.msg import Header
 
@@ -85,11 +86,18 @@ def test_wheel_units_split_and_clamp():
     assert wheel_units(model, 5000.0, 0.0) == (127, 127)
 
 
-def test_the_demo_counts_a_side_once_it_is_driven():
-    """The demo's picture said "3 of 4 sides" over a closed square (the last turn pending)."""
-    from p2os_driver.plugin import SquareDriver
+def test_the_demo_wall_follower_turns_away_and_keeps_its_distance():
+    from p2os_driver.plugin import WALL_DISTANCE, follow_wall
 
-    script = SquareDriver()
-    for leg, sides in ((0, 0), (1, 1), (6, 3), (7, 4), (8, 4)):
-        script.leg = leg
-        assert script.sides_driven() == sides, leg
+    angles = np.radians(np.arange(-90, 91))
+
+    def scan(ahead, left):
+        return np.where(np.abs(angles) < np.radians(40), ahead, np.where(angles > 0, left, 5.0))
+
+    increment = math.radians(1)
+    linear, angular = follow_wall(scan(0.5, 1.0), -math.pi / 2, increment, 32.0)
+    assert angular < 0 and linear < 0.1  # a wall ahead: turn right
+    linear, angular = follow_wall(scan(5.0, WALL_DISTANCE + 0.3), -math.pi / 2, increment, 32.0)
+    assert angular > 0 and linear > 0.2  # too far from the left wall: steer left
+    linear, angular = follow_wall(scan(5.0, WALL_DISTANCE - 0.1), -math.pi / 2, increment, 32.0)
+    assert angular < 0  # too close: steer right
