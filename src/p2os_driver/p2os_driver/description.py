@@ -30,15 +30,19 @@ LASER_SIZE = (0.155, 0.15, 0.185)  # a SICK LMS200 (Stage's sicklms200 body; its
 DEFAULT_TICKS_PER_REVOLUTION = 76_600  # 500-line encoder × 4 × 38.3:1 gear (a P3-DX)
 
 
-def from_parameters(parameters, model=None, gripper=False):
+def from_parameters(parameters, model=None, gripper=False, laser=None):
     """The URDF from the driver's parameter values (defaults for those not given) and the model
     the robot announced (None: the `model` parameter, else the default model): what the driver
-    publishes, and what a launch hands robot_state_publisher."""
+    publishes, and what a launch hands robot_state_publisher. laser: whether the robot has the
+    laser (None: when the `laser` parameter is true; the driver knows more once connected)."""
     if model is None:
         model = MODELS[model_key(parameters.get('model') or DEFAULT_MODEL)]
-    laser = None
-    if str(parameters.get('laser', 'auto')).lower() != 'false':
+    if laser is None:
+        laser = str(parameters.get('laser', 'auto')).lower() == 'true'
+    if laser:
         laser = (parameters.get('laser_frame_id', 'laser'), laser_pose(model, parameters))
+    else:
+        laser = None
     return describe(
         model,
         parameters.get('base_frame_id', 'base_link'),
