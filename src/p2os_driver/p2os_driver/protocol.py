@@ -6,6 +6,7 @@ numbers refer to ../shared/specs/p2os.md. Malformed input raises MalformedFrame.
 
 import dataclasses
 import enum
+import math
 import struct
 from typing import List, Optional, Tuple
 
@@ -949,6 +950,28 @@ def decode_sim_set_pose(body):
     if len(body) < 14 or body[0] != Command.SIM_SET_POSE:
         raise MalformedFrame(f'SIM_SET_POSE of {len(body)} bytes: 14 needed')
     return struct.unpack_from('<iii', body, 2)
+
+
+def laser_angles(start, end, increment, ideal=False):
+    """(first ray's angle, step between rays, ray count), degrees in the laser frame, of the scan
+    a simulator sends for the configured start / end / increment (§8.4.2, §8.4.3).
+
+    Stage (AMRISim): a fan symmetric about the laser heading, fov = |abs(end + 360) -
+    abs(start + 360)|, ceil(ceil(fov) / increment) + 1 rays spaced fov / count (181 rays of
+    0.9945° for -90..90 by 1°). ideal: rays at start + k·increment up to end. A scan with
+    end < start goes the other way (negative step)."""
+    fov = abs(abs(end + 360) - abs(start + 360))
+    if increment <= 0:
+        return 0.0, 0.0, 0
+    if ideal:
+        count = int(fov / increment + 1e-9) + 1
+        first, step = min(start, end), increment
+    else:
+        count = math.ceil(math.ceil(fov) / increment) + 1
+        first, step = -fov / 2, fov / count
+    if end < start:
+        first, step = first + step * (count - 1), -step
+    return first, step, count
 
 
 def laser_enable_value(number, argument):

@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from .odometry import normalize_angle
+from .protocol import laser_angles
 from .world import Contact, World
 
 MAX_SONAR_RANGE = 5000.0  # mm; further echoes are reported at this range
@@ -180,17 +181,8 @@ class SimLaser:
 
     def angles(self):
         """Ray angles in the laser frame (rad), in the order the readings go out."""
-        fov = abs(abs(self.end + 360) - abs(self.start + 360))
-        if self.increment <= 0:
-            return np.zeros(0)
-        if self.ideal_spacing:
-            samples = int(math.floor(fov / self.increment + 1e-9)) + 1
-            low = min(self.start, self.end)
-            angles = np.radians(low + np.arange(samples) * self.increment)
-        else:  # Stage: a symmetric fan of ceil(ceil(fov)/inc)+1 rays spaced fov/samples
-            samples = int(math.ceil(math.ceil(fov) / self.increment)) + 1
-            angles = np.radians(-fov / 2 + np.arange(samples) * fov / samples)
-        return angles[::-1] if self.end < self.start else angles
+        first, step, count = laser_angles(self.start, self.end, self.increment, self.ideal_spacing)
+        return np.radians(first + step * np.arange(count))
 
 
 def reflectance(returns, ranges, incidence):

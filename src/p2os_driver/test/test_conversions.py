@@ -101,3 +101,23 @@ def test_the_demo_wall_follower_turns_away_and_keeps_its_distance():
     assert angular > 0 and linear > 0.2  # too far from the left wall: steer left
     linear, angular = follow_wall(scan(5.0, WALL_DISTANCE - 0.1), -math.pi / 2, increment, 32.0)
     assert angular < 0  # too close: steer right
+
+
+def test_laser_scan_from_a_simulator_scan_stage_and_ideal_spacing():
+    scan = p.LaserPacket(p.PacketType.LASER_EXTENDED, 181, 0, [1500] * 180 + [32767], [0] * 181)
+    msg = convert.laser_scan_msg(scan, (-90, 90, 1.0, False), Header(frame_id='laser'), 32.767)
+    assert msg.angle_min == pytest.approx(-math.pi / 2)
+    assert msg.angle_increment == pytest.approx(math.radians(180 / 181))
+    assert msg.angle_max == pytest.approx(math.radians(89.0055), abs=1e-6)
+    assert msg.ranges[0] == pytest.approx(1.5) and math.isinf(msg.ranges[-1])
+    assert len(msg.intensities) == 181
+    ideal = convert.laser_scan_msg(scan, (-90, 90, 1.0, True), Header(), 32.767)
+    assert ideal.angle_max == pytest.approx(math.pi / 2)
+
+
+def test_ground_truth_from_simstat():
+    stat = p.SimStat(true_x=-8500, true_y=250, true_th=90)
+    msg = convert.ground_truth_msg(stat, Header(frame_id='map'), 'base_link')
+    assert (msg.pose.pose.position.x, msg.pose.pose.position.y) == (-8.5, 0.25)
+    assert msg.pose.pose.orientation.z == pytest.approx(math.sqrt(0.5))
+    assert msg.child_frame_id == 'base_link'
