@@ -52,7 +52,10 @@ INFO_KEYS = (
     'CustomInfo',
 )
 MAX_COORDINATE = 10_000_000  # mm (10 km): anything larger is a broken file, not a building
-BUCKET = 500.0  # mm, side of the ray-casting index's buckets
+# side of the ray-casting index's buckets (mm): the largest of these that holds at most
+# BUCKET_LOAD primitives per occupied bucket on average (a dense scanned map gets small ones)
+BUCKETS = (500.0, 250.0, 125.0)
+BUCKET_LOAD = 16
 _DATA_LINE = re.compile(r'-?\d{1,18}[ \t]+-?\d{1,18}[ \t]*\Z')
 _LINES_LINE = re.compile(r'-?\d{1,18}(?:[ \t]+-?\d{1,18}){3}[ \t]*\Z')
 
@@ -399,14 +402,11 @@ class World:
             # sectors stay polygons with their own returns
             plain = seg_returns[:, 0] == 1
             plain &= np.arange(len(seg)) < len(armap.lines)
-            cells = np.unique(
-                np.concatenate([_line_cells(seg[plain], 20.0), _point_cells(pts, 20.0)]),
-                axis=0,
-            )
-            boxes = np.hstack([cells * 20.0, (cells + 1) * 20.0])
+            cells = np.concatenate([_line_cells(seg[plain], 20.0), _point_cells(pts, 20.0)])
+            boxes = _merged_squares(cells * 20.0 + 10.0, 20.0)
             seg, seg_returns = seg[~plain], seg_returns[~plain]
         elif geometry == 'exact':
-            boxes = np.hstack([pts - r / 2, pts + r / 2])
+            boxes = _merged_squares(pts, r)
         else:
             raise WorldError(f'geometry must be exact or grid, not {geometry!r}')
         return cls(seg, boxes, seg_returns, None, armap.start_pose(), armap, name)
@@ -429,13 +429,25 @@ class World:
 
     def _build_index(self):
         xmin, ymin, xmax, ymax = self.bounds()
-        self.origin = np.array([xmin - BUCKET, ymin - BUCKET])
+        centres = np.concatenate(
+            [
+                (self.segments[:, :2] + self.segments[:, 2:]) / 2,
+                (self.boxes[:, :2] + self.boxes[:, 2:]) / 2,
+            ]
+        )
+        for size in BUCKETS:
+            cells = np.unique(np.floor(centres / size).astype(np.int64), axis=0)
+            if len(centres) <= BUCKET_LOAD * len(cells):
+                break
+        self.bucket = size
+        self.sample = size / 4  # mm between the points where a ray looks up a bucket
+        self.origin = np.array([xmin - 2 * size, ymin - 2 * size])
         self.shape = (
-            int((xmax - xmin) // BUCKET) + 3,
-            int((ymax - ymin) // BUCKET) + 3,
+            int((xmax - xmin) // size) + 5,
+            int((ymax - ymin) // size) + 5,
         )
         # long segments are cut into bucket-sized pieces so each lists only buckets it can touch
-        seg_ids, pieces = _pieces(self.segments, BUCKET)
+        seg_ids, pieces = _pieces(self.segments, size)
         prim_boxes = np.concatenate(
             [
                 np.stack(
@@ -451,8 +463,9 @@ class World:
             ]
         )
         prim_ids = np.concatenate([seg_ids, len(self.segments) + np.arange(len(self.boxes))])
-        lo = np.floor((prim_boxes[:, :2] - self.origin) / BUCKET).astype(np.int64)
-        hi = np.floor((prim_boxes[:, 2:] - self.origin) / BUCKET).astype(np.int64)
+        margin = self.sample / 2  # see _ray_buckets
+        lo = np.floor((prim_boxes[:, :2] - margin - self.origin) / size).astype(np.int64)
+        hi = np.floor((prim_boxes[:, 2:] + margin - self.origin) / size).astype(np.int64)
         span = hi - lo + 1
         count = span[:, 0] * span[:, 1]
         owner = np.repeat(np.arange(len(prim_ids)), count)
@@ -483,7 +496,7 @@ class World:
         best_ret = np.zeros(n, np.int64)
         best_inc = np.zeros(n)
         rays = np.arange(n)
-        start, length = 0.0, 3 * BUCKET
+        start, length = 0.0, 6000.0
         with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
             # windows of growing length along the rays: most rays end in the first one
             while len(rays) and start < max_range:
@@ -492,7 +505,7 @@ class World:
                     ox, oy, dx, dy, rays, start, end, column, best, best_ret, best_inc
                 )
                 rays = rays[best[rays] >= end]
-                start, length = end, length * 2
+                start, length = end, length * 4
         return np.maximum(best, min_range), best_ret, best_inc
 
     def _cast_window(self, ox, oy, dx, dy, rays, start, end, column, best, ret, inc):
@@ -530,29 +543,21 @@ class World:
         ret[r] = self._returns[prims, 0]
         inc[r] = angle
 
-    def _ray_buckets(self, ox, oy, dx, dy, max_range):
-        """Bucket ids each ray crosses within max_range of its origin (-1 = none)."""
-        n = len(ox)
-        # a ray crosses at most as many bucket lines per axis as the index has, or its range holds
-        span = int(max_range // BUCKET) + 2
-        span_x, span_y = min(span, self.shape[0] + 1), min(span, self.shape[1] + 1)
-        gx, gy = (ox - self.origin[0]) / BUCKET, (oy - self.origin[1]) / BUCKET
-        kx, ky = np.arange(1, span_x + 1), np.arange(1, span_y + 1)
-        sx = np.where((dx >= 0)[:, None], np.floor(gx)[:, None] + kx, np.ceil(gx)[:, None] - kx)
-        sy = np.where((dy >= 0)[:, None], np.floor(gy)[:, None] + ky, np.ceil(gy)[:, None] - ky)
-        tx = (sx - gx[:, None]) * BUCKET / dx[:, None]
-        ty = (sy - gy[:, None]) * BUCKET / dy[:, None]
-        tx[~(tx > 0) | (tx > max_range)] = np.inf
-        ty[~(ty > 0) | (ty > max_range)] = np.inf
-        t = np.sort(np.concatenate([np.zeros((n, 1)), tx, ty], axis=1), axis=1)
-        inside = np.isfinite(t)
-        t_next = np.concatenate([t[:, 1:], np.full((n, 1), np.inf)], axis=1)
-        mid = np.where(np.isfinite(t_next), (t + t_next) / 2, np.minimum(t + 1e-6, max_range))
-        mid[~inside] = 0.0
-        bx = np.floor(gx[:, None] + mid * dx[:, None] / BUCKET).astype(np.int64)
-        by = np.floor(gy[:, None] + mid * dy[:, None] / BUCKET).astype(np.int64)
-        inside &= (bx >= 0) & (bx < self.shape[0]) & (by >= 0) & (by < self.shape[1])
-        return np.where(inside, bx * self.shape[1] + by, -1)
+    def _ray_buckets(self, ox, oy, dx, dy, length):
+        """Bucket ids each ray passes within length of its origin (-1 = none / repeated).
+
+        The rays are sampled every self.sample mm; each primitive is listed in the buckets its
+        box widened by half that touches, so the bucket of the sample nearest any point of a ray
+        lists every primitive at that point: no primitive is missed, with no per-ray walk."""
+        count = int(math.ceil(length / self.sample)) + 1
+        t = np.linspace(0.0, length, count)
+        size = self.bucket
+        bx = np.floor((ox[:, None] - self.origin[0] + dx[:, None] * t) / size).astype(np.int64)
+        by = np.floor((oy[:, None] - self.origin[1] + dy[:, None] * t) / size).astype(np.int64)
+        ids = bx * self.shape[1] + by
+        inside = (bx >= 0) & (bx < self.shape[0]) & (by >= 0) & (by < self.shape[1])
+        inside[:, 1:] &= ids[:, 1:] != ids[:, :-1]
+        return np.where(inside, ids, -1)
 
     def _intersect(self, ox, oy, dx, dy, prims):
         """Ray parameter t of each (ray, primitive) pair (inf for a miss) and the incidence."""
@@ -596,8 +601,8 @@ class World:
     # ---- contact -------------------------------------------------------------------
     def contact(self, x, y, radius):
         """Nearest obstacle within radius of (x, y): Contact, or None when clear."""
-        lo = np.floor((np.array([x, y]) - radius - self.origin) / BUCKET).astype(int)
-        hi = np.floor((np.array([x, y]) + radius - self.origin) / BUCKET).astype(int)
+        lo = np.floor((np.array([x, y]) - radius - self.origin) / self.bucket).astype(int)
+        hi = np.floor((np.array([x, y]) + radius - self.origin) / self.bucket).astype(int)
         lo = np.maximum(lo, 0)
         hi = np.minimum(hi, np.array(self.shape) - 1)
         if (hi < lo).any():
@@ -662,6 +667,39 @@ def _returns(values, n):
     if values is None:
         return np.ones((n, 3), np.int64)
     return np.asarray(values, np.int64).reshape(n, 3)
+
+
+def _merged_squares(centres, size):
+    """Squares of side size around centres, as few boxes covering exactly the same area: runs of
+    squares along x (same y, gaps up to size) become one box, then runs of the rest along y.
+    A wall of points becomes a few boxes, not thousands (ray casting tests every candidate)."""
+    if not len(centres):
+        return np.zeros((0, 4))
+    centres = np.unique(np.asarray(centres, np.float64), axis=0)
+    half = size / 2
+    boxes, single = _runs(centres, size, along=0)
+    more, rest = _runs(single, size, along=1)
+    squares = np.hstack([rest - half, rest + half])
+    return np.concatenate([boxes, more, squares])
+
+
+def _runs(centres, size, along):
+    """(boxes of the runs of 2+ squares along axis `along`, centres of the squares in none)."""
+    across = 1 - along
+    if not len(centres):
+        return np.zeros((0, 4)), centres
+    order = np.lexsort((centres[:, along], centres[:, across]))
+    c = centres[order]
+    breaks = (np.diff(c[:, across]) != 0) | (np.diff(c[:, along]) > size)
+    start = np.r_[0, np.nonzero(breaks)[0] + 1]
+    end = np.r_[start[1:], len(c)] - 1
+    long_run = end > start
+    half = size / 2
+    lo, hi = c[start[long_run]] - half, c[end[long_run]] + half
+    boxes = np.empty((int(long_run.sum()), 4))
+    boxes[:, along], boxes[:, 2 + along] = lo[:, along], hi[:, along]
+    boxes[:, across], boxes[:, 2 + across] = lo[:, across], hi[:, across]
+    return boxes, c[start[~long_run]]
 
 
 def _pieces(segments, size):

@@ -290,3 +290,31 @@ def test_set_true_pose_refuses_walls_and_absurd_places():
     assert not robot.set_true_pose(1990, 0, 0)
     assert not robot.set_true_pose(float('nan'), 0, 0)
     assert robot.pose[0] == 500
+
+
+@pytest.mark.parametrize('bucket', world.BUCKETS)
+@pytest.mark.parametrize('geometry', ['exact', 'grid'])
+def test_the_bucket_index_misses_nothing_against_brute_force(geometry, bucket, monkeypatch):
+    """A random map with a dense wall (merged point squares) cast through the index, at each
+    bucket size, equals every ray tested against every primitive."""
+    monkeypatch.setattr(world, 'BUCKETS', (bucket,))
+    rng = np.random.default_rng(5)
+    armap = world.ArMap()
+    walls = [rng.integers(-6000, 6000, 2) + np.outer(np.arange(300), rng.integers(-20, 21, 2))]
+    armap.points = np.concatenate(walls + [rng.integers(-6000, 6000, (3000, 2))])
+    armap.lines = rng.integers(-6000, 6000, (40, 4))
+    w = World.from_armap(armap, geometry)
+    assert w.bucket == bucket
+    angles = rng.uniform(-math.pi, math.pi, 300)
+    fast = w.cast(150.0, -75.0, angles, 32767)[0]
+    prims = np.arange(len(w.segments) + len(w.boxes))
+    for angle, got in zip(angles[::10], fast[::10], strict=True):
+        n = len(prims)
+        t, _ = w._intersect(
+            np.full(n, 150.0),
+            np.full(n, -75.0),
+            np.full(n, math.cos(angle)),
+            np.full(n, math.sin(angle)),
+            prims,
+        )
+        assert got == pytest.approx(min(t.min(), 32767))
