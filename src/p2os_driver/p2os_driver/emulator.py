@@ -154,7 +154,8 @@ class P2osEmulator:
         self.pty = None
         self.watchdog_trips = 0
         self.sessions = 0
-        self.laser_commands = 0  # laser commands taken (#35-#38 with laser_compat, #230-#233)
+        self.laser_commands = 0  # #35-#38 taken as laser commands (laser_compat)
+        self.sim_laser_commands = 0  # #230-#233 taken (a simulator)
         self.bad_sim_commands = 0  # SIM_SET_POSE / laser commands ignored as unusable
         self.config_replies_lost = 0  # CONFIGpacs lost so far (options.config_replies_lost)
         self.sent = SendLog()  # when each SIP cycle went out (benchmarks)
@@ -368,8 +369,10 @@ class _Session:
                     if not 0 < abs(value) <= 18000:
                         raise ValueError(f'laser resolution {value}/100 degrees')
                     r.laser.increment = abs(value) / 100.0
-            if number not in (C.SIM_SET_POSE, C.SIM_RESET, C.SIM_STAT):
+            if old:
                 self.emulator.laser_commands += 1
+            elif number not in (C.SIM_SET_POSE, C.SIM_RESET, C.SIM_STAT):
+                self.emulator.sim_laser_commands += 1
         except (ValueError, MalformedFrame) as exc:
             self.emulator.bad_sim_commands += 1
             if self.emulator.bad_sim_commands <= 10 or self.emulator.bad_sim_commands % 100 == 0:

@@ -195,7 +195,7 @@ def test_plain_robot_ignores_simulator_commands():
         for _ in range(3):
             client.packet(kind=T.SIP_STOPPED)
         assert all(b[0] in (T.SIP_STOPPED, T.SIP_MOVING) for b in client.pending)
-        assert emulator.laser_commands == 0
+        assert emulator.laser_commands == emulator.sim_laser_commands == 0
     finally:
         client.sock.close()
         emulator.stop()
