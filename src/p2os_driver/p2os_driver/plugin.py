@@ -108,11 +108,13 @@ class OfficeTour(DemoScript):
         self.gripper = node.create_client(GripperCommand, f'{namespace}/gripper')
 
     def act(self, elapsed):
-        self.call_once('enable', self.enable, Trigger.Request())
-        self.call_once(
+        if self.scan is None:
+            return  # the robot is connected once it scans
+        self.call_until_success('enable', self.enable, Trigger.Request())
+        self.call_until_success(
             'gripper', self.gripper, GripperCommand.Request(command=GripperCommand.Request.STORE)
         )
-        if not self.motors_enabled or self.scan is None:
+        if not self.motors_enabled:
             return
         s = self.scan
         linear, angular = follow_wall(s.ranges, s.angle_min, s.angle_increment, s.range_max)
@@ -154,9 +156,8 @@ class OfficeTour(DemoScript):
         world = load_world(default_world_path())
         for x1, y1, x2, y2 in world.segments / 1000.0:
             axes.plot([x1, x2], [y1, y2], c='black', lw=1)
-        centres = (world.boxes[:, :2] + world.boxes[:, 2:]) / 2000.0
-        if len(centres):
-            axes.scatter(centres[:, 0], centres[:, 1], s=0.3, c='black')
+        for x1, y1, x2, y2 in world.boxes / 1000.0:  # the map's points, merged into boxes
+            axes.fill([x1, x2, x2, x1], [y1, y1, y2, y2], c='black', lw=0.5)
         start = np.array(world.start[:2]) / 1000.0
         if self.truth:
             tx, ty = zip(*self.truth, strict=False)
