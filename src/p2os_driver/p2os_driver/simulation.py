@@ -20,6 +20,7 @@ MAX_SONAR_RANGE = 5000.0  # mm; further echoes are reported at this range
 MIN_SONAR_RANGE = 100.0  # mm; closer echoes read this (AMRISim's sview, spec §8.2)
 SONAR_NOISE = 0.5  # mm, uniform ± (Stage's ranger noise 0.0005 m)
 LASER_MAX_RANGE = 32767.0  # mm (SICK LMS200 in AMRISim, spec §8.4.6)
+SEARCH = 500.0  # mm beyond the robot's radius a contact query looks (fewer queries)
 SUBSTEP = 0.02  # s; motion integration step
 
 
@@ -237,6 +238,7 @@ class SimulatedPioneer:
             self.laser.noise = self.laser.angle_error = 0.0
         self.laser_defaults = dataclasses.replace(self.laser)
         self.bumper_bits = (0, 0)  # (front, rear) switch bits of the bars that touch
+        self._free_space = (0.0, 0.0, 0.0)  # (x, y, distance to the nearest obstacle) seen last
         self.odometry = [0.0, 0.0, 0.0]  # the robot's own integration, reset by SETO
         self.v = 0.0  # mm/s
         self.w = 0.0  # rad/s
@@ -352,7 +354,7 @@ class SimulatedPioneer:
         if distance:
             # a translation into an obstacle does not happen; turning in place always does
             radius = self.model.radius
-            ahead = self.room.contact(nx, ny, radius)
+            ahead = self._contact_ahead(nx, ny, radius)
             if ahead is not None:
                 here = self.room.contact(x, y, radius)
                 blocked = here is None or ahead.clearance < here.clearance
@@ -384,6 +386,19 @@ class SimulatedPioneer:
         half_track = self.w * self.axle / 2 * dt
         self.encoders[0] += (odistance - half_track) / self.model.dist_conv
         self.encoders[1] += (odistance + half_track) / self.model.dist_conv
+
+    def _contact_ahead(self, x, y, radius):
+        """room.contact(x, y, radius), asked only when the robot may have come within reach:
+        a look SEARCH mm further tells how far it can go before the next one is needed."""
+        fx, fy, free = self._free_space
+        if math.hypot(x - fx, y - fy) < free - radius:
+            return None
+        nearest = getattr(self.room, 'nearest', None)
+        if nearest is None:  # a Room: its walls are four comparisons
+            return self.room.contact(x, y, radius)
+        found = nearest(x, y, radius + SEARCH)
+        self._free_space = (x, y, found.clearance)
+        return found if found.clearance < radius else None
 
     def _touch(self, contact, heading):
         """Bumper bits for a contact: the front bar when the obstacle is ahead, else the rear;

@@ -520,14 +520,11 @@ class World:
         valid = buckets >= 0
         ray_of = np.repeat(rays, valid.sum(axis=1))
         buckets = buckets[valid]
-        first = self._bucket_start[buckets]
-        count = self._bucket_start[buckets + 1] - first
-        total = int(count.sum())
-        if not total:
+        count = self._bucket_start[buckets + 1] - self._bucket_start[buckets]
+        if not count.any():
             return
         ray_of = np.repeat(ray_of, count)
-        offsets = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
-        prims = self._bucket_prims[np.repeat(first, count) + offsets]
+        prims = self._gather(buckets)
         keep = self._returns[prims, column] != 0
         ray_of, prims = ray_of[keep], prims[keep]
         t, angle = self._intersect(ox[ray_of], oy[ray_of], dx[ray_of], dy[ray_of], prims)
@@ -558,6 +555,13 @@ class World:
         inside = (bx >= 0) & (bx < self.shape[0]) & (by >= 0) & (by < self.shape[1])
         inside[:, 1:] &= ids[:, 1:] != ids[:, :-1]
         return np.where(inside, ids, -1)
+
+    def _gather(self, buckets):
+        """The primitives listed in the given buckets, concatenated."""
+        first = self._bucket_start[buckets]
+        count = self._bucket_start[buckets + 1] - first
+        offsets = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+        return self._bucket_prims[np.repeat(first, count) + offsets]
 
     def _intersect(self, ox, oy, dx, dy, prims):
         """Ray parameter t of each (ray, primitive) pair (inf for a miss) and the incidence."""
@@ -601,25 +605,25 @@ class World:
     # ---- contact -------------------------------------------------------------------
     def contact(self, x, y, radius):
         """Nearest obstacle within radius of (x, y): Contact, or None when clear."""
+        nearest = self.nearest(x, y, radius)
+        return nearest if nearest.clearance < radius else None
+
+    def nearest(self, x, y, reach):
+        """The nearest obstacle to (x, y) as a Contact; clearance = reach when none is closer."""
+        radius = reach
         lo = np.floor((np.array([x, y]) - radius - self.origin) / self.bucket).astype(int)
         hi = np.floor((np.array([x, y]) + radius - self.origin) / self.bucket).astype(int)
         lo = np.maximum(lo, 0)
         hi = np.minimum(hi, np.array(self.shape) - 1)
         if (hi < lo).any():
-            return None
-        bx, by = np.meshgrid(np.arange(lo[0], hi[0] + 1), np.arange(lo[1], hi[1] + 1))
-        buckets = (bx * self.shape[1] + by).ravel()
-        prims = np.unique(
-            np.concatenate(
-                [
-                    self._bucket_prims[self._bucket_start[b] : self._bucket_start[b + 1]]
-                    for b in buckets
-                ]
-            )
-        ).astype(np.int64)
+            return Contact(float(reach), 0.0)
+        bx = np.arange(lo[0], hi[0] + 1)
+        by = np.arange(lo[1], hi[1] + 1)
+        buckets = (bx[:, None] * self.shape[1] + by).ravel()
+        prims = self._gather(buckets)  # repeats are harmless: the nearest is the minimum
         prims = prims[self._returns[prims, 2] != 0]
         if not len(prims):
-            return None
+            return Contact(float(reach), 0.0)
         nseg = len(self.segments)
         cx, cy = np.full(len(prims), np.nan), np.full(len(prims), np.nan)
         is_seg = prims < nseg
@@ -634,8 +638,8 @@ class World:
         cy[~is_seg] = np.clip(y, b[:, 1], b[:, 3])
         distance = np.hypot(cx - x, cy - y)
         i = int(np.argmin(distance))
-        if distance[i] >= radius:
-            return None
+        if distance[i] >= reach:
+            return Contact(float(reach), 0.0)
         return Contact(float(distance[i]), math.atan2(cy[i] - y, cx[i] - x))
 
     def clearance(self, x, y, radius):

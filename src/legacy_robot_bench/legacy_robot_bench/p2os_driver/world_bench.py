@@ -37,7 +37,7 @@ def big_map(path, points=100_000, rooms=10, size=50_000):
     `points` DATA points (no LINES: a scanned map), a door in every wall between two rooms."""
     step = size / rooms
     walls = (rooms + 1) * 2
-    per_wall = 2 * points // walls  # sampled down to `points` below
+    per_wall = 3 * points // walls  # sampled down to `points` below
     along = np.linspace(0, size, per_wall, endpoint=False)
     rows = []
     for i in range(rooms + 1):
