@@ -48,7 +48,7 @@ def big_map(path, points=100_000, rooms=10, size=50_000):
     armap = ArMap()
     rng = np.random.default_rng(1)
     cells = np.round(np.concatenate(rows) / 20.0)  # a scanned map's points: on its 20 mm grid
-    cells += rng.choice([-1, 0, 0, 0, 0, 0, 0, 0, 0, 1], size=cells.shape)  # some a cell off
+    cells += rng.choice([-2, -1, 0, 0, 0, 0, 0, 0, 1, 2], size=cells.shape)  # some cells off
     cells = np.unique(cells.astype(np.int64), axis=0)
     keep = rng.choice(len(cells), size=min(points, len(cells)), replace=False)
     armap.points = cells[np.sort(keep)] * 20 - size // 2
