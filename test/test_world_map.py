@@ -4,11 +4,8 @@ map → odom at the start pose, seen from another process; --world's bad input."
 import math
 
 import pytest
-import rclpy
-from helpers import run_module, spin_until, start_module
+from helpers import listening_node, run_module, spin_until, start_module
 from nav_msgs.msg import OccupancyGrid
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from tf2_msgs.msg import TFMessage
 
 from legacy_robot_common.tf import TF_STATIC_LISTENER_QOS
@@ -27,15 +24,8 @@ LINES
 
 @pytest.fixture
 def listener():
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = Node('world_map_listener', context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    yield node, executor
-    executor.shutdown()
-    node.destroy_node()
-    rclpy.shutdown(context=context)
+    with listening_node('world_map_listener') as pair:
+        yield pair
 
 
 def test_bringup_publishes_the_world_map_and_map_to_odom(listener, tmp_path):

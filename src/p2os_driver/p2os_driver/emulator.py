@@ -36,6 +36,16 @@ PHYSICS_PERIOD = 0.02  # s
 AMIGO_PLAYLIST = [('hello', 0, 9600), ('beep', 9600, 1600), ('goodbye', 11200, 8000)]
 # AMRISim logs and ignores these (spec §5.2)
 AMRISIM_IGNORED = (C.ENCODER, C.IOREQUEST, C.PLAYLIST, C.GRIPPER, C.SOUND)
+# EmulatorOptions fields handed to SimulatedPioneer as they are
+PHYSICS_OPTIONS = (
+    'bumpers',
+    'sonar_beam',
+    'noise',
+    'odometry_scale',
+    'odometry_drift',
+    'laser_ideal_spacing',
+    'seed',
+)
 
 
 @dataclasses.dataclass
@@ -132,20 +142,15 @@ class P2osEmulator:
                 f'a wall of {self.world.name}; give another with --start'
             )
         mount = o.laser_mount if o.laser_mount is not None else laser_mount(self.model)
+        physics = {name: getattr(o, name) for name in PHYSICS_OPTIONS}
         self.robot = SimulatedPioneer(
             self.model,
             self.world,
             o.battery,
             o.sonar_per_cycle,
             start=start,
-            bumpers=o.bumpers,
-            sonar_beam=o.sonar_beam,
-            noise=o.noise,
-            odometry_scale=o.odometry_scale,
-            odometry_drift=o.odometry_drift,
             laser_mount=(mount[0], mount[1], math.radians(mount[2])),
-            laser_ideal_spacing=o.laser_ideal_spacing,
-            seed=o.seed,
+            **physics,
         )
         self.faults = FaultInjector(
             self.options.drop_rate, self.options.corrupt_rate, self.options.seed
@@ -652,6 +657,47 @@ def _int32(value):
 
 
 # ---- command line ----------------------------------------------------------------
+WORLD_ARGUMENTS = (  # (flag, argparse options) of the world group
+    (
+        '--world',
+        dict(
+            default='',
+            help='an ARIA .map or a ROS map.yaml to drive in; "default" = the office floor '
+            'shipped with the package. Makes the robot a simulator (laser, SIMSTAT, SIM_SET_POSE)',
+        ),
+    ),
+    ('--start', dict(default='', help='start pose x,y,th: mm, mm, degrees (default: RobotHome)')),
+    (
+        '--geometry',
+        dict(
+            choices=('exact', 'grid'),
+            default='exact',
+            help="exact: lines as drawn; grid: AMRISim's 20 mm cells (walls up to 20 mm short)",
+        ),
+    ),
+    ('--simulator', dict(action='store_true', help='SIM_* and laser commands in --room too')),
+    ('--no-bumpers', dict(action='store_true', help='no bumper bits on contact (as AMRISim)')),
+    (
+        '--sonar-beam',
+        dict(type=float, default=0.0, help='sonar beam, degrees (rays 6° apart); 0 = one ray'),
+    ),
+    ('--no-noise', dict(action='store_true', help='exact sonar and laser ranges')),
+    (
+        '--odometry-scale',
+        dict(type=float, default=0.0, help='odometry overstates distance by this fraction'),
+    ),
+    (
+        '--odometry-drift',
+        dict(type=float, default=0.0, help='odometry heading drift, degrees per metre driven'),
+    ),
+    ('--laser-mount', dict(default='', help="laser x,y,th: mm, mm, degrees (default: model's)")),
+    (
+        '--laser-ideal-spacing',
+        dict(action='store_true', help="rays at start + k·increment, not Stage's fov / count"),
+    ),
+)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog='p2os_emulator', description=__doc__.split('\n\n')[0])
     parser.add_argument(
@@ -691,54 +737,8 @@ def build_parser():
         '--room', default='10x8', help='room size in metres, WIDTHxHEIGHT (without --world)'
     )
     world = parser.add_argument_group('world (spec §8)')
-    world.add_argument(
-        '--world',
-        default='',
-        help='an ARIA .map or a ROS map.yaml to drive in; "default" = the office floor shipped '
-        'with the package. Makes the robot a simulator (laser, SIMSTAT, SIM_SET_POSE)',
-    )
-    world.add_argument(
-        '--start', default='', help='start pose x,y,th in mm, mm, degrees (default: RobotHome)'
-    )
-    world.add_argument(
-        '--geometry',
-        choices=('exact', 'grid'),
-        default='exact',
-        help="exact: lines as drawn; grid: AMRISim's 20 mm cells (walls read up to 20 mm short)",
-    )
-    world.add_argument(
-        '--simulator', action='store_true', help='answer SIM_* and laser commands in --room too'
-    )
-    world.add_argument(
-        '--no-bumpers', action='store_true', help='no bumper bits on contact (as AMRISim)'
-    )
-    world.add_argument(
-        '--sonar-beam',
-        type=float,
-        default=0.0,
-        help='sonar beam width in degrees (nearest of rays 6° apart); 0 = one ray (AMRISim)',
-    )
-    world.add_argument('--no-noise', action='store_true', help='exact sonar and laser ranges')
-    world.add_argument(
-        '--odometry-scale',
-        type=float,
-        default=0.0,
-        help='odometry error: fraction by which odometry overstates distance (e.g. 0.02)',
-    )
-    world.add_argument(
-        '--odometry-drift',
-        type=float,
-        default=0.0,
-        help='odometry error: heading drift in degrees per metre driven',
-    )
-    world.add_argument(
-        '--laser-mount', default='', help="laser x,y,th in mm, mm, degrees (default: the model's)"
-    )
-    world.add_argument(
-        '--laser-ideal-spacing',
-        action='store_true',
-        help="laser rays at start + k·increment (default: Stage's fov/samples, as AMRISim)",
-    )
+    for flag, options in WORLD_ARGUMENTS:
+        world.add_argument(flag, **options)
     parser.add_argument('--drop-rate', type=float, default=0.0, help='fraction of bytes dropped')
     parser.add_argument(
         '--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted'
