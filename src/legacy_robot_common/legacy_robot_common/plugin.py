@@ -46,6 +46,8 @@ class FoxgloveView:
     plots: Tuple[str, ...] = ()  # "battery.voltage"
     services: Tuple[Tuple[str, str], ...] = ()
     teleop: bool = False  # a mobile base: a Teleop panel on cmd_vel
+    scans: Tuple[str, ...] = ()  # sensor_msgs/LaserScan topics shown in the 3D panel
+    grids: Tuple[str, ...] = ()  # nav_msgs/OccupancyGrid topics shown in the 3D panel ("map")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -266,6 +266,8 @@ PLUGIN = RobotPlugin(
             ('reset_odometry', 'reset odometry'),
         ),
         teleop=True,
+        scans=('scan',),
+        grids=('map',),
     ),
     bench_quick_arguments=('--seconds', '5', '--samples', '100'),
     soak_parts=(
