@@ -3,11 +3,8 @@
 import signal
 
 import pytest
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from helpers import run_module, spin_until, start_module
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
+from helpers import listening_node, run_module, spin_until, start_module
 from std_msgs.msg import UInt32
 
 from legacy_robot_bringup.registry import PluginError, select
@@ -18,15 +15,8 @@ TICK = ('--plugin', 'tick_robot:PLUGIN')
 
 @pytest.fixture
 def listener():
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = Node('bringup_listener', context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    yield node, executor
-    executor.shutdown()
-    node.destroy_node()
-    rclpy.shutdown(context=context)
+    with listening_node('bringup_listener') as pair:
+        yield pair
 
 
 @pytest.mark.parametrize('stop_signal', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])

@@ -31,7 +31,14 @@ PYTHON_KEYS = {
 # ROS packages a full install has and these machines may not (no wheels): declared all the same
 ROS_ELSEWHERE = {'launch', 'launch_ros'}
 # not dependencies: setup.py's build tool, and the test support folder (test/support)
-NOT_DEPENDENCIES = {'setuptools', 'helpers', 'ros_observer', 'tick_robot', 'interfaces_peer'}
+NOT_DEPENDENCIES = {
+    'setuptools',
+    'helpers',
+    'ros_observer',
+    'tick_robot',
+    'interfaces_peer',
+    'p2os_raw_client',
+}
 
 
 def imports(package):

@@ -1,5 +1,6 @@
 """Helpers for the end-to-end tests: run repository entry points as real processes."""
 
+import contextlib
 import os
 import pathlib
 import subprocess
@@ -48,6 +49,26 @@ def start_module(module, *args, env=None):
 def wait_for(predicate, timeout=5.0, poll=0.01):
     """Poll predicate until it is true or timeout passes; returns its last value."""
     return wait_until(predicate, timeout, poll)
+
+
+@contextlib.contextmanager
+def listening_node(name):
+    """(node, executor) in a ROS context of their own, for a test that watches other processes."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node(name, context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    try:
+        yield node, executor
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
 
 
 def spin_until(executor, predicate, timeout):

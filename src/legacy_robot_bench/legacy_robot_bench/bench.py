@@ -61,6 +61,13 @@ TOOLS = (
         ('--seconds', '5'),
         'legacy_robot_bench.foxglove_bench',
     ),
+    Robot(
+        'P2OS world',
+        'p2os_driver',
+        'p2os_world',
+        ('--seconds', '5'),
+        'legacy_robot_bench.p2os_driver.world_bench',
+    ),
 )
 ROBOTS = installed_robots()  # the soak and the fuzz tests take these too
 BENCHMARKS = ROBOTS + TOOLS

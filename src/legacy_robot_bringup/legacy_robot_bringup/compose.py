@@ -36,6 +36,7 @@ from legacy_robot_common.middleware import (
 from legacy_robot_common.params import ParameterError
 from legacy_robot_common.recording import RecordingError
 from legacy_robot_common.replay import ReplayOptions
+from legacy_robot_common.world_map import WorldError, WorldMapNode
 
 from .foxglove import add_foxglove_arguments, foxglove_option, start_relay
 from .launch_plan import (
@@ -70,9 +71,12 @@ class Composition:
         use_sim_time=False,
         user_params_files=(),
         foxglove=None,
+        world=None,
     ):
         self.plugins = list(plugins)
         self.sim = sim
+        self.world = world  # --world FILE for the emulators that take one (plugin.world_option)
+        self.map_nodes = []  # a WorldMapNode per emulator with a world
         self.user_params_files = list(user_params_files)  # they win over the emulators' values
         self.record_folder = record_folder  # each driver records to <folder>/<robot>.mcap
         self.replays = dict(replays or {})  # robot name → replay (not started) in place
@@ -99,7 +103,10 @@ class Composition:
                 self.emulators[plugin.name] = emulator
                 overrides = [Parameter(k, value=v) for k, v in emulator.parameters.items()]
             elif self.sim:
-                emulator = plugin.start_emulator()
+                if self.world and plugin.world_option:
+                    emulator = plugin.start_emulator(world=self.world)
+                else:
+                    emulator = plugin.start_emulator()
                 self.emulators[plugin.name] = emulator
                 overrides = self._emulator_parameters(plugin, emulator.parameters)
             if self.record_folder is not None:
@@ -118,6 +125,11 @@ class Composition:
             )
             self.nodes[plugin.name] = node
             self.executor.add_node(node)
+            world_map = getattr(self.emulators.get(plugin.name), 'world_map', None)
+            if world_map is not None:
+                map_node = WorldMapNode(world_map, _odom_frame(node), namespace)
+                self.map_nodes.append(map_node)
+                self.executor.add_node(map_node)
         if self.foxglove is not None:
             self.relay = start_relay(self.executor, *self.foxglove)
 
@@ -149,7 +161,8 @@ class Composition:
 
     def stop(self):
         """Nodes first (each link says goodbye to its robot), then the emulators."""
-        for node in [*self.nodes.values(), *([self.relay] if self.relay else [])]:
+        others = [*self.map_nodes, *([self.relay] if self.relay else [])]
+        for node in [*self.nodes.values(), *others]:
             try:
                 self.executor.remove_node(node)  # before its entities go
                 node.destroy_node()
@@ -166,12 +179,22 @@ class Composition:
             print(f'warning: executor shutdown: {exc}', file=sys.stderr)
 
 
+def _odom_frame(node):
+    """The odometry frame a driver publishes (frame_prefix + odom_frame_id)."""
+    values = []
+    for name, default in (('frame_prefix', ''), ('odom_frame_id', 'odom')):
+        has = node.has_parameter(name)
+        values.append(node.get_parameter(name).value if has else default)
+    prefix, odom = values
+    return f'{prefix.rstrip("/")}/{odom}' if prefix else odom
+
+
 @contextlib.contextmanager
 def running(plugins, extra_params_files=(), extra_ros_args=(), **options):
     """rclpy initialised with the robots' parameter files (and extra_ros_args, what followed
     --ros-args) and their Composition started; everything stopped again on exit. Composition
     options: sim, namespace, namespace_per_robot, replays, record_folder, frames, use_sim_time,
-    foxglove.
+    foxglove, world.
     Raises ParameterError or OSError (emulator port) for user errors, RCLError for ROS
     arguments rclpy cannot parse."""
     args = ros_args(plugins, extra_params_files)
@@ -225,6 +248,12 @@ def build_parser():
         '--sim',
         action='store_true',
         help='start each robot emulator in this process and connect to it',
+    )
+    parser.add_argument(
+        '--world',
+        metavar='FILE',
+        help='with --sim: the world the emulators drive in (P2OS: an ARIA .map or a ROS '
+        'map.yaml; default: the office floor shipped with p2os_driver)',
     )
     parser.add_argument(
         '--replay',
@@ -334,6 +363,12 @@ def main(argv=None):
     if not chosen:
         print('error: no robot drivers installed; nothing to run', file=sys.stderr)
         return 2
+    if args.world and not args.sim:
+        print("error: --world needs --sim (the world is the emulators')", file=sys.stderr)
+        return 2
+    if args.world and not any(p.world_option for p in chosen):
+        print('error: --world: none of these robots has a simulated world', file=sys.stderr)
+        return 2
     try:
         peers = static_peers(args.peers)
     except ParameterError as exc:
@@ -360,14 +395,17 @@ def main(argv=None):
             frames=args.frames,
             use_sim_time=args.use_sim_time,
             foxglove=foxglove_option(args),
+            world=args.world,
         ) as composition:
             for name, emulator in composition.emulators.items():
                 print(f'{name}: emulator {emulator.description}', flush=True)
+            for map_node in composition.map_nodes:
+                print(f'world map: {map_node.describe()}', flush=True)
             if composition.relay is not None:
                 print(composition.relay.announcement, flush=True)
             print(f'running: {", ".join(composition.nodes)}', flush=True)
             composition.spin(args.duration)
-    except (ParameterError, OSError) as exc:
+    except (ParameterError, OSError, WorldError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2
     except RCLError as exc:

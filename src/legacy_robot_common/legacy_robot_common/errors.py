@@ -14,3 +14,7 @@ class ConnectionLost(ConnectionError):
 
 class LinkTimeout(ConnectionLost):
     """Nothing arrived from the robot for longer than the read timeout."""
+
+
+class WorldError(ValueError):
+    """A simulated world (map file, start pose) that cannot be used: commands exit with code 2."""

@@ -15,6 +15,10 @@ def _panels(plugin):
     shown = {_topic(ns, 'robot_description'): fl.BaseRendererUrdfTopicSettings(visible=True)}
     if view.teleop:  # a mobile base: where odometry says it is
         shown[_topic(ns, 'odom')] = fl.BaseRendererPoseTopicSettings(visible=True, type='arrow')
+    for topic in view.scans:
+        shown[_topic(ns, topic)] = fl.BaseRendererLaserScanTopicSettings(visible=True)
+    for topic in view.grids:
+        shown[_topic(ns, topic)] = fl.BaseRendererRosOccupancyGridTopicSettings(visible=True)
     three_d = fl.ThreeDeePanel(
         title=f'{plugin.label or plugin.name} model and TF',
         config=fl.ThreeDeeConfig(follow_tf=f'{plugin.name}/base_link', topics=shown),

@@ -104,12 +104,17 @@ def _accept_integers_as_numbers(node, name, default):
         node._parameter_overrides[name] = RosParameter(
             name, RosParameter.Type.DOUBLE, float(override.value)
         )
+    elif isinstance(default, str) and override.type_ == RosParameter.Type.BOOL:
+        # a choice such as auto / true / false: `-p laser:=true` and YAML `laser: true` are bools
+        node._parameter_overrides[name] = RosParameter(
+            name, RosParameter.Type.STRING, str(override.value).lower()
+        )
     elif (
-        isinstance(default, list)
+        default is RosParameter.Type.DOUBLE_ARRAY
+        or isinstance(default, list)
         and default
         and all(isinstance(v, float) for v in default)
-        and override.type_ == RosParameter.Type.INTEGER_ARRAY
-    ):
+    ) and override.type_ == RosParameter.Type.INTEGER_ARRAY:
         node._parameter_overrides[name] = RosParameter(
             name, RosParameter.Type.DOUBLE_ARRAY, [float(v) for v in override.value]
         )

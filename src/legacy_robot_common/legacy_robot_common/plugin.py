@@ -46,6 +46,8 @@ class FoxgloveView:
     plots: Tuple[str, ...] = ()  # "battery.voltage"
     services: Tuple[Tuple[str, str], ...] = ()
     teleop: bool = False  # a mobile base: a Teleop panel on cmd_vel
+    scans: Tuple[str, ...] = ()  # sensor_msgs/LaserScan topics shown in the 3D panel
+    grids: Tuple[str, ...] = ()  # nav_msgs/OccupancyGrid topics shown in the 3D panel ("map")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +87,9 @@ class RobotPlugin:
     # describe_robot(parameters) -> URDF text from the driver's parameter values ({name: value},
     # defaults for the rest): the robot model a launch hands robot_state_publisher
     describe_robot: Optional[Callable[[dict], str]] = None
+    # start_emulator(world=FILE) loads a world (`bringup --sim --world FILE`); an emulator with a
+    # world_map (legacy_robot_common.world_map.WorldMap) gets its map published by bringup
+    world_option: bool = False
 
     @property
     def title(self):

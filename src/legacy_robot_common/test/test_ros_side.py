@@ -116,6 +116,14 @@ def test_a_table_value_out_of_range_type_or_choices_gives_the_declare_error(
     node.destroy_node()
 
 
+def test_a_bool_is_taken_for_a_choice_and_integers_for_an_unset_number_list(context):
+    """`-p laser:=true` (YAML `laser: true`) is a bool; `-p mount:=[0, 0, 1]` integers."""
+    node = make_node(context, [('laser', True), ('mount', [0, 0, 1])])
+    assert declare(node, 'laser', 'auto', 'on?', choices=('auto', 'true', 'false')) == 'true'
+    assert declare(node, 'mount', Parameter.Type.DOUBLE_ARRAY, 'x y yaw') == [0.0, 0.0, 1.0]
+    node.destroy_node()
+
+
 def test_link_status_reports_state_counters_and_rates():
     emulator = TickEmulator(rate=100, garbage_every=4).start()
     client = TickClient(

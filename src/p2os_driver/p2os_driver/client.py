@@ -80,6 +80,9 @@ class Settings:
     bump_stall: int = -1  # BUMP_STALL_VALUES key sent after OPEN; -1 keeps the robot's
     motion_timeout: float = 0.5  # s without drive() before the stop; 0 = never (run time too)
     repeat_period: float = 0.5  # s between resends of the motion command (not of the stop)
+    # the simulated laser (§8.4): auto = on a simulator; its start, end, increment in degrees
+    laser: str = 'auto'
+    laser_scan: Tuple[float, float, float] = (-90.0, 90.0, 1.0)
 
     def __post_init__(self):
         if self.model and model_key(self.model) not in MODELS:
@@ -91,6 +94,14 @@ class Settings:
             host_port(self.port)  # fail early on a bad address
         if self.simulator not in ('auto', 'true', 'false'):
             raise ValueError(f'simulator must be auto, true or false, not {self.simulator!r}')
+        if self.laser not in ('auto', 'true', 'false'):
+            raise ValueError(f'laser must be auto, true or false, not {self.laser!r}')
+        start, end, increment = self.laser_scan
+        if not (-180 <= start <= 180 and -180 <= end <= 180 and 0.01 <= increment <= 180):
+            raise ValueError(
+                f'laser scan {start}..{end} by {increment}: angles within ±180°, '
+                'increment 0.01..180°'
+            )
         if self.bump_stall != -1 and self.bump_stall not in BUMP_STALL_VALUES:
             raise ValueError(f'bump_stall must be -1 or one of 0..3, not {self.bump_stall}')
 
@@ -161,6 +172,7 @@ class P2osClient(ReconnectingClient):
         self.config = None
         self.ignored_packets = 0
         self.last_sip_time = None
+        self.laser_assembler = p.LaserAssembler()  # .dropped: partial scans thrown away
         self._bauds = settings.baud_cycle or (settings.baud,)
         self._baud_index = 0
         self._last_write = 0.0
@@ -193,6 +205,7 @@ class P2osClient(ReconnectingClient):
     def run_session(self, link):
         self._receiver = p.PacketReceiver()
         self._bodies.clear()
+        self.config = None
         try:
             name, robot_class, subclass = self._handshake(link)
         except HandshakeFailed:
@@ -230,13 +243,39 @@ class P2osClient(ReconnectingClient):
                 packets.append(p.encode_command(number, 2))
         if 'motors' in state:
             packets.append(p.encode_command(C.ENABLE, int(state['motors'])))
+        if self.is_simulator:
+            packets.append(p.encode_command(C.SIM_STAT, 2))  # the true pose before every SIP
+        if self.laser_wanted:
+            packets += self._laser_packets()
         return packets
+
+    def _laser_packets(self):
+        """The simulated laser on (§8.4.2): #231-#233 and #230 with 2 (0x61 packets), which
+        AMRISim takes with or without its SRISim compatibility (#35-#38)."""
+        start, end, increment = self.settings.laser_scan
+        return [
+            p.encode_command(p.LASER_START, int(round(start))),
+            p.encode_command(p.LASER_END, int(round(end))),
+            p.encode_command(p.LASER_RESOLUTION, int(round(increment * 100))),
+            p.encode_command(p.LASER_ENABLE, 2),
+        ]
+
+    @property
+    def laser_wanted(self):
+        """The laser is asked for: laser true, or auto and the robot is a simulator."""
+        if self.settings.laser == 'auto':
+            return self.is_simulator
+        return self.settings.laser == 'true'
 
     # ---- simulators (spec §5.2) --------------------------------------------------
     @property
     def is_simulator(self):
+        """auto: a robot named AMRISim or MobileSim, or one whose CONFIGpac serial number is
+        "SIM" (what ARIA looks at, §8.4.1)."""
         if self.settings.simulator == 'auto':
-            return self.identity is not None and self.identity.name in p.SIMULATOR_NAMES
+            named = self.identity is not None and self.identity.name in p.SIMULATOR_NAMES
+            serial = self.config is not None and self.config.values['serial_number'] == 'SIM'
+            return named or serial
         return self.settings.simulator == 'true'
 
     def refusal(self, number):
@@ -431,6 +470,10 @@ class P2osClient(ReconnectingClient):
             self.last_sip_time = time.monotonic()
         if kind == p.PacketType.CONFIG:
             self.config = record
+        if kind in (T.LASER_POSE, T.LASER_EXTENDED):
+            record = self.laser_assembler.add(record)  # a whole scan, or None until then
+            if record is None:
+                return
         self._resolve_waiters(kind, record)
         self.deliver(record)
 
@@ -444,6 +487,9 @@ class P2osClient(ReconnectingClient):
         T.SERAUX: lambda c, b: AuxBytes(p.decode_seraux(b)),
         T.PLAYLIST: lambda c, b: p.decode_playlist(b),
         T.CONFIG: lambda c, b: p.decode_config(b),
+        T.LASER_POSE: lambda c, b: p.decode_laser(b),
+        T.LASER_EXTENDED: lambda c, b: p.decode_laser(b),
+        T.SIMSTAT: lambda c, b: p.decode_simstat(b),
     }
 
     def _decode(self, kind, body):
@@ -455,6 +501,13 @@ class P2osClient(ReconnectingClient):
         """STOP (or E_STOP); the motion command is forgotten, so no resend undoes it."""
         self.motion.clear()
         return self.command(C.E_STOP if emergency else C.STOP)
+
+    def set_true_pose(self, x_mm, y_mm, th_deg):
+        """SIM_SET_POSE (§8.5): move a simulated robot (its odometry stays); ValueError for a
+        pose that does not fit the packet."""
+        data = p.encode_sim_set_pose(x_mm, y_mm, th_deg)
+        self.send(data)
+        return 'SIM_SET_POSE'
 
     def enable_motors(self, on):
         return self.command(C.ENABLE, int(on))

@@ -7,10 +7,11 @@ import dataclasses
 import math
 
 from diagnostic_msgs.msg import KeyValue
-from sensor_msgs.msg import BatteryState, JointState, Range
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import BatteryState, JointState, LaserScan, Range
 from std_msgs.msg import Header
 
-from legacy_robot_common.messages import uint8_array
+from legacy_robot_common.messages import uint8_array, yaw_quaternion
 from legacy_robot_interfaces.msg import (
     BumperState,
     DigitalAnalogIO,
@@ -23,6 +24,7 @@ from legacy_robot_interfaces.msg import (
 )
 
 from . import description
+from . import protocol as p
 from .models import FACTOR_NAMES
 from .protocol import GripperPacket, read_gripper_packet_byte, read_sip_gripper_byte
 
@@ -237,3 +239,37 @@ def config_has_gripper(config):
     if config is None or not config.sent('gripper'):
         return None
     return config.values['gripper'] != 0
+
+
+def laser_scan_msg(scan, settings, header, range_max, period=0.1):
+    """A reassembled simulator scan (protocol.LaserPacket with every reading) → LaserScan.
+
+    settings: (start, end, increment in degrees, ideal spacing) as sent to the simulator; the
+    angles are the ones it casts (§8.4.3), so a scan of another length than the settings give
+    is described by its own count on the same spacing. Readings at or above range_max (no echo)
+    read +inf (REP-117); intensities are the reflectance bytes (0x61)."""
+    start, end, increment, ideal = settings
+    first, step, _ = p.laser_angles(start, end, increment, ideal)
+    count = len(scan.ranges)
+    metres = [r / 1000.0 for r in scan.ranges]
+    msg = LaserScan(header=header)
+    msg.angle_min = math.radians(first)
+    msg.angle_increment = math.radians(step)
+    msg.angle_max = math.radians(first + step * max(0, count - 1))
+    msg.scan_time = float(period)
+    msg.time_increment = 0.0  # the simulator casts every ray at one instant
+    msg.range_min = 0.0
+    msg.range_max = float(range_max)
+    msg.ranges = [m if m < range_max else math.inf for m in metres]
+    msg.intensities = [float(v) for v in scan.reflectance] if scan.reflectance else []
+    return msg
+
+
+def ground_truth_msg(stat, header, child_frame_id):
+    """SIMSTAT (0x62) → the simulator's true pose as nav_msgs/Odometry (metres, radians)."""
+    msg = Odometry(header=header, child_frame_id=child_frame_id)
+    msg.pose.pose.position.x = stat.true_x / 1000.0
+    msg.pose.pose.position.y = stat.true_y / 1000.0
+    msg.pose.pose.position.z = stat.true_z / 1000.0
+    msg.pose.pose.orientation = yaw_quaternion(math.radians(stat.true_th))
+    return msg

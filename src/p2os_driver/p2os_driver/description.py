@@ -12,7 +12,7 @@ import math
 
 from legacy_robot_common.robot_model import Urdf, box, cylinder
 
-from .models import DEFAULT_MODEL, MODELS, model_key
+from .models import DEFAULT_MODEL, MODELS, laser_mount, model_key
 
 # chassis → (wheel radius m, wheel width m, body height m, wheels per side, mast height m)
 CHASSIS = {
@@ -26,15 +26,23 @@ CHASSIS = {
 }
 SONAR_RADIUS, SONAR_DEPTH = 0.02, 0.02  # the Polaroid 6500 transducer's face
 SONAR_BELOW_TOP = 0.04  # m, ring centre below the top of the body
+LASER_SIZE = (0.155, 0.15, 0.185)  # a SICK LMS200 (Stage's sicklms200 body; its height)
 DEFAULT_TICKS_PER_REVOLUTION = 76_600  # 500-line encoder × 4 × 38.3:1 gear (a P3-DX)
 
 
-def from_parameters(parameters, model=None, gripper=False):
+def from_parameters(parameters, model=None, gripper=False, laser=None):
     """The URDF from the driver's parameter values (defaults for those not given) and the model
     the robot announced (None: the `model` parameter, else the default model): what the driver
-    publishes, and what a launch hands robot_state_publisher."""
+    publishes, and what a launch hands robot_state_publisher. laser: whether the robot has the
+    laser (None: when the `laser` parameter is true; the driver knows more once connected)."""
     if model is None:
         model = MODELS[model_key(parameters.get('model') or DEFAULT_MODEL)]
+    if laser is None:
+        laser = str(parameters.get('laser', 'auto')).lower() == 'true'
+    if laser:
+        laser = (parameters.get('laser_frame_id', 'laser'), laser_pose(model, parameters))
+    else:
+        laser = None
     return describe(
         model,
         parameters.get('base_frame_id', 'base_link'),
@@ -42,7 +50,18 @@ def from_parameters(parameters, model=None, gripper=False):
         parameters.get('base_height', 0.0),
         parameters.get('wheel_radius', 0.0),
         gripper,
+        laser,
     )
+
+
+def laser_pose(model, parameters):
+    """(x m, y m, yaw rad) of the laser in base_link: the laser_mount parameter [x, y, yaw]
+    (m, m, rad) when given, else the model table's (ARIA's LaserX / LaserY)."""
+    mount = list(parameters.get('laser_mount') or [])
+    if len(mount) == 3:
+        return tuple(float(v) for v in mount)
+    x, y, th = laser_mount(model)
+    return (x / 1000.0, y / 1000.0, math.radians(th))
 
 
 def chassis(model):
@@ -88,8 +107,17 @@ def wheel_positions(model, left_ticks, right_ticks, ticks_per_revolution):
     return {name: 2 * math.pi * turns[side] for name, _, side in wheel_joints(model)}
 
 
-def describe(model, base_frame, sonar_prefix, base_height=0.0, wheel_radius=0.0, gripper=False):
-    """Urdf of the model; frame names without the driver's frame_prefix."""
+def describe(
+    model,
+    base_frame,
+    sonar_prefix,
+    base_height=0.0,
+    wheel_radius=0.0,
+    gripper=False,
+    laser=None,
+):
+    """Urdf of the model; frame names without the driver's frame_prefix. laser: (frame,
+    (x, y, yaw)) of a SICK on top of the body, its frame at the scan plane."""
     default_radius, wheel_width, height, per_side, mast = CHASSIS[chassis(model)]
     radius = wheel_radius or default_radius
     floor = -base_height
@@ -135,6 +163,10 @@ def describe(model, base_frame, sonar_prefix, base_height=0.0, wheel_radius=0.0,
             (x / 1000.0, y / 1000.0, sonar_height(model, base_height)),
             (0.0, 0.0, math.radians(heading)),
         )
+    if laser is not None:
+        frame, (x, y, yaw) = laser
+        urdf.link(frame, box(LASER_SIZE, (0, 0, -LASER_SIZE[2] / 2 + 0.04), colour='sensor'))
+        urdf.fixed(base_frame, frame, (x, y, top + LASER_SIZE[2] - 0.04), (0.0, 0.0, yaw))
     return urdf
 
 

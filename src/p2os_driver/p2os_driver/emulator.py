@@ -27,14 +27,25 @@ from legacy_robot_common.emulator import (
 from legacy_robot_common.errors import MalformedFrame
 
 from . import protocol as p
-from .models import MODELS, model_key
+from .models import MODELS, laser_mount, model_key
 from .simulation import Room, SimulatedPioneer
+from .world import WorldError, default_world_path, load_world, parse_pose
 
 C = p.Command
 PHYSICS_PERIOD = 0.02  # s
 AMIGO_PLAYLIST = [('hello', 0, 9600), ('beep', 9600, 1600), ('goodbye', 11200, 8000)]
 # AMRISim logs and ignores these (spec §5.2)
 AMRISIM_IGNORED = (C.ENCODER, C.IOREQUEST, C.PLAYLIST, C.GRIPPER, C.SOUND)
+# EmulatorOptions fields handed to SimulatedPioneer as they are
+PHYSICS_OPTIONS = (
+    'bumpers',
+    'sonar_beam',
+    'noise',
+    'odometry_scale',
+    'odometry_drift',
+    'laser_ideal_spacing',
+    'seed',
+)
 
 
 @dataclasses.dataclass
@@ -60,7 +71,20 @@ class EmulatorOptions:
     firmware_version: str = ''  # '' = a P2OS CONFIGpac (ends at TRANSKI); else ARCOS fields
     gripper: bool = None  # has a gripper; None = every model but the AmigoBots
     ignored_commands: tuple = ()  # command numbers the robot ignores (AMRISIM_IGNORED)
-    laser_compat: bool = False  # #35-#37 are laser commands (AMRISim's default)
+    laser_compat: bool = False  # #35-#38 are laser commands (AMRISim's default)
+    # the world (spec §8): a .map / map.yaml file ('' = the room above), its geometry,
+    # a start pose (x mm, y mm, th rad; None = the map's RobotHome / Dock, else the origin)
+    world: str = ''
+    geometry: str = 'exact'  # or 'grid' (AMRISim's 20 mm cells)
+    start: tuple = None
+    simulator: bool = False  # answers the SIM_* and laser commands; CONFIG serial "SIM"
+    bumpers: bool = True  # bumper bits on contact (real robots); AMRISim sets none
+    sonar_beam: float = 0.0  # degrees; 0 = one ray per transducer (AMRISim)
+    noise: bool = True  # sonar / laser noise as Stage's
+    odometry_scale: float = 0.0  # odometry overstates distance by this fraction
+    odometry_drift: float = 0.0  # rad of heading error per metre driven
+    laser_mount: tuple = None  # x mm, y mm, th deg; None = the model table's
+    laser_ideal_spacing: bool = False  # rays at start + k·inc instead of Stage's spacing
 
     def __post_init__(self):
         self.model = model_key(self.model)
@@ -75,6 +99,10 @@ class EmulatorOptions:
             )
         if not 0.01 <= self.sip_cycle <= 1.0:
             raise ValueError('sip_cycle must be within 0.01..1 s')
+        if self.world:
+            self.simulator = True
+        if not 0 <= self.sonar_beam <= 180:
+            raise ValueError('sonar_beam must be within 0..180 degrees')
 
     @classmethod
     def amrisim(cls, **overrides):
@@ -90,6 +118,9 @@ class EmulatorOptions:
             gripper=False,
             ignored_commands=AMRISIM_IGNORED,
             laser_compat=True,
+            simulator=True,
+            bumpers=False,
+            sonar_per_cycle=32,
         )
         values.update(overrides)
         return cls(**values)
@@ -99,9 +130,27 @@ class P2osEmulator:
     def __init__(self, options=None):
         self.options = options or EmulatorOptions()
         self.model = MODELS[self.options.model]
-        room = Room(self.options.room_width * 1000, self.options.room_height * 1000)
+        o = self.options
+        if o.world:
+            self.world = load_world(o.world, o.geometry)
+        else:
+            self.world = Room(o.room_width * 1000, o.room_height * 1000)
+        start = o.start if o.start is not None else self.world.start
+        if self.world.contact(start[0], start[1], self.model.radius) is not None:
+            raise WorldError(
+                f'the start pose ({start[0]:.0f} mm, {start[1]:.0f} mm) is inside or touching '
+                f'a wall of {self.world.name}; give another with --start'
+            )
+        mount = o.laser_mount if o.laser_mount is not None else laser_mount(self.model)
+        physics = {name: getattr(o, name) for name in PHYSICS_OPTIONS}
         self.robot = SimulatedPioneer(
-            self.model, room, self.options.battery, self.options.sonar_per_cycle
+            self.model,
+            self.world,
+            o.battery,
+            o.sonar_per_cycle,
+            start=start,
+            laser_mount=(mount[0], mount[1], math.radians(mount[2])),
+            **physics,
         )
         self.faults = FaultInjector(
             self.options.drop_rate, self.options.corrupt_rate, self.options.seed
@@ -110,7 +159,9 @@ class P2osEmulator:
         self.pty = None
         self.watchdog_trips = 0
         self.sessions = 0
-        self.laser_commands = 0  # #35-#37 taken as laser commands (laser_compat)
+        self.laser_commands = 0  # #35-#38 taken as laser commands (laser_compat)
+        self.sim_laser_commands = 0  # #230-#233 taken (a simulator)
+        self.bad_sim_commands = 0  # SIM_SET_POSE / laser commands ignored as unusable
         self.config_replies_lost = 0  # CONFIGpacs lost so far (options.config_replies_lost)
         self.sent = SendLog()  # when each SIP cycle went out (benchmarks)
         self._commands = []
@@ -239,6 +290,7 @@ class _Session:
         self.streams = {}  # packet type → 'once' or 'continuous'
         self.getaux_wanted = 0
         self.send_config = self.send_playlist = False
+        self.simstat = 0  # 0 off, 1 once, 2 before every SIP
 
     def run(self):
         self.emulator.sessions += 1
@@ -262,13 +314,17 @@ class _Session:
         try:
             number, argument = p.decode_command(body)
         except MalformedFrame:
-            return True  # P2OS ignores what it cannot read
+            if not (self.connected and body and body[0] == C.SIM_SET_POSE):
+                return True  # P2OS ignores what it cannot read
+            number, argument = C.SIM_SET_POSE, None
         if not self.connected:
             self._handle_sync(number)
             return True
         self.emulator.command_arrived(number, argument)
         options = self.emulator.options
         if number in options.ignored_commands:
+            return True
+        if options.simulator and self._simulator_command(number, argument, body):
             return True
         if options.laser_compat and number in p.SIMULATOR_LASER_COMMANDS:
             self.emulator.laser_commands += 1
@@ -280,6 +336,57 @@ class _Session:
             return not self.closes_connection
         with self.robot.lock:
             self._apply(number, argument)
+        return True
+
+    def _simulator_command(self, number, argument, body):
+        """SIM_* and laser commands (spec §8.4, §8.5); True when number was one. A command with
+        an unusable argument is counted, logged and ignored."""
+        options, r = self.emulator.options, self.robot
+        old = options.laser_compat and number in (*p.SIMULATOR_LASER_COMMANDS, C.OLD_LRF_CFG_INC)
+        if not old and number not in (
+            C.SIM_SET_POSE,
+            C.SIM_RESET,
+            C.SIM_STAT,
+            p.LASER_ENABLE,
+            p.LASER_START,
+            p.LASER_END,
+            p.LASER_RESOLUTION,
+        ):
+            return False
+        value = argument if isinstance(argument, int) else 0
+        try:
+            with r.lock:
+                if number == C.SIM_SET_POSE:
+                    x, y, th = p.decode_sim_set_pose(body)
+                    if not r.set_true_pose(float(x), float(y), math.radians(th)):
+                        raise ValueError(f'pose ({x}, {y}, {th}) is off the map or in a wall')
+                elif number == C.SIM_RESET:
+                    r.reset_simulation()
+                elif number == C.SIM_STAT:
+                    self.simstat = value if value in (1, 2) else 0
+                elif number in (C.ADSEL, p.LASER_ENABLE):
+                    r.laser.packet = p.laser_enable_value(number, value)
+                elif number in (C.GRIPPERVAL, p.LASER_START):
+                    r.laser.start = float(_angle(value))
+                elif number in (C.GRIPREQUEST, p.LASER_END):
+                    r.laser.end = float(_angle(value))
+                else:  # resolution in hundredths of a degree
+                    if not 0 < abs(value) <= 18000:
+                        raise ValueError(f'laser resolution {value}/100 degrees')
+                    r.laser.increment = abs(value) / 100.0
+            if old:
+                self.emulator.laser_commands += 1
+            elif number not in (C.SIM_SET_POSE, C.SIM_RESET, C.SIM_STAT):
+                self.emulator.sim_laser_commands += 1
+        except (ValueError, MalformedFrame) as exc:
+            self.emulator.bad_sim_commands += 1
+            if self.emulator.bad_sim_commands <= 10 or self.emulator.bad_sim_commands % 100 == 0:
+                print(
+                    f'p2os_emulator: command #{int(number)} ignored: {exc} '
+                    f'({self.emulator.bad_sim_commands} so far)',
+                    file=sys.stderr,
+                    flush=True,
+                )
         return True
 
     def _handle_sync(self, number):
@@ -363,7 +470,11 @@ class _Session:
     # ---- the server cycle ----------------------------------------------------------
     def _cycle(self):
         with self.robot.lock:
-            packets = [self._sip()]
+            packets = [self._simstat()] if self.simstat else []
+            if self.simstat == 1:
+                self.simstat = 0
+            packets.append(self._sip())
+            packets += self._laser_packets()
             for kind, mode in list(self.streams.items()):
                 packets.append(self._stream_packet(kind))
                 if mode == 'once':
@@ -397,6 +508,32 @@ class _Session:
     def _sip(self):
         return sip_body(self.robot, self.emulator.options)
 
+    def _laser_packets(self):
+        """The whole current scan after the SIP, in packets of 32 readings (spec §8.4.4)."""
+        r = self.robot
+        if not r.laser.packet:
+            return []
+        moved = r.laser.moved
+        ranges, reflect = r.laser_scan()
+        ox, oy, oth = r.odometry
+        return p.encode_laser_packets(
+            r.laser.packet, ranges, reflect, (ox, oy, math.degrees(oth)), int(moved)
+        )
+
+    def _simstat(self):
+        x, y, th = self.robot.pose
+        cycle = int(self.emulator.options.sip_cycle * 1000)
+        return p.encode_simstat(
+            p.SimStat(
+                sim_interval=cycle,
+                real_interval=cycle,
+                last_interval=cycle,
+                true_x=int(x),
+                true_y=int(y),
+                true_th=int(round(math.degrees(th))),
+            )
+        )
+
     def _stream_packet(self, kind):
         r = self.robot
         if kind == p.PacketType.ENCODER:
@@ -420,7 +557,7 @@ class _Session:
         return {
             'robot_type': 'Pioneer',
             'subtype': m.subclass,
-            'serial_number': 'EMU0001',
+            'serial_number': 'SIM' if o.simulator else 'EMU0001',
             'rot_vel_top': 360,
             'trans_vel_top': int(m.max_velocity),
             'rot_acc_top': 300,
@@ -460,8 +597,7 @@ def sip_body(robot, options):
     r, m = robot, robot.model
     left, right = r.wheel_velocities()
     ox, oy, oth = r.odometry
-    front = int(r.bumped_front and m.front_bumpers > 0) * 0b1110  # middle switches
-    rear = int(r.bumped_rear and m.rear_bumpers > 0) * 0b1110
+    front, rear = r.bumper_bits
     stall = int(r.stalled)
     tail = b''
     if options.later_firmware_tail:
@@ -478,7 +614,7 @@ def sip_body(robot, options):
         left_velocity=_int16(round(left / m.vel_conv)),
         right_velocity=_int16(round(right / m.vel_conv)),
         battery_decivolts=max(0, min(255, int(r.battery * 10))),
-        stall_bumpers=(stall | rear << 1) | (stall | front << 1) << 8,
+        stall_bumpers=(stall | rear) | (stall | front) << 8,
         control=_int16(round(r.heading_target / m.angle_conv)),
         flags=int(r.enabled) | int(r.sonar_enabled) << 1,
         compass=int(math.degrees(r.pose[2]) % 360 // 2),
@@ -493,6 +629,25 @@ def sip_body(robot, options):
     return p.encode_sip(sip, options.gripper_in_high_byte)
 
 
+def world_summary(world):
+    """One line: the file, what is solid, the start pose, skipped lines."""
+    text = f'{world.name}: {len(world.segments)} segments, {len(world.boxes)} cells'
+    x, y, th = world.start
+    text += f', start ({x:.0f} mm, {y:.0f} mm, {math.degrees(th):.0f}°)'
+    armap = getattr(world, 'armap', None)
+    if armap is not None and armap.skipped:
+        text += (
+            f'; {armap.skipped} malformed lines skipped (e.g. line {armap.skipped_examples[0]})'
+        )
+    return text
+
+
+def _angle(value):
+    if not -360 <= value <= 360:
+        raise ValueError(f'laser angle {value} degrees')
+    return value
+
+
 def _int16(value):
     return (int(value) + 0x8000) % 0x10000 - 0x8000
 
@@ -502,6 +657,47 @@ def _int32(value):
 
 
 # ---- command line ----------------------------------------------------------------
+WORLD_ARGUMENTS = (  # (flag, argparse options) of the world group
+    (
+        '--world',
+        dict(
+            default='',
+            help='an ARIA .map or a ROS map.yaml to drive in; "default" = the office floor '
+            'shipped with the package. Makes the robot a simulator (laser, SIMSTAT, SIM_SET_POSE)',
+        ),
+    ),
+    ('--start', dict(default='', help='start pose x,y,th: mm, mm, degrees (default: RobotHome)')),
+    (
+        '--geometry',
+        dict(
+            choices=('exact', 'grid'),
+            default='exact',
+            help="exact: lines as drawn; grid: AMRISim's 20 mm cells (walls up to 20 mm short)",
+        ),
+    ),
+    ('--simulator', dict(action='store_true', help='SIM_* and laser commands in --room too')),
+    ('--no-bumpers', dict(action='store_true', help='no bumper bits on contact (as AMRISim)')),
+    (
+        '--sonar-beam',
+        dict(type=float, default=0.0, help='sonar beam, degrees (rays 6° apart); 0 = one ray'),
+    ),
+    ('--no-noise', dict(action='store_true', help='exact sonar and laser ranges')),
+    (
+        '--odometry-scale',
+        dict(type=float, default=0.0, help='odometry overstates distance by this fraction'),
+    ),
+    (
+        '--odometry-drift',
+        dict(type=float, default=0.0, help='odometry heading drift, degrees per metre driven'),
+    ),
+    ('--laser-mount', dict(default='', help="laser x,y,th: mm, mm, degrees (default: model's)")),
+    (
+        '--laser-ideal-spacing',
+        dict(action='store_true', help="rays at start + k·increment, not Stage's fov / count"),
+    ),
+)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog='p2os_emulator', description=__doc__.split('\n\n')[0])
     parser.add_argument(
@@ -537,7 +733,12 @@ def build_parser():
     )
     parser.add_argument('--watchdog', type=float, default=2.0, help='watchdog in s (0 = off)')
     parser.add_argument('--watchdog-mode', choices=('resume', 'stop', 'warn'), default='resume')
-    parser.add_argument('--room', default='10x8', help='room size in metres, WIDTHxHEIGHT')
+    parser.add_argument(
+        '--room', default='10x8', help='room size in metres, WIDTHxHEIGHT (without --world)'
+    )
+    world = parser.add_argument_group('world (spec §8)')
+    for flag, options in WORLD_ARGUMENTS:
+        world.add_argument(flag, **options)
     parser.add_argument('--drop-rate', type=float, default=0.0, help='fraction of bytes dropped')
     parser.add_argument(
         '--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted'
@@ -583,7 +784,24 @@ def options_from_args(args):
         raise ValueError(
             f'--ignore-commands takes numbers like 19,37,40, not {args.ignore_commands!r}'
         ) from None
+    world = default_world_path() if args.world == 'default' else args.world
+    start = parse_pose(args.start) if args.start else None
+    mount = None
+    if args.laser_mount:
+        x, y, th = parse_pose(args.laser_mount)
+        mount = (x, y, math.degrees(th))
     values = dict(
+        world=world,
+        start=start,
+        geometry=args.geometry,
+        simulator=args.simulator or bool(world),
+        bumpers=not args.no_bumpers,
+        sonar_beam=args.sonar_beam,
+        noise=not args.no_noise,
+        odometry_scale=args.odometry_scale,
+        odometry_drift=math.radians(args.odometry_drift),
+        laser_mount=mount,
+        laser_ideal_spacing=args.laser_ideal_spacing,
         model=args.model,
         sip_cycle=args.sip_cycle,
         unthrottled=args.unthrottled,
@@ -610,6 +828,8 @@ def options_from_args(args):
         'laser_compat': (args.laser_compat, False),
     }
     if args.amrisim:
+        values['bumpers'] = False
+        values['simulator'] = True
         values.update({k: v for k, (v, default) in chosen.items() if v != default})
         return EmulatorOptions.amrisim(**values)
     values.update({k: v for k, (v, _) in chosen.items()})
@@ -624,6 +844,8 @@ def main(argv=None):
     stop = stop_on_signal()
     try:
         emulator = P2osEmulator(options_from_args(args))
+        if emulator.options.world:
+            print(f'P2OS emulator world: {world_summary(emulator.world)}', flush=True)
         report_main_frames_on_signal(emulator)
         if not args.no_tcp:
             port = emulator.start_tcp(args.host, args.port)

@@ -376,3 +376,15 @@ def wheel_units(model, mm_s, rad_s):
         max(-127, min(127, int(round((mm_s + side * spin) / model.vel2_divisor))))
         for side in (-1, 1)
     )
+
+
+# Laser mount (x mm, y mm, heading deg) as ARIA's parameter files give it (LaserX / LaserY,
+# spec §8.4.6); AMRISim mounts its simulated laser elsewhere on some models (p3dx: 0, 0), which
+# the driver's laser_mount parameter can follow. Other models: on the robot centre.
+LASER_MOUNTS = {'p3dx': (18.0, 0.0, 0.0), 'p3dx-sh': (21.0, 0.0, 0.0), 'p2de': (17.0, 8.0, 0.0)}
+
+
+def laser_mount(model):
+    """The model table's laser mount (x mm, y mm, heading deg) of a RobotModel or subclass."""
+    key = model_key(model if isinstance(model, str) else model.subclass)
+    return LASER_MOUNTS.get(key, (0.0, 0.0, 0.0))

@@ -12,8 +12,9 @@ import math
 import sys
 import time
 
+from nav_msgs.msg import Odometry as OdometryMsg
 from rcl_interfaces.msg import SetParametersResult
-from sensor_msgs.msg import BatteryState, JointState, PointCloud2, Range
+from sensor_msgs.msg import BatteryState, JointState, LaserScan, PointCloud2, Range
 from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
@@ -40,6 +41,7 @@ from legacy_robot_interfaces.srv import (
     GripperCommand,
     Playlist,
     SayTones,
+    SetPose,
     SetValue,
 )
 
@@ -93,6 +95,8 @@ class P2osNode(DriverNode):
         self.sonar_ranges = []
         self.last_sip = None
         self.sip_rate = RateMeter()
+        self.truth = None  # the last SIMSTAT (a simulator's true pose)
+        self.laser_scans = 0
         self._last_state = {}  # topic → (value, time) last published
         self.begin()
 
@@ -120,6 +124,13 @@ class P2osNode(DriverNode):
         self.restore_state = v.restore_state_on_reconnect
         self.simulator = v.simulator
         self.simulator_laser_compat = v.simulator_laser_compat
+        self.laser = v.laser
+        if v.laser_mount is not None and len(v.laser_mount) != 3:
+            raise ParameterError(f'laser_mount takes [x, y, yaw], not {list(v.laser_mount)}')
+        self.laser_scan = (v.laser_start, v.laser_end, v.laser_increment)
+        self.laser_ideal = v.laser_spacing == 'ideal'
+        self.laser_range_max, self.truth_frame = v.laser_range_max, v.ground_truth_frame_id
+        self.laser_frame = self.frames.declare('laser', 'laser', 'frame of the laser scans')
         self.sonar_cone = convert.SonarCone(
             v.sonar_min_range, v.sonar_max_range, v.sonar_field_of_view
         )
@@ -161,6 +172,8 @@ class P2osNode(DriverNode):
                 bump_stall=self.bump_stall,
                 motion_timeout=self.cmd_vel_timeout,
                 repeat_period=self.repeat_period,
+                laser=self.laser,
+                laser_scan=self.laser_scan,
             )
         except ValueError as exc:
             raise ParameterError(f'p2os_driver: {exc}') from None
@@ -199,6 +212,8 @@ class P2osNode(DriverNode):
         self.io_pub = pub(DigitalAnalogIO, 'io')
         self.aux_pub = pub(SerialBytes, 'aux_serial')
         self.info_pub = pub(RobotInfo, 'robot_info', LATCHED)
+        self.scan_pub = pub(LaserScan, 'scan', 5)
+        self.truth_pub = pub(OdometryMsg, 'ground_truth')
 
     def _create_services(self):
         group = self.callback_group
@@ -235,6 +250,7 @@ class P2osNode(DriverNode):
         ):
             self.create_service(kind, name, self._command_handler(command), callback_group=group)
         self.create_service(Playlist, 'playlist', self._playlist, callback_group=group)
+        self.create_service(SetPose, 'set_pose', self._set_pose, callback_group=group)
         self.create_service(BytesCommand, 'aux_serial', self._aux_serial, callback_group=group)
 
     # ---- service handlers -----------------------------------------------------------
@@ -266,6 +282,23 @@ class P2osNode(DriverNode):
             return response
 
         return handle
+
+    def _set_pose(self, request, response):
+        """A simulator's true pose (ground_truth frame; fields not set keep the current)."""
+        if not self.client.is_simulator:
+            response.success, response.message = False, 'set_pose needs a simulator'
+            return response
+        wanted = (request.set_x, request.set_y, request.set_theta)
+        if not all(wanted) and self.truth is None:
+            response.success = False
+            response.message = 'no ground truth yet: give x, y and theta'
+            return response
+        t = self.truth
+        x = request.x * 1000.0 if request.set_x else t.true_x
+        y = request.y * 1000.0 if request.set_y else t.true_y
+        th = math.degrees(request.theta) if request.set_theta else t.true_th
+        self._send(lambda: self.client.set_true_pose(x, y, th), response)
+        return response
 
     def _reset_odometry(self, _request, response):
         if self._send(self.client.reset_odometry, response) and self.odometry is not None:
@@ -386,6 +419,8 @@ class P2osNode(DriverNode):
             AuxBytes: lambda r: self.aux_pub.publish(convert.aux_msg(r, self._header())),
             Connected: self._on_connected,
             p.ConfigPacket: self._publish_info,
+            p.LaserPacket: self._publish_scan,
+            p.SimStat: self._publish_truth,
         }.get(type(record))
         if handler is not None:
             handler(record)
@@ -404,6 +439,19 @@ class P2osNode(DriverNode):
         self.has_gripper = packet.gripper_type != 0
         if self.has_gripper:
             self.gripper_pub.publish(convert.gripper_state_msg(packet, self._header()))
+
+    def _publish_scan(self, scan):
+        self.laser_scans += 1
+        settings = (*self.laser_scan, self.laser_ideal)
+        msg = convert.laser_scan_msg(
+            scan, settings, self._header(self.laser_frame), self.laser_range_max
+        )
+        self.scan_pub.publish(msg)
+
+    def _publish_truth(self, stat):
+        self.truth = stat
+        header = Header(stamp=self.get_clock().now().to_msg(), frame_id=self.truth_frame)
+        self.truth_pub.publish(convert.ground_truth_msg(stat, header, self.base_frame))
 
     def _header(self, frame_id=''):
         return Header(stamp=self.get_clock().now().to_msg(), frame_id=frame_id or self.base_frame)
@@ -424,7 +472,9 @@ class P2osNode(DriverNode):
         self.sonar_ranges = [math.nan] * len(model.sonar)
         self.sonar_frames = [f'{self.sonar_prefix}{i}' for i in range(len(model.sonar))]
         self.model.describe(
-            description.from_parameters(self.parameter_values(), model, bool(self.has_gripper))
+            description.from_parameters(
+                self.parameter_values(), model, bool(self.has_gripper), self.client.laser_wanted
+            )
         )
         self._publish_info(record.config)
 
@@ -520,6 +570,9 @@ class P2osNode(DriverNode):
         values.update(
             {
                 'simulator': self.client.is_simulator,
+                'laser': 'on' if self.client.laser_wanted else 'off',
+                'laser scans': self.laser_scans,
+                'laser partial scans dropped': self.client.laser_assembler.dropped,
                 'has gripper': 'unknown' if self.has_gripper is None else self.has_gripper,
                 'wanted': ', '.join(k for k, on in self.wanted.items() if on) or 'nothing',
                 'restore state on reconnect': self.restore_state,

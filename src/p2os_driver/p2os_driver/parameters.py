@@ -2,6 +2,8 @@
 message type, odometry, base frames) and RobotStatePublisher declare their own; the node
 checks `model` against the model table after declaring."""
 
+from rclpy.parameter import Parameter as RosParameter
+
 from legacy_robot_common.params import Parameter, read_only
 
 from .client import DEFAULT_BAUD_CYCLE, STREAMS
@@ -25,6 +27,55 @@ ACCELERATIONS = tuple(
         ('angular_acceleration', 'rad/s²'),
         ('angular_deceleration', 'rad/s²'),
     )
+)
+
+# a simulator's laser and true pose (spec §8.4, §8.5)
+LASER = (
+    read_only(
+        'laser',
+        'auto',
+        "a simulator's laser (scan): auto = when the robot is a simulator (AMRISim, "
+        'MobileSim, a CONFIG serial "SIM"); true; false',
+        choices=('auto', 'true', 'false'),
+    ),
+    read_only(
+        'laser_mount',
+        RosParameter.Type.DOUBLE_ARRAY,
+        "[x m, y m, yaw rad] of the laser in base_link (unset: the model table, ARIA's "
+        "LaserX/LaserY; AMRISim mounts a p3dx's at [0, 0, 0])",
+    ),
+    read_only(
+        'laser_start',
+        -90.0,
+        'degrees: scan start sent to the simulator',
+        minimum=-180.0,
+        maximum=180.0,
+    ),
+    read_only(
+        'laser_end', 90.0, 'degrees: scan end sent to the simulator', minimum=-180.0, maximum=180.0
+    ),
+    read_only(
+        'laser_increment',
+        1.0,
+        'degrees between readings asked for',
+        minimum=0.01,
+        maximum=180.0,
+    ),
+    read_only(
+        'laser_spacing',
+        'stage',
+        "the simulator's ray angles: stage (AMRISim: a symmetric fan of fov / count) or ideal "
+        '(start + k * increment)',
+        choices=('stage', 'ideal'),
+    ),
+    read_only(
+        'laser_range_max', 32.767, 'm; readings at or above it are no echo (+inf)', minimum=0.1
+    ),
+    read_only(
+        'ground_truth_frame_id',
+        'map',
+        "frame of ground_truth: the simulator's world (no frame_prefix)",
+    ),
 )
 
 PARAMETERS = (
@@ -134,6 +185,7 @@ PARAMETERS = (
         '#35-#37 as laser commands (AMRISim without '
         '--no-srisim-laser-compat): never send them',
     ),
+    *LASER,
     Parameter('use_sonar', True, 'sonar on or off (can be changed at run time)'),
     read_only('sonar_min_range', 0.1, 'm', minimum=0.0),
     read_only('sonar_max_range', 5.0, 'm', minimum=0.1),

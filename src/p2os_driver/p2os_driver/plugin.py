@@ -1,33 +1,36 @@
 """How the P2OS driver appears in bringup, the demo and the launch files.
 
-The demo enables the motors through the service, drives a 1 m square with
-cmd_vel (closed loop on odometry), stores the gripper, and writes a PNG of the
-odometry path with the sonar echoes.
+The demo enables the motors through the service, stores the gripper and follows the left
+wall through the office world on the laser scan (cmd_vel), then draws the map, the true
+path, the odometry path and the last scan.
 """
 
-import collections
 import math
 
 import numpy as np
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import BatteryState, PointCloud2
+from sensor_msgs.msg import BatteryState, LaserScan, PointCloud2
 from std_srvs.srv import Trigger
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
 from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin, SoakPart
 from legacy_robot_common.replay import ReplayLink
+from legacy_robot_common.world_map import WorldMap
 from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState, SonarArray
 from legacy_robot_interfaces.srv import GripperCommand
 
 from . import description
-from .emulator import EmulatorOptions, P2osEmulator
+from .emulator import EmulatorOptions, P2osEmulator, world_summary
 from .node import P2osNode
 from .protocol import is_handshake_request
+from .world import default_world_path, load_world
 
-SIDE = 1.0  # m
-SPEED = 0.6  # m/s
-TURN_RATE = 1.2  # rad/s
+MAP_RESOLUTION = 0.05  # m per cell of the map bringup publishes
+
+WALL_DISTANCE = 0.7  # m kept to the wall on the left
+CRUISE = 0.45  # m/s
+TURN = 0.9  # rad/s
 # The demo's robot accelerates faster than the FLASH default so the square fits in 20 s.
 DEMO_PARAMETERS = {
     'encoder_stream': True,
@@ -40,35 +43,54 @@ DEMO_PARAMETERS = {
 
 
 class DemoEmulator:
-    """The emulator as bringup sees it: a p2dx on a free TCP port, plus the demo's streams."""
+    """The emulator as bringup sees it: a p2dx on a free TCP port in a world (the office floor
+    shipped with the package, or world=FILE), plus the demo's streams."""
 
-    def __init__(self):
-        self.emulator = P2osEmulator(EmulatorOptions(model='p2dx', name='demo')).start()
+    def __init__(self, world=None):
+        options = EmulatorOptions(model='p2dx', name='demo', world=world or default_world_path())
+        self.emulator = P2osEmulator(options).start()
         self.parameters = {**self.emulator.parameters, **DEMO_PARAMETERS}
-        self.description = self.emulator.description
+        self.description = f'{self.emulator.description}, {world_summary(self.emulator.world)}'
+        self.world_map = world_map(self.emulator)
 
     def stop(self):
         self.emulator.stop()
 
 
-class SquareDriver(DemoScript):
-    """Forward SIDE metres, turn 90° left, four times, then stop; steered by odometry."""
+def follow_wall(ranges, angle_min, increment, range_max):
+    """(linear m/s, angular rad/s) of a left-hand wall follower from one laser scan: turn right
+    at an obstacle ahead, steer to keep WALL_DISTANCE to the left, turn left into openings."""
+    r = np.asarray(ranges, np.float64)
+    r = np.where(np.isfinite(r) & (r > 0), r, range_max)
+    angles = angle_min + increment * np.arange(len(r))
+
+    def nearest(low, high):
+        band = r[(angles >= math.radians(low)) & (angles <= math.radians(high))]
+        return float(band.min()) if len(band) else range_max
+
+    ahead, front_left, left = nearest(-25, 25), nearest(25, 65), nearest(65, 115)
+    if ahead < WALL_DISTANCE + 0.25 or front_left < WALL_DISTANCE * 0.8:
+        return 0.05, -TURN  # blocked: turn right on the spot
+    if left > 2.5 * WALL_DISTANCE:
+        return 0.6 * CRUISE, 0.6 * TURN  # an opening on the left (a door): go round
+    steer = max(-TURN, min(TURN, 1.5 * (left - WALL_DISTANCE)))
+    return min(CRUISE, 0.5 * ahead), steer
+
+
+class OfficeTour(DemoScript):
+    """Follows the left wall through the office world on the laser scan (a reactive demo, not
+    part of the driver); records the true path (ground_truth), the odometry path and the last
+    scan for the picture."""
 
     def __init__(self):
         super().__init__()
         self.path = []  # (x, y) from odom
-        self.hits = []  # sonar echoes in the odom frame
-        self.pose = None
-        self.pose_at = collections.OrderedDict()  # header stamp → odom pose
-        self.leg = 0  # 0..7: even = straight, odd = turn; 8 = done
-        self.leg_start = None
+        self.truth = []  # (x, y) from ground_truth, in the map frame
+        self.scan = None
+        self.truth_pose = None
         self.motors_enabled = False
         self.sonar = None  # the last SonarArray: beams in the model picture
-
-    def sides_driven(self):
-        """Sides whose straight leg is done (legs: even = straight, odd = turn): the fourth
-        counts once it is driven, before the last turn."""
-        return min(4, (self.leg + 1) // 2)
+        self.scan_pose = None  # the true pose when the last scan arrived
 
     def model_overlays(self):
         """Each sonar beam of the last reading, as long as its echo (model.png)."""
@@ -86,80 +108,106 @@ class SquareDriver(DemoScript):
         self.gripper = node.create_client(GripperCommand, f'{namespace}/gripper')
 
     def act(self, elapsed):
-        if self.pose is None:
-            return
-        self.call_once('enable', self.enable, Trigger.Request())
-        self.call_once(
+        if self.scan is None:
+            return  # the robot is connected once it scans
+        self.call_until_success('enable', self.enable, Trigger.Request())
+        self.call_until_success(
             'gripper', self.gripper, GripperCommand.Request(command=GripperCommand.Request.STORE)
         )
-        if not self.motors_enabled or self.leg >= 8:
-            if self.leg >= 8:
-                self.cmd_pub.publish(Twist())
+        if not self.motors_enabled:
             return
-        x, y, yaw = self.pose
-        if self.leg_start is None:
-            self.leg_start = self.pose
-        sx, sy, syaw = self.leg_start
+        s = self.scan
+        linear, angular = follow_wall(s.ranges, s.angle_min, s.angle_increment, s.range_max)
         twist = Twist()
-        if self.leg % 2 == 0:
-            remaining = SIDE - math.hypot(x - sx, y - sy)
-            twist.linear.x = min(SPEED, 1.5 * remaining + 0.05)  # slow down near the corner
-        else:
-            turned = abs(math.atan2(math.sin(yaw - syaw), math.cos(yaw - syaw)))
-            remaining = math.pi / 2 - turned
-            twist.angular.z = min(TURN_RATE, 2.0 * remaining + 0.05)
-        done = remaining <= 0.01
-        if done:
-            self.leg += 1
-            self.leg_start = None
-            twist = Twist()
+        twist.linear.x, twist.angular.z = linear, angular
         self.cmd_pub.publish(twist)
 
     def on_message(self, topic, msg):
         if topic == 'odom':
+            p = msg.pose.pose.position
+            self.path.append((p.x, p.y))
+        elif topic == 'ground_truth':
             q = msg.pose.pose.orientation
-            yaw = 2 * math.atan2(q.z, q.w)
-            self.pose = (msg.pose.pose.position.x, msg.pose.pose.position.y, yaw)
-            self.path.append(self.pose[:2])
-            self.pose_at[_stamp(msg)] = self.pose
-            while len(self.pose_at) > 100:
-                self.pose_at.popitem(last=False)
+            p = msg.pose.pose.position
+            self.truth_pose = (p.x, p.y, 2 * math.atan2(q.z, q.w))
+            self.truth.append((p.x, p.y))
+        elif topic == 'scan':
+            self.scan = msg
+            self.scan_pose = self.truth_pose
         elif topic == 'motor_state':
             self.motors_enabled = msg.motors_enabled
         elif topic == 'sonar':
             self.sonar = msg
-        elif topic == 'sonar/points' and _stamp(msg) in self.pose_at:
-            # odom and the echoes of one SIP share a stamp; topics may arrive in batches
-            points = np.frombuffer(bytes(msg.data), dtype=np.float32).reshape(-1, 3)
-            x, y, yaw = self.pose_at[_stamp(msg)]
-            c, s = math.cos(yaw), math.sin(yaw)
-            self.hits += [(x + c * px - s * py, y + s * px + c * py) for px, py, _ in points]
+
+    def scan_points(self):
+        """The last scan's hits in the map frame (true pose; the laser mount is small)."""
+        if self.scan is None or self.scan_pose is None:
+            return np.zeros((0, 2))
+        s = self.scan
+        r = np.asarray(s.ranges, np.float64)
+        angles = s.angle_min + s.angle_increment * np.arange(len(r)) + self.scan_pose[2]
+        hit = np.isfinite(r) & (r < s.range_max)
+        x, y = self.scan_pose[:2]
+        return np.stack([x + r * np.cos(angles), y + r * np.sin(angles)], axis=1)[hit]
 
     def write_artifacts(self, folder):
-        figure = new_figure()
+        figure = new_figure(8.0, 5.5)
         axes = figure.add_subplot()
-        if self.hits:
-            hx, hy = zip(*self.hits[-4000:], strict=False)
-            axes.scatter(hx, hy, s=2, c='tab:orange', label='sonar echoes')
-        if self.path:
-            px, py = zip(*self.path, strict=False)
-            axes.plot(px, py, c='tab:blue', label='odometry path')
+        world = load_world(default_world_path())
+        for x1, y1, x2, y2 in world.segments / 1000.0:
+            axes.plot([x1, x2], [y1, y2], c='black', lw=1)
+        for x1, y1, x2, y2 in world.boxes / 1000.0:  # the map's points, merged into boxes
+            axes.fill([x1, x2, x2, x1], [y1, y1, y2, y2], c='black', lw=0.5)
+        start = np.array(world.start[:2]) / 1000.0
+        if self.truth:
+            tx, ty = zip(*self.truth, strict=False)
+            axes.plot(tx, ty, c='tab:green', label='true path (ground_truth)')
+        if self.path:  # odometry starts at (0, 0) at the start pose, heading as the map's
+            c, s_ = math.cos(world.start[2]), math.sin(world.start[2])
+            ox = [start[0] + c * x - s_ * y for x, y in self.path]
+            oy = [start[1] + s_ * x + c * y for x, y in self.path]
+            axes.plot(ox, oy, c='tab:blue', ls='--', label='odometry path')
+        points = self.scan_points()
+        if len(points):
+            axes.scatter(points[:, 0], points[:, 1], s=3, c='tab:red', label='last scan')
         axes.set_aspect('equal')
         axes.set_xlabel('x (m)')
         axes.set_ylabel('y (m)')
-        axes.set_title(f'P2OS emulator: square drive, {self.sides_driven()} of 4 sides driven')
-        axes.legend(loc='upper right')
-        paths = [save_figure(figure, folder / 'odometry_square.png')]
+        axes.set_title(f'P2OS emulator: wall following in {world.name}')
+        axes.legend(loc='upper right', fontsize='small')
+        paths = [save_figure(figure, folder / 'office_tour.png')]
         paths.append(
             save_lines(
                 folder / 'odometry.csv', ['x_m,y_m'] + [f'{x:.4f},{y:.4f}' for x, y in self.path]
             )
         )
+        paths.append(
+            save_lines(
+                folder / 'ground_truth.csv',
+                ['x_m,y_m'] + [f'{x:.4f},{y:.4f}' for x, y in self.truth],
+            )
+        )
         return paths
+
+
+def world_map(emulator, resolution=MAP_RESOLUTION):
+    """The emulator's world as a WorldMap (grid, start pose in metres) for bringup."""
+    world = emulator.world
+    if not hasattr(world, 'occupancy'):
+        world = world.world()  # a --room: its four walls
+    grid, origin = world.occupancy(resolution)
+    x, y, th = emulator.robot.initial_pose
+    return WorldMap(grid, resolution, origin, (x / 1000.0, y / 1000.0, th))
 
 
 def _stamp(msg):
     return (msg.header.stamp.sec, msg.header.stamp.nanosec)
+
+
+def _scan(msg):
+    r = np.asarray(msg.ranges, np.float64)
+    near = r[np.isfinite(r) & (r < msg.range_max)]
+    return f'{len(r)} rays, nearest {near.min():.2f} m' if len(near) else f'{len(r)} rays'
 
 
 def _odom(msg):
@@ -189,13 +237,16 @@ PLUGIN = RobotPlugin(
     create_node=P2osNode,
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
-    emulator_arguments=('--port', '8101'),
+    emulator_arguments=('--port', '8101', '--world', 'default'),
+    world_option=True,
     sim_parameters={'port': 'tcp://127.0.0.1:8101', **DEMO_PARAMETERS},
     replay_links=(
         ReplayLink('p2os', 'port', address='tcp://{host}:{port}', gate=is_handshake_request),
     ),
     demo_topics=(
         DemoTopic('odom', Odometry, _odom),
+        DemoTopic('ground_truth', Odometry, _odom),
+        DemoTopic('scan', LaserScan, _scan),
         DemoTopic('sonar', SonarArray, _sonar),
         DemoTopic('sonar/points', PointCloud2, lambda m: f'{m.width} echo points', required=False),
         DemoTopic('encoders', EncoderCounts, lambda m: f'left={m.left} right={m.right}'),
@@ -205,7 +256,7 @@ PLUGIN = RobotPlugin(
             'motor_state', MotorState, lambda m: 'enabled' if m.motors_enabled else 'disabled'
         ),
     ),
-    make_demo_script=SquareDriver,
+    make_demo_script=OfficeTour,
     label='P2OS',
     foxglove=FoxgloveView(
         plots=('odom.twist.twist.linear.x', 'odom.twist.twist.angular.z', 'battery.voltage'),
@@ -215,6 +266,8 @@ PLUGIN = RobotPlugin(
             ('reset_odometry', 'reset odometry'),
         ),
         teleop=True,
+        scans=('scan',),
+        grids=('map',),
     ),
     bench_quick_arguments=('--seconds', '5', '--samples', '100'),
     soak_parts=(

@@ -6,6 +6,7 @@ numbers refer to ../shared/specs/p2os.md. Malformed input raises MalformedFrame.
 
 import dataclasses
 import enum
+import math
 import struct
 from typing import List, Optional, Tuple
 
@@ -92,8 +93,17 @@ class Command(enum.IntEnum):
     SOUND = 90
     PLAYLIST = 91
     SOUNDTOG = 92
+    OLD_LRF_CFG_INC = 38  # AMRISim's SRISim laser commands reuse 35-37 too (§8.4.2)
     SIM_SET_POSE = 224
     SIM_RESET = 225
+    SIM_LRF_ENABLE = 230
+    SIM_LRF_SET_FOV_START = 231
+    SIM_LRF_SET_FOV_END = 232
+    SIM_LRF_SET_RES = 233
+    SIM_CTRL = 236
+    SIM_STAT = 237
+    SIM_MESSAGE = 238
+    SIM_EXIT = 239
     BATTEST = 250
 
 
@@ -102,6 +112,14 @@ SIMULATOR_NAMES = ('AMRISim', 'MobileSim')
 # ... and AMRISim reads these three as its old SICK-laser commands unless started with
 # --no-srisim-laser-compat (#35 starts laser packets, #37 changes the laser's field of view).
 SIMULATOR_LASER_COMMANDS = (Command.ADSEL, Command.GRIPPERVAL, Command.GRIPREQUEST)
+# ... and with --no-srisim-laser-compat only these (§8.4.2)
+LASER_ENABLE, LASER_START, LASER_END, LASER_RESOLUTION = (
+    Command.SIM_LRF_ENABLE,
+    Command.SIM_LRF_SET_FOV_START,
+    Command.SIM_LRF_SET_FOV_END,
+    Command.SIM_LRF_SET_RES,
+)
+LASER_READINGS_PER_PACKET = 32
 
 
 class PacketType(enum.IntEnum):
@@ -115,6 +133,9 @@ class PacketType(enum.IntEnum):
     PLAYLIST = 0xD0
     GRIPPER = 0xE0
     IO = 0xF0
+    LASER_POSE = 0x60  # simulated laser readings with the odometric pose (§8.4.4)
+    LASER_EXTENDED = 0x61  # simulated laser readings with reflectance (what ARIA asks for)
+    SIMSTAT = 0x62
 
 
 # ---- framing (§2.1, §2.3) ---------------------------------------------------------
@@ -742,3 +763,227 @@ def unwrap_heading(previous, current):
     """Signed change between two int16 headings of 4096 units per turn, in (-2048, 2048]."""
     delta = (current - previous) % 4096
     return delta - 4096 if delta > 2048 else delta
+
+
+# ---- simulator packets (§8.4.4, §8.5) -------------------------------------------------
+@dataclasses.dataclass
+class LaserPacket:
+    """One 0x60 / 0x61 packet: readings first .. first + len(ranges) - 1 of a scan of total."""
+
+    kind: int  # PacketType.LASER_POSE or LASER_EXTENDED
+    total: int
+    first: int
+    ranges: List[int]  # mm
+    reflectance: List[int] = dataclasses.field(default_factory=list)  # 0x61 only
+    pose: Optional[Tuple[int, int, int]] = None  # 0x60 only: x mm, y mm, th deg (odometry)
+    laser_index: int = 0  # 0x61 trailer
+    flags: int = 0  # 0x61 trailer; bit 0: the first packet after a SIM_SET_POSE
+
+    @property
+    def complete(self):
+        """The scan's last packet (ARIA's test)."""
+        return self.first + len(self.ranges) >= self.total
+
+
+def encode_laser_packets(kind, ranges, reflectance=None, pose=(0, 0, 0), flags=0):
+    """Server side: a whole scan → packet bodies of at most 32 readings (first = 0, 32, ...).
+    flags go into the first 0x61 packet only."""
+    kind = PacketType(kind)
+    if kind not in (PacketType.LASER_POSE, PacketType.LASER_EXTENDED):
+        raise ValueError(f'0x{int(kind):02x} is not a laser packet type')
+    ranges = [max(0, min(0xFFFF, int(r))) for r in ranges]
+    reflectance = list(reflectance) if reflectance is not None else [0] * len(ranges)
+    total, bodies = len(ranges), []
+    for first in range(0, total, LASER_READINGS_PER_PACKET):
+        part = ranges[first : first + LASER_READINGS_PER_PACKET]
+        body = bytearray([kind])
+        if kind == PacketType.LASER_POSE:
+            body += struct.pack('<hhh', *(_int16(v) for v in pose))
+        body += struct.pack('<HHB', total, first, len(part))
+        if kind == PacketType.LASER_POSE:
+            body += struct.pack(f'<{len(part)}H', *part)
+        else:
+            for r, value in zip(part, reflectance[first : first + len(part)], strict=True):
+                body += struct.pack('<HBBB', r, max(0, min(255, int(value))), 0, 0)
+            body += bytes([0, flags & 0xFF if first == 0 else 0])
+        bodies.append(bytes(body))
+    return bodies
+
+
+def decode_laser(body):
+    """0x60 / 0x61 body → LaserPacket; MalformedFrame for a count the bytes do not hold."""
+    if not body or body[0] not in (PacketType.LASER_POSE, PacketType.LASER_EXTENDED):
+        raise MalformedFrame('not a simulated laser packet')
+    kind, offset, pose = body[0], 1, None
+    if kind == PacketType.LASER_POSE:
+        if len(body) < 7:
+            raise MalformedFrame(f'laser packet 0x60 of {len(body)} bytes has no pose')
+        pose = struct.unpack_from('<hhh', body, 1)
+        offset = 7
+    if len(body) < offset + 5:
+        raise MalformedFrame(f'laser packet 0x{kind:02x} of {len(body)} bytes has no counts')
+    total, first, count = struct.unpack_from('<HHB', body, offset)
+    offset += 5
+    width = 2 if kind == PacketType.LASER_POSE else 5
+    if count > LASER_READINGS_PER_PACKET or first + count > total:
+        raise MalformedFrame(f'laser packet: {count} readings from {first} of a scan of {total}')
+    if len(body) < offset + count * width:
+        raise MalformedFrame(
+            f'laser packet announces {count} readings, holds {(len(body) - offset) // width}'
+        )
+    if kind == PacketType.LASER_POSE:
+        ranges = list(struct.unpack_from(f'<{count}H', body, offset))
+        return LaserPacket(kind, total, first, ranges, pose=pose)
+    items = [struct.unpack_from('<HB', body, offset + 5 * i) for i in range(count)]
+    end = offset + 5 * count
+    index = body[end] if len(body) > end else 0
+    flags = body[end + 1] if len(body) > end + 1 else 0
+    return LaserPacket(
+        kind,
+        total,
+        first,
+        [r for r, _ in items],
+        [v for _, v in items],
+        laser_index=index,
+        flags=flags,
+    )
+
+
+class LaserAssembler:
+    """Packets → whole scans, as ARIA reassembles them (§8.4.5), but strict: a packet whose
+    first is not where the scan stands, or whose total changes mid-scan, drops the partial scan
+    (counted in .dropped); a packet with first = 0 always starts a new scan."""
+
+    def __init__(self):
+        self.dropped = 0  # partial scans thrown away
+        self._scan = None
+
+    def add(self, packet):
+        """A complete LaserPacket-like scan (one LaserPacket holding all readings) or None."""
+        scan = self._scan
+        if packet.first == 0:
+            if scan is not None:
+                self.dropped += 1
+            scan = LaserPacket(
+                packet.kind, packet.total, 0, [], [], packet.pose, packet.laser_index, packet.flags
+            )
+        elif scan is None or packet.first != len(scan.ranges) or packet.total != scan.total:
+            if scan is not None:
+                self.dropped += 1
+            self._scan = None
+            return None
+        scan.ranges += packet.ranges
+        scan.reflectance += packet.reflectance
+        if packet.complete:
+            self._scan = None
+            return scan
+        self._scan = scan
+        return None
+
+
+@dataclasses.dataclass
+class SimStat:
+    """SIMSTAT 0x62 (§8.5): the simulator's true pose and clocks."""
+
+    flags: int = 0
+    sim_interval: int = 100  # ms
+    real_interval: int = 100
+    last_interval: int = 100
+    true_x: int = 0  # mm
+    true_y: int = 0
+    true_z: int = 0
+    true_th: int = 0  # degrees
+    latitude: int = 0  # × 1e7 (as sent)
+    longitude: int = 0
+    altitude: int = 0  # × 100
+    dop: int = -1  # × 100; -1 = no georeference
+    odom_error: Tuple[int, int, int] = (0, 0, 0)  # × 1e7
+
+
+_SIMSTAT = struct.Struct('<IHHHiiiiiiii3i')
+
+
+def encode_simstat(stat):
+    return bytes([PacketType.SIMSTAT, 0, 0]) + _SIMSTAT.pack(
+        stat.flags,
+        stat.sim_interval,
+        stat.real_interval,
+        stat.last_interval,
+        stat.true_x,
+        stat.true_y,
+        stat.true_z,
+        stat.true_th,
+        stat.latitude,
+        stat.longitude,
+        stat.altitude,
+        stat.dop,
+        *stat.odom_error,
+    )
+
+
+def decode_simstat(body):
+    """0x62 → SimStat: two strings (skipped), then the fields AMRISim sends (all GPS words)."""
+    if not body or body[0] != PacketType.SIMSTAT:
+        raise MalformedFrame('not a SIMSTAT packet')
+    offset = 1
+    for _ in range(2):
+        end = body.find(b'\x00', offset)
+        if end < 0:
+            raise MalformedFrame('SIMSTAT: unterminated string')
+        offset = end + 1
+    if len(body) < offset + _SIMSTAT.size:
+        raise MalformedFrame(f'SIMSTAT of {len(body)} bytes is too short')
+    values = _SIMSTAT.unpack_from(body, offset)
+    return SimStat(*values[:12], tuple(values[12:]))
+
+
+def encode_sim_set_pose(x_mm, y_mm, th_deg):
+    """SIM_SET_POSE (224): an ignored type byte, then int32 x, y (mm) and th (degrees)."""
+    values = [int(round(v)) for v in (x_mm, y_mm, th_deg)]
+    if not all(-(2**31) <= v < 2**31 for v in values):
+        raise ValueError(f'pose {values} does not fit in int32')
+    return build_packet(bytes([Command.SIM_SET_POSE, ARG_INT]) + struct.pack('<iii', *values))
+
+
+def decode_sim_set_pose(body):
+    """Server side: a SIM_SET_POSE body → (x mm, y mm, th deg)."""
+    if len(body) < 14 or body[0] != Command.SIM_SET_POSE:
+        raise MalformedFrame(f'SIM_SET_POSE of {len(body)} bytes: 14 needed')
+    return struct.unpack_from('<iii', body, 2)
+
+
+def laser_angles(start, end, increment, ideal=False):
+    """(first ray's angle, step between rays, ray count), degrees in the laser frame, of the scan
+    a simulator sends for the configured start / end / increment (§8.4.2, §8.4.3).
+
+    Stage (AMRISim): a fan symmetric about the laser heading, fov = |abs(end + 360) -
+    abs(start + 360)|, ceil(ceil(fov) / increment) + 1 rays spaced fov / count (181 rays of
+    0.9945° for -90..90 by 1°). ideal: rays at start + k·increment up to end. A scan with
+    end < start goes the other way (negative step)."""
+    fov = abs(abs(end + 360) - abs(start + 360))
+    if increment <= 0:
+        return 0.0, 0.0, 0
+    if ideal:
+        count = int(fov / increment + 1e-9) + 1
+        first, step = min(start, end), increment
+    else:
+        count = math.ceil(math.ceil(fov) / increment) + 1
+        first, step = -fov / 2, fov / count
+    if end < start:
+        first, step = first + step * (count - 1), -step
+    return first, step, count
+
+
+def laser_enable_value(number, argument):
+    """The packet type a laser-enable command asks for (0 = off): #230 takes 1 → 0x60,
+    2 → 0x61; the old #35 takes 2 → 0x61 and any other non-zero value → 0x60 (§8.4.2)."""
+    value = abs(argument) if number == Command.ADSEL else argument
+    if not value:
+        return 0
+    if number == Command.SIM_LRF_ENABLE and value not in (1, 2):
+        raise ValueError(f'laser enable value {value}: 0, 1 or 2')
+    return PacketType.LASER_EXTENDED if value == 2 else PacketType.LASER_POSE
+
+
+def _int16(value):
+    return (int(round(value)) + 0x8000) % 0x10000 - 0x8000

@@ -7,37 +7,71 @@ room is a rectangle centred on the robot's start pose.
 
 import dataclasses
 import math
+import random
 import threading
 
+import numpy as np
+
 from .odometry import normalize_angle
+from .protocol import laser_angles
+from .world import Contact, World
 
 MAX_SONAR_RANGE = 5000.0  # mm; further echoes are reported at this range
+MIN_SONAR_RANGE = 100.0  # mm; closer echoes read this (AMRISim's sview, spec §8.2)
+SONAR_NOISE = 0.5  # mm, uniform ± (Stage's ranger noise 0.0005 m)
+LASER_MAX_RANGE = 32767.0  # mm (SICK LMS200 in AMRISim, spec §8.4.6)
+SEARCH = 500.0  # mm beyond the robot's radius a contact query looks (fewer queries)
 SUBSTEP = 0.02  # s; motion integration step
 
 
 @dataclasses.dataclass
 class Room:
+    """A rectangular room centred on the origin (`--room`), with the World interface."""
+
     width: float = 10000.0  # mm, along x
     height: float = 8000.0  # mm, along y
+    start: tuple = (0.0, 0.0, 0.0)
+    name: str = 'room'
 
     def ray_distance(self, x, y, angle):
         """Distance from (x, y) along angle to the first wall."""
-        distances = []
-        c, s = math.cos(angle), math.sin(angle)
+        return float(self.cast(x, y, [angle], MAX_SONAR_RANGE)[0][0])
+
+    def cast(self, x, y, angles, max_range, sensor='laser', min_range=0.0):
+        """The World.cast answer for the four walls (walls return 1, so reflectance 0)."""
+        angles = np.atleast_1d(np.asarray(angles, np.float64))
+        c, s = np.cos(angles), np.sin(angles)
+        best = np.full(len(angles), float(max_range))
+        incidence = np.zeros(len(angles))
         for wall, position, direction in (
             (self.width / 2, x, c),
             (-self.width / 2, x, c),
             (self.height / 2, y, s),
             (-self.height / 2, y, s),
         ):
-            if abs(direction) > 1e-9:
+            with np.errstate(divide='ignore', invalid='ignore'):
                 t = (wall - position) / direction
-                if t > 0:
-                    distances.append(t)
-        return min(distances) if distances else MAX_SONAR_RANGE
+            hit = (np.abs(direction) > 1e-9) & (t > 0) & (t < best)
+            best = np.where(hit, t, best)
+            incidence = np.where(hit, np.arccos(np.clip(np.abs(direction), 0, 1)), incidence)
+        return np.maximum(best, min_range), np.where(best < max_range, 1, 0), incidence
 
-    def clearance(self, x, y):
+    def clearance(self, x, y, radius=None):
         return min(self.width / 2 - abs(x), self.height / 2 - abs(y))
+
+    def contact(self, x, y, radius):
+        walls = (
+            (self.width / 2 - x, 0.0),
+            (self.width / 2 + x, math.pi),
+            (self.height / 2 - y, math.pi / 2),
+            (self.height / 2 + y, -math.pi / 2),
+        )
+        distance, bearing = min(walls)
+        return Contact(distance, bearing) if distance < radius else None
+
+    def world(self):
+        """The same room as a World (for the map viewers see)."""
+        return World.room(self.width, self.height)
 
 
 class Gripper:
@@ -132,14 +166,79 @@ def _approach(value, target, stroke):
     return value + math.copysign(stroke, target - value), target
 
 
-class SimulatedPioneer:
-    """A differential-drive P2OS robot in a rectangular room. Thread-safe through .lock."""
+@dataclasses.dataclass
+class SimLaser:
+    """The simulated SICK laser's settings (commands 35-38 / 230-233, spec §8.4)."""
 
-    def __init__(self, model, room=None, battery=13.0, sonar_per_cycle=4):
+    packet: int = 0  # 0 off, else the packet type it sends: 0x60 or 0x61
+    start: float = -90.0  # degrees
+    end: float = 90.0
+    increment: float = 1.0  # degrees
+    mount: tuple = (0.0, 0.0, 0.0)  # x mm, y mm, heading rad in the robot frame
+    ideal_spacing: bool = False  # rays at start + k·increment, not Stage's fov/samples
+    noise: float = 5.0  # mm, uniform ±, only below the maximum range
+    angle_error: float = 0.0007  # rad, uniform ± per ray
+    moved: bool = False  # a SIM_SET_POSE since the last scan (0x61 flags bit 0)
+
+    def angles(self):
+        """Ray angles in the laser frame (rad), in the order the readings go out."""
+        first, step, count = laser_angles(self.start, self.end, self.increment, self.ideal_spacing)
+        return np.radians(first + step * np.arange(count))
+
+
+def reflectance(returns, ranges, incidence):
+    """Stage's LMS200 rules (spec §8.4.3): a return > 1 beyond 30 m or over 45° off the normal
+    becomes 1; return 2 becomes 33; the value sent is return - 1 when over 1, else 0."""
+    ret = np.where((returns > 1) & ((ranges > 30000) | (incidence > math.pi / 4)), 1, returns)
+    ret = np.where(ret == 2, 33, ret)
+    return np.where(ret > 1, ret - 1, 0).astype(np.int64)
+
+
+class SimulatedPioneer:
+    """A differential-drive P2OS robot in a world (a Room or a World). Thread-safe through .lock.
+
+    bumpers: set the bumper bit of the bar that touches (a real robot; AMRISim sets none).
+    sonar_beam: 0 = one ray per transducer (AMRISim); else the beam width in degrees, read as
+    the nearest of rays 6° apart across it. odometry_scale / odometry_drift: odometry error, the
+    fraction by which odometry overstates distance and the heading error (rad) per metre.
+    """
+
+    def __init__(
+        self,
+        model,
+        room=None,
+        battery=13.0,
+        sonar_per_cycle=4,
+        *,
+        start=None,
+        bumpers=True,
+        sonar_beam=0.0,
+        noise=True,
+        odometry_scale=0.0,
+        odometry_drift=0.0,
+        laser_mount=(0.0, 0.0, 0.0),
+        laser_ideal_spacing=False,
+        seed=None,
+    ):
         self.model = model
         self.room = room or Room()
         self.lock = threading.RLock()
-        self.pose = [0.0, 0.0, 0.0]  # world x, y (mm), heading (rad)
+        start = start if start is not None else getattr(self.room, 'start', (0.0, 0.0, 0.0))
+        self.initial_pose = tuple(float(v) for v in start)
+        self.pose = list(self.initial_pose)  # world x, y (mm), heading (rad)
+        self.bumpers = bumpers
+        self.sonar_beam = sonar_beam
+        self.noise = noise
+        self.odometry_scale = odometry_scale
+        self.odometry_drift = odometry_drift
+        self.random = random.Random(seed)
+        self.rng = np.random.default_rng(seed)
+        self.laser = SimLaser(mount=tuple(laser_mount), ideal_spacing=laser_ideal_spacing)
+        if not self.noise:
+            self.laser.noise = self.laser.angle_error = 0.0
+        self.laser_defaults = dataclasses.replace(self.laser)
+        self.bumper_bits = (0, 0)  # (front, rear) switch bits of the bars that touch
+        self._free_space = (0.0, 0.0, 0.0)  # (x, y, distance to the nearest obstacle) seen last
         self.odometry = [0.0, 0.0, 0.0]  # the robot's own integration, reset by SETO
         self.v = 0.0  # mm/s
         self.w = 0.0  # rad/s
@@ -166,6 +265,8 @@ class SimulatedPioneer:
         self.enabled = False
         self.sonar_enabled = False
         self.halted = False
+        if hasattr(self, 'laser_defaults'):
+            self.laser = dataclasses.replace(self.laser_defaults)
         self.trans_mode, self.rot_mode, self.wheel_mode = 'vel', 'vel', False
         self.vel_setpoint = 0.0
         self.rvel_setpoint = 0.0
@@ -249,9 +350,18 @@ class SimulatedPioneer:
         x, y, th = self.pose
         heading = th + turn / 2
         nx, ny = x + distance * math.cos(heading), y + distance * math.sin(heading)
-        blocked = self.room.clearance(nx, ny) < self.model.radius and self.room.clearance(
-            nx, ny
-        ) < self.room.clearance(x, y)
+        blocked = False
+        if distance:
+            # a translation into an obstacle does not happen; turning in place always does
+            radius = self.model.radius
+            ahead = self._contact_ahead(nx, ny, radius)
+            if ahead is not None:
+                here = self.room.contact(x, y, radius)
+                blocked = here is None or ahead.clearance < here.clearance
+                if blocked:
+                    self._touch(ahead, th)
+        if not blocked:
+            self.bumper_bits = (0, 0)
         self.stalled = blocked and self.enabled
         self.bumped_front = blocked and distance > 0
         self.bumped_rear = blocked and distance < 0
@@ -261,18 +371,96 @@ class SimulatedPioneer:
             if self.trans_mode == 'move':
                 self.move_remaining = 0.0
         self.pose = [nx, ny, normalize_angle(th + turn)]
+        # odometry: the wheels' account, with the optional scale and drift errors
+        odistance = distance * (1.0 + self.odometry_scale)
+        oturn = turn + self.odometry_drift * abs(distance) / 1000.0
         ox, oy, oth = self.odometry
-        oheading = oth + turn / 2
+        oheading = oth + oturn / 2
         self.odometry = [
-            ox + distance * math.cos(oheading),
-            oy + distance * math.sin(oheading),
-            normalize_angle(oth + turn),
+            ox + odistance * math.cos(oheading),
+            oy + odistance * math.sin(oheading),
+            normalize_angle(oth + oturn),
         ]
         if self.trans_mode == 'move':
             self.move_remaining -= distance
         half_track = self.w * self.axle / 2 * dt
-        self.encoders[0] += (distance - half_track) / self.model.dist_conv
-        self.encoders[1] += (distance + half_track) / self.model.dist_conv
+        self.encoders[0] += (odistance - half_track) / self.model.dist_conv
+        self.encoders[1] += (odistance + half_track) / self.model.dist_conv
+
+    def _contact_ahead(self, x, y, radius):
+        """room.contact(x, y, radius), asked only when the robot may have come within reach:
+        a look SEARCH mm further tells how far it can go before the next one is needed."""
+        fx, fy, free = self._free_space
+        if math.hypot(x - fx, y - fy) < free - radius:
+            return None
+        nearest = getattr(self.room, 'nearest', None)
+        if nearest is None:  # a Room: its walls are four comparisons
+            return self.room.contact(x, y, radius)
+        found = nearest(x, y, radius + SEARCH)
+        self._free_space = (x, y, found.clearance)
+        return found if found.clearance < radius else None
+
+    def _touch(self, contact, heading):
+        """Bumper bits for a contact: the front bar when the obstacle is ahead, else the rear;
+        switch 1 (bit 1) at the bar's left end, the last at its right end."""
+        if not self.bumpers:
+            self.bumper_bits = (0, 0)
+            return
+        relative = normalize_angle(contact.bearing - heading)
+        front = math.cos(relative) >= 0
+        count = self.model.front_bumpers if front else self.model.rear_bumpers
+        if not count:
+            self.bumper_bits = (0, 0)
+            return
+        # across the bar from its left end (+90° front, -90° rear, seen from the robot)
+        across = relative if front else normalize_angle(relative - math.pi)
+        share = (math.pi / 2 - across) / math.pi  # 0 at the left end, 1 at the right end
+        index = min(count - 1, max(0, int(share * count)))
+        bit = 2 << index
+        self.bumper_bits = (bit, 0) if front else (0, bit)
+
+    # ---- simulator commands (spec §8.5) -----------------------------------------------
+    def set_true_pose(self, x, y, th):
+        """SIM_SET_POSE: move the true pose (odometry unchanged). False (pose kept) when the
+        place is absurd or inside an obstacle."""
+        if not all(math.isfinite(v) for v in (x, y, th)) or max(abs(x), abs(y)) > 1e7:
+            return False
+        if self.room.contact(x, y, self.model.radius * 0.5) is not None:
+            return False
+        self.pose = [float(x), float(y), normalize_angle(th)]
+        self.laser.moved = True
+        return True
+
+    def reset_simulation(self):
+        """SIM_RESET: odometry to zero, the true pose back to the start pose."""
+        self.pose = list(self.initial_pose)
+        self.odometry = [0.0, 0.0, 0.0]
+        self.v = self.w = 0.0
+
+    def laser_scan(self):
+        """(ranges mm as ints, reflectance values) of the laser's scan now, in send order."""
+        laser = self.laser
+        angles = laser.angles()
+        if not len(angles):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        x, y, th = self.pose
+        mx, my, mth = laser.mount
+        lx = x + mx * math.cos(th) - my * math.sin(th)
+        ly = y + mx * math.sin(th) + my * math.cos(th)
+        world_angles = th + mth + angles
+        if laser.angle_error:
+            world_angles = world_angles + self.rng.uniform(
+                -laser.angle_error, laser.angle_error, len(angles)
+            )
+        ranges, returns, incidence = self.room.cast(lx, ly, world_angles, LASER_MAX_RANGE)
+        if laser.noise:
+            near = ranges < LASER_MAX_RANGE
+            ranges = np.where(
+                near, ranges + self.rng.uniform(-laser.noise, laser.noise, len(ranges)), ranges
+            )
+        ranges = np.clip(ranges, 0, LASER_MAX_RANGE).astype(np.int64)  # truncated, as Stage
+        laser.moved = False
+        return ranges, reflectance(returns, ranges, incidence)
 
     def _targets(self):
         if not self.enabled or self.halted:
@@ -311,19 +499,38 @@ class SimulatedPioneer:
         discs = self.model.sonar
         if not self.sonar_enabled or not discs:
             return []
-        readings = []
+        indices = []
         for _ in range(min(self.sonar_per_cycle, len(discs))):
-            index = self._next_sonar
-            self._next_sonar = (index + 1) % len(discs)
-            readings.append((index, self.sonar_range(index)))
-        return readings
+            indices.append(self._next_sonar)
+            self._next_sonar = (self._next_sonar + 1) % len(discs)
+        return list(zip(indices, self.sonar_ranges(indices), strict=True))
 
     def sonar_range(self, index):
-        sx, sy, sth = self.model.sonar[index]
+        return self.sonar_ranges([index])[0]
+
+    def sonar_ranges(self, indices):
+        """Ranges (mm) of the given transducers now, all cast at once (spec §8.2)."""
+        table = np.array([self.model.sonar[i] for i in indices], np.float64).reshape(-1, 3)
         x, y, th = self.pose
-        wx = x + sx * math.cos(th) - sy * math.sin(th)
-        wy = y + sx * math.sin(th) + sy * math.cos(th)
-        return min(MAX_SONAR_RANGE, self.room.ray_distance(wx, wy, th + math.radians(sth)))
+        c, s = math.cos(th), math.sin(th)
+        wx = x + table[:, 0] * c - table[:, 1] * s
+        wy = y + table[:, 0] * s + table[:, 1] * c
+        axis = th + np.radians(table[:, 2])
+        if self.sonar_beam > 0:  # Stage's "closest": ceil(beam / 6°) rays, the nearest wins
+            rays = max(2, math.ceil(self.sonar_beam / 6.0))
+            spread = np.radians(np.linspace(-self.sonar_beam / 2, self.sonar_beam / 2, rays))
+            angles = (axis[:, None] + spread).ravel()
+            ranges, _, _ = self.room.cast(
+                np.repeat(wx, rays), np.repeat(wy, rays), angles, MAX_SONAR_RANGE, 'sonar'
+            )
+            ranges = ranges.reshape(-1, rays).min(axis=1)
+        else:
+            ranges, _, _ = self.room.cast(wx, wy, axis, MAX_SONAR_RANGE, 'sonar')
+        if self.noise:
+            near = ranges < MAX_SONAR_RANGE
+            noise = self.rng.uniform(-SONAR_NOISE, SONAR_NOISE, len(ranges))
+            ranges = np.where(near, ranges + noise, ranges)
+        return [float(v) for v in np.clip(ranges, MIN_SONAR_RANGE, MAX_SONAR_RANGE)]
 
     def analog_value(self, port):
         """A slowly varying 0-1 reading per analog port (port 5 follows the battery)."""

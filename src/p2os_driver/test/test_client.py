@@ -396,3 +396,48 @@ def test_settings_reject_bad_addresses_and_models():
         Settings(port='tcp://localhost')
     with pytest.raises(ValueError, match='unknown robot model'):
         Settings(model='r2d2')
+
+
+def test_a_simulator_gets_the_laser_and_simstat_asked_for_and_scans_come_whole(emulator, clients):
+    from p2os_driver.world import default_world_path
+
+    robot = emulator(model='p3dx', world=default_world_path(), noise=False)
+    client = clients(
+        make_client(f'tcp://127.0.0.1:{robot.start_tcp()}', laser_scan=(-45, 45, 0.5))
+    )
+    assert wait_for(lambda: client.connected, 5)
+    assert client.is_simulator and client.laser_wanted  # CONFIG serial "SIM"
+    assert wait_for(lambda: client.records.of(p.LaserPacket) and client.records.of(p.SimStat), 5)
+    sent = commands(robot)
+    assert (C.SIM_STAT, 2) in sent
+    assert [a for n, a in sent if n in (p.LASER_START, p.LASER_END, p.LASER_RESOLUTION)] == [
+        -45,
+        45,
+        50,
+    ]
+    assert (p.LASER_ENABLE, 2) in sent
+    scan = client.records.of(p.LaserPacket)[-1]
+    assert scan.total == len(scan.ranges) == 181 and len(scan.reflectance) == 181
+    stat = client.records.of(p.SimStat)[-1]
+    assert (stat.true_x, stat.true_y) == (-8500, 0)
+    client.set_true_pose(-5000, 300, 45)
+    assert wait_for(lambda: client.records.of(p.SimStat)[-1].true_x == -5000, 5)
+    plain = make_client('tcp://127.0.0.1:1', laser='false', simulator='true')
+    assert not plain.laser_wanted
+
+
+def test_bad_laser_packets_are_counted_and_their_scan_dropped():
+    client = make_client('tcp://127.0.0.1:1')
+    bodies = p.encode_laser_packets(p.PacketType.LASER_EXTENDED, [1000] * 70, [0] * 70)
+    bad_count = bytearray(bodies[1])
+    bad_count[5] = 33  # n: 33 readings announced, over the 32 a packet holds
+    for body in (bodies[0], bytes(bad_count), bodies[2]):
+        client._dispatch(body)
+    assert client.counters.bad_frames == 1
+    assert client.laser_assembler.dropped == 1 and not client.records.of(p.LaserPacket)
+    for body in (bodies[0], bodies[2], bodies[1]):  # out of order
+        client._dispatch(body)
+    assert client.laser_assembler.dropped == 2 and not client.records.of(p.LaserPacket)
+    for body in bodies:
+        client._dispatch(body)
+    assert len(client.records.of(p.LaserPacket)) == 1

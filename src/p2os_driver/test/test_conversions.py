@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 from std_msgs.msg import Header
 
@@ -85,11 +86,38 @@ def test_wheel_units_split_and_clamp():
     assert wheel_units(model, 5000.0, 0.0) == (127, 127)
 
 
-def test_the_demo_counts_a_side_once_it_is_driven():
-    """The demo's picture said "3 of 4 sides" over a closed square (the last turn pending)."""
-    from p2os_driver.plugin import SquareDriver
+def test_the_demo_wall_follower_turns_away_and_keeps_its_distance():
+    from p2os_driver.plugin import WALL_DISTANCE, follow_wall
 
-    script = SquareDriver()
-    for leg, sides in ((0, 0), (1, 1), (6, 3), (7, 4), (8, 4)):
-        script.leg = leg
-        assert script.sides_driven() == sides, leg
+    angles = np.radians(np.arange(-90, 91))
+
+    def scan(ahead, left):
+        return np.where(np.abs(angles) < np.radians(40), ahead, np.where(angles > 0, left, 5.0))
+
+    increment = math.radians(1)
+    linear, angular = follow_wall(scan(0.5, 1.0), -math.pi / 2, increment, 32.0)
+    assert angular < 0 and linear < 0.1  # a wall ahead: turn right
+    linear, angular = follow_wall(scan(5.0, WALL_DISTANCE + 0.3), -math.pi / 2, increment, 32.0)
+    assert angular > 0 and linear > 0.2  # too far from the left wall: steer left
+    linear, angular = follow_wall(scan(5.0, WALL_DISTANCE - 0.1), -math.pi / 2, increment, 32.0)
+    assert angular < 0  # too close: steer right
+
+
+def test_laser_scan_from_a_simulator_scan_stage_and_ideal_spacing():
+    scan = p.LaserPacket(p.PacketType.LASER_EXTENDED, 181, 0, [1500] * 180 + [32767], [0] * 181)
+    msg = convert.laser_scan_msg(scan, (-90, 90, 1.0, False), Header(frame_id='laser'), 32.767)
+    assert msg.angle_min == pytest.approx(-math.pi / 2)
+    assert msg.angle_increment == pytest.approx(math.radians(180 / 181))
+    assert msg.angle_max == pytest.approx(math.radians(89.0055), abs=1e-6)
+    assert msg.ranges[0] == pytest.approx(1.5) and math.isinf(msg.ranges[-1])
+    assert len(msg.intensities) == 181
+    ideal = convert.laser_scan_msg(scan, (-90, 90, 1.0, True), Header(), 32.767)
+    assert ideal.angle_max == pytest.approx(math.pi / 2)
+
+
+def test_ground_truth_from_simstat():
+    stat = p.SimStat(true_x=-8500, true_y=250, true_th=90)
+    msg = convert.ground_truth_msg(stat, Header(frame_id='map'), 'base_link')
+    assert (msg.pose.pose.position.x, msg.pose.pose.position.y) == (-8.5, 0.25)
+    assert msg.pose.pose.orientation.z == pytest.approx(math.sqrt(0.5))
+    assert msg.child_frame_id == 'base_link'

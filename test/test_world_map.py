@@ -1,0 +1,74 @@
+"""bringup p2os --sim --world: the world as nav_msgs/OccupancyGrid on map (transient local) and
+map → odom at the start pose, seen from another process; --world's bad input."""
+
+import math
+
+import pytest
+from helpers import listening_node, run_module, spin_until, start_module
+from nav_msgs.msg import OccupancyGrid
+from tf2_msgs.msg import TFMessage
+
+from legacy_robot_common.tf import TF_STATIC_LISTENER_QOS
+from legacy_robot_common.world_map import MAP_QOS
+
+BRINGUP = 'legacy_robot_bringup.compose'
+ROOM = """2D-Map
+Cairn: RobotHome 1000 500 90 "" ICON "Home"
+LINES
+-2000 -1500 4000 -1500
+4000 -1500 4000 2500
+4000 2500 -2000 2500
+-2000 2500 -2000 -1500
+"""
+
+
+@pytest.fixture
+def listener():
+    with listening_node('world_map_listener') as pair:
+        yield pair
+
+
+def test_bringup_publishes_the_world_map_and_map_to_odom(listener, tmp_path):
+    node, executor = listener
+    world = tmp_path / 'room.map'
+    world.write_text(ROOM)
+    maps, static = [], []
+    process = start_module(BRINGUP, 'p2os', '--sim', '--world', str(world), '--duration', '30')
+    try:
+        # published once at start: it arrives only because it is latched (transient local)
+        node.create_subscription(OccupancyGrid, '/map', maps.append, MAP_QOS)
+        node.create_subscription(TFMessage, '/tf_static', static.append, TF_STATIC_LISTENER_QOS)
+
+        def map_to_odom():
+            return [
+                t
+                for m in static
+                for t in m.transforms
+                if (t.header.frame_id, t.child_frame_id) == ('map', 'odom')
+            ]
+
+        assert spin_until(executor, lambda: maps and map_to_odom(), 30), (
+            process.stderr.read() if process.poll() is not None else 'no map'
+        )
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)
+    grid = maps[-1]
+    assert grid.header.frame_id == 'map' and grid.info.resolution == pytest.approx(0.05)
+    # the 6 m x 4 m room plus the 0.5 m margin on each side, in 5 cm cells
+    assert (grid.info.width, grid.info.height) == (140, 100)
+    assert grid.info.origin.position.x == pytest.approx(-2.5)
+    cells = list(grid.data)
+    assert cells.count(100) > 300 and set(cells) == {0, 100}
+    transform = map_to_odom()[-1].transform
+    assert (transform.translation.x, transform.translation.y) == pytest.approx((1.0, 0.5))
+    assert 2 * math.atan2(transform.rotation.z, transform.rotation.w) == pytest.approx(math.pi / 2)
+
+
+def test_world_needs_sim_and_a_readable_map(tmp_path):
+    result = run_module(BRINGUP, 'p2os', '--world', 'x.map', '--duration', '1')
+    assert result.returncode == 2 and '--world needs --sim' in result.stderr
+    result = run_module(
+        BRINGUP, 'p2os', '--sim', '--world', str(tmp_path / 'none.map'), '--duration', '1'
+    )
+    assert result.returncode == 2 and 'does not exist' in result.stderr
