@@ -13,7 +13,8 @@ demo: bootstrap
 # domain of its own: a subset of the end-to-end tests on SingleThreadedExecutor
 # (LEGACY_ROBOTS_EXECUTOR=single: bringup, lifecycle, shutdown, stack fit, Foxglove, service
 # answers, two drivers' node tests; about 3 minutes), then the test that waits a minute on the
-# clock (P2OS driving at 1.5 m/s; on the default executor, left out of the suite's run). Both runs mostly
+# clock (P2OS driving at 1.5 m/s; on the default executor, left out of the suite's run) and the
+# two-host tests (network namespaces of their own; they wait out link cuts). Both runs mostly
 # wait on sockets, DDS and the clock, so side by side they take the suite's time and make test
 # stays under 25 minutes. (The AIBO's two minutes of audio stay in the suite: its load beside
 # the suite's busiest tests would share the 2 cores.) The side run's output goes to
@@ -22,7 +23,8 @@ SINGLE_EXECUTOR_TESTS = test/test_bringup_e2e.py test/test_lifecycle.py test/tes
 	test/test_stack_fit.py test/test_foxglove.py src/ipaq_driver/test/test_node_e2e.py \
 	src/pleo_driver/test/test_node_e2e.py test/test_service_replies.py
 WAITING_TESTS = \
-	src/p2os_driver/test/test_node_e2e.py::test_drive_at_1_5_m_s_for_a_minute_without_odometry_freezing
+	src/p2os_driver/test/test_node_e2e.py::test_drive_at_1_5_m_s_for_a_minute_without_odometry_freezing \
+	test/test_two_hosts.py
 BESIDE_LOG = log/test-beside-suite.log
 TEST_DOMAIN := $(shell echo $$(( $$$$ % 50 + 1 )))
 # Lint and format check first (ruff from requirements.txt, rules in ruff.toml); CI's .ci/run
