@@ -125,3 +125,60 @@ def timeline(steps):
         if step.opcode == TEMPO:
             tempo = step.args[0]
     return times
+
+
+# ---- gestures while the rabbit speaks (the say service) -----------------------------------
+GESTURE_TEMPO = 10  # ticks of 100 ms
+NOSE = LEDS - 1
+
+
+def _both_ears(opcode, moves):
+    """(wait, value) moves → steps turning ear 0 then, at once, ear 1 (direction 0)."""
+    steps = []
+    for wait, value in moves:
+        extra = (0,) if opcode == 0x08 else ()
+        steps += [Step(wait, opcode, (0, value, *extra)), Step(0, opcode, (1, value, *extra))]
+    return tuple(steps)
+
+
+GESTURES = {  # name → steps after the tempo command (waits in 100 ms ticks)
+    'nod': _both_ears(0x08, ((0, 5), (4, 0), (4, 5), (4, 0))),
+    'wiggle': _both_ears(0x11, ((0, 2), (3, 15), (3, 2), (3, 15))),
+    'blink': tuple(
+        Step(wait, code, args)
+        for wait, code, args in (
+            (0, 0x07, (NOSE, 255, 255, 255, 0, 0)),
+            (3, 0x0A, (NOSE,)),
+            (3, 0x07, (NOSE, 255, 255, 255, 0, 0)),
+            (3, 0x0A, (NOSE,)),
+        )
+    ),
+}
+
+
+def parse_color(text):
+    """'#rrggbb' or 'rrggbb' → (r, g, b); ValueError otherwise."""
+    digits = text.strip().removeprefix('#')
+    if len(digits) != 6 or any(c not in '0123456789abcdefABCDEF' for c in digits):
+        raise ValueError(f'color {text!r} is not #rrggbb')
+    return tuple(int(digits[i : i + 2], 16) for i in (0, 2, 4))
+
+
+def speaking_gesture(ears=(-1, -1), color='', name=''):
+    """The .chor bytes a rabbit plays while it speaks (ears to a pose, the LEDs in a colour, a
+    named gesture), or None when nothing is asked; ValueError for what cannot be played."""
+    steps = []
+    if color:
+        steps.append(Step(0, 0x09, parse_color(color)))
+    for motor, position in enumerate(ears):
+        if position != -1:
+            if not 0 <= position <= 16:
+                raise ValueError(f'ear{motor} {position} is not 0..16 (or -1: as it is)')
+            steps.append(Step(0, 0x08, (motor, position, 0)))
+    if name:
+        if name not in GESTURES:
+            raise ValueError(f'unknown choreography {name!r} ({", ".join(GESTURES)})')
+        steps.extend(GESTURES[name])
+    if not steps:
+        return None
+    return build([Step(0, TEMPO, (GESTURE_TEMPO,)), *steps])

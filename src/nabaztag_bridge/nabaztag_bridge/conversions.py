@@ -17,6 +17,10 @@ EVENT_KINDS = {
     'rfid': RabbitEvent.RFID,
     'recording': RabbitEvent.RECORDING,
     'locate': RabbitEvent.LOCATE,
+    'say_synthesising': RabbitEvent.SAY_SYNTHESISING,
+    'say_queued': RabbitEvent.SAY_QUEUED,
+    'say_fetched': RabbitEvent.SAY_FETCHED,
+    'say_done': RabbitEvent.SAY_DONE,
 }
 
 

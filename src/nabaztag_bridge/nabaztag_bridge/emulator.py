@@ -13,16 +13,19 @@ uploaded with up to 3 attempts). Many rabbits run in one process for load tests.
 import argparse
 import collections
 import dataclasses
+import pathlib
 import queue
 import socket
 import sys
 import threading
 import time
 
+from legacy_robot_common.artifacts import save_wav
 from legacy_robot_common.emulator import run_emulator
 from legacy_robot_common.errors import MalformedFrame
 
 from . import choreography as chor
+from . import mp3
 from . import protocol as p
 from . import recording
 
@@ -47,6 +50,7 @@ class RabbitOptions:
     stream_seconds: float = 5.0
     net_timeout: float = NET_TIMEOUT  # s of server silence before a request is given up
     start_delay: float = 0.0  # s before the rabbit is switched on
+    audio_dir: str = ''  # write what each program played (MU/MC audio) as a WAV here
 
 
 def split_url(url):
@@ -121,7 +125,12 @@ class VirtualRabbit:
             upload_attempts=0,
             rfid=0,
             errors=0,
+            truncated_audio=0,  # MU/MC files longer than the cap: the rabbit cuts them
+            bad_audio=0,  # MU/MC files that are neither MP3 nor WAV
         )
+        self.audio_seconds = 0.0  # of MU/MC audio played, over all programs
+        self.last_audio_error = ''
+        self.wav_files = []  # what audio_dir received
 
     # ---- life cycle ---------------------------------------------------------------------
     def start(self):
@@ -353,6 +362,7 @@ class VirtualRabbit:
     # ---- playing a program --------------------------------------------------------------
     def _play(self, program, stopped):
         resources = {}
+        heard = []  # the audio this program played, for audio_dir
         for key, url in program.commands:  # everything is downloaded before playing
             if key in p.PRELOADED_COMMANDS and url not in resources:
                 resources[url] = self._download(url, p.PRELOADED_COMMANDS[key])
@@ -361,8 +371,11 @@ class VirtualRabbit:
                 return
             if key in ('MU', 'MC'):
                 self._note_played(key, value, resources[value])
+                seconds = self._duration(resources[value])
+                heard.append(resources[value])
                 with self._lock:
-                    self.audio_until = time.monotonic() + self._duration(resources[value])
+                    self.audio_seconds += seconds
+                    self.audio_until = time.monotonic() + seconds * self.options.time_scale
             elif key == 'MW':
                 stopped.wait(max(0.0, self.audio_until - time.monotonic()))
             elif key == 'CH':
@@ -378,7 +391,22 @@ class VirtualRabbit:
                     self.palette[colour >> 24 & 7] = tuple(
                         (colour >> s) & 0xFF for s in (16, 8, 0)
                     )
+        if heard and self.options.audio_dir:
+            self._write_wav(program.id, heard)
         self._end_program(program.id, stopped)
+
+    def _write_wav(self, program_id, files):
+        """What a program played, as one WAV (MP3s decoded with miniaudio)."""
+        try:
+            pcm, rate = decode_audio(files)
+        except (ImportError, ValueError) as exc:
+            with self._lock:
+                self.last_audio_error = f'no WAV of program {program_id:x}: {exc}'
+            return
+        path = pathlib.Path(self.options.audio_dir) / f'{self.serial}-{program_id:x}.wav'
+        save_wav(path, pcm, rate)
+        with self._lock:
+            self.wav_files.append(path)
 
     def _end_program(self, program_id, stopped):
         with self._lock:
@@ -389,23 +417,36 @@ class VirtualRabbit:
         self._wake.set()  # the end is reported at once
 
     def _download(self, url, cap):
+        """The resource as the rabbit keeps it: its first cap bytes (a longer one is cut,
+        and counted here as truncated_audio)."""
         try:
-            return self._request(p.resolve_url(url, self.broad), limit=cap)
+            data = self._request(p.resolve_url(url, self.broad), limit=cap + 1)
         except OSError:
             return b''
+        if len(data) > cap:
+            with self._lock:
+                self.counters['truncated_audio'] += 1
+                self.last_audio_error = f'{url}: over the {cap}-byte cap, cut'
+            data = data[:cap]
+        return data
 
     def _note_played(self, key, url, data):
         with self._lock:
             self.played.append((key, url, len(data)))
 
     def _duration(self, data):
-        if data[:4] == b'RIFF':
-            try:
+        """Seconds an MU/MC file plays: a WAV's samples, an MP3's frames; a file that is
+        neither (or an MP3 cut short) is counted as bad_audio and timed at 128 kbit/s."""
+        try:
+            if data[:4] == b'RIFF':
                 samples, rate = recording.decode_wav(data)
-                return len(samples) / rate * self.options.time_scale
-            except MalformedFrame:
-                pass
-        return len(data) / MP3_BYTES_PER_SECOND * self.options.time_scale
+                return len(samples) / rate
+            return mp3.scan(data).seconds
+        except MalformedFrame as exc:
+            with self._lock:
+                self.counters['bad_audio'] += 1
+                self.last_audio_error = str(exc)
+        return len(data) / MP3_BYTES_PER_SECOND
 
     def _dance(self, steps, stopped):
         start = time.monotonic()
@@ -447,6 +488,26 @@ class VirtualRabbit:
             stopped.wait(self.options.stream_seconds * self.options.time_scale)
         with self._lock:
             self._streaming = False
+
+
+def decode_audio(files):
+    """MP3 / WAV files → (16-bit mono PCM bytes, sample rate of the first); ImportError
+    without miniaudio (the MP3 decoder), ValueError for a file it cannot decode."""
+    import array
+
+    import miniaudio
+
+    pcm, rate = array.array('h'), None
+    for data in files:
+        try:
+            decoded = miniaudio.decode(
+                data, miniaudio.SampleFormat.SIGNED16, nchannels=1, sample_rate=rate or 0
+            )
+        except miniaudio.DecodeError as exc:
+            raise ValueError(f'miniaudio cannot decode it: {exc}') from None
+        rate = rate or decoded.sample_rate
+        pcm.extend(decoded.samples)
+    return pcm.tobytes(), rate
 
 
 PHASE_REQUESTS = {'boot': 'bc.jsp', 'locate': 'locate.jsp', 'ping': 'p4.jsp'}

@@ -213,10 +213,18 @@ class RabbitRegistry:
             for rabbit in rabbits:
                 rabbit.queue.append(tuple(blocks))
 
-    def queue_program(self, rabbits, commands):
-        """A new program (fresh ID) for each rabbit; returns the ID."""
+    def next_program_id(self):
         with self._lock:
-            program = self._new_program(commands)
+            return self._new_program(()).id
+
+    def queue_program(self, rabbits, commands, program_id=None):
+        """A new program (fresh ID, or program_id from next_program_id) for the rabbits;
+        returns the ID."""
+        with self._lock:
+            if program_id is None:
+                program = self._new_program(commands)
+            else:
+                program = p.Program(program_id, tuple(commands))
         self.queue_blocks(rabbits, [self._message(program)])
         return program.id
 

@@ -27,6 +27,8 @@ from .rabbits import RabbitRegistry, UnknownRabbit
 from .transport import HttpServer, Limits
 
 CHOREOGRAPHIES_KEPT = 256
+SPEECH_PATH = '/tts/'
+_SPEECH_FILE = re.compile(r'[0-9a-f]{32}-[0-9]{1,4}\.mp3')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +74,7 @@ class Settings:
     max_body_bytes: int = 65536
     client_timeout: float = 10.0
     publish_pings: bool = False
+    speech_folder: pathlib.Path = None  # the speech cache, served under /tts/
 
 
 class HttpError(Exception):
@@ -219,6 +222,8 @@ class BridgeServer:
             route = self._routes.get(path)
             if route is not None:
                 return route(method, query, headers, lambda: self._body(headers, read_body))
+            if path.startswith(SPEECH_PATH):
+                return self._speech(urllib.parse.unquote(path[len(SPEECH_PATH) :]), query)
             for prefix, serve in self._prefixes:
                 if path.startswith(prefix):
                     relative = urllib.parse.unquote(path[len(prefix) :])
@@ -353,6 +358,20 @@ class BridgeServer:
 
     def _media(self, relative):
         return 200, self._media_file(relative), _content_type(relative)
+
+    def speech_url(self, name, serial, program_id):
+        """URL of a speech MP3 in the cache; the query tells who fetched it (say_fetched)."""
+        return f'{self.base_url}{SPEECH_PATH}{name}?sn={serial}&id={program_id:x}'
+
+    def _speech(self, name, query):
+        folder = self.settings.speech_folder
+        path = folder / name if folder is not None and _SPEECH_FILE.fullmatch(name) else None
+        if path is None or not path.is_file():
+            raise HttpError(404, f'no speech file {name!r}')
+        serial, program = query.get('sn', ''), query.get('id', '')
+        if re.fullmatch('[0-9a-f]{12}', serial) and re.fullmatch('[0-9a-f]{1,8}', program):
+            self._event(serial, 'say_fetched', program_id=int(program, 16))
+        return 200, path, 'audio/mpeg'
 
     def _choreography(self, name):
         data = self._choreographies.get(name)
