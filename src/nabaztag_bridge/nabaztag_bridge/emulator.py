@@ -25,9 +25,8 @@ from legacy_robot_common.emulator import run_emulator
 from legacy_robot_common.errors import MalformedFrame
 
 from . import choreography as chor
-from . import mp3
+from . import mp3, recording
 from . import protocol as p
-from . import recording
 
 NET_TIMEOUT = 10.0  # s of silence before the rabbit gives up a request
 RETRY_DELAY = 1.0  # s between boot / locate attempts

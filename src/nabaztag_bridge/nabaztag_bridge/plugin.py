@@ -14,11 +14,11 @@ from legacy_robot_common.artifacts import save_lines, save_wav
 from legacy_robot_common.emulator import free_port
 from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin, SoakPart
 from legacy_robot_interfaces.msg import ChoreographyStep, RabbitEvent, RabbitList, RabbitRecording
-from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSound
+from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSay, RabbitSound
 
 from . import protocol as p
 from . import recording
-from .emulator import RabbitEmulator, RabbitOptions
+from .emulator import RabbitEmulator, RabbitOptions, decode_audio, rabbit_request
 from .node import NabaztagBridge
 from .replay import NabaztagReplay
 
@@ -35,10 +35,16 @@ KIND_NAMES = {
         'RFID',
         'RECORDING',
         'LOCATE',
+        'SAY_SYNTHESISING',
+        'SAY_QUEUED',
+        'SAY_FETCHED',
+        'SAY_DONE',
     )
 }
 SIM_PORT = 8080
 DEMO_SOUND = 'hello.wav'
+DEMO_SPEECH = 'Hello! I am a Nabaztag rabbit, and I speak through ROS 2.'
+DEMO_SPEECH_AT = 3.0  # s into the demo
 # one second of silence as MPEG-1 Layer III (the rabbit's format): 38 frames of 128 kbit/s at
 # 44.1 kHz, each a 4-byte header and 413 zero bytes (no side information: silence)
 SILENT_MP3 = (b'\xff\xfb\x90\x00' + bytes(413)) * 38
@@ -89,7 +95,9 @@ class DemoEmulator:
 
 
 class RabbitKeeper(DemoScript):
-    """Answers clicks with a choreography and tags with a sound; keeps the event log."""
+    """Says a sentence (the say service; the audio it played kept as speech.mp3 and
+    speech.wav), answers clicks with a choreography and tags with a sound; keeps the event
+    log."""
 
     STEPS = [
         ChoreographyStep(wait=0, opcode=ChoreographyStep.ALL_LEDS, args=[0, 80, 255]),
@@ -104,12 +112,15 @@ class RabbitKeeper(DemoScript):
         self.log = []
         self.recording = None
         self.pending = []
+        self.speech = None  # the say call's future, then its MP3 bytes
+        self.speech_files = []
 
     def setup(self, node, namespace):
         self.choreography = node.create_client(
             RabbitChoreography, f'{namespace}/play_choreography'
         )
         self.sound = node.create_client(RabbitSound, f'{namespace}/play_sound')
+        self.say = node.create_client(RabbitSay, f'{namespace}/say')
 
     def on_message(self, topic, msg):
         if topic == 'events':
@@ -132,9 +143,24 @@ class RabbitKeeper(DemoScript):
         while self.pending and self.pending[0][0].service_is_ready():
             client, request = self.pending.pop(0)
             client.call_async(request)
+        if elapsed >= DEMO_SPEECH_AT:
+            self.call_until_success(
+                'say', self.say, RabbitSay.Request(text=DEMO_SPEECH, choreography='nod')
+            )
+            future = self._pending.get('say', (None, 0))[0]
+            if future is not None and future.done() and not self.speech_files:
+                reply = future.result()
+                if reply.success:
+                    self.log.append(f'say: {reply.message}')
+                    # the files the rabbit fetched, fetched again the same way for the output
+                    self.speech_files = [rabbit_request(url) for url in reply.audio_urls]
 
     def write_artifacts(self, folder):
         paths = [save_lines(folder / 'events.txt', self.log)]
+        if self.speech_files:
+            (folder / 'speech.mp3').write_bytes(b''.join(self.speech_files))
+            pcm, rate = decode_audio(self.speech_files)
+            paths += [folder / 'speech.mp3', save_wav(folder / 'speech.wav', pcm, rate)]
         if self.recording is not None:
             paths.append(
                 save_wav(
