@@ -219,6 +219,10 @@ def test_cache_folder_that_cannot_be_written_is_said(tmp_path):
     assert 'not usable' in cache.error
     with pytest.raises(tts.SpeechError, match='not usable'):
         cache.store('a' * 32, [b'x'], [1.0])
+    answers = []  # say answers it at once, without starting a synthesis
+    request = tts.Request(tts.Voice('espeak', 'en', 'en'), 1.0, 'Hello.', 22050, 32, 300000)
+    Speech(cache).submit(request, answers.append)
+    assert isinstance(answers[0], tts.SpeechError) and 'is not usable' in str(answers[0])
 
 
 # ---- the worker process --------------------------------------------------------------------
