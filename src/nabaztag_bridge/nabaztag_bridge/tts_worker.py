@@ -312,7 +312,14 @@ def main(argv=None):
         default=[],
         help='ENGINE[:MODEL] to load before the first request (kept warm)',
     )
+    parser.add_argument(
+        '--nice',
+        type=int,
+        default=10,
+        help='added to the process\'s niceness: the rabbits\' pings go first (default 10)',
+    )
     args = parser.parse_args(argv)
+    os.nice(args.nice)
     # the pipe is the process's standard output as it started; the engines' own prints (C
     # libraries, warnings) go to standard error instead, never into the frames
     replies = os.fdopen(os.dup(1), 'wb')
