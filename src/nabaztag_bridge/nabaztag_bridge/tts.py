@@ -24,7 +24,7 @@ ENCODER_VERSION = 1  # part of every cache key: bump when the MP3s made change
 # characters no engine speaks: control and format characters, private use, unassigned,
 # surrogates, symbols (emoji); they are dropped and the answer says so
 _UNSPEAKABLE = ('Cc', 'Cf', 'Co', 'Cn', 'Cs', 'So', 'Sk')
-_SENTENCE_END = re.compile(r'(?<=[.!?…。！？])["\')\]»”’]*\s+')
+_SENTENCE_END = re.compile(r'([.!?…。！？]["\')\]»”’]*)\s+')  # the end, kept; the space, not
 
 
 class SpeechError(Exception):
@@ -123,7 +123,9 @@ def describe_dropped(chars):
 
 def sentences(text):
     """Sentences of text (split after . ! ? … and their closing quotes), none empty."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    parts = _SENTENCE_END.split(text)  # text, end, text, end, ..., text
+    joined = [''.join(parts[i : i + 2]) for i in range(0, len(parts), 2)]
+    return [s.strip() for s in joined if s.strip()]
 
 
 # ---- voices ----------------------------------------------------------------------------
