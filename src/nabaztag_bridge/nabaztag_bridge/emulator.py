@@ -499,12 +499,14 @@ def decode_audio(files):
     pcm, rate = array.array('h'), None
     for data in files:
         try:
+            if rate is None:  # the first file's own rate; the others are converted to it
+                info = miniaudio.wav_get_info(data) if data[:4] == b'RIFF' else mp3.scan(data)
+                rate = info.sample_rate
             decoded = miniaudio.decode(
-                data, miniaudio.SampleFormat.SIGNED16, nchannels=1, sample_rate=rate or 0
+                data, miniaudio.SampleFormat.SIGNED16, nchannels=1, sample_rate=rate
             )
-        except miniaudio.DecodeError as exc:
-            raise ValueError(f'miniaudio cannot decode it: {exc}') from None
-        rate = rate or decoded.sample_rate
+        except (miniaudio.DecodeError, MalformedFrame) as exc:
+            raise ValueError(f'cannot decode it: {exc}') from None
         pcm.extend(decoded.samples)
     return pcm.tobytes(), rate
 

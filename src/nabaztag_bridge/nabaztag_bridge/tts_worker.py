@@ -316,7 +316,7 @@ def main(argv=None):
         '--nice',
         type=int,
         default=10,
-        help='added to the process\'s niceness: the rabbits\' pings go first (default 10)',
+        help="added to the process's niceness: the rabbits' pings go first (default 10)",
     )
     args = parser.parse_args(argv)
     os.nice(args.nice)

@@ -94,6 +94,7 @@ def test_the_rabbit_fetches_and_plays_what_it_is_told_to_say(bridge):
     again = say(ros, serial=SERIAL, text='Hello, I am a rabbit.')
     assert again.success and '(cached)' in again.message
     assert again.audio_urls[0].split('?')[0] == reply.audio_urls[0].split('?')[0]
+    assert ros.spin_until(lambda: RabbitEvent.SAY_DONE in stages(events, again.program_id), 20)
     # no speech engine in the bridge's process: only its worker maps them
     maps = pathlib.Path(f'/proc/{process.pid}/maps').read_text()
     assert not re.search('onnxruntime|espeak', maps), 'an engine is loaded in the bridge'
