@@ -27,6 +27,12 @@ PYTHON_KEYS = {
     'rosbags': 'python3-rosbags-pip',
     'mcap_ros2': 'python3-mcap-ros2-support-pip',
     'websockets': 'python3-websockets',
+    # the Nabaztag bridge's speech worker (requirements-speech.txt) and its emulator's decoder
+    'piper': 'python3-piper-tts-pip',
+    'onnxruntime': 'python3-onnxruntime-pip',
+    'espeakng_loader': 'python3-espeakng-loader-pip',
+    'lameenc': 'python3-lameenc-pip',
+    'miniaudio': 'python3-miniaudio-pip',
 }
 # ROS packages a full install has and these machines may not (no wheels): declared all the same
 ROS_ELSEWHERE = {'launch', 'launch_ros'}
