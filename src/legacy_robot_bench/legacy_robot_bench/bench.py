@@ -69,6 +69,16 @@ TOOLS = (
         'legacy_robot_bench.p2os_driver.world_bench',
     ),
 )
+if 'nabaztag' in discover_plugins():  # the rabbit's speech: engines, cache, pings while it talks
+    TOOLS += (
+        Robot(
+            'Nabaztag speech',
+            'nabaztag_bridge',
+            'nabaztag_speech',
+            ('--seconds', '5', '--words', '300'),
+            'nabaztag_bridge.speech_bench',
+        ),
+    )
 ROBOTS = installed_robots()  # the soak and the fuzz tests take these too
 BENCHMARKS = ROBOTS + TOOLS
 PIPELINE_COLUMNS = (
