@@ -724,6 +724,12 @@ def build_parser():
     parser.add_argument(
         '--console', action='store_true', help='read commands from standard input: ' + CONSOLE_HELP
     )
+    parser.add_argument(
+        '--audio-dir',
+        default='',
+        help='write the audio each program played (MU/MC files, MP3 decoded) as '
+        '<serial>-<program id>.wav into this folder',
+    )
     return parser
 
 
@@ -746,6 +752,7 @@ def main(argv=None):
                 serial=args.serial,
                 boot=not args.no_boot,
                 time_scale=args.time_scale,
+                audio_dir=args.audio_dir,
             ),
             args.rabbits,
             args.scenario,
