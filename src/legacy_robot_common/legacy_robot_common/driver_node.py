@@ -390,17 +390,32 @@ class DriverNode(LifecycleNode):
         )
         return future, lambda value: self._enqueue(_Resolve(complete, value))
 
-    async def await_reply(self, send, timeout):
+    async def await_reply(self, send, timeout, pause=0.0):
         """send(resolve) starts a request → (reply, None) or (None, error text).
 
         A request that cannot even be encoded or sent (ValueError, TypeError, OSError
         including ConnectionError) resolves at once with its error; so does the timeout.
+
+        pause: for replies that take seconds (speech synthesis). Both executors resume a
+        waiting coroutine at every turn, so a long wait keeps the executor's thread busy (a
+        say waiting 40 s for its synthesis used 90 % of a core, and the worker it waited for
+        got less of the CPU). With pause > 0 each turn first sleeps up to pause seconds
+        (the GIL released) unless the reply has arrived; other callbacks wait at most that.
         """
         future, resolve = self.reply_future(timeout)
+        arrived = threading.Event()
+
+        def resolve_and_wake(value):
+            resolve(value)
+            arrived.set()
+
         try:
-            send(resolve)
+            send(resolve_and_wake)
         except (ValueError, TypeError, OSError) as exc:
-            resolve(exc)
+            resolve_and_wake(exc)
+        while pause and not future.done():
+            arrived.wait(pause)
+            await _NEXT_TURN  # the executor runs what waits (the reply's own task, timers)
         reply = await future
         return (None, str(reply)) if isinstance(reply, Exception) else (reply, None)
 
@@ -455,6 +470,16 @@ def _plain(value):
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return [_plain(item) for item in value]
+
+
+class _NextTurn:
+    """Awaiting it gives the executor one turn (a coroutine's yield)."""
+
+    def __await__(self):
+        yield
+
+
+_NEXT_TURN = _NextTurn()
 
 
 class _Resolve:
