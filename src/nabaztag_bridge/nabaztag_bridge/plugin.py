@@ -152,8 +152,11 @@ class RabbitKeeper(DemoScript):
                 reply = future.result()
                 if reply.success:
                     self.log.append(f'say: {reply.message}')
-                    # the files the rabbit fetched, fetched again the same way for the output
-                    self.speech_files = [rabbit_request(url) for url in reply.audio_urls]
+                    # the files the rabbit fetched, fetched again for the output (without the
+                    # query that would count as the rabbit's fetch)
+                    self.speech_files = [
+                        rabbit_request(url.partition('?')[0]) for url in reply.audio_urls
+                    ]
 
     def write_artifacts(self, folder):
         paths = [save_lines(folder / 'events.txt', self.log)]
