@@ -7,7 +7,7 @@ import pathlib
 import re
 
 import pytest
-from helpers import wait_for
+from helpers import run_module, wait_for
 from ros_observer import DriverProcesses
 
 from legacy_robot_common.emulator import free_port
@@ -174,3 +174,16 @@ def test_characters_no_engine_speaks_are_dropped_and_said(bridge):
     reply = say(ros, serial=SERIAL, text='Carrots 🥕 are good\x07.')
     assert reply.success and 'dropped 2 character(s)' in reply.message, reply.message
     assert 'U+1F955' in reply.message
+
+
+def test_the_command_line_says_it(bridge):
+    rabbit, process, ros, events, folder = bridge
+    done = run_module(
+        'nabaztag_bridge.say', '--service', '/rabbit/say', '--serial', SERIAL, 'Hi from the shell.'
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'espeak voice en' in done.stdout and '/tts/' in done.stdout
+    refused = run_module('nabaztag_bridge.say', '--service', '/rabbit/say', '   ')
+    assert refused.returncode == 1 and 'nothing to say' in refused.stdout
+    usage = run_module('nabaztag_bridge.say')
+    assert usage.returncode == 2 and 'text' in usage.stderr
