@@ -8,9 +8,11 @@ import re
 
 import pytest
 from helpers import run_module, wait_for
+from rclpy.action import ActionClient
 from ros_observer import DriverProcesses
 
 from legacy_robot_common.emulator import free_port
+from legacy_robot_interfaces.action import RabbitSpeak
 from legacy_robot_interfaces.msg import RabbitEvent
 from legacy_robot_interfaces.srv import RabbitSay
 from nabaztag_bridge import mp3, tts
@@ -187,3 +189,30 @@ def test_the_command_line_says_it(bridge):
     assert refused.returncode == 1 and 'nothing to say' in refused.stdout
     usage = run_module('nabaztag_bridge.say')
     assert usage.returncode == 2 and 'text' in usage.stderr
+
+
+def test_the_speak_action_reports_each_stage(bridge):
+    rabbit, process, ros, events, folder = bridge
+    client = ActionClient(ros.node, RabbitSpeak, '/rabbit/speak')
+    assert ros.spin_until(client.server_is_ready, 10), 'no speak action'
+    feedback = []
+    sent = client.send_goal_async(
+        RabbitSpeak.Goal(serial=SERIAL, text='An action, step by step.'),
+        feedback_callback=lambda message: feedback.append(message.feedback),
+    )
+    assert ros.spin_until(sent.done, 10) and sent.result().accepted
+    result = sent.result().get_result_async()
+    assert ros.spin_until(result.done, 30), [f.stage for f in feedback]
+    answer = result.result().result
+    assert answer.success and answer.audio_seconds > 0.5, answer.message
+    stages = [f.stage for f in feedback]
+    assert stages[:2] == [RabbitSpeak.Feedback.SYNTHESISING, RabbitSpeak.Feedback.QUEUED]
+    assert stages[-2:] == [RabbitSpeak.Feedback.FETCHED, RabbitSpeak.Feedback.DONE]
+    assert feedback[-1].program_id == answer.program_id and feedback[-1].serial == SERIAL
+    refused = client.send_goal_async(RabbitSpeak.Goal(serial=SERIAL, text=''))
+    assert ros.spin_until(refused.done, 10)
+    empty = refused.result().get_result_async()
+    assert ros.spin_until(empty.done, 10)
+    assert not empty.result().result.success
+    assert 'nothing to say' in empty.result().result.message
+    client.destroy()
