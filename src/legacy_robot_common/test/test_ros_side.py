@@ -268,6 +268,52 @@ def test_async_service_waits_for_the_robot_without_blocking_the_executor(
     node.destroy_node()
 
 
+class SlowReplyDriver(RecordingDriver):
+    """Serves Trigger by waiting half a second for a reply (a speech synthesis, say)."""
+
+    def __init__(self, context, pause):
+        super().__init__(context)
+        from std_srvs.srv import Trigger
+
+        self.pause = pause
+        self.create_service(Trigger, 'slow', self.on_slow, callback_group=self.callback_group)
+
+    async def on_slow(self, request, response):
+        reply, error = await self.await_reply(
+            lambda resolve: threading.Timer(0.5, resolve, args=('done',)).start(),
+            5.0,
+            pause=self.pause,
+        )
+        response.success, response.message = error is None, reply or error
+        return response
+
+
+@pytest.mark.parametrize('kind', EXECUTOR_KINDS)
+def test_a_long_wait_with_pause_does_not_spin_the_executor(context, kind):
+    """The events executor resumes a waiting coroutine turn after turn: without pause a wait
+    of half a second took 60,000 turns, and a say waiting for its synthesis kept 90 % of a
+    core busy. With pause each turn sleeps up to pause seconds: about wait / pause turns."""
+    from std_srvs.srv import Trigger
+
+    node = SlowReplyDriver(context, pause=0.01)
+    caller = Node('caller', context=context)
+    client = caller.create_client(Trigger, 'slow')
+    executor = driver_node.make_executor(context, kind)
+    executor.add_node(node)
+    executor.add_node(caller)
+    assert spin_until(executor, client.service_is_ready, 5)
+    future = client.call_async(Trigger.Request())
+    turns = 0
+    while not future.done() and turns < 100_000:
+        executor.spin_once(timeout_sec=0.1)
+        turns += 1
+    assert (future.result().success, future.result().message) == (True, 'done')
+    assert turns < 0.5 / 0.01 * 3, turns  # at most a turn per pause, and a few more
+    executor.shutdown()
+    caller.destroy_node()
+    node.destroy_node()
+
+
 @pytest.mark.parametrize('kind', EXECUTOR_KINDS)
 def test_replies_leave_nothing_behind_in_the_callback_group(context, kind):
     """Each reply_future makes and destroys a timeout timer; rclpy's callback group would keep
