@@ -399,8 +399,9 @@ class DriverNode(LifecycleNode):
         pause: for replies that take seconds (speech synthesis). rclpy's events executor
         resumes a waiting coroutine at once, turn after turn (60,000 turns in 0.5 s), so a long
         wait kept the executor's thread busy (a say waiting 40 s for its synthesis used 90 %
-        of a core, and the worker it waited for got less of the CPU). With pause > 0 each turn first sleeps up to pause seconds
-        (the GIL released) unless the reply has arrived; other callbacks wait at most that.
+        of a core, and the worker it waited for got less of the CPU). With pause > 0 each turn
+        first sleeps up to pause seconds (the GIL released) unless the reply has arrived;
+        other callbacks wait at most that.
         """
         future, resolve = self.reply_future(timeout)
         arrived = threading.Event()
