@@ -35,7 +35,6 @@ setup(
             'nabaztag_bridge = nabaztag_bridge.node:main',
             'nabaztag_emulator = nabaztag_bridge.emulator:main',
             'nabaztag_say = nabaztag_bridge.say:main',
-            'nabaztag_speech_bench = nabaztag_bridge.speech_bench:main',
         ],
         'legacy_robots.robots': ['nabaztag = nabaztag_bridge.plugin:PLUGIN'],
     },
