@@ -27,6 +27,7 @@ setup(
             'ipaq_bench = legacy_robot_bench.ipaq_driver.bench:main',
             'aibo_bench = legacy_robot_bench.aibo_driver.bench:main',
             'nabaztag_bench = legacy_robot_bench.nabaztag_bridge.bench:main',
+            'nabaztag_speech_bench = legacy_robot_bench.nabaztag_bridge.speech_bench:main',
             'pleo_bench = legacy_robot_bench.pleo_driver.bench:main',
             'hosts_bench = legacy_robot_bench.hosts.bench:main',
         ],

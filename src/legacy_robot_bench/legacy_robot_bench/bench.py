@@ -73,10 +73,10 @@ if 'nabaztag' in discover_plugins():  # the rabbit's speech: engines, cache, pin
     TOOLS += (
         Robot(
             'Nabaztag speech',
-            'nabaztag_bridge',
+            'legacy_robot_bench',
             'nabaztag_speech',
             ('--seconds', '5', '--words', '300'),
-            'nabaztag_bridge.speech_bench',
+            'legacy_robot_bench.nabaztag_bridge.speech_bench',
         ),
     )
 ROBOTS = installed_robots()  # the soak and the fuzz tests take these too

@@ -24,13 +24,14 @@ import time
 
 import rclpy
 
-from legacy_robot_common.bench import report, start_driver, stop_process, wait_ready
+from legacy_robot_bench.common.bench import report, start_driver, stop_process, wait_ready
 from legacy_robot_common.emulator import free_port
 from legacy_robot_interfaces.srv import RabbitSay
+from nabaztag_bridge import tts
+from nabaztag_bridge.tts_client import WorkerProcess
 
-from . import loadgen, tts
+from . import loadgen
 from .bench import IDLE_PING, _answers
-from .tts_client import WorkerProcess
 
 NAMESPACE = '/speech_bench'
 SERIAL = '0019db000000'  # the first of rabbit_load's rabbits
