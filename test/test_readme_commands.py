@@ -42,6 +42,7 @@ SERVICE_ROBOTS = {
     'set_ears': 'nabaztag',
     'play_sound': 'nabaztag',
     'send_program': 'nabaztag',
+    'say': 'nabaztag',
 }
 
 
