@@ -7,14 +7,18 @@ Topic, service and parameter tables: README.md ("Nabaztag bridge").
 """
 
 import dataclasses
+import os
 import pathlib
 import sys
 import time
+
+from rclpy.action import ActionServer
 
 from legacy_robot_common.diagnostics import ERROR, OK, WARN
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.errors import MalformedFrame
 from legacy_robot_common.params import ParameterError, declare_table
+from legacy_robot_interfaces.action import RabbitSpeak
 from legacy_robot_interfaces.msg import RabbitEvent, RabbitList, RabbitRecording
 from legacy_robot_interfaces.srv import (
     RabbitAmbient,
@@ -22,20 +26,32 @@ from legacy_robot_interfaces.srv import (
     RabbitEars,
     RabbitProgram,
     RabbitRawPacket,
+    RabbitSay,
     RabbitSetting,
     RabbitSound,
 )
 
 from . import choreography as chor
 from . import conversions as convert
+from . import mp3, tts
 from . import protocol as p
 from .parameters import PARAMETERS
-from .rabbits import RabbitRegistry, UnknownRabbit, is_online
+from .rabbits import PROGRAM_ENDS, RabbitRegistry, UnknownRabbit, is_online
 from .server import BridgeServer, RabbitsChanged, Recording, Settings
 from .server import RabbitEvent as EventRecord
+from .tts_client import AudioCache, Speech
 
 GIL_SWITCH_INTERVAL = 0.0005  # s; Python's default is 0.005
 RABBIT_LIST_MIN_GAP = 0.2  # s between rabbit lists sent because a rabbit registered
+SAY_WAIT_PAUSE = 0.005  # s the executor sleeps per turn while a say waits for its synthesis
+SPEECH_PIN_SECONDS = 3600.0
+SPEAK_END_SLACK = 120.0  # s the speak action waits for the rabbits beyond the audio's length
+SPEAK_STAGES = {
+    'say_synthesising': RabbitSpeak.Feedback.SYNTHESISING,
+    'say_queued': RabbitSpeak.Feedback.QUEUED,
+    'say_fetched': RabbitSpeak.Feedback.FETCHED,
+    'say_done': RabbitSpeak.Feedback.DONE,
+}  # a say program's files are kept this long at most if it never ends
 
 
 class NabaztagBridge(DriverNode):
@@ -57,6 +73,10 @@ class NabaztagBridge(DriverNode):
             self.rabbits_period, self._publish_rabbits, callback_group=self.callback_group
         )
         self.settings = settings
+        self._say_programs = {}  # (serial, program id) → (cache key, time.monotonic() deadline)
+        self._say_waiters = {}  # (serial, program id) → a speak action's stage callback
+        self.diagnostics.add_task('speech', self._speech_status)
+        self.create_timer(60.0, self._expire_say_programs, callback_group=self.callback_group)
         self.begin()
 
     def start_links(self):
@@ -64,6 +84,8 @@ class NabaztagBridge(DriverNode):
         settings = self.settings
         try:
             super().start_links()
+            if self.speech is not None:
+                self.speech.start()
         except OSError as exc:
             raise ParameterError(
                 f'nabaztag_bridge: cannot listen on {settings.host}:'
@@ -75,6 +97,11 @@ class NabaztagBridge(DriverNode):
             f'{settings.path_prefix}); locate answers ping '
             f'{self.bridge.locate_ping}, broad {self.bridge.locate_broad}'
         )
+
+    def stop_links(self):
+        super().stop_links()
+        if getattr(self, 'speech', None) is not None:
+            self.speech.stop()
 
     # ---- parameters -------------------------------------------------------------------
     def _declare_parameters(self):
@@ -97,7 +124,9 @@ class NabaztagBridge(DriverNode):
             ]
         except MalformedFrame as exc:
             raise ParameterError(f'nabaztag_bridge: allowed_serials: {exc}') from None
+        speech_folder = self._speech_setup(v)
         settings = Settings(
+            speech_folder=speech_folder,
             host=v.host,
             port=v.port,
             advertised_host=v.advertised_host,
@@ -122,6 +151,49 @@ class NabaztagBridge(DriverNode):
             wake_after_boot=v.wake_after_boot,
         )
         return settings, registry
+
+    def _speech_setup(self, v):
+        """The speech worker and cache from the tts_* parameters (self.speech, None when no
+        engine is installed). Returns the cache folder the HTTP server serves."""
+        engine, voice, language = v.tts_engine, v.tts_voice, v.tts_language
+        voice_dir, media_root = v.tts_voice_dir, v.media_root
+        sample_rate, bit_rate = v.tts_sample_rate, v.tts_bit_rate
+        self.tts_rate = v.tts_rate
+        self.tts_max_file_bytes = v.tts_max_file_bytes
+        self.tts_max_chars = v.tts_max_chars
+        self.tts_timeout = v.tts_timeout
+        cache_dir, cache_mb = v.tts_cache_dir, v.tts_cache_mb
+        queue_size, threads = v.tts_queue, v.tts_threads
+        if bit_rate not in mp3.bit_rates(sample_rate):
+            raise ParameterError(
+                f'nabaztag_bridge: tts_bit_rate {bit_rate} is not an MP3 bit rate at '
+                f'{sample_rate} Hz ({", ".join(map(str, mp3.bit_rates(sample_rate)))})'
+            )
+        if voice_dir and not pathlib.Path(voice_dir).is_dir():
+            raise ParameterError(f'nabaztag_bridge: tts_voice_dir {voice_dir!r} is not a folder')
+        self.tts_defaults = (engine, voice, language)
+        self.tts_encoding = (sample_rate, bit_rate)
+        self.voices = tts.VoiceCatalogue(voice_dir)
+        folder = pathlib.Path(
+            cache_dir
+            or (pathlib.Path(media_root) / 'tts' if media_root else '')
+            or os.path.expanduser('~/.cache/nabaztag_bridge/tts')
+        )
+        self.speech = None
+        self.speech_cache = AudioCache(folder, int(cache_mb * 1e6))
+        if self.speech_cache.error:
+            self.get_logger().warning(f'say will not work: {self.speech_cache.error}')
+        preload = []
+        try:
+            default = self.voices.resolve(engine, voice, language)
+            preload.append(f'{default.engine}:{default.model}')
+        except tts.EngineMissing as exc:
+            self.get_logger().warning(f'say: {exc}')
+        except tts.SpeechError as exc:
+            raise ParameterError(f'nabaztag_bridge: {exc}') from None
+        if self.voices.piper_installed or self.voices.espeak_installed:
+            self.speech = Speech(self.speech_cache, threads, queue_size, preload)
+        return folder
 
     def _bytecode(self, path):
         if not path:
@@ -159,6 +231,10 @@ class NabaztagBridge(DriverNode):
             (RabbitRawPacket, 'send_raw_packet', self._raw_packet),
         ):
             self.create_service(kind, name, _answering(handler), callback_group=group)
+        self.create_service(RabbitSay, 'say', self._say, callback_group=group)
+        self.speak_server = ActionServer(
+            self, RabbitSpeak, 'speak', execute_callback=self._speak, callback_group=group
+        )
 
     def _send_program(self, request):
         rabbits = self.registry.select(request.serial)
@@ -173,6 +249,192 @@ class NabaztagBridge(DriverNode):
         commands = [('ST', url)] if request.stream else [('MU', url), ('MW', '')]
         program_id = self.registry.queue_program(rabbits, commands)
         return f'program {program_id} plays {url}'
+
+    async def _say(self, request, response, stage=None, queued=None):
+        """Speak: synthesis in the worker process (this coroutine waits without holding the
+        executor), then one program per rabbit playing the MP3 files one after another.
+        stage(serial, kind, program id or None) hears each stage (the speak action's
+        feedback); every stage is published as an event too. queued (a list) gets the
+        (serial, program id) of each program queued."""
+
+        def publish(serial, kind, program_id):
+            self._publish_stage(serial, kind, program_id)
+            if stage is not None:
+                stage(serial, kind, program_id)
+
+        try:
+            rabbits = self.registry.select(request.serial)
+            gesture = chor.speaking_gesture(
+                (request.ear0, request.ear1), request.color, request.choreography
+            )
+            speech, dropped_note = self._speech_request(request)
+        except (ValueError, UnknownRabbit, tts.SpeechError) as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        for rabbit in rabbits:
+            publish(rabbit.serial, 'say_synthesising', None)
+        spoken, error = await self.await_reply(
+            lambda resolve: self.speech.submit(speech, resolve),
+            self.tts_timeout,
+            pause=SAY_WAIT_PAUSE,
+        )
+        if error is None and isinstance(spoken, Exception):
+            error = str(spoken)
+        if error is not None:
+            response.success, response.message = False, f'nothing queued: {error}'
+            return response
+        gesture_url = self.bridge.add_choreography(gesture) if gesture else None
+        ids, urls = [], []
+        for rabbit in rabbits:
+            program_id = self.registry.next_program_id()
+            files = [self.bridge.speech_url(n, rabbit.serial, program_id) for n in spoken.names]
+            commands = []
+            for index, url in enumerate(files):
+                commands.append(('MU', url))
+                if index == 0 and gesture_url:
+                    commands.append(('CH', gesture_url))
+                commands.append(('MW', ''))
+            self.registry.queue_program([rabbit], commands, program_id)
+            self.speech_cache.pin(spoken.key)
+            self._say_programs[(rabbit.serial, program_id)] = (
+                spoken.key,
+                time.monotonic() + SPEECH_PIN_SECONDS,
+            )
+            publish(rabbit.serial, 'say_queued', program_id)
+            if queued is not None:
+                queued.append((rabbit.serial, program_id))
+            ids.append(format(program_id, 'x'))
+            urls = files
+        response.success = True
+        response.program_id = ','.join(ids)
+        response.audio_urls = urls
+        response.audio_seconds = spoken.audio_seconds
+        response.message = (
+            f'{spoken.audio_seconds:.1f} s of speech in {len(spoken.names)} file(s)'
+            f'{" (cached)" if spoken.cached else ""} for {len(rabbits)} rabbit(s), '
+            f'{speech.voice.engine} voice {speech.voice.name}{dropped_note}'
+        )
+        return response
+
+    async def _speak(self, goal_handle):
+        """The speak action: say, with a feedback at each stage, finished when every rabbit
+        has reported the program's end (or aborted with the reason)."""
+        result = RabbitSpeak.Result()
+        if not self.active:
+            result.message = 'the driver is not active (lifecycle state)'
+            goal_handle.abort()
+            return result
+
+        def feedback(serial, kind, program_id):
+            goal_handle.publish_feedback(
+                RabbitSpeak.Feedback(
+                    stage=SPEAK_STAGES[kind],
+                    serial=serial,
+                    program_id='' if program_id is None else format(program_id, 'x'),
+                )
+            )
+
+        queued = []
+        said = await self._say(goal_handle.request, RabbitSay.Response(), feedback, queued)
+        for name in ('success', 'message', 'program_id', 'audio_urls', 'audio_seconds'):
+            setattr(result, name, getattr(said, name))
+        if not said.success:
+            goal_handle.abort()
+            return result
+        programs = set(queued)
+
+        def wait_for_ends(resolve):
+            def heard(serial, program_id, kind):
+                feedback(serial, kind, program_id)
+                if kind == 'say_done':
+                    programs.discard((serial, program_id))
+                    if not programs:
+                        resolve(True)
+
+            for key in programs:
+                self._say_waiters[key] = heard
+
+        timeout = said.audio_seconds + SPEAK_END_SLACK
+        _, error = await self.await_reply(wait_for_ends, timeout, pause=SAY_WAIT_PAUSE)
+        for key in list(programs):
+            self._say_waiters.pop(key, None)
+        if error is not None:
+            result.success = False
+            result.message += f'; not every rabbit played it: {error}'
+            goal_handle.abort()
+            return result
+        goal_handle.succeed()
+        return result
+
+    def _speech_request(self, request):
+        """RabbitSay request → (tts.Request, note on dropped characters); SpeechError for
+        what cannot be spoken."""
+        if self.speech is None:
+            raise tts.EngineMissing(
+                f'no speech engine is installed: pip install {tts.PIPER_PACKAGES}, or '
+                f'{tts.ESPEAK_PACKAGE}'
+            )
+        text, dropped = tts.clean_text(request.text, self.tts_max_chars)
+        note = f'; dropped {tts.describe_dropped(dropped)}' if dropped else ''
+        engine, voice, language = self.tts_defaults
+        if request.engine or request.voice or request.language:
+            voice = request.voice  # the default voice may not be one of theirs
+        language = request.language or language
+        voice = self.voices.resolve(request.engine or engine, voice, language)
+        rate = tts.check_rate(request.rate or self.tts_rate)
+        return tts.Request(voice, rate, text, *self.tts_encoding, self.tts_max_file_bytes), note
+
+    def _publish_stage(self, serial, kind, program_id):
+        record = EventRecord(serial, kind, program_id=program_id, time=time.time())
+        msg = convert.event_msg(record, self.frame_id, self.clock_offset())
+        self.event_pub.publish(msg)
+
+    def _say_program_ended(self, serial, program_id, published):
+        entry = self._say_programs.pop((serial, program_id), None)
+        if entry is not None:
+            self.speech_cache.unpin(entry[0])
+            if published:
+                self._publish_stage(serial, 'say_done', program_id)
+                self._tell_waiter(serial, program_id, 'say_done')
+
+    def _tell_waiter(self, serial, program_id, kind):
+        waiter = self._say_waiters.get((serial, program_id))
+        if waiter is not None:
+            waiter(serial, program_id, kind)
+
+    def _expire_say_programs(self):
+        now = time.monotonic()
+        for (serial, program_id), (_, deadline) in list(self._say_programs.items()):
+            if now > deadline:
+                self._say_program_ended(serial, program_id, False)
+
+    def _speech_status(self):
+        cache = self.speech_cache
+        values = {
+            'piper installed': self.voices.piper_installed,
+            'espeak installed': self.voices.espeak_installed,
+            'piper voices': ', '.join(self.voices.piper_voices),
+            'cache folder': str(cache.folder),
+            'cache MB': round(cache.bytes / 1e6, 3),
+            'cache entries': len(cache.keys()),
+            'cache hits': cache.hits,
+            'cache evictions': cache.evictions,
+        }
+        if self.speech is None:
+            return (
+                WARN,
+                'no speech engine installed (say answers which package to install)',
+                values,
+            )
+        values.update(self.speech.counters)
+        values['worker pid'] = self.speech.worker.pid or 0
+        values['worker starts'] = self.speech.worker.starts
+        values['last error'] = self.speech.last_error
+        if cache.error:
+            return ERROR, cache.error, values
+        if self.speech.worker.pid is None and self.speech.worker.starts:
+            return WARN, f'speech worker down: {self.speech.last_error}', values
+        return OK, 'speech ready', values
 
     def _set_ears(self, request):
         ears = (request.ear0, request.ear1)
@@ -228,6 +490,10 @@ class NabaztagBridge(DriverNode):
             msg = convert.event_msg(record, self.frame_id, self.clock_offset())
             if msg is not None:  # unknown sd values: counted and logged by the server
                 self.event_pub.publish(msg)
+            if record.kind == 'say_fetched':
+                self._tell_waiter(record.serial, record.program_id, 'say_fetched')
+            if record.kind in PROGRAM_ENDS and self._say_programs:
+                self._say_program_ended(record.serial, record.program_id, True)
         elif isinstance(record, Recording):
             self.recording_pub.publish(
                 convert.recording_msg(record, self.frame_id, self.clock_offset())

@@ -3,7 +3,9 @@ them). The node checks what a range cannot say (URL parts, folders, serials) aft
 
 from legacy_robot_common.params import read_only
 
+from .mp3 import PRELOAD_CAP, SAMPLE_RATES
 from .rabbits import PLUGINS
+from .tts import ENGINES
 
 PARAMETERS = (
     read_only('host', '0.0.0.0', 'address the HTTP server binds to'),
@@ -108,5 +110,65 @@ PARAMETERS = (
         'wake_after_boot',
         True,
         'answer the first ping after boot with the wake-up program',
+    ),
+    # speech (say, speak): README "Speech"
+    read_only(
+        'tts_engine',
+        'auto',
+        'speech engine: piper (neural), espeak (espeak-ng) or auto (piper when it has a '
+        'voice for the language, else espeak)',
+        choices=ENGINES,
+    ),
+    read_only(
+        'tts_voice',
+        '',
+        'voice of say ("" = the engine\'s voice for tts_language): a piper voice name or an '
+        'espeak-ng voice',
+    ),
+    read_only('tts_language', 'en', 'language of say (en, de, fr, ...)'),
+    read_only('tts_voice_dir', '', 'folder of more piper voices (.onnx + .onnx.json)'),
+    read_only('tts_rate', 1.0, 'speed of say, 1 = normal', minimum=0.5, maximum=2.0),
+    read_only(
+        'tts_sample_rate',
+        22050,
+        'Hz of the MP3s (an MPEG rate: 8000-48000)',
+        choices=SAMPLE_RATES,
+    ),
+    read_only(
+        'tts_bit_rate',
+        32,
+        'kbit/s of the MP3s (mono; 32 kbit/s = 75 s of speech per 300,000-byte file)',
+        minimum=8,
+        maximum=320,
+    ),
+    read_only(
+        'tts_max_file_bytes',
+        PRELOAD_CAP,
+        'largest MP3 file (the rabbit truncates MU files over 300,000 bytes); longer speech '
+        'is split between sentences',
+        minimum=8000,
+        maximum=PRELOAD_CAP,
+    ),
+    read_only('tts_max_chars', 5000, 'longest text say accepts', minimum=1),
+    read_only(
+        'tts_cache_dir',
+        '',
+        'speech cache folder ("" = <media_root>/tts, or ~/.cache/nabaztag_bridge/tts)',
+    ),
+    read_only('tts_cache_mb', 100.0, 'size bound of the speech cache, MB', minimum=1.0),
+    read_only(
+        'tts_queue',
+        4,
+        'texts waiting for synthesis before say answers busy',
+        minimum=1,
+        maximum=1000,
+    ),
+    read_only('tts_threads', 1, 'threads the piper engine uses', minimum=1, maximum=64),
+    read_only(
+        'tts_timeout',
+        120.0,
+        's say waits for synthesis before it answers (the audio is still cached)',
+        minimum=1.0,
+        maximum=3600.0,
     ),
 )
