@@ -155,6 +155,41 @@ def test_ears_set_after_a_program_reach_the_rabbit(world):
     assert rabbit.status()['state'] == 'idle'
 
 
+def test_mp3s_play_for_their_frames_and_bad_or_oversized_audio_is_counted(world, tmp_path):
+    """The rabbit keeps the first 300,000 bytes of an MU file: a longer MP3 is cut (counted,
+    and its cut last frame makes it no whole MP3); a file that is no MP3 is counted too."""
+    from nabaztag_bridge import mp3
+    from nabaztag_bridge.emulator import decode_audio
+    from nabaztag_bridge.plugin import SILENT_MP3
+
+    server, make = world
+    media = server.settings.media_root
+    (media / 'one.mp3').write_bytes(SILENT_MP3)  # 38 frames: 0.99 s
+    (media / 'long.mp3').write_bytes(SILENT_MP3 * 20)  # 316,920 bytes: over the cap
+    (media / 'noise.mp3').write_bytes(b'not audio at all' * 100)
+    rabbit = make(time_scale=0.05, audio_dir=str(tmp_path))
+    assert wait_for(lambda: rabbit.status()['state'] == 'idle', 5)
+    program_id = server.registry.queue_program(
+        server.registry.select(''), [('MU', server.media_url('one.mp3')), ('MW', '')]
+    )
+    wav = tmp_path / f'{rabbit.serial}-{program_id:x}.wav'  # written when it has played
+    assert wait_for(wav.exists, 10), rabbit.last_audio_error
+    assert rabbit.audio_seconds == pytest.approx(mp3.scan(SILENT_MP3).seconds)
+    assert len(decode_audio([SILENT_MP3])[0]) == 2 * 38 * 1152
+    # the cut MP3 ends inside a frame: truncated, and no whole MP3 either; then the noise
+    for name, truncated, bad in (('long.mp3', 1, 1), ('noise.mp3', 1, 2)):
+        server.registry.queue_program(
+            server.registry.select(''), [('MU', server.media_url(name)), ('MW', '')]
+        )
+        assert wait_for(
+            lambda truncated=truncated, bad=bad: (
+                (rabbit.status()['truncated_audio'], rabbit.status()['bad_audio'])
+                == (truncated, bad)
+            ),
+            10,
+        ), (name, rabbit.status())
+
+
 def test_click_while_playing_stops_the_program(world):
     server, make = world
     rabbit = make(boot=False, time_scale=20.0)  # a 0.3 s sound lasts 6 s
