@@ -64,6 +64,7 @@ class _Request:
     resolve: object  # (record or Exception) -> None; None for the poll
     label: str
     deadline: float = 0.0
+    late: bool = False  # timed out; its reply may still come before the next one's
 
 
 @dataclasses.dataclass
@@ -100,6 +101,7 @@ class ControlClient(ReconnectingClient):
         self.timeouts = 0
         self.failed_commands = 0
         self.stray_responses = 0
+        self.late_responses = 0  # replies that came after their command timed out
         self.responses = 0  # replies that parsed (0 with bytes in: a framing setting)
         self._lock = threading.RLock()
         self._queue = collections.deque()
@@ -195,6 +197,10 @@ class ControlClient(ReconnectingClient):
         self._missed = 0
         if isinstance(response, p.FullResponse) and response.status == p.Status.OK:
             self.deliver(response)  # range, wheel power and pose: telemetry
+        if request.late:
+            self.late_responses += 1  # its caller was told of the timeout already
+            self._send_next()
+            return
         if response.status != p.Status.OK:
             self.failed_commands += 1
             self.log.warning(
@@ -208,22 +214,33 @@ class ControlClient(ReconnectingClient):
         self._send_next()
 
     def _check_deadline(self):
+        """A command without a response by its deadline fails with TimeoutError but stays in
+        flight for one more response_timeout: the iPaq answers in order, so a late reply is
+        this command's and must not be taken for the next one's."""
         with self._lock:
             request = self._in_flight
             if request is None or time.monotonic() < request.deadline:
                 return
-            self._in_flight = None
+            expired = request.late  # no late reply either: the next command goes out
+            if expired:
+                self._in_flight = None
+            else:
+                request.late = True
+                request.deadline += self.settings.response_timeout
+                resolve, request.resolve = request.resolve, None
+        if expired:
+            self._send_next()
+            return
         self.timeouts += 1
         self._missed += 1
-        if request.resolve is not None:
-            request.resolve(
+        if resolve is not None:
+            resolve(
                 TimeoutError(
                     f'no response to {request.label} within {self.settings.response_timeout:.1f} s'
                 )
             )
         if self._missed >= self.settings.missed_responses:
             raise LinkTimeout(f'{self._missed} commands in a row without a response')
-        self._send_next()
 
     # ---- requests (any thread) ---------------------------------------------------------
     def request(self, packet, resolve, label=None):

@@ -346,6 +346,24 @@ def test_unanswered_commands_time_out_then_the_link_reconnects(robot):
     assert wait_for(lambda: control.counters.reconnects >= 1 and control.connected, 10)
 
 
+def test_a_late_reply_is_not_taken_for_the_next_commands(robot):
+    """A reply that comes after its command timed out belongs to that command (the iPaq
+    answers in order), not to the command sent next."""
+    r = robot(camera_timeout=True)  # a frame request is answered CAMERA_TIMEOUT
+    control = r.connect(streams=False, poll_period=0.2, response_timeout=1.0)
+    assert wait_for(lambda: r.of_type(p.FullResponse), 5)  # the session's first poll
+    results, first_done = [], threading.Event()
+    with r.emulator.trike.lock:  # the emulator cannot answer the safety command yet
+        control.request(p.encode_safety(20), lambda x: (results.append(x), first_done.set()))
+        control.request(p.encode_command(L.DUMP_FRAME), results.append)
+        assert first_done.wait(5)
+    assert wait_for(lambda: len(results) == 2, 5)
+    assert isinstance(results[0], TimeoutError)
+    assert isinstance(results[1], CommandFailed)
+    assert results[1].status == p.Status.CAMERA_TIMEOUT
+    assert (control.late_responses, control.stray_responses) == (1, 0)
+
+
 def test_requests_while_disconnected_fail_at_once():
     control = ControlClient(Settings(host='127.0.0.1', control_port=1))
     results = []
