@@ -85,12 +85,18 @@ def _tracking_driver(topics, unthrottled=False, parameters=None):
     ) as (driver, listener):
         service = listener.node.create_client(ColorTracking, f'{NAMESPACE}/start_color_tracking')
         wait_ready(driver, service.service_is_ready, 'driver did not start', settle=0.0)
-        reply = service.call_async(ColorTracking.Request(**RED_BALL))
-        wait_ready(
-            driver,
-            lambda: reply.done() and all(listener.counts.values()),
-            'no tracking results reached this process',
-        )
+        replies = [service.call_async(ColorTracking.Request(**RED_BALL))]
+
+        def tracking():
+            # the service is up before the control link (later still with record_path set,
+            # whose file opens first): 'ipaq-control: not connected' until then, so ask again
+            last = replies[-1]
+            if last.done() and not last.result().success:
+                replies.append(service.call_async(ColorTracking.Request(**RED_BALL)))
+                return False
+            return last.done() and all(listener.counts.values())
+
+        wait_ready(driver, tracking, 'no tracking results reached this process')
         listener.forget_receipts()
         yield emulator, driver, listener
 
