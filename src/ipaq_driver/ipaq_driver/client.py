@@ -132,7 +132,10 @@ class ControlClient(ReconnectingClient):
                 except LinkTimeout:
                     data = b''
                 for body in self._bodies(data):
-                    self._on_response(body)
+                    if isinstance(body, bytes):
+                        self._on_response(body)
+                    else:
+                        self._on_unreadable(body)
                 self._check_deadline()
                 self.motion.poll()
                 if time.monotonic() - self._last_poll >= self.settings.poll_period:
@@ -150,20 +153,15 @@ class ControlClient(ReconnectingClient):
         return max(MIN_WAIT, min(waits))
 
     def _bodies(self, data):
-        """Response bodies in the received bytes (framed, or by expected length when unframed)."""
+        """Response bodies in the received bytes (framed, or by expected length when unframed),
+        in order with a MalformedFrame for each that does not parse."""
         if self.settings.framed_responses:
-            bodies = []
-            for item in self._receiver.feed(data):
-                if isinstance(item, bytes):
-                    bodies.append(item)
-                else:
-                    self.reject(
-                        item
-                        if isinstance(item, MalformedFrame)
-                        else MalformedFrame('terminate code from the iPaq'),
-                        'response',
-                    )
-            return bodies
+            return [
+                item
+                if isinstance(item, (bytes, MalformedFrame))
+                else MalformedFrame('terminate code from the iPaq')
+                for item in self._receiver.feed(data)
+            ]
         self._unframed += data
         bodies = []
         while self._unframed:
@@ -180,7 +178,7 @@ class ControlClient(ReconnectingClient):
         try:
             response = p.decode_response(body, self.settings.checksum_over_stuffed)
         except MalformedFrame as exc:
-            self.reject(exc, 'response')
+            self._on_unreadable(exc)
             return
         self.responses += 1
         with self._lock:
@@ -211,6 +209,17 @@ class ControlClient(ReconnectingClient):
             request.resolve(
                 response if response.status == p.Status.OK else CommandFailed(response.status)
             )
+        self._send_next()
+
+    def _on_unreadable(self, error):
+        """A response that does not parse: counted, and the command in flight fails with it
+        (the iPaq answers in order: it was that command's reply)."""
+        self.reject(error, 'response')
+        with self._lock:
+            request = self._in_flight
+            self._in_flight = None
+        if request is not None and request.resolve is not None:
+            request.resolve(error)
         self._send_next()
 
     def _check_deadline(self):
@@ -246,7 +255,8 @@ class ControlClient(ReconnectingClient):
     def request(self, packet, resolve, label=None):
         """Queue a command packet; resolve(response or exception) runs in the link thread.
 
-        Exceptions: CommandFailed (status ≠ 0), TimeoutError, ConnectionError.
+        Exceptions: CommandFailed (status ≠ 0), MalformedFrame (a reply that does not parse),
+        TimeoutError, ConnectionError.
         """
         letter = p.command_letter(packet)
         self._submit(
