@@ -396,6 +396,7 @@ class IpaqNode(DriverNode):
             'frames dumped': self.frames_dumped,
             'commands refused': c.failed_commands,
             'response timeouts': c.timeouts,
+            'late responses': c.late_responses,
             'stray responses': c.stray_responses,
             'cmd_vel timeouts': c.motion.timeouts,
         }
