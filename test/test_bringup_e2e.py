@@ -1,13 +1,15 @@
 """bringup as a real process: a robot and its emulator, seen from another process over DDS."""
 
+import re
 import signal
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
-from helpers import listening_node, run_module, spin_until, start_module
+from helpers import Lines, listening_node, run_module, spin_until, start_module, wait_for
 from std_msgs.msg import UInt32
 
 from legacy_robot_bringup.registry import PluginError, select
+from legacy_robot_common.emulator import free_port
 
 BRINGUP = 'legacy_robot_bringup.compose'
 TICK = ('--plugin', 'tick_robot:PLUGIN')
@@ -126,3 +128,22 @@ def test_an_unknown_executor_is_a_user_error(monkeypatch):
     result = run_module(BRINGUP, *TICK, '--sim', '--duration', '1')
     assert result.returncode == 2, result.stderr
     assert 'LEGACY_ROBOTS_EXECUTOR' in result.stderr and 'Traceback' not in result.stderr
+
+
+def _switch_interval(module, *args):
+    """The GIL switch interval a process of ours reports in its process settings line."""
+    process = start_module(module, *args)
+    err = Lines(process, process.stderr)
+    setting = re.compile(r'process settings: .*GIL switch interval s ([0-9.e-]+)')
+    try:
+        assert wait_for(lambda: err.find(setting), 30), err.lines
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(20)
+    return float(err.find(setting).group(1))
+
+
+def test_the_bridge_gets_its_switch_interval_alone_and_under_bringup():
+    alone = _switch_interval('nabaztag_bridge.node', '--ros-args', '-p', f'port:={free_port()}')
+    composed = _switch_interval(BRINGUP, *TICK, 'tick', 'nabaztag', '--sim')
+    assert alone == composed == 0.0005  # the Nabaztag plugin's; the tick robot asks none

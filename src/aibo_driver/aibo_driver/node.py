@@ -441,7 +441,9 @@ class AiboNode(DriverNode):
 
 
 def main(args=None):
-    return run_node(AiboNode, args)
+    from .plugin import PLUGIN  # the plugin names this node: imported at run time
+
+    return run_node(AiboNode, args, plugins=(PLUGIN,))
 
 
 if __name__ == '__main__':

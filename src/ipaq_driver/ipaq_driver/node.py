@@ -414,7 +414,9 @@ class IpaqNode(DriverNode):
 
 
 def main(args=None):
-    return run_node(IpaqNode, args)
+    from .plugin import PLUGIN  # the plugin names this node: imported at run time
+
+    return run_node(IpaqNode, args, plugins=(PLUGIN,))
 
 
 if __name__ == '__main__':

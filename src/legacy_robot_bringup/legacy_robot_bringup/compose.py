@@ -200,7 +200,7 @@ def running(plugins, extra_params_files=(), extra_ros_args=(), **options):
     args = ros_args(plugins, extra_params_files)
     if extra_ros_args:
         args = (args or ['--ros-args']) + list(extra_ros_args)
-    prepare_process()
+    prepare_process(plugins)
     rclpy.init(args=args)
     composition = Composition(plugins, user_params_files=extra_params_files, **options)
     try:

@@ -38,7 +38,7 @@ from rclpy.task import Future
 
 from .diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
 from .frames import RobotFrames
-from .memory import MallocTrim, configure_malloc
+from .memory import ARENAS, ENVIRONMENT, MallocTrim, configure_malloc
 from .middleware import use_our_dds_profiles
 from .params import ParameterError, declare
 from .ratelimit import RateLimitedLogger
@@ -562,20 +562,35 @@ def spin(executor, malloc_trim=None):
         malloc_trim.tick()
 
 
-def prepare_process():
+def prepare_process(plugins=()):
     """What a process that hosts our nodes sets before rclpy.init starts the DDS threads:
-    malloc arenas and thresholds (memory.py) and our Fast DDS profiles (middleware.py)."""
+    malloc arenas and thresholds (memory.py), our Fast DDS profiles (middleware.py) and the
+    GIL switch interval, the smallest any of the robots hosted (plugins) asks for; logs them
+    in one INFO line. Returns {setting: value}."""
     configure_malloc()
-    use_our_dds_profiles()
+    profiles = use_our_dds_profiles()
+    wanted = [p.switch_interval for p in plugins if p.switch_interval is not None]
+    if wanted:
+        sys.setswitchinterval(min(wanted))
+    settings = {
+        'executor': os.environ.get(EXECUTOR_VARIABLE) or DEFAULT_EXECUTOR,
+        'malloc arenas': os.environ.get(ENVIRONMENT) or ARENAS,
+        'DDS profiles': profiles or 'from the environment',
+        'GIL switch interval s': sys.getswitchinterval(),
+    }
+    text = ', '.join(f'{name} {value}' for name, value in settings.items())
+    rclpy.logging.get_logger('legacy_robots').info(f'process settings: {text}')
+    return settings
 
 
-def run_node(create_node, args=None, user_errors=(ParameterError,)):
-    """Console-script main for one node: init, spin, clean shutdown, exit code.
+def run_node(create_node, args=None, user_errors=(ParameterError,), plugins=()):
+    """Console-script main for one node: init, spin, clean shutdown, exit code; plugins: the
+    robot's (prepare_process applies what it asks of the process).
 
     A user error (ParameterError: a user mistake) prints its message and exits with 2.
     """
     try:
-        prepare_process()
+        prepare_process(plugins)
     except ParameterError as exc:  # e.g. an unknown LEGACY_ROBOTS_DDS_PROFILE
         print(f'error: {exc}', file=sys.stderr)
         return 2

@@ -90,6 +90,9 @@ class RobotPlugin:
     # start_emulator(world=FILE) loads a world (`bringup --sim --world FILE`); an emulator with a
     # world_map (legacy_robot_common.world_map.WorldMap) gets its map published by bringup
     world_option: bool = False
+    # the GIL switch interval (s, sys.setswitchinterval) its node needs in its process; a
+    # process hosting several robots takes the smallest (driver_node.prepare_process)
+    switch_interval: Optional[float] = None
 
     @property
     def title(self):

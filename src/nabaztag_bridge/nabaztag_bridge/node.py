@@ -41,7 +41,6 @@ from .server import BridgeServer, RabbitsChanged, Recording, Settings
 from .server import RabbitEvent as EventRecord
 from .tts_client import AudioCache, Speech
 
-GIL_SWITCH_INTERVAL = 0.0005  # s; Python's default is 0.005
 RABBIT_LIST_MIN_GAP = 0.2  # s between rabbit lists sent because a rabbit registered
 SAY_WAIT_PAUSE = 0.005  # s the executor sleeps per turn while a say waits for its synthesis
 SPEECH_PIN_SECONDS = 3600.0
@@ -568,11 +567,9 @@ def _answering(handler):
 
 
 def main(args=None):
-    # The HTTP thread answers a ping in well under a millisecond but has to wait for the GIL
-    # whenever the executor builds a message; by default it waits up to 5 ms per hand-over,
-    # several times per request (measured: rabbit list of 5,000 rabbits → ping p99 44 ms).
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
-    return run_node(NabaztagBridge, args)
+    from .plugin import PLUGIN  # the plugin names this node: imported at run time
+
+    return run_node(NabaztagBridge, args, plugins=(PLUGIN,))
 
 
 if __name__ == '__main__':

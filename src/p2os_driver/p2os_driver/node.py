@@ -622,7 +622,9 @@ def _baud_cycle(first):
 
 
 def main(args=None):
-    return run_node(P2osNode, args)
+    from .plugin import PLUGIN  # the plugin names this node: imported at run time
+
+    return run_node(P2osNode, args, plugins=(PLUGIN,))
 
 
 if __name__ == '__main__':

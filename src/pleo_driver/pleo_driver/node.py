@@ -238,7 +238,9 @@ class PleoNode(DriverNode):
 
 
 def main(args=None):
-    return run_node(PleoNode, args)
+    from .plugin import PLUGIN  # the plugin names this node: imported at run time
+
+    return run_node(PleoNode, args, plugins=(PLUGIN,))
 
 
 if __name__ == '__main__':

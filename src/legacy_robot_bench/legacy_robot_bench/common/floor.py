@@ -33,6 +33,7 @@ import rclpy
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 
+from legacy_robot_bringup.registry import discover_plugins
 from legacy_robot_common.driver_node import (
     DriverNode,
     make_executor,
@@ -264,7 +265,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with open(args.shape) as source:
         shape = json.load(source)
-    prepare_process()  # as the driver it stands in for does
+    # as the driver it stands in for does, with what its plugin asks of the process
+    plugins = [p for p in discover_plugins().values() if p.node_name == shape['name']]
+    prepare_process(plugins)
     malloc_trim = MallocTrim()
     rclpy.init()
     try:
