@@ -150,7 +150,8 @@ def test_the_shipped_layouts_are_the_robots_views(tmp_path):
         )
     for name, plugin in plugins.items():
         layout = (ROOT / 'config' / 'foxglove' / f'{name}.json').read_text()
-        assert f'/{name}/robot_description' in layout and f'"{name}/base_link"' in layout
+        follow = f'"{name}/{plugin.foxglove.follow_frame}"'  # a link of the robot's model
+        assert f'/{name}/robot_description' in layout and follow in layout
         assert ('/cmd_vel' in layout) == plugin.foxglove.teleop
 
 

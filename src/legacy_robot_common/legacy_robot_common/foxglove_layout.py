@@ -21,7 +21,7 @@ def _panels(plugin):
         shown[_topic(ns, topic)] = fl.BaseRendererRosOccupancyGridTopicSettings(visible=True)
     three_d = fl.ThreeDeePanel(
         title=f'{plugin.label or plugin.name} model and TF',
-        config=fl.ThreeDeeConfig(follow_tf=f'{plugin.name}/base_link', topics=shown),
+        config=fl.ThreeDeeConfig(follow_tf=f'{plugin.name}/{view.follow_frame}', topics=shown),
     )
     left = [fl.SplitItem(proportion=2, content=three_d)]
     if view.image:

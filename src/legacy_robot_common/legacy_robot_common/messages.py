@@ -1,4 +1,4 @@
-"""Builders for ROS messages: large ones fast (images, audio, clouds), odometry.
+"""Builders for ROS messages: large ones fast (images, audio, clouds), odometry, battery.
 
 uint8[]/int16[] fields are filled from buffers through array.array, never from
 Python lists: rosidl's setter checks every element of a list in Python.
@@ -10,7 +10,14 @@ import math
 import numpy as np
 from geometry_msgs.msg import Quaternion
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2, PointField
+from sensor_msgs.msg import (
+    BatteryState,
+    CameraInfo,
+    CompressedImage,
+    Image,
+    PointCloud2,
+    PointField,
+)
 
 _CHANNELS = {'mono8': 1, 'rgb8': 3, 'bgr8': 3, 'rgba8': 4, 'mono16': 1}
 
@@ -156,4 +163,17 @@ def odometry_msg(header, child_frame_id, x, y, yaw, linear, angular):
     msg.pose.pose.orientation = yaw_quaternion(yaw)
     msg.twist.twist.linear.x = float(linear)
     msg.twist.twist.angular.z = float(angular)
+    return msg
+
+
+def battery_msg(header, **measured):
+    """sensor_msgs/BatteryState with what the robot measured (percentage 0..1, voltage,
+    temperature, power_supply_* ...); every float field it did not measure is NaN, as the
+    message definition asks."""
+    msg = BatteryState(header=header, present=True)
+    for name in ('voltage', 'temperature', 'current', 'charge', 'capacity', 'design_capacity'):
+        setattr(msg, name, math.nan)
+    msg.percentage = math.nan
+    for name, value in measured.items():
+        setattr(msg, name, value)
     return msg

@@ -45,13 +45,26 @@ def covariance_matrix(diagonal):
 class MobileBase:
     """Odometry, its frames and cmd_vel of a node; on_velocity(linear m/s, angular rad/s)."""
 
-    def __init__(self, node, on_velocity, cmd_vel_timeout, pose_covariance, twist_covariance):
-        """cmd_vel_timeout() → s (0 = never stale); the covariances: default diagonals."""
+    def __init__(
+        self,
+        node,
+        on_velocity,
+        cmd_vel_timeout,
+        pose_covariance,
+        twist_covariance,
+        *,
+        base_frame='base_link',
+        base_height=0.0,
+        lateral=False,
+    ):
+        """cmd_vel_timeout() → s (0 = never stale); the covariances: default diagonals;
+        base_frame, base_height: the defaults of those parameters; lateral: a base that also
+        moves sideways gets on_velocity(linear x, angular z, linear y)."""
         self._node = node
         frames = node.frames
         self.odom_frame = frames.declare('odom', 'odom', 'odometry frame')
         self.base_frame = frames.declare(
-            'base', 'base_link', 'robot body frame (sensor mounts hang off it)'
+            'base', base_frame, 'robot body frame (sensor mounts hang off it)'
         )
         self.footprint_frame = frames.declare(
             'footprint',
@@ -75,7 +88,7 @@ class MobileBase:
         self.base_height = declare(
             node,
             'base_height',
-            0.0,
+            float(base_height),
             'm, height of the body frame above the floor (base_footprint → base_link)',
             minimum=0.0,
             maximum=10.0,
@@ -101,7 +114,7 @@ class MobileBase:
         self.odom_pub = node.publisher(Odometry, 'odom')
         self.tf = TransformPublisher(node) if self.publish_tf else None
         self._on_velocity = on_velocity
-        self.commands = VelocityCommands(node, on_velocity, cmd_vel_timeout)
+        self.commands = VelocityCommands(node, on_velocity, cmd_vel_timeout, lateral)
         node.diagnostics.add_task('cmd_vel', self.commands.status)
         frames.send_static(self._footprint_transforms())
 
@@ -141,11 +154,15 @@ class MobileBase:
         """Zero velocity (lifecycle deactivate)."""
         self._on_velocity(0.0, 0.0)
 
-    def publish(self, header, x, y, yaw, linear, angular):
-        """Odometry (header: stamp; its frame is set here) and, with publish_tf, the transform."""
+    def publish(self, header, x, y, yaw, linear, angular, lateral=0.0, pose_variances=None):
+        """Odometry (header: stamp; its frame is set here) and, with publish_tf, the transform.
+        pose_variances: 6 variances of this estimate (default: the pose_covariance_diagonal)."""
         header.frame_id = self.odom_frame
         msg = odometry_msg(header, self.child_frame, x, y, yaw, linear, angular)
-        msg.pose.covariance = self.pose_covariance
+        msg.twist.twist.linear.y = float(lateral)
+        msg.pose.covariance = (
+            self.pose_covariance if pose_variances is None else covariance_matrix(pose_variances)
+        )
         msg.twist.covariance = self.twist_covariance
         self.odom_pub.publish(msg)
         if self.tf is not None:
@@ -157,10 +174,11 @@ class VelocityCommands:
     publishers use (Nav2 with enable_stamped_cmd_vel, ros2_control's diff_drive since Jazzy send
     TwistStamped; teleop tools mostly Twist); `twist` or `twist_stamped` forces one."""
 
-    def __init__(self, node, on_velocity, timeout):
+    def __init__(self, node, on_velocity, timeout, lateral=False):
         self._node = node
         self._on_velocity = on_velocity
         self._timeout = timeout
+        self._lateral = lateral
         self.mode = declare(
             node,
             'cmd_vel_type',
@@ -215,7 +233,7 @@ class VelocityCommands:
             self._subscribe(kinds[0])
 
     def _on_twist(self, msg):
-        self._on_velocity(msg.linear.x, msg.angular.z)
+        self._command(msg)
 
     def _on_stamped(self, msg):
         age = self._age(msg.header.stamp)
@@ -230,7 +248,13 @@ class VelocityCommands:
                 f'({self.stale} so far)',
             )
             return
-        self._on_velocity(msg.twist.linear.x, msg.twist.angular.z)
+        self._command(msg.twist)
+
+    def _command(self, twist):
+        if self._lateral:
+            self._on_velocity(twist.linear.x, twist.angular.z, twist.linear.y)
+        else:
+            self._on_velocity(twist.linear.x, twist.angular.z)
 
     def _age(self, stamp):
         """Seconds since stamp on the node's clock (simulated time included); None: no stamp."""

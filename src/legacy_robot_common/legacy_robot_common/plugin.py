@@ -48,6 +48,7 @@ class FoxgloveView:
     teleop: bool = False  # a mobile base: a Teleop panel on cmd_vel
     scans: Tuple[str, ...] = ()  # sensor_msgs/LaserScan topics shown in the 3D panel
     grids: Tuple[str, ...] = ()  # nav_msgs/OccupancyGrid topics shown in the 3D panel ("map")
+    follow_frame: str = 'base_link'  # the 3D panel follows <robot>/<follow_frame>
 
 
 @dataclasses.dataclass(frozen=True)
