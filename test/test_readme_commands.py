@@ -39,6 +39,7 @@ SERVICE_ROBOTS = {
     'dump_frame': 'ipaq',
     'rcode_command': 'aibo',
     'set_camera_mode': 'aibo',
+    'play_action': 'aibo',
     'set_ears': 'nabaztag',
     'play_sound': 'nabaztag',
     'send_program': 'nabaztag',

@@ -128,7 +128,9 @@ def test_every_robots_tf_frames_are_links_of_its_model_and_joints_follow(tmp_pat
             } - {f'{prefix}odom'}
             assert on_tf <= links, (robot, on_tf - links)
             root = (
-                f'{prefix}odom' if robot in ('p2os', 'ipaq') else prefix + robot_model.get_root()
+                f'{prefix}odom'
+                if robot in ('p2os', 'ipaq', 'aibo')
+                else prefix + robot_model.get_root()
             )
             assert links - {root} <= reachable(tree, root), (robot, links - reachable(tree, root))
             names = {joint.name for joint in robot_model.joints}

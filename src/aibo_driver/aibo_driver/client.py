@@ -14,8 +14,11 @@ import time
 from legacy_robot_common.client import ReconnectingClient
 from legacy_robot_common.errors import ConnectionLost, LinkTimeout, MalformedFrame
 from legacy_robot_common.streams import SocketStream
+from legacy_robot_common.velocity import VelocityWatchdog
 
 from . import protocol as p
+from . import rcode
+from .motion import WalkPlanner, plan
 
 Op = p.Op
 RETRY_DELAY = 0.02  # s before asking again after "no new data yet" (size 0)
@@ -459,38 +462,89 @@ class TelemetryClient(ReconnectingClient):
             operation.resolve(error)
 
 
-# ---- the RCODE text pipe (§2.10) ---------------------------------------------------------------
+# ---- the RCODE text pipe (§2.10, §2.11) ---------------------------------------------------------
 @dataclasses.dataclass
 class RcodeLine:
     text: str
 
 
 @dataclasses.dataclass
+class PollValues:
+    """The variables one PRINT poll read (integers as the dog printed them)."""
+
+    values: dict
+    polled_at: float  # time.monotonic() when the poll was sent
+    received: float  # time.time() at its answer
+
+
+@dataclasses.dataclass
 class _Command:
     line: str
-    resolve: object
+    resolve: object  # (Reply, text or exception) -> None; None for the client's own lines
     timeout: float
     quiet_time: float
-    output: list = dataclasses.field(default_factory=list)
+    kind: str = 'user'  # user, motion, head, action, poll, urgent
+    poll: rcode.Poll = None
+    exchange: rcode.Exchange = None
     deadline: float = 0.0
     quiet_deadline: float = None
+    sent_at: float = 0.0
+
+    def __post_init__(self):
+        self.exchange = rcode.Exchange(self.line, self.poll)
+
+
+ECHO_SETTLE = 0.05  # s after the echo of a motion line that an ERROR would have come in
+OWN_LINES = ('poll', 'motion', 'head')  # lines whose echo and answers are not RcodeLines
 
 
 class RcodeClient(ReconnectingClient):
-    """Port 21002: one RCODE line at a time; what the dog prints until it goes quiet is the reply.
+    """Port 21002: one RCODE line at a time, each reply matched to its line (echo, output,
+    ERROR:, control bytes). Lines go in priority order: an emergency QUIT, then the walk
+    planner's motion lines, the latest head target, actions and console lines, and last the
+    PRINT polls, which run only while nothing else waits.
 
-    Every line the dog prints (asked for or not) is also delivered as an RcodeLine.
+    Every line the dog prints is also delivered as an RcodeLine, except the echoes and answers
+    of the client's own polls, motion and head lines (ERROR lines always); every poll's answer
+    as PollValues.
     """
 
     SILENCE = 1.0  # s between looks at the queue while the dog is quiet (quiet is normal)
 
-    def __init__(self, settings, quiet_time=0.3, **kwargs):
+    def __init__(
+        self,
+        settings,
+        quiet_time=0.3,
+        motion=None,
+        polls=(),
+        poll_timeout=1.0,
+        motion_timeout=0.5,
+        **kwargs,
+    ):
         super().__init__('aibo-rcode', self._open, read_timeout=self.SILENCE, **kwargs)
         self.settings = settings
         self.quiet_time = quiet_time
+        self.poll_timeout = poll_timeout
+        self.planner = WalkPlanner(motion)
+        # cmd_vel_timeout: the shared rule; a walk segment needs no resending (the dog walks on)
+        self.motion = VelocityWatchdog(
+            self._plan_velocity, self._stop_velocity, timeout=motion_timeout
+        )
+        self._notes = []
+        self._polls = [[poll, period, 0.0] for poll, period in polls]
         self._lock = threading.Lock()
-        self._queue = collections.deque()
+        self._queue = collections.deque()  # actions and console lines, in order
+        self._urgent = collections.deque()
+        self._motion = collections.deque()
+        self._head = None  # (pan, tilt) degrees not yet sent
         self._command = None
+        self.poll_answers = 0
+        self.poll_failures = 0  # polls the dog answered with an ERROR or not at all
+        self.last_poll_failure = ''
+        self.refused = 0  # lines the dog answered with ERROR
+        self.last_refusal = ''
+        self.late_answers = 0  # answers to own lines that came after their time
+        self._own_sent = collections.deque(maxlen=32)  # own lines as the dog may echo them
 
     def _open(self):
         return SocketStream.connect(self.settings.host, self.settings.rcode_port)
@@ -498,17 +552,20 @@ class RcodeClient(ReconnectingClient):
     def run_session(self, link):
         text = p.ConsoleText()
         self._read_greeting(link, text)
+        with self._lock:
+            self.planner.link_restarted(time.monotonic())
         self.mark_connected(f'{self.settings.host}:{self.settings.rcode_port}')
         try:
             while True:
+                self.motion.poll()  # STOP_WALK once commands went stale
                 self._start_next()
                 try:
-                    data = link.read(self._wait())
+                    data = link.read(min(self._wait(), max(0.005, self.motion.seconds_left())))
                 except LinkTimeout:
                     data = b''
                 for line in text.feed(data):
                     self._on_line(line)
-                self._finish_if_quiet()
+                self._finish_if_due()
         finally:
             self._fail_all(ConnectionError('link lost'))
 
@@ -521,50 +578,205 @@ class RcodeClient(ReconnectingClient):
             except LinkTimeout:
                 return
             for line in text.feed(data):
-                self.deliver(RcodeLine(line))
+                if rcode.strip_controls(line):
+                    self.deliver(RcodeLine(line))
 
+    # ---- what the node asks for (any thread) ----------------------------------------------------
     def command(self, line, resolve, timeout=3.0):
-        """Queue one RCODE line; resolve(printed text or exception) runs in the link thread."""
+        """Queue one console line; resolve(printed text, echo left out, or exception) runs in
+        the link thread."""
         line = line.strip()
         if not line or any(c in line for c in '\r\n'):
             raise ValueError('give one RCODE line (no line breaks)')
+        rcode.check_line(line)
+        self._submit(
+            _Command(
+                line,
+                lambda r: resolve(r if isinstance(r, Exception) else r.text),
+                timeout,
+                self.quiet_time,
+            )
+        )
+
+    def play(self, line, resolve):
+        """Queue an action line (play_action, STOP); resolve(Reply or exception)."""
+        self._submit(_Command(line, resolve, self.poll_timeout, self.quiet_time, 'action'))
+
+    def emergency_stop(self, resolve):
+        """QUIT before anything else: the dog's queue empties and it halts at once."""
         if not self.connected:
             resolve(ConnectionError(f'{self.name}: not connected'))
             return
+        self.motion.clear()
         with self._lock:
-            self._queue.append(_Command(line, resolve, timeout, self.quiet_time))
+            self._queue.clear()
+            self._motion.clear()
+            self._head = None
+            self._urgent.append(
+                _Command('QUIT', resolve, self.poll_timeout, self.quiet_time, 'urgent')
+            )
+        self._start_next()
+
+    def drive(self, vx, vy, wz):
+        """Walk at a body velocity (m/s, rad/s) → the planner's refusal notes; ValueError for
+        NaN or inf. Without a new command for motion_timeout the dog gets STOP_WALK."""
+        plan(vx, vy, wz, self.planner.settings)  # NaN or inf: refused before the watchdog
+        self.motion.command((vx, vy, wz))
+        notes, self._notes = self._notes, []
+        self._start_next()
+        return notes
+
+    def _plan_velocity(self, velocity):
+        with self._lock:
+            self._notes = self.planner.command(*velocity, time.monotonic())
+
+    def _stop_velocity(self):
+        with self._lock:
+            self.planner.stop(time.monotonic())
+
+    def halt(self):
+        """STOP_WALK if the dog walks or turns (zero velocity, the stop service, deactivate)."""
+        self.motion.clear()
+        self._stop_velocity()
+        self._start_next()
+
+    def look(self, pan_deg, tilt_deg):
+        """MOVE_HEAD to (pan, tilt) degrees; a newer target replaces one not yet sent."""
+        with self._lock:
+            self._head = (pan_deg, tilt_deg)
+        self._start_next()
+
+    def odometry(self):
+        """(x, y, yaw, (vx, vy, wz), (xy variance, yaw variance)) of the dead reckoning now."""
+        with self._lock:
+            velocity = self.planner.velocity(time.monotonic())
+            o = self.planner.odometry
+            return o.x, o.y, o.yaw, velocity, o.variances()
+
+    def reset_odometry(self):
+        with self._lock:
+            self.planner.odometry.reset()
+            self.planner.odometry.set_velocity(
+                time.monotonic(), self.planner.velocity(time.monotonic())
+            )
+
+    def _submit(self, command):
+        if not self.connected:
+            command.resolve(ConnectionError(f'{self.name}: not connected'))
+            return
+        with self._lock:
+            self._queue.append(command)
         self._start_next()  # from this thread: the link thread may be waiting for input
 
+    # ---- the link thread ------------------------------------------------------------------------
+    def _next_command(self, now):
+        """The next line by priority (called with the lock held, nothing outstanding)."""
+        if self._urgent:
+            return self._urgent.popleft()
+        if not self._motion:
+            self._motion.extend(
+                _Command(line, None, self.poll_timeout, self.quiet_time, 'motion')
+                for line in self.planner.next_lines(now)
+            )
+        if self._motion:
+            return self._motion.popleft()
+        if self._head is not None:
+            (pan, tilt), self._head = self._head, None
+            return _Command(
+                rcode.move_head(pan, tilt), None, self.poll_timeout, self.quiet_time, 'head'
+            )
+        if self._queue:
+            return self._queue.popleft()
+        for entry in self._polls:
+            poll, period, due = entry
+            if due <= now:
+                # behind (a slow link, the start): the next one a period from now, no burst
+                entry[2] = due + period if due + period > now else now + period
+                return _Command(poll.line, None, self.poll_timeout, self.quiet_time, 'poll', poll)
+        return None
+
     def _start_next(self):
+        if not self.connected:
+            return
         with self._lock:
-            if self._command is not None or not self._queue:
+            if self._command is not None:
                 return
-            command = self._command = self._queue.popleft()
-            command.deadline = time.monotonic() + command.timeout
+            now = time.monotonic()
+            command = self._next_command(now)
+            if command is None:
+                return
+            self._command = command
+            command.sent_at = now
+            if command.kind in OWN_LINES:
+                self._own_sent.append(rcode.normal_line(command.line))
+            command.deadline = now + command.timeout
+            if command.kind != 'user':  # a console line may print late; the others are short
+                command.quiet_deadline = now + command.quiet_time
         try:
-            self.send(command.line.encode('ascii', 'replace') + b'\r\n')
+            self.send(command.line.encode('ascii', 'replace') + rcode.NEWLINE)
         except ConnectionError as exc:
             with self._lock:
                 self._command = None
-            command.resolve(exc)
+            self._complete(command, exc)
 
     def _wait(self):
         with self._lock:
             command = self._command
             if command is None:
-                return self.SILENCE
+                due = min((entry[2] for entry in self._polls), default=None)
+                if due is None:
+                    return self.SILENCE
+                return max(0.005, min(self.SILENCE, due - time.monotonic()))
         ends = [command.deadline] + ([command.quiet_deadline] if command.quiet_deadline else [])
         return max(0.005, min(ends) - time.monotonic())
 
     def _on_line(self, line):
-        self.deliver(RcodeLine(line))
+        text = rcode.strip_controls(line)
+        late = None
         with self._lock:
             command = self._command
-            if command is not None:
-                command.output.append(line)
-                command.quiet_deadline = time.monotonic() + command.quiet_time
+            own = command is not None and command.kind in OWN_LINES
+            if text and not own and not text.upper().startswith('ERROR'):
+                late = self._late_answer(text, command)
+            # the driver's own chatter (14 poll lines a second) stays off the console
+            if text and late is None and (not own or text.upper().startswith('ERROR')):
+                self.deliver(RcodeLine(line))
+            if command is None or late is not None:
+                done = False  # a late answer is no part of the waiting command's reply
+            else:
+                done = command.exchange.feed(line)
+                now = time.monotonic()
+                if (
+                    command.kind in ('motion', 'head', 'action', 'urgent')
+                    and command.exchange.reply.echoed
+                ):
+                    command.quiet_deadline = now + min(self.quiet_time, ECHO_SETTLE)
+                else:
+                    command.quiet_deadline = now + command.quiet_time
+                if done:
+                    self._command = None
+        if isinstance(late, PollValues):
+            self.deliver(late)
+        if done:
+            self._complete(command)
 
-    def _finish_if_quiet(self):
+    def _late_answer(self, text, command):
+        """A line that answers one of the client's own lines after its time ran out (a slow
+        link): its echo (→ True) or a poll's tagged answer (→ PollValues, with no send time:
+        its Wait is too old for the planner); None for any other line."""
+        if command is not None and command.exchange.feed_preview(text):
+            return None  # the line of the command that waits now
+        for poll, _period, _due in self._polls:
+            values = poll.parse(text)
+            if values is not None:
+                self.late_answers += 1
+                return PollValues(values, float('-inf'), time.time())
+        if rcode.normal_line(text) in self._own_sent:
+            self.late_answers += 1
+            return True
+        return None
+
+    def _finish_if_due(self):
         now = time.monotonic()
         with self._lock:
             command = self._command
@@ -574,12 +786,48 @@ class RcodeClient(ReconnectingClient):
             ):
                 return
             self._command = None
-        command.resolve('\n'.join(command.output))
+        self._complete(command)
+
+    def _complete(self, command, failure=None):
+        """A line's reply is in (or the line failed): tell whoever waits for it."""
+        reply = command.exchange.reply
+        now = time.monotonic()
+        if reply.error:
+            self.refused += 1
+            self.last_refusal = f'{command.line} → {reply.error}'
+            self.log.warning('rcode-error', f'aibo: the dog refused {self.last_refusal}')
+        if command.kind == 'motion':
+            with self._lock:
+                self.planner.sent(command.line, reply.error or str(failure or ''), now)
+        elif command.kind == 'urgent' and failure is None:
+            with self._lock:
+                self.planner.halted(now)
+        elif command.kind == 'poll':
+            if reply.values is None:
+                self.poll_failures += 1
+                self.last_poll_failure = (
+                    reply.error
+                    or str(failure or '')
+                    or (f'no answer to {command.line} within {command.timeout:.1f} s')
+                )
+                self.log.warning('rcode-poll', f'aibo: poll failed: {self.last_poll_failure}')
+            else:
+                self.poll_answers += 1
+                if 'Wait' in reply.values:
+                    with self._lock:
+                        self.planner.on_wait(reply.values['Wait'], command.sent_at, now)
+                self.deliver(PollValues(reply.values, command.sent_at, time.time()))
+        if command.resolve is not None:
+            command.resolve(failure or reply)
 
     def _fail_all(self, error):
         with self._lock:
-            pending = ([self._command] if self._command else []) + list(self._queue)
+            pending = [self._command] if self._command else []
+            pending += list(self._urgent) + list(self._queue)
             self._command = None
             self._queue.clear()
+            self._urgent.clear()
+            self._motion.clear()
         for command in pending:
-            command.resolve(error)
+            if command.resolve is not None:
+                command.resolve(error)

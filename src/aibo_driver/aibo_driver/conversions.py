@@ -2,6 +2,7 @@
 
 import math
 
+from sensor_msgs.msg import BatteryState, Range
 from std_msgs.msg import Header
 
 from legacy_robot_common.messages import (
@@ -10,6 +11,9 @@ from legacy_robot_common.messages import (
     compressed_image_msg,
     image_msg,
     time_msg,
+)
+from legacy_robot_common.messages import (
+    battery_msg as common_battery_msg,
 )
 from legacy_robot_interfaces.msg import (
     AiboSensorWords,
@@ -22,6 +26,8 @@ from . import protocol as p
 
 JPEG_FORMAT = 'rgb8; jpeg compressed bgr8'  # image_transport's name for a colour JPEG
 FIELD_OF_VIEW = (math.radians(57.6), math.radians(47.8))  # ERS-2xx camera (spec §2.4)
+IR_RANGE = (0.0, 0.6)  # m: SENSOR.CFG's 0..600 mm (spec §2.11.5)
+IR_FIELD_OF_VIEW = math.radians(5.0)  # the PSD's beam: an estimate, not in the references
 
 
 def header(seconds, frame_id):
@@ -83,3 +89,26 @@ def semantic_msgs(records, frame_id, offset=0.0):
         SemanticEvent(header=h, sequence=sequence, raw=list(raw))
         for sequence, raw in records.records
     ]
+
+
+def range_msg(distance_mm, header):
+    """Distance (mm) → sensor_msgs/Range; 600 mm and more = nothing in range (+inf, REP-117)."""
+    metres = distance_mm / 1000.0
+    return Range(
+        header=header,
+        radiation_type=Range.INFRARED,
+        field_of_view=IR_FIELD_OF_VIEW,
+        min_range=IR_RANGE[0],
+        max_range=IR_RANGE[1],
+        range=metres if metres < IR_RANGE[1] else math.inf,
+    )
+
+
+def battery_msg(rest_percent, temperature, header):
+    """Batt_Rest (%) and Batt_Temp (°C) → BatteryState; what the dog does not report is NaN."""
+    return common_battery_msg(
+        header,
+        percentage=max(0.0, min(1.0, rest_percent / 100.0)),
+        temperature=float(temperature) if temperature is not None else math.nan,
+        power_supply_technology=BatteryState.POWER_SUPPLY_TECHNOLOGY_LION,
+    )

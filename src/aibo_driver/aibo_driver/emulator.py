@@ -3,12 +3,15 @@ tests.
 
     ros2 run aibo_driver aibo_emulator                     # RCodePlus on 21001 + 21002
     ros2 run aibo_driver aibo_emulator --product lifeplus  # LifePlus: voice, semantic, no RCODE
+    ros2 run aibo_driver aibo_emulator --speed-scale 5     # the dog walks 5 times as fast
 
 Plays spec §3.5: the TELEMVER reply, the auto-snapshot rule (the first image request
 of a connection answers size 0), JPEG / YUV10 / colour-detection pictures of a pink
 ball rolling over the floor, a 15-chunk audio ring that keeps the older chunks when
 full, voice and semantic records (LifePlus), SETPROPERTY and RPUT (logged), size 0
-for anything unsupported. Real-dog pacing by default; --unthrottled answers every
+for anything unsupported. The RCODE pipe plays R-CODE 1.2 on a simulated ERS-210 (body.py):
+actions queue, the dog walks, turns and moves its head, and the camera follows. Real-dog
+pacing by default; --unthrottled answers every
 image request with a new frame. Options play the spec's variants and faults.
 No rclpy here.
 """
@@ -16,6 +19,7 @@ No rclpy here.
 import argparse
 import collections
 import dataclasses
+import math
 import random
 import re
 import sys
@@ -32,6 +36,8 @@ from legacy_robot_common.emulator import (
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
 from . import protocol as p
+from . import rcode
+from .body import Dog
 from .scene import Scene, audio_chunk, color_detection
 
 Op = p.Op
@@ -67,8 +73,18 @@ class EmulatorOptions:
     drop_rate: float = 0.0  # fault: bytes of telemetry replies dropped
     corrupt_rate: float = 0.0  # fault: bytes of telemetry replies corrupted
     seed: int = None
+    model: str = 'ers210'  # the body the RCODE pipe plays: ers210, ers220, ers31x
+    speed_scale: float = 1.0  # > 1: walks, turns and other actions play faster (tests)
+    echo: bool = True  # the RCODE pipe echoes each line before it runs (ERS-7 source)
+    control_bytes: bool = True  # ACK 0x06 after '!' and the greeting (SYSTEM.CFG C -1)
+    refused_actions: tuple = ()  # fault: PLAY:ACTION names answered with ERROR
+    rcode_silent: bool = False  # fault: RCODE lines are read (and played) but nothing printed
 
     def __post_init__(self):
+        if self.model not in rcode.MODELS:
+            raise ValueError(f'model must be one of {", ".join(rcode.MODELS)}, got {self.model!r}')
+        if not 0.1 <= self.speed_scale <= 100.0:
+            raise ValueError(f'speed_scale must be within 0.1..100, got {self.speed_scale}')
         if self.product not in ('rcodeplus', 'lifeplus'):
             raise ValueError(f'product must be rcodeplus or lifeplus, got {self.product!r}')
         if self.rput_reply not in ('none', 'standard'):
@@ -178,13 +194,16 @@ class AiboEmulator:
         self.requests = collections.Counter()
         self.unknown_requests = 0
         self.stalled = threading.Event()  # fault: requests are read but never answered
-        self.variables = {
-            'AP_Version': o.version[0] * 100 + o.version[1],
-            'Battery_Rest': 87,
-            'Distance': 420,
-            'Head_ON': 0,
-            'Back_ON': 0,
-        }
+        self.dog = Dog(
+            o.model,
+            o.speed_scale,
+            o.echo,
+            o.control_bytes,
+            {
+                'AP_Version': o.version[0] * 100 + o.version[1],
+                'AiboType': {'ers210': 210, 'ers220': 220, 'ers31x': 310}[o.model],
+            },
+        )
         self._frames = {}  # (op, frame number in the lap) → encoded reply data
         self._replies = 0
         self._voice = None
@@ -372,14 +391,19 @@ class AiboEmulator:
         return data
 
     def _frame(self, op, number, rate):
-        """Encoded frame number `number`; one lap of the ball is rendered once, then reused."""
+        """Encoded frame number `number`, looking where the dog looks; frames of one lap of the
+        ball are rendered once per view, then reused (a still dog costs no rendering)."""
         lap = max(1, round(self.options.ball_period * rate))
-        key = (op, number % lap)
+        _, _, yaw, pan, tilt = self.pose()
+        heading, tilt = yaw + pan, tilt
+        key = (op, number % lap, self.scene.view(heading, tilt))
         with self._lock:
             data = self._frames.get(key)
         if data is None:
-            data = self._encode(op, self.scene.render((number % lap) / rate))
+            data = self._encode(op, self.scene.render((number % lap) / rate, heading, tilt))
             with self._lock:
+                if len(self._frames) > 8 * lap:  # the dog moved: old views go
+                    self._frames.clear()
                 self._frames[key] = data
         return data
 
@@ -393,41 +417,42 @@ class AiboEmulator:
     # ---- the RCODE pipe (§2.10) -----------------------------------------------------------------
     def _serve_rcode(self, stream, stop):
         text = p.ConsoleText()
-        stream.write(b'RCodePlus ready\r\n')
+        ack = rcode.ACK.encode() if self.options.control_bytes else b''
+        stream.write(b'R-CODE Ver1.2 (emulated ERS-210)\r\n<READY>\r\n' + ack)
         while not stop.is_set():
             for line in text.feed(stream.read(4096, 0.2)):
-                if not line.strip():
-                    continue
-                with self._lock:
-                    self.rcode_lines.append(line)
-                reply = self.run_rcode(line)
-                if reply:
-                    stream.write(reply.encode('latin-1', 'replace') + b'\r\n')
+                printed = self.run_rcode(line)
+                if printed:
+                    stream.write(
+                        b''.join(t.encode('latin-1', 'replace') + b'\r\n' for t in printed)
+                    )
 
     def run_rcode(self, line):
-        """One RCODE statement → what the dog prints ('' for statements that print nothing)."""
-        tokens = re.findall(r'"[^"]*"|[^:\s]+', line)  # ':', space and tab separate
-        verb = tokens[0].upper()
-        if verb == 'PRINT' and len(tokens) >= 2 and tokens[1].startswith('"'):
-            values = [self._value(token) for token in tokens[2:]]
-            try:
-                return tokens[1].strip('"') % tuple(values)
-            except (TypeError, ValueError):
-                return f'ERROR: PRINT format does not match its {len(values)} values'
-        if verb == 'SET' and len(tokens) == 3:
-            try:
-                self.variables[tokens[1]] = self._value(tokens[2])
-            except ValueError:
-                return f'ERROR: bad value {tokens[2]}'
-            return ''
-        if verb in ('PLAY', 'STOP', 'WAIT', 'EDIT', 'END', 'RUN'):
-            return ''  # actions run silently, as on the dog
-        return f'ERROR: unknown command {tokens[0]}'
+        """One RCODE statement → the lines the dog prints (its echo first, when on)."""
+        if not line.strip():
+            return []
+        o = self.options
+        with self._lock:
+            self.rcode_lines.append(line)
+            words = re.findall(r'[^:\s]+', line.upper())
+            if words[:2] == ['PLAY', 'ACTION'] and len(words) > 2:
+                if words[2] in (a.upper() for a in o.refused_actions):
+                    return [line] * o.echo + [f'ERROR: {words[2]} is not available']
+            printed = self.dog.run(line, time.monotonic())
+        return [] if o.rcode_silent else printed
 
-    def _value(self, token):
-        if token in self.variables:
-            return self.variables[token]
-        return int(token, 0)
+    def pose(self):
+        """(x, y, yaw, head pan, head tilt) of the dog now: metres and radians."""
+        with self._lock:
+            dog = self.dog
+            dog.advance(time.monotonic())
+            return (
+                dog.x,
+                dog.y,
+                dog.yaw,
+                math.radians(dog.head['Head_Pan']),
+                math.radians(dog.head['Head_Tilt']),
+            )
 
 
 # ---- command line -------------------------------------------------------------------------------
@@ -502,6 +527,18 @@ def build_parser():
         help='fault: fraction of telemetry reply bytes corrupted',
     )
     parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
+    parser.add_argument(
+        '--model', choices=tuple(rcode.MODELS), default='ers210', help='the body R-CODE moves'
+    )
+    parser.add_argument(
+        '--speed-scale',
+        type=float,
+        default=1.0,
+        help='walks, turns and actions play this many times faster (tests, demos)',
+    )
+    parser.add_argument(
+        '--no-echo', action='store_true', help='the RCODE pipe does not echo each line'
+    )
     return parser
 
 
@@ -534,6 +571,9 @@ def options_from_args(args):
         drop_rate=args.drop_rate,
         corrupt_rate=args.corrupt_rate,
         seed=args.seed,
+        model=args.model,
+        speed_scale=args.speed_scale,
+        echo=not args.no_echo,
     )
 
 

@@ -5,16 +5,27 @@
 Topic, service and parameter tables: README.md ("AIBO driver").
 """
 
+import math
 import os
 import sys
 import threading
 
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image
-from std_msgs.msg import String
+from rcl_interfaces.msg import SetParametersResult
+from sensor_msgs.msg import (
+    BatteryState,
+    CameraInfo,
+    CompressedImage,
+    Image,
+    JointState,
+    Range,
+)
+from std_msgs.msg import Header, String
+from std_srvs.srv import Trigger
 
 from legacy_robot_common.diagnostics import ERROR, OK, WARN, LinkStatusTask, RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.messages import audio_info_msg
+from legacy_robot_common.mobile_base import MobileBase, planar_covariance
 from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_common.topics import image_qos
@@ -25,18 +36,26 @@ from legacy_robot_interfaces.msg import (
     AudioInfo,
     ColorDetection,
     SemanticEvent,
+    SensorEvent,
     VoiceMatches,
 )
-from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand, UploadFile
+from legacy_robot_interfaces.srv import (
+    PlayNamed,
+    SetCameraMode,
+    SetProperty,
+    TextCommand,
+    UploadFile,
+)
 
 from . import conversions as convert
-from . import description
+from . import description, rcode
 from . import protocol as p
 from .client import (
     AudioReply,
     CameraFrame,
     ColorFrame,
     Connected,
+    PollValues,
     RcodeClient,
     RcodeLine,
     SemanticRecords,
@@ -44,12 +63,18 @@ from .client import (
     TelemetryClient,
     VoiceRecord,
 )
-from .parameters import BTYPES, MOUNTS, OPCODES, PARAMETERS, PORTS, YUV10
+from .motion import MotionSettings, OdometryModel
+from .parameters import BTYPES, GAIT, MOUNTS, ODOMETRY, OPCODES, PARAMETERS, PORTS, YUV10
 
 LIFEPLUS_HAS_NO_RCODE = (
     'LifePlus has no RCodePlus pipe: the RCODE link is not used '
     '(rcode_command refuses, rcode/output stays silent)'
 )
+# spec §2.11: estimates of legged odometry (no stride figures are published); the driver
+# replaces x, y and yaw with variances that grow with the distance walked
+POSE_COVARIANCE = planar_covariance(1e-4, 1e-4)
+TWIST_COVARIANCE = planar_covariance(0.02**2, 0.2**2)
+STATUS_FALL = 1  # Status after the dog got up from a fall (§2.11.5)
 
 
 class AiboNode(DriverNode):
@@ -66,17 +91,37 @@ class AiboNode(DriverNode):
             self.rcode_off = LIFEPLUS_HAS_NO_RCODE
             self.get_logger().info(f'product lifeplus: {LIFEPLUS_HAS_NO_RCODE}')
         elif self.rcode_enabled:
-            self.rcode = RcodeClient(settings, self.rcode_quiet_time, logger=self.get_logger())
+            self.rcode = RcodeClient(
+                settings,
+                self.rcode_quiet_time,
+                self.motion_settings,
+                self._polls(),
+                self.poll_timeout,
+                self.cmd_vel_timeout,
+                logger=self.get_logger(),
+            )
             self._rcode_link_status = LinkStatusTask(self.rcode)
             self.attach_client(
                 self.rcode, 'RCODE link', link_name='rcode', status_task=self._rcode_status
             )
         self.diagnostics.add_task('dog', self._dog_status)
+        self.diagnostics.add_task('motion', self._motion_status)
         self.rates = {name: RateMeter() for name in ('camera', 'color', 'audio')}
         self.audio_chunks = 0
+        self.head_target = {rcode.HEAD_PAN: 0.0, rcode.HEAD_TILT: 0.0}  # degrees
+        self.counts = dict.fromkeys(
+            ('bad cmd_vel', 'refused cmd_vel', 'head clamped', 'bad head_command', 'falls'), 0
+        )
+        self.joints = {}  # R-CODE variable → degrees, as last read
+        self.dog_values = {}  # the other polled variables
+        self.touches = {}  # touch variable → times seen set
+        self._warned_no_motion = False
         self._create_publishers()
         self._create_services()
         self.create_timer(1.0, self._publish_audio_info, callback_group=self.callback_group)
+        self.create_timer(
+            1.0 / self.odom_rate, self._publish_odometry, callback_group=self.callback_group
+        )
         self.begin()
 
     # ---- parameters ----------------------------------------------------------------------------
@@ -106,6 +151,7 @@ class AiboNode(DriverNode):
         self.rcode_timeout, self.rcode_quiet_time = v.rcode_timeout, v.rcode_quiet_time
         self.mounts = {name: values[row.name] for name, row in MOUNTS.items()}
         self.field_of_view = v.camera_field_of_view
+        self._motion_parameters(v)
         # the frames go through RobotFrames (frame_prefix, the optical frame), not the table
         frames = description.DEFAULT_FRAMES
         camera, optical = self.frames.camera(
@@ -118,11 +164,48 @@ class AiboNode(DriverNode):
                 name: self.frames.declare(name, default, f'{name} frame')
                 for name, default in (
                     ('head', frames['head']),
-                    ('base', frames['base']),
                     ('audio', frames['head']),
+                    ('ir', description.ir_frame(frames['head'])),
                 )
             },
         }
+
+    def _motion_parameters(self, v):
+        self.model_name = v.model
+        self.joint_state_rate, self.motion_poll_rate = v.joint_state_rate, v.motion_poll_rate
+        self.sensor_rate, self.poll_timeout = v.sensor_rate, v.poll_timeout
+        self.odom_rate, self.cmd_vel_timeout = v.odom_rate, v.cmd_vel_timeout
+        self.add_on_set_parameters_callback(self._on_parameters)  # cmd_vel_timeout: run time
+        values = vars(v)
+        self.odometry_model = OdometryModel(
+            **{name: values[row.name] for name, row in ODOMETRY.items()}
+        )
+        try:
+            self.motion_settings = MotionSettings(**{row.name: values[row.name] for row in GAIT})
+        except ValueError as exc:
+            raise ParameterError(f'aibo_driver: {exc}') from None
+
+    def _on_parameters(self, parameters):
+        for parameter in parameters:
+            if parameter.name == 'cmd_vel_timeout':
+                self.cmd_vel_timeout = parameter.value
+                if getattr(self, 'rcode', None) is not None:  # declared before the client
+                    self.rcode.motion.timeout = parameter.value
+        return SetParametersResult(successful=True)
+
+    def _polls(self):
+        """The PRINT polls and their periods: Wait first (the walk planner needs it)."""
+        polls = [(rcode.Poll('M0', ('Wait', 'Status', 'Distance')), 1.0 / self.motion_poll_rate)]
+        if self.sensor_rate:
+            polls += [
+                (rcode.Poll('B0', ('Batt_Rest', 'Batt_Temp')), 1.0 / self.sensor_rate),
+                (rcode.Poll('T0', rcode.TOUCH_VARIABLES[self.model_name]), 1.0 / self.sensor_rate),
+            ]
+        if self.joint_state_rate:
+            polls += [
+                (poll, 1.0 / self.joint_state_rate) for poll in rcode.joint_polls(self.model_name)
+            ]
+        return polls
 
     def _settings(self):
         try:
@@ -185,7 +268,29 @@ class AiboNode(DriverNode):
         self.voice_pub = pub(VoiceMatches, 'voice')
         self.semantic_pub = pub(SemanticEvent, 'semantic', 20)
         self.rcode_pub = pub(String, 'rcode/output', 50)
-        self.model = RobotStatePublisher(self)  # base → head → camera, its fixed joints
+        self.joint_pub = pub(JointState, 'joint_states')
+        self.range_pub = pub(Range, 'ir_range')
+        self.battery_pub = pub(BatteryState, 'battery')
+        self.event_pub = pub(SensorEvent, 'sensor_events', 20)
+        self.base = MobileBase(
+            self,
+            self._on_cmd_vel,
+            lambda: self.cmd_vel_timeout,
+            POSE_COVARIANCE,
+            TWIST_COVARIANCE,
+            base_frame=description.DEFAULT_FRAMES['base'],
+            base_height=description.BASE_HEIGHT,
+            lateral=True,
+        )
+        self.frame_ids['base'] = self.base.base_frame
+        self.create_subscription(
+            JointState,
+            'head_command',
+            self._on_head_command,
+            10,
+            callback_group=self.callback_group,
+        )
+        self.model = RobotStatePublisher(self)  # the dog's joints from joint_states
         self.model.describe(description.from_parameters(self.parameter_values()))
 
     def _create_services(self):
@@ -195,6 +300,9 @@ class AiboNode(DriverNode):
             (SetCameraMode, 'set_camera_mode', self._set_camera_mode),
             (UploadFile, 'upload_file', self._upload),
             (TextCommand, 'rcode_command', self._rcode_command),
+            (PlayNamed, 'play_action', self._play_action),
+            (Trigger, 'stop', self._stop),
+            (Trigger, 'emergency_stop', self._emergency_stop),
         ):
             self.create_service(kind, name, handler, callback_group=group)
 
@@ -278,6 +386,210 @@ class AiboNode(DriverNode):
         response.reply = reply or ''
         return response
 
+    # ---- motion (§2.11) -------------------------------------------------------------------------
+    def _motion_refusal(self):
+        """Why the dog cannot be moved now ('' when it can)."""
+        if self.rcode_off:
+            return f'no motion: {self.rcode_off}'
+        if not self.rcode.connected:
+            return 'no motion: the RCODE link is not connected'
+        return ''
+
+    def _on_cmd_vel(self, linear, angular, lateral=0.0):
+        """cmd_vel → walk segments (the planner in the RCODE client); refusals logged."""
+        if self.rcode_off:
+            if not self._warned_no_motion:  # once: a teleop sends 10 a second
+                self._warned_no_motion = True
+                self.get_logger().warning(f'cmd_vel ignored: {self.rcode_off}')
+            return
+        try:
+            notes = self.rcode.drive(linear, lateral, angular)
+        except ValueError as exc:
+            self.counts['bad cmd_vel'] += 1
+            self.log.warning('cmd-vel-bad', f'{exc} ({self.counts["bad cmd_vel"]} so far)')
+            return
+        for key, text in notes:
+            self.counts['refused cmd_vel'] += 1
+            self.log.warning(f'cmd-vel-{key}', text)
+
+    def stop_robot(self):
+        if self.rcode is not None and not self.rcode_off:
+            self.rcode.halt()
+
+    def _on_head_command(self, msg):
+        """JointState naming Head_Pan and/or Head_Tilt (rad, R-CODE signs: pan + left, tilt +
+        up); out of range → clamped to the joint limits with a WARN."""
+        if self.rcode_off:
+            self.log.warning('head-no-rcode', f'head_command ignored: {self.rcode_off}')
+            return
+        target = dict(self.head_target)
+        for name, position in zip(msg.name, msg.position, strict=False):
+            if name not in target or not math.isfinite(position):
+                self.counts['bad head_command'] += 1
+                self.log.warning(
+                    'head-bad',
+                    f'head_command: {name!r} = {position} ignored (give finite radians for '
+                    f'{rcode.HEAD_PAN} and/or {rcode.HEAD_TILT})',
+                )
+                continue
+            joint = rcode.joint_of(self.model_name, name)
+            degrees = math.degrees(position)
+            clamped = min(max(degrees, joint.lower), joint.upper)
+            if clamped != degrees:
+                self.counts['head clamped'] += 1
+                self.log.warning(
+                    'head-clamp',
+                    f'head_command: {name} {position:.3f} rad is outside '
+                    f'{math.radians(joint.lower):.3f}..{math.radians(joint.upper):.3f}: '
+                    f'clamped to {math.radians(clamped):.3f}',
+                )
+            target[name] = clamped
+        if target != self.head_target:
+            self.head_target = target
+            self.rcode.look(target[rcode.HEAD_PAN], target[rcode.HEAD_TILT])
+
+    async def _play_action(self, request, response):
+        refusal = self._motion_refusal()
+        try:
+            line = rcode.action_line(request.name)
+        except ValueError as exc:
+            refusal = refusal or str(exc)
+        if refusal:
+            response.success, response.message = False, refusal
+            return response
+        reply, error = await self.await_reply(
+            lambda resolve: self.rcode.play(line, resolve), self.poll_timeout + 2.0
+        )
+        if error is None and reply.error:
+            error = f'the dog refused {line}: {reply.error}'
+        response.success, response.message = error is None, error or f'sent {line}'
+        return response
+
+    def _stop(self, _request, response):
+        refusal = self._motion_refusal()
+        if not refusal:
+            self.rcode.halt()
+        response.success = not refusal
+        response.message = refusal or 'STOP_WALK sent if the dog was walking or turning'
+        return response
+
+    async def _emergency_stop(self, _request, response):
+        refusal = self._motion_refusal()
+        if refusal:
+            response.success, response.message = False, refusal
+            return response
+        reply, error = await self.await_reply(self.rcode.emergency_stop, self.poll_timeout + 2.0)
+        response.success = error is None
+        response.message = error or 'QUIT sent: the queue is empty, the posture undefined'
+        return response
+
+    def _publish_odometry(self):
+        if self.rcode is None or self.rcode_off:
+            return
+        x, y, yaw, (vx, vy, wz), (xy, yaw_variance) = self.rcode.odometry()
+        header = Header(stamp=self.get_clock().now().to_msg())
+        self.base.publish(
+            header,
+            x,
+            y,
+            yaw,
+            vx,
+            wz,
+            lateral=vy,
+            pose_variances=planar_covariance(xy, yaw_variance),
+        )
+
+    def _on_poll(self, record):
+        values = record.values
+        stamp = record.received + self.clock_offset()
+        joint_set = rcode.MODELS[self.model_name]
+        read = [j.variable for j in joint_set if j.variable in values]
+        if read:
+            self.joints.update((name, values[name]) for name in read)
+            if joint_set[-1].variable in values:  # the cycle's last poll: publish them all
+                self._publish_joints(convert.header(stamp, ''))
+        if 'Distance' in values:
+            self.range_pub.publish(
+                convert.range_msg(values['Distance'], convert.header(stamp, self.frame_ids['ir']))
+            )
+        if 'Batt_Rest' in values:
+            self.battery_pub.publish(
+                convert.battery_msg(
+                    values['Batt_Rest'],
+                    values.get('Batt_Temp'),
+                    convert.header(stamp, self.frame_ids['base']),
+                )
+            )
+        if values.get('Status') == STATUS_FALL:
+            self.counts['falls'] += 1
+            self.log.warning('fall', 'the dog got up after a fall (Status 1)')
+            self._event(stamp, 'Status', 'fall', 1)
+            self.rcode.play(rcode.line('SET', 'Status', 0), lambda _reply: None)
+        for name in rcode.TOUCH_VARIABLES[self.model_name]:
+            if values.get(name):
+                self.touches[name] = self.touches.get(name, 0) + 1
+                self._event(stamp, name, 'touched', values[name])
+                # latched until cleared (§2.11.5): cleared, so the next poll sees a new touch
+                self.rcode.play(rcode.line('SET', name, 0), lambda _reply: None)
+        self.dog_values.update(values)
+
+    def _event(self, stamp, sensor, event, value):
+        self.event_pub.publish(
+            SensorEvent(
+                header=convert.header(stamp, self.frame_ids['base']),
+                sensor=sensor,
+                event=event,
+                value=float(value),
+            )
+        )
+
+    def _publish_joints(self, header):
+        order = [j.variable for j in rcode.MODELS[self.model_name] if j.variable in self.joints]
+        msg = JointState(
+            header=header,
+            name=order,
+            position=[math.radians(self.joints[name]) for name in order],
+        )
+        self.joint_pub.publish(msg)
+        self.model.move(msg)
+
+    def _motion_status(self):
+        if self.rcode is None or self.rcode_off:
+            return OK, f'no motion: {self.rcode_off}', {}
+        r = self.rcode
+        planner = r.planner
+        values = {
+            'model': self.model_name,
+            'walk or turn lines': planner.segments,
+            'STOP_WALK lines': planner.stops,
+            'motion lines refused by the dog': planner.errors,
+            'last refusal': r.last_refusal,
+            'Wait (queued actions)': planner.wait,
+            'doing': 'nothing'
+            if planner.current is None
+            else (
+                f'{planner.current.kind} {planner.current.gait} {planner.current.direction:+.0f}'
+            ),
+            'cmd_vel timeouts': r.motion.timeouts,
+            'poll answers': r.poll_answers,
+            'poll failures': r.poll_failures,
+            'late answers': r.late_answers,
+            'last poll failure': r.last_poll_failure,
+            **{k: v for k, v in self.counts.items()},
+            'touches': ', '.join(f'{k} {v}' for k, v in sorted(self.touches.items())) or 'none',
+            'distance walked (m)': round(planner.odometry.distance, 3),
+            'angle turned (rad)': round(planner.odometry.turned, 3),
+        }
+        if not r.connected:
+            return ERROR, 'the RCODE link is down: the dog cannot be moved', values
+        if r.poll_failures and not r.poll_answers:
+            return WARN, f'the dog answers no PRINT poll ({r.last_poll_failure})', values
+        if planner.errors:
+            return WARN, f'the dog refused motion lines: {planner.last_error}', values
+        if self.counts['falls']:
+            return WARN, f'the dog fell {self.counts["falls"]} time(s) (Status 1)', values
+        return OK, values['doing'], values
+
     # ---- records from the dog ------------------------------------------------------------------
     # the telemetry link's records are published by its own thread: they touch only their
     # publishers and rate meters (saves an executor wake-up per round of requests)
@@ -304,6 +616,8 @@ class AiboNode(DriverNode):
                 self.semantic_pub.publish(msg)
         elif isinstance(record, RcodeLine):
             self.rcode_pub.publish(String(data=record.text))
+        elif isinstance(record, PollValues):
+            self._on_poll(record)
         elif isinstance(record, Connected):
             self._publish_audio_info()
             if (

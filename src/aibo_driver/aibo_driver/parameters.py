@@ -1,14 +1,16 @@
 """The `aibo_driver` node's parameters, in declaration order (README.md's tables follow them).
 
-Every one is read-only. The frame parameters are declared by `RobotFrames` (the node).
+Every one is read-only but cmd_vel_timeout. The frame parameters are declared by `RobotFrames`,
+the odometry frames and covariances by `MobileBase` (the node).
 """
 
-from legacy_robot_common.params import read_only
+from legacy_robot_common.params import Parameter, read_only
 from legacy_robot_common.topics import IMAGE_QOS, IMAGE_QOS_DESCRIPTION
 
 from . import conversions as convert
-from . import description
+from . import description, rcode
 from . import protocol as p
+from .motion import MotionSettings, OdometryModel
 
 PORTS = (
     read_only('telemetry_port', 21001, 'binary telemetry pipe', minimum=1, maximum=65535),
@@ -63,11 +65,82 @@ MOUNTS = {
     name: read_only(
         f'{name}_mount',
         list(default),
-        f'{name} frame in its parent (base → head → camera): [x, y, z] m, [roll, pitch, yaw] rad '
-        '(defaults: estimates, head in its neutral pose)',
+        f'{name} frame in its parent (base → neck joint, head → camera): [x, y, z] m, '
+        '[roll, pitch, yaw] rad (defaults: estimates, every joint at 0)',
     )
     for name, default in description.DEFAULT_MOUNTS.items()
 }
+_GAIT = MotionSettings()
+GAIT = tuple(  # the walk planner's settings (motion.MotionSettings)
+    read_only(name, getattr(_GAIT, name), text, minimum=low, maximum=high)
+    for name, text, low, high in (
+        ('normal_speed', 'm/s of the normal walk (an estimate: calibrate)', 0.001, 1.0),
+        ('slow_speed', 'm/s of the slow walk (an estimate: calibrate)', 0.001, 1.0),
+        ('normal_turn_rate', 'rad/s of TURN (an estimate: calibrate)', 0.01, 5.0),
+        ('slow_turn_rate', 'rad/s of the slow turn (an estimate: calibrate)', 0.01, 5.0),
+        ('segment_mm', 'mm one WALK line asks for (the dog walks on)', 100, rcode.MAX_WALK_MM),
+        ('turn_chunk_deg', 'degrees one TURN line asks for', 5, 360),
+        ('direction_threshold_deg', 'a larger change of direction re-segments', 1.0, 180.0),
+        ('min_speed', 'm/s below which a translation is zero', 0.0, 1.0),
+        ('min_turn_rate', 'rad/s below which a rotation is zero', 0.0, 5.0),
+    )
+)
+_ODOMETRY = OdometryModel()
+ODOMETRY = {
+    name: read_only(f'odometry_{name}', getattr(_ODOMETRY, name), text, minimum=0.0, maximum=10.0)
+    for name, text in (
+        ('slip', 'standard deviation of the distance walked, a fraction of it'),
+        ('turn_slip', 'standard deviation of the angle turned, a fraction of it'),
+        ('drift', 'rad of heading uncertainty per metre walked'),
+    )
+}
+MOTION = (
+    read_only(
+        'model',
+        'ers210',
+        'the dog: ers210, ers220 or ers31x (its joint set and robot model)',
+        choices=tuple(rcode.MODELS),
+    ),
+    Parameter(  # settable at run time, as for the other bases
+        'cmd_vel_timeout',
+        0.5,
+        's without cmd_vel before the dog is stopped (STOP_WALK), and the age of a stamped '
+        'command too old to execute (0 = never)',
+        minimum=0.0,
+        maximum=60.0,
+    ),
+    *GAIT,
+    read_only(
+        'joint_state_rate',
+        2.0,
+        'joint angle polls per second over RCODE (0 = off)',
+        minimum=0.0,
+        maximum=20.0,
+    ),
+    read_only(
+        'motion_poll_rate',
+        4.0,
+        'polls per second of Wait, Status and Distance',
+        minimum=0.2,
+        maximum=20.0,
+    ),
+    read_only(
+        'sensor_rate',
+        1.0,
+        'polls per second of the battery and touch sensors (0 = off)',
+        minimum=0.0,
+        maximum=10.0,
+    ),
+    read_only(
+        'poll_timeout',
+        1.0,
+        's a PRINT poll or a motion line may take',
+        minimum=0.1,
+        maximum=10.0,
+    ),
+    read_only('odom_rate', 10.0, 'odometry messages per second', minimum=1.0, maximum=100.0),
+    *ODOMETRY.values(),
+)
 
 PARAMETERS = (
     read_only('host', 'localhost', "the AIBO's address"),
@@ -169,4 +242,5 @@ PARAMETERS = (
         list(convert.FIELD_OF_VIEW),
         'horizontal and vertical field of view, rad',
     ),
+    *MOTION,
 )

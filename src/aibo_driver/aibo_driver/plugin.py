@@ -2,15 +2,20 @@
 
 The demo watches the emulated dog's camera (YUV10, then JPEG after a mode switch),
 colour detection, microphones and RCODE console; it sets a device property and
-asks RCODE for a reading, and writes PNGs of a YUV10 frame, a JPEG frame and the
-colour mask, the JPEG bytes as the dog sent them, and a WAV of the audio.
+asks RCODE for a reading; it walks the dog a short path (forward, a turn, sideways) from
+cmd_vel and turns its head; it writes PNGs of a YUV10 frame, a JPEG frame, the colour
+mask and the odometry path, the JPEG bytes as the dog sent them, and a WAV of the audio.
 """
 
+import math
+
 import numpy as np
-from sensor_msgs.msg import CompressedImage, Image
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import String
 
-from legacy_robot_common.artifacts import save_lines, save_png, save_wav
+from legacy_robot_common.artifacts import new_figure, save_figure, save_lines, save_png, save_wav
 from legacy_robot_common.messages import image_to_array
 from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin, SoakPart
 from legacy_robot_common.replay import ReplayLink
@@ -23,6 +28,15 @@ from .emulator import AiboEmulator, EmulatorOptions
 from .node import AiboNode
 
 JPEG_AT = 8.0  # s into the demo: the camera switches from YUV10 to JPEG
+# the demo walk at the emulated dog's real pace (its gaits are the driver's defaults):
+# (from s, to s, (vx m/s, vy m/s, wz rad/s))
+WALK_PLAN = (
+    (2.0, 7.0, (0.06, 0.0, 0.0)),  # forward, 0.3 m
+    (7.0, 10.4, (0.0, 0.0, 0.5)),  # turn left: two 45° chunks
+    (10.8, 14.0, (0.0, 0.06, 0.0)),  # sideways, to the left
+    (14.5, 18.0, (0.06, 0.0, 0.0)),  # forward again
+)
+HEAD_PLAN = ((3.0, 0.8, 0.2), (8.0, -0.8, -0.4), (13.0, 0.0, 0.0))  # (at s, pan rad, tilt rad)
 MASK_COLOURS = {0: (235, 110, 190), 4: (40, 70, 200), 3: (230, 180, 150), 5: (180, 200, 60)}
 
 
@@ -66,14 +80,31 @@ class DogWatcher(DemoScript):
         self.audio = []
         self.rcode_output = []
         self.switched = False
+        self.path = []  # (x, y, yaw) from odom
+        self.head_step = 0
 
     def setup(self, node, namespace):
         client = lambda kind, name: node.create_client(kind, f'{namespace}/{name}')  # noqa: E731
         self.camera = client(SetCameraMode, 'set_camera_mode')
         self.property = client(SetProperty, 'set_property')
         self.console = client(TextCommand, 'rcode_command')
+        self.cmd_pub = node.create_publisher(Twist, f'{namespace}/cmd_vel', 10)
+        self.head_pub = node.create_publisher(JointState, f'{namespace}/head_command', 10)
+
+    def walk(self, elapsed):
+        """The demo walk: a velocity per leg of WALK_PLAN (the driver stops the dog after)."""
+        for start, end, (vx, vy, wz) in WALK_PLAN:
+            if start <= elapsed < end:
+                twist = Twist()
+                twist.linear.x, twist.linear.y, twist.angular.z = vx, vy, wz
+                self.cmd_pub.publish(twist)
+        if self.head_step < len(HEAD_PLAN) and elapsed >= HEAD_PLAN[self.head_step][0]:
+            _, pan, tilt = HEAD_PLAN[self.head_step]
+            self.head_pub.publish(JointState(name=['Head_Pan', 'Head_Tilt'], position=[pan, tilt]))
+            self.head_step += 1
 
     def act(self, elapsed):
+        self.walk(elapsed)
         if elapsed >= 1.0:
             self.call_once('property', self.property, SetProperty.Request(preset='gain_high'))
             self.call_once(
@@ -98,6 +129,10 @@ class DogWatcher(DemoScript):
             self.audio.append(bytes(msg.audio.data))
         elif topic == 'rcode/output':
             self.rcode_output.append(msg.data)
+        elif topic == 'odom':
+            q = msg.pose.pose.orientation
+            position = msg.pose.pose.position
+            self.path.append((position.x, position.y, 2 * math.atan2(q.z, q.w)))
 
     def write_artifacts(self, folder):
         paths = []
@@ -113,7 +148,44 @@ class DogWatcher(DemoScript):
         if self.audio:
             paths.append(save_wav(folder / 'audio.wav', b''.join(self.audio), p.AUDIO_RATE, 2))
         paths.append(save_lines(folder / 'rcode_output.txt', self.rcode_output))
+        if self.path:
+            paths.append(self.path_picture(folder / 'walk_path.png'))
         return paths
+
+    def path_picture(self, path):
+        """The odometry path of the demo walk, the heading every half metre or so."""
+        figure = new_figure()
+        axes = figure.add_subplot()
+        x, y, yaw = zip(*self.path, strict=False)
+        axes.plot(x, y, c='tab:blue', label='odometry (dead reckoning)')
+        step = max(1, len(self.path) // 12)
+        axes.quiver(
+            x[::step],
+            y[::step],
+            np.cos(yaw[::step]),
+            np.sin(yaw[::step]),
+            color='tab:orange',
+            width=0.004,
+            label='heading',
+        )
+        axes.set_aspect('equal')
+        axes.set_xlabel('x (m)')
+        axes.set_ylabel('y (m)')
+        axes.set_title('AIBO emulator: walk forward, turn, sideways, forward (R-CODE)')
+        axes.legend(loc='best')
+        return save_figure(figure, path)
+
+
+def _odom(msg):
+    p = msg.pose.pose.position
+    return f'x={p.x:+.2f} y={p.y:+.2f} sd={math.sqrt(msg.pose.covariance[0]):.2f} m'
+
+
+def _legs(msg):
+    angles = dict(zip(msg.name, msg.position, strict=False))
+    return ' '.join(
+        f'{n}={math.degrees(angles[n]):+.0f}' for n in ('Head_Pan', 'LFLeg_1') if n in angles
+    )
 
 
 PLUGIN = RobotPlugin(
@@ -148,13 +220,17 @@ PLUGIN = RobotPlugin(
         DemoTopic('audio/audio_stamped', AudioDataStamped, lambda m: f'{len(m.audio.data)} bytes'),
         DemoTopic('sensor_words', AiboSensorWords, AudioCounter()),
         DemoTopic('rcode/output', String, lambda m: m.data),
+        DemoTopic('odom', Odometry, _odom),
+        DemoTopic('joint_states', JointState, _legs),
     ),
     make_demo_script=DogWatcher,
     label='AIBO',
     foxglove=FoxgloveView(
         image='camera/image_raw',
-        plots=('sensor_words.word0', 'sensor_words.word1'),
-        services=(('rcode_command', 'RCODE command'),),
+        plots=('odom.pose.pose.position.x', 'odom.pose.pose.position.y', 'ir_range.range'),
+        services=(('rcode_command', 'RCODE command'), ('play_action', 'Play action')),
+        teleop=True,
+        follow_frame=description.DEFAULT_FRAMES['base'],
     ),
     bench_quick_arguments=('--seconds', '5', '--audio-minutes', '0.2'),
     soak_parts=(

@@ -1,4 +1,4 @@
-"""What the emulated AIBO sees and hears: a pink ball rolling over the floor, two ear tones.
+"""What the emulated AIBO sees and hears: a room, a pink ball rolling on the floor, two tones.
 
 No sockets, no rclpy: pure functions of time, used by the emulator.
 """
@@ -11,25 +11,35 @@ from . import protocol as p
 
 PINK = np.array([235, 110, 190], dtype=np.float64)
 BLUE = np.array([40, 70, 200], dtype=np.float64)
+FIELD_OF_VIEW = (math.radians(57.6), math.radians(47.8))  # the ERS-2xx camera (spec §2.4)
 LEFT_TONE, RIGHT_TONE = 440.0, 660.0  # Hz: the two ears hear different notes
 TONE_AMPLITUDE = 6000
 
 
 class Scene:
-    """A wall, a floor, a blue box (the "favorite" colour) and a pink ball on an ellipse."""
+    """A room of wall panels and carpet, a blue box (the "favorite" colour) and a pink ball
+    rolling on an ellipse in front of the dog. The room is a panorama: the picture follows the
+    dog's heading plus head pan (columns) and its head tilt (rows); the ball stays in view."""
 
-    def __init__(self, ball_period=8.0):
+    def __init__(self, ball_period=8.0, field_of_view=FIELD_OF_VIEW):
         self.ball_period = ball_period  # s per lap of the ball
         h, w = p.CAMERA_HEIGHT, p.CAMERA_WIDTH
-        self._rows, self._columns = np.mgrid[0:h, 0:w].astype(np.float64)
+        self.pixels_per_rad = (w / field_of_view[0], h / field_of_view[1])
+        self.width = round(2 * math.pi * self.pixels_per_rad[0])  # the panorama, all around
+        self.margin = h  # rows above and below the level view (tilt)
+        rows, columns = np.mgrid[-self.margin : h + self.margin, 0 : self.width]
+        rows, columns = rows.astype(np.float64), columns.astype(np.float64)
         horizon = 60
-        floor = np.clip((self._rows - horizon) / (h - horizon), 0, 1)[..., None]
+        floor = np.clip((rows - horizon) / (h - horizon), 0, 1)[..., None]
         wall = np.array([170, 175, 185], dtype=np.float64)
+        panel = np.array([150, 150, 160], dtype=np.float64)
         carpet = np.array([150, 120, 80], dtype=np.float64)
-        background = np.where(self._rows[..., None] < horizon, wall, carpet * (0.7 + 0.3 * floor))
-        box = (self._columns >= 12) & (self._columns < 40) & (self._rows >= 40) & (self._rows < 75)
+        walls = np.where(((columns // 90) % 2 == 1)[..., None], panel, wall)
+        background = np.where(rows[..., None] < horizon, walls, carpet * (0.7 + 0.3 * floor))
+        box = (columns >= 12) & (columns < 40) & (rows >= 40) & (rows < 75)
         background[box] = BLUE
-        self._background = background
+        self._panorama = background
+        self._rows, self._columns = np.mgrid[0:h, 0:w].astype(np.float64)
 
     def ball(self, t):
         """(column, row, radius in pixels) of the ball at time t (s)."""
@@ -37,13 +47,24 @@ class Scene:
         row = 100 + 22 * math.sin(angle)
         return 100 + 55 * math.cos(angle), row, 8 + 0.12 * (row - 78)
 
-    def render(self, t):
-        """144×176×3 uint8 camera picture at time t."""
+    def view(self, heading=0.0, tilt=0.0):
+        """(column, row) shift of the panorama for a heading (rad, + left) and tilt (+ up)."""
+        return (
+            round(-heading * self.pixels_per_rad[0]) % self.width,
+            max(-self.margin, min(self.margin, round(tilt * self.pixels_per_rad[1]))),
+        )
+
+    def render(self, t, heading=0.0, tilt=0.0):
+        """144×176×3 uint8 camera picture at time t, looking at heading and tilt (rad)."""
+        column_shift, row_shift = self.view(heading, tilt)
+        top = self.margin - row_shift
+        window = self._panorama[top : top + p.CAMERA_HEIGHT]
+        columns = (np.arange(p.CAMERA_WIDTH) + column_shift) % self.width
+        image = window[:, columns]
         column, row, radius = self.ball(t)
         distance = np.hypot(self._columns - column, self._rows - row)
         inside = distance < radius
         shade = 1.0 - 0.35 * (distance / radius) ** 2
-        image = self._background.copy()
         image[inside] = PINK * shade[inside][:, None]
         return image.astype(np.uint8)
 

@@ -9,11 +9,13 @@ import pytest
 from helpers import wait_for
 
 from aibo_driver import protocol as p
+from aibo_driver import rcode
 from aibo_driver.client import (
     AudioReply,
     CameraFrame,
     ColorFrame,
     Connected,
+    PollValues,
     RcodeClient,
     RcodeLine,
     SemanticRecords,
@@ -22,6 +24,7 @@ from aibo_driver.client import (
     VoiceRecord,
 )
 from aibo_driver.emulator import AiboEmulator, EmulatorOptions
+from aibo_driver.motion import MotionSettings
 from aibo_driver.scene import audio_chunk
 from legacy_robot_common.emulator import TcpEmulatorServer
 
@@ -339,7 +342,75 @@ def test_rcode_console(session):
     assert any(r.text == 'head 250 mm' for r in s.records[RcodeLine])
     with pytest.raises(ValueError):
         rcode.command('PRINT:"a"\nPRINT:"b"', print)
+    with pytest.raises(ValueError, match='127'):  # refused before sending
+        rcode.command('PRINT:"' + 'x' * 130 + '"', print)
     rcode.stop()
+
+
+FAST = 10.0  # the emulated dog walks 10 times as fast: seconds of walking in a tenth
+
+
+def _walker(session, **options):
+    """An RCODE client with its walk planner and a Wait poll, on a fast emulated dog."""
+    s = session(EmulatorOptions(speed_scale=FAST, **options))
+    motion = MotionSettings(
+        normal_speed=0.06 * FAST,
+        slow_speed=0.03 * FAST,
+        normal_turn_rate=0.5 * FAST,
+        slow_turn_rate=0.25 * FAST,
+    )
+    settings = Settings(host='127.0.0.1', rcode_port=s.emulator.rcode.port)
+    poll = rcode.Poll('M0', ('Wait', 'Distance'))
+    client = RcodeClient(settings, 0.3, motion, [(poll, 0.05)], motion_timeout=5.0)
+    client.on_record = lambda record: s.records[type(record)].append(record)
+    client.start()
+    assert wait_for(lambda: client.connected, 5)
+    return s, client
+
+
+def test_the_planner_walks_the_dog_and_dead_reckoning_follows(session):
+    s, client = _walker(session)
+    dog = s.emulator.dog
+    try:
+        assert client.drive(0.6, 0.0, 0.0) == []
+        assert wait_for(lambda: s.emulator.pose()[0] > 0.3, 5)
+        assert 'PLAY:ACTION:WALK:0:10000' in s.emulator.rcode_lines
+        client.drive(0.0, 0.6, 0.0)  # sideways: STOP_WALK, then the new segment
+        assert wait_for(lambda: s.emulator.pose()[1] > 0.3, 5)
+        lines = s.emulator.rcode_lines
+        walk = lines.index('PLAY:ACTION:WALK:90:10000')
+        assert lines[walk - 1] == 'PLAY:ACTION:STOP_WALK'
+        client.drive(0.0, 0.0, 0.0)
+        assert wait_for(lambda: dog.playing is None and client.planner.current is None, 5)
+        x, y, _, velocity, (xy, _) = client.odometry()
+        true_x, true_y, *_ = s.emulator.pose()
+        assert velocity == (0.0, 0.0, 0.0)
+        # legged odometry: within the slip model's 2 sigma (plus one poll of latency)
+        error = abs(x - true_x) + abs(y - true_y)
+        assert error < 2 * xy**0.5 + 0.1, (x, y, true_x, true_y)
+        assert len([line for line in lines if 'WALK' in line]) <= 5  # nothing piled up
+        assert s.records[PollValues] and client.poll_failures == 0
+    finally:
+        client.stop()
+
+
+def test_a_dog_that_refuses_motion_or_answers_nothing(session):
+    s, client = _walker(session, refused_actions=('WALK',))
+    try:
+        client.drive(0.6, 0.0, 0.0)
+        assert wait_for(lambda: client.planner.errors >= 1, 5)
+        assert client.planner.current is None and client.odometry()[0] == 0.0
+        assert 'WALK' in client.last_refusal
+    finally:
+        client.stop()
+    s, client = _walker(session, rcode_silent=True)
+    try:
+        assert wait_for(lambda: client.poll_failures >= 2, 10)
+        assert not s.records[PollValues]
+        client.drive(0.6, 0.0, 0.0)  # still sent (the dog may walk): believed after quiet
+        assert wait_for(lambda: client.planner.current is not None, 5)
+    finally:
+        client.stop()
 
 
 def test_audio_ring_keeps_the_older_chunks_when_full():
@@ -371,6 +442,8 @@ def test_emulator_command_line():
 
     bad = run_module('aibo_driver.emulator', '--opcode', 'get_jpeg=3', '--telemetry-port', '0')
     assert bad.returncode == 2 and 'share the byte 3' in bad.stderr
+    bad = run_module('aibo_driver.emulator', '--speed-scale', '0', '--telemetry-port', '0')
+    assert bad.returncode == 2 and 'speed_scale must be within' in bad.stderr
     process = start_module(
         'aibo_driver.emulator', '--product', 'lifeplus', '--telemetry-port', '0'
     )
@@ -380,3 +453,25 @@ def test_emulator_command_line():
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(10) == 0
+
+
+def test_late_answers_to_own_lines_stay_off_the_console_and_still_count(session):
+    """A slow link: the answer to a poll comes after its time ran out."""
+    s = session()
+    settings = Settings(host='127.0.0.1', rcode_port=s.emulator.rcode.port)
+    poll = rcode.Poll('M0', ('Wait', 'Distance'))
+    client = RcodeClient(settings, 0.3, polls=[(poll, 60.0)], poll_timeout=0.3)
+    client.on_record = lambda record: s.records[type(record)].append(record)
+    client.start()
+    try:
+        assert wait_for(lambda: client.poll_answers == 1, 5)
+        with client._lock:  # as if the dog's answers to these lines came too late
+            client._own_sent.append(rcode.normal_line(poll.line))
+        for line in (poll.line, 'M0 0 420', 'unrelated'):
+            client._on_line(line)
+        assert client.late_answers == 2
+        assert [r.values for r in s.records[PollValues]][-1] == {'Wait': 0, 'Distance': 420}
+        console = [r.text for r in s.records[RcodeLine]]
+        assert 'unrelated' in console and 'M0 0 420' not in console and poll.line not in console
+    finally:
+        client.stop()

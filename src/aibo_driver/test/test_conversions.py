@@ -1,5 +1,7 @@
 """Decoded AIBO records → ROS messages, without a running graph."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -49,3 +51,15 @@ def test_voice_and_semantic_messages():
     assert voice.ids[:2].tolist() == [0, 1] and voice.confidences[9] == 91
     events = convert.semantic_msgs(SemanticRecords([(4, tuple(range(10)))], 3.0), 'base')
     assert events[0].sequence == 4 and events[0].raw.tolist() == list(range(10))
+
+
+def test_range_and_battery_messages():
+    from std_msgs.msg import Header
+
+    near = convert.range_msg(250, Header(frame_id='ir'))
+    assert (near.range, near.max_range, near.header.frame_id) == (0.25, pytest.approx(0.6), 'ir')
+    assert convert.range_msg(600, Header()).range == math.inf  # nothing in range (REP-117)
+    battery = convert.battery_msg(87, 34, Header())
+    assert battery.percentage == pytest.approx(0.87) and battery.temperature == 34.0
+    assert math.isnan(battery.voltage) and battery.present
+    assert math.isnan(convert.battery_msg(120, None, Header()).temperature)

@@ -293,13 +293,18 @@ def test_body_head_camera_chain_and_optical_frame_on_tf_static(setup):
     emulator, process, ros = setup(head_mount=[0.08, 0.0, 0.09, 0.0, -0.3, 0.0])
     dynamic, static = ros.listen_tf()
     info = ros.listen(CameraInfo, 'camera/camera_info')
-    assert ros.spin_until(lambda: static and info, 20)
+
+    def moving():
+        return {t.child_frame_id: t for m in dynamic for t in m.transforms}
+
+    assert ros.spin_until(lambda: static and info and 'aibo_neck' in moving(), 20)
     frames = {t.child_frame_id: t for m in static for t in m.transforms}
-    assert frames['aibo_head'].header.frame_id == 'aibo_base'
     assert frames['aibo_camera'].header.frame_id == 'aibo_head'
     assert frames['aibo_camera_optical_frame'].header.frame_id == 'aibo_camera'
-    head = frames['aibo_head'].transform
-    assert head.translation.z == pytest.approx(0.09)
-    assert 2 * math.asin(head.rotation.y) == pytest.approx(-0.3)  # pitched down
+    # the head mount is the neck joint's origin: Head_Tilt (0 on the emulated dog) turns it
+    neck = moving()['aibo_neck']
+    assert neck.header.frame_id == 'aibo_base'
+    assert neck.transform.translation.z == pytest.approx(0.09)
+    assert 2 * math.asin(neck.transform.rotation.y) == pytest.approx(-0.3)  # pitched down
+    assert moving()['aibo_head'].header.frame_id == 'aibo_head_pan'
     assert info[-1].header.frame_id == 'aibo_camera_optical_frame'
-    assert not dynamic

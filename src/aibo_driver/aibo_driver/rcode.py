@@ -1,0 +1,312 @@
+"""R-CODE 1.2 (ERS-210/220/31x) over the text pipe, TCP 21002: lines out, replies in.
+
+No sockets, threads or rclpy. Spec ../shared/specs/aibo.md §2.11: motion is
+`PLAY:ACTION:<name>[:args]` (never the ERS-110 `MOVE:LEGS:`/`MOVE:HEAD:` forms), lines are at
+most 127 bytes with their newline, values are read with `PRINT:"fmt":var…` (at most 5
+variables, integer degrees), the dog may echo each line, print `ERROR: …` and `Stopped.`, and
+send the control bytes ACK 0x06, NAK 0x15 and SYN 0x16.
+"""
+
+import dataclasses
+import math
+import re
+
+MAX_LINE_BYTES = 127  # §2.11.1: counting the newline
+NEWLINE = b'\r\n'  # inference in §2.11.1: the ERS-7 interpreter parses CR+LF
+MAX_PRINT_VARIABLES = 5
+INT16 = (-32768, 32767)  # §2.11.1: 16-bit variables on the 2xx
+ACK, NAK, SYN = '\x06', '\x15', '\x16'
+CONTROL_BYTES = ACK + NAK + SYN
+_WORD = re.compile(r'^[A-Za-z0-9_.+\-]+$')
+
+
+class LineRefused(ValueError):
+    """A line the dog would not take (too long, bad characters): never sent."""
+
+
+# ---- building lines ----------------------------------------------------------------------------
+def _word(value):
+    if isinstance(value, bool):
+        raise LineRefused(f'not an R-CODE word: {value!r}')
+    if isinstance(value, int):
+        if not INT16[0] <= value <= INT16[1]:
+            raise LineRefused(f'{value} is outside the 16-bit range of R-CODE 1.2')
+        return str(value)
+    text = str(value)
+    if not text or not _WORD.match(text):
+        raise LineRefused(f'not an R-CODE word: {text!r} (letters, digits, _ . + - only)')
+    return text
+
+
+def _quoted(text):
+    if '"' in text or any(c in text for c in '\r\n') or not text.isascii():
+        raise LineRefused(
+            f'a quoted R-CODE string holds no quotes, line breaks or non-ASCII: {text!r}'
+        )
+    return f'"{text}"'
+
+
+def check_line(line):
+    """The line (ASCII, one line, with its newline at most 127 bytes) or LineRefused."""
+    if any(c in line for c in '\r\n') or not line.isascii():
+        raise LineRefused('an R-CODE line is one line of ASCII text')
+    size = len(line.encode('ascii')) + len(NEWLINE)
+    if size > MAX_LINE_BYTES:
+        raise LineRefused(
+            f'R-CODE line of {size} bytes with its newline: the dog takes at most '
+            f'{MAX_LINE_BYTES} (§2.11.1)'
+        )
+    return line
+
+
+def line(*words):
+    """Words joined by ':' (R-CODE's separator), checked: line('PLAY', 'ACTION', 'SIT')."""
+    return check_line(':'.join(_word(w) for w in words))
+
+
+def play(action, *arguments):
+    """PLAY:ACTION:<action>[:args], the arguments integers (degrees, millimetres)."""
+    return line('PLAY', 'ACTION', action, *(int(round(a)) for a in arguments))
+
+
+def print_line(fmt, variables):
+    """PRINT:"fmt":v1:…:v5 (§2.11.5)."""
+    if len(variables) > MAX_PRINT_VARIABLES:
+        raise LineRefused(
+            f'PRINT takes at most {MAX_PRINT_VARIABLES} variables, not {len(variables)}'
+        )
+    return check_line(':'.join(['PRINT', _quoted(fmt), *(_word(v) for v in variables)]))
+
+
+# ---- motion and actions (§2.11.2–4) -------------------------------------------------------------
+WALK_ACTIONS = {'normal': 'WALK', 'slow': 'MOVE.MOVE.SLOW'}
+TURN_ACTIONS = {'normal': 'TURN', 'slow': 'MOVE.TURN.SLOW'}
+STOP_WALK = 'STOP_WALK'
+MAX_WALK_MM = INT16[1]  # inference in §2.11.2: the 16-bit limit caps a walk's distance
+
+
+def walk(direction_deg, distance_mm, gait='normal'):
+    """A walk in direction_deg (0 ahead, +90 left, ±180 back) for distance_mm."""
+    direction = int(round(direction_deg))
+    direction = (direction + 180) % 360 - 180
+    return play(WALK_ACTIONS[gait], direction, min(int(round(distance_mm)), MAX_WALK_MM))
+
+
+def turn(angle_deg, gait='normal'):
+    """A turn on the spot, positive = counter-clockwise (left)."""
+    return play(TURN_ACTIONS[gait], int(round(angle_deg)))
+
+
+def stop_walk():
+    return play(STOP_WALK)
+
+
+def move_head(pan_deg, tilt_deg):
+    """MOVE_HEAD:<pan>:<tilt>, pan positive left, tilt positive up (§2.11.3)."""
+    return play('MOVE_HEAD', pan_deg, tilt_deg)
+
+
+# play_action's names → what is sent; the lower-case names are the service's vocabulary
+ACTIONS = {
+    'sit': 'SIT',
+    'stand': 'STAND',
+    'lie': 'LIE',
+    'lie_down_2': 'CHGPOS.STATR.NORMAL',
+    'walk_posture': 'CHGPOS.WALK.NORMAL',
+    'kick': 'KICK:0:100',
+    'touch': 'CONTACT.RIGHT.TOUCH',
+    'head_ball': 'CONTACT.FRONT.HEAD',
+    'tail_wag_vertical': 'PALONE.AUTO.TAILV',
+    'tail_wag_horizontal': 'PALONE.AUTO.TAILH',
+    'tail_rotate': 'PALONE.AUTO.TAILROT',
+    'tail_down': 'PALONE.AUTO.TAILD',
+    'tail_up': 'PALONE.AUTO.TAILUP',
+    'tail_stop': 'PALONE.AUTO.TAILSTOP',
+    'ears': 'PALONE.AUTO.EAR',
+    'ear_left': 'PALONE.AUTO.EARL',
+    'ear_right': 'PALONE.AUTO.EARR',
+    'ears_stop': 'PALONE.AUTO.EARSTOP',
+    'search_ball': 'SEARCH:PINK_BALL',
+    'track_ball': 'TRACK_HEAD:PINK_BALL',
+    'stop': None,  # STOP: empties the queue, lets the playing action finish (§2.11.2)
+}
+
+
+def action_line(name):
+    """play_action's name → its R-CODE line; ValueError listing the valid names."""
+    key = name.strip().lower()
+    if key not in ACTIONS:
+        raise ValueError(f'unknown action {name!r}; valid: {", ".join(ACTIONS)}')
+    if ACTIONS[key] is None:
+        return 'STOP'
+    action, *arguments = ACTIONS[key].split(':')
+    return line(
+        'PLAY', 'ACTION', action, *(int(a) if a.lstrip('-').isdigit() else a for a in arguments)
+    )
+
+
+# ---- joints per model (§2.11.5, §2.11.6) --------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Joint:
+    variable: str  # the R-CODE variable (integer degrees)
+    lower: float  # degrees: the tighter of the AMS range and Tekkotsu's mechanical limit
+    upper: float
+
+    @property
+    def limits(self):
+        return math.radians(self.lower), math.radians(self.upper)
+
+
+LEGS = ('LF', 'LR', 'RF', 'RR')
+LEG_JOINTS = tuple(
+    Joint(f'{leg}Leg_{n}', lower, upper)
+    for leg in LEGS
+    for n, (lower, upper) in enumerate(((-120, 120), (-14, 92), (-30, 150)), start=1)
+)
+MODELS = {
+    'ers210': (
+        Joint('Head_Tilt', -85, 46),
+        Joint('Head_Pan', -92.6, 92.6),
+        Joint('Head_Roll', -32, 32),
+        Joint('Mouth', -50, 0),
+        Joint('Tail_Pan', -25, 25),
+        Joint('Tail_Tilt', -25, 25),
+        *LEG_JOINTS,
+    ),
+    'ers220': (
+        Joint('Head_Tilt', -85, 46),  # §2.11.6: −91.5…46 for the 220; the 210's tighter −85 kept
+        Joint('Head_Pan', -92.6, 92.6),
+        Joint('Head_Roll', -32, 32),
+        *LEG_JOINTS,
+    ),
+    # ERS-31x: ranges not in the references; the ERS-210's head ranges are used (assumption)
+    'ers31x': (
+        Joint('Head_Tilt', -85, 46),
+        Joint('Head_Tilt_2', -85, 46),
+        Joint('Head_Pan', -92.6, 92.6),
+        *LEG_JOINTS,
+    ),
+}
+HEAD_PAN, HEAD_TILT = 'Head_Pan', 'Head_Tilt'
+
+
+def joint_of(model, variable):
+    return next(j for j in MODELS[model] if j.variable == variable)
+
+
+# ---- polling with PRINT -------------------------------------------------------------------------
+SENSOR_VARIABLES = (
+    'Wait',
+    'Status',
+    'Distance',
+    'Batt_Rest',
+    'Batt_Temp',
+)
+TOUCH_VARIABLES = {
+    'ers210': ('Head_ON', 'Back_ON', 'Jaw_ON', 'Head_Pat', 'Head_Hit'),
+    'ers220': ('Head_ON', 'Back_ON', 'Jaw_ON', 'Head_Pat', 'Head_Hit'),
+    'ers31x': ('Head_ON', 'Back_ON', 'Head_Pat', 'Head_Hit'),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Poll:
+    """One PRINT line: its tag (the first word of the dog's answer) and the variables after it."""
+
+    tag: str
+    variables: tuple
+
+    @property
+    def line(self):
+        return print_line(' '.join([self.tag] + ['%d'] * len(self.variables)), self.variables)
+
+    def parse(self, text):
+        """The dog's answer → {variable: int}, or None when the text is not this poll's answer."""
+        words = strip_controls(text).split()
+        if len(words) != len(self.variables) + 1 or words[0] != self.tag:
+            return None
+        try:
+            return dict(zip(self.variables, (int(w) for w in words[1:]), strict=True))
+        except ValueError:
+            return None
+
+
+def polls(tag, variables):
+    """Variables → PRINT polls of at most 5 variables each, tagged tag0, tag1, …"""
+    return [
+        Poll(f'{tag}{n}', tuple(variables[i : i + MAX_PRINT_VARIABLES]))
+        for n, i in enumerate(range(0, len(variables), MAX_PRINT_VARIABLES))
+    ]
+
+
+def joint_polls(model):
+    return polls('J', [j.variable for j in MODELS[model]])
+
+
+# ---- matching replies ---------------------------------------------------------------------------
+def strip_controls(text):
+    return ''.join(c for c in text if c not in CONTROL_BYTES).strip()
+
+
+@dataclasses.dataclass
+class Reply:
+    """What the dog printed for one line: its echo, output, an ERROR and the control bytes."""
+
+    echoed: bool = False
+    lines: list = dataclasses.field(default_factory=list)
+    error: str = ''
+    stopped: bool = False
+    controls: str = ''
+    values: dict = None  # a poll's variables, once its answer came
+
+    @property
+    def text(self):
+        return '\n'.join(self.lines)
+
+
+class Exchange:
+    """One line sent and the dog's lines read back until its answer is complete.
+
+    feed(line) → True when complete: a poll when its tagged answer (or an ERROR) came; any
+    other line when an ERROR came (the echo alone says only that the line arrived). A line
+    that completes nothing is left to the caller's quiet time."""
+
+    def __init__(self, sent, poll=None):
+        self.sent = sent
+        self.poll = poll
+        self.reply = Reply()
+        self._echo = normal_line(sent)
+
+    def feed(self, raw):
+        reply = self.reply
+        reply.controls += ''.join(c for c in raw if c in CONTROL_BYTES)
+        text = strip_controls(raw)
+        if not text:
+            return False
+        if not reply.echoed and normal_line(text) == self._echo:
+            reply.echoed = True
+            return False
+        reply.lines.append(text)
+        if text.upper().startswith('ERROR'):
+            reply.error = text
+            return True
+        if text == 'Stopped.':
+            reply.stopped = True
+            return False
+        if self.poll is not None:
+            values = self.poll.parse(text)
+            if values is not None:
+                reply.values = values
+                return True
+        return False
+
+    def feed_preview(self, text):
+        """True when text (controls stripped) is this exchange's echo or its poll's answer."""
+        if not self.reply.echoed and normal_line(text) == self._echo:
+            return True
+        return self.poll is not None and self.poll.parse(text) is not None
+
+
+def normal_line(text):
+    """A line as the dog may echo it: separators ':', spaces and tabs all alike."""
+    return ' '.join(re.findall(r'"[^"]*"|[^:\s]+', text))
