@@ -735,11 +735,17 @@ class RcodeClient(ReconnectingClient):
         late = None
         with self._lock:
             command = self._command
-            own = command is not None and command.kind in OWN_LINES
-            if text and not own and not text.upper().startswith('ERROR'):
+            error = text.upper().startswith('ERROR')
+            # the driver's own chatter (14 poll lines a second) stays off the console: the echo
+            # and answer of its own line waiting now, or of one whose time ran out
+            own = (
+                command is not None
+                and command.kind in OWN_LINES
+                and command.exchange.feed_preview(text)
+            )
+            if text and not own and not error:
                 late = self._late_answer(text, command)
-            # the driver's own chatter (14 poll lines a second) stays off the console
-            if text and late is None and (not own or text.upper().startswith('ERROR')):
+            if text and (error or (not own and late is None)):
                 self.deliver(RcodeLine(line))
             if command is None or late is not None:
                 done = False  # a late answer is no part of the waiting command's reply
