@@ -544,6 +544,7 @@ class RcodeClient(ReconnectingClient):
         self.refused = 0  # lines the dog answered with ERROR
         self.last_refusal = ''
         self.late_answers = 0  # answers to own lines that came after their time
+        self._held = None  # PollValues of the round of polls under way
         self._own_sent = collections.deque(maxlen=32)  # own lines as the dog may echo them
 
     def _open(self):
@@ -703,15 +704,21 @@ class RcodeClient(ReconnectingClient):
                 return
             now = time.monotonic()
             command = self._next_command(now)
+            held = None
             if command is None:
-                return
-            self._command = command
-            command.sent_at = now
-            if command.kind in OWN_LINES:
-                self._own_sent.append(rcode.normal_line(command.line))
-            command.deadline = now + command.timeout
-            if command.kind != 'user':  # a console line may print late; the others are short
-                command.quiet_deadline = now + command.quiet_time
+                held, self._held = self._held, None
+            else:
+                self._command = command
+                command.sent_at = now
+                if command.kind in OWN_LINES:
+                    self._own_sent.append(rcode.normal_line(command.line))
+                command.deadline = now + command.timeout
+                if command.kind != 'user':  # a console line may print late; others are short
+                    command.quiet_deadline = now + command.quiet_time
+        if command is None:
+            if held is not None:
+                self.deliver(held)  # the round of polls is done: the node wakes once for it
+            return
         try:
             self.send(command.line.encode('ascii', 'replace') + rcode.NEWLINE)
         except ConnectionError as exc:
@@ -765,6 +772,16 @@ class RcodeClient(ReconnectingClient):
             self.deliver(late)
         if done:
             self._complete(command)
+
+    def _hold_values(self, values, polled_at):
+        """A round of polls due together (the motion poll and the four joint polls) reaches
+        the node as one PollValues: one executor wake-up instead of five."""
+        with self._lock:
+            if self._held is None:
+                self._held = PollValues(dict(values), polled_at, time.time())
+            else:
+                self._held.values.update(values)
+                self._held.received = time.time()
 
     def _late_answer(self, text, command):
         """A line that answers one of the client's own lines after its time ran out (a slow
@@ -822,7 +839,7 @@ class RcodeClient(ReconnectingClient):
                 if 'Wait' in reply.values:
                     with self._lock:
                         self.planner.on_wait(reply.values['Wait'], command.sent_at, now)
-                self.deliver(PollValues(reply.values, command.sent_at, time.time()))
+                self._hold_values(reply.values, command.sent_at)
         if command.resolve is not None:
             command.resolve(failure or reply)
 
