@@ -1,14 +1,15 @@
-"""The `p2os_driver` node's parameters (README.md's table follows them). MobileBase (cmd_vel
-message type, odometry, base frames) and RobotStatePublisher declare their own; the node
-checks `model` against the model table after declaring."""
+"""The `p2os_driver` node's parameters (README.md's table follows them) and the client
+settings they make. MobileBase (cmd_vel message type, odometry, base frames) and
+RobotStatePublisher declare their own; client_settings checks `model` against the model
+table."""
 
 from rclpy.parameter import Parameter as RosParameter
 
-from legacy_robot_common.params import Parameter, read_only
+from legacy_robot_common.params import Parameter, ParameterError, read_only
 
-from .client import DEFAULT_BAUD_CYCLE, STREAMS
+from .client import DEFAULT_BAUD_CYCLE, STREAMS, Settings
 from .description import DEFAULT_TICKS_PER_REVOLUTION
-from .models import FACTOR_NAMES
+from .models import FACTOR_NAMES, MODELS, model_key
 
 FACTORS = tuple(
     read_only(
@@ -226,3 +227,46 @@ PARAMETERS = (
         maximum=60.0,
     ),
 )
+
+
+def client_settings(v):
+    """The client's Settings from the declared values v (declare_table's namespace)."""
+    values = vars(v)
+    if v.model and model_key(v.model) not in MODELS:
+        raise ParameterError(
+            f"p2os_driver: parameter 'model' is {v.model!r}; "
+            f'expected one of {", ".join(m.subclass for m in MODELS.values())}'
+        )
+    if v.laser_mount is not None and len(v.laser_mount) != 3:
+        raise ParameterError(f'laser_mount takes [x, y, yaw], not {list(v.laser_mount)}')
+    try:
+        return Settings(
+            port=v.port,
+            baud=v.baud,
+            baud_cycle=baud_cycle(v.baud) if v.cycle_baud else (),
+            read_timeout=v.read_timeout,
+            pulse_interval=v.pulse_interval,
+            sync_attempts=v.sync_attempts,
+            model=v.model,
+            gripper_in_high_byte=v.sip_gripper_in_high_byte,
+            factor_overrides={name: values[f'{name}_factor'] for name in FACTOR_NAMES},
+            wheel_mode=v.wheel_mode,
+            simulator=v.simulator,
+            simulator_laser_compat=v.simulator_laser_compat,
+            accelerations={  # the robot's units: mm/s², rad/s²
+                name: value * 1000.0 if name.startswith('linear') else value
+                for name, value in ((row.name, values[row.name]) for row in ACCELERATIONS)
+            },
+            bump_stall=v.bump_stall,
+            motion_timeout=v.cmd_vel_timeout,
+            repeat_period=v.command_repeat_period,
+            laser=v.laser,
+            laser_scan=(v.laser_start, v.laser_end, v.laser_increment),
+        )
+    except ValueError as exc:
+        raise ParameterError(f'p2os_driver: {exc}') from None
+
+
+def baud_cycle(first):
+    """The bauds to try: the parameter's first, then the usual cycle."""
+    return (first,) + tuple(b for b in DEFAULT_BAUD_CYCLE if b != first)
