@@ -7,33 +7,27 @@ Topic, service and parameter tables: README.md ("iPaq driver").
 
 import sys
 import time
+from functools import partial
 
 from sensor_msgs.msg import CameraInfo, Image, JointState, Range
 from std_msgs.msg import Header
-from std_srvs.srv import Trigger
 
-from legacy_robot_common.diagnostics import ERROR, OK, WARN, RateMeter
+from legacy_robot_common.diagnostics import RateMeter
 from legacy_robot_common.driver_node import DriverNode, run_node
-from legacy_robot_common.messages import camera_info_msg, uint8_array
+from legacy_robot_common.messages import camera_info_msg
 from legacy_robot_common.mobile_base import MobileBase, planar_covariance
 from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_common.robot_model import RobotStatePublisher
 from legacy_robot_common.topics import image_qos
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
-from legacy_robot_interfaces.srv import (
-    BytesCommand,
-    ColorTracking,
-    SetDistance,
-    SetPose,
-    TextCommand,
-    WindowTracking,
-)
 
 from . import conversions as convert
 from . import description
 from . import protocol as p
 from .client import Connected, ControlClient, Settings, StreamClient
 from .parameters import MOUNTS, PARAMETERS, PORTS, UNITS
+from .services import IpaqServices
+from .status import robot_status
 from .units import Units
 
 # Odometry variances (pose/twist_covariance_diagonal): the integrated pose's scales are
@@ -59,9 +53,9 @@ class IpaqNode(DriverNode):
         # status names without port numbers (stable for a diagnostic_aggregator)
         for stream, link_name in zip(self.streams, ('frame_dump', 'tracking'), strict=False):
             self.attach_client(stream, f'{link_name} port link', link_name=link_name)
-        self.diagnostics.add_task('robot', self._robot_status)
+        self.diagnostics.add_task('robot', partial(robot_status, self))
         self._create_publishers()
-        self._create_services()
+        IpaqServices(self).create()
         self.create_subscription(
             JointState,
             'camera/pan_tilt',
@@ -169,123 +163,6 @@ class IpaqNode(DriverNode):
         self.joint_pub.publish(joints)
         self.model.move(joints)
 
-    def _create_services(self):
-        group = self.callback_group
-        service = lambda kind, name, handler: self.create_service(  # noqa: E731
-            kind, name, handler, callback_group=group
-        )
-        c = self.control
-        service(SetPose, 'set_pose', self._set_pose)
-        service(ColorTracking, 'start_color_tracking', self._color_tracking)
-        service(WindowTracking, 'start_window_tracking', self._window_tracking)
-        for name, command, done in (
-            ('stop_tracking', c.stop_tracking, 'tracking stopped'),
-            ('dump_frame', c.dump_frame, 'frame requested: it follows on camera/image_raw'),
-            (
-                'kill_motor',
-                lambda resolve: c.set_parameter_bits('kill_motor', resolve=resolve),
-                'motor power off until the next cmd_vel',
-            ),
-            (
-                'init_brainstem',
-                lambda resolve: c.set_parameter_bits('init_brainstem', resolve=resolve),
-                'BrainStem initialised, servos at full range',
-            ),
-        ):
-            service(Trigger, name, self._answer_handler(command, done))
-        service(SetDistance, 'set_safety_distance', self._safety)
-        service(TextCommand, 'cmucam_command', self._cmucam)
-        service(BytesCommand, 'brainstem_command', self._brainstem)
-        service(Trigger, 'terminate_server', self._terminate)
-
-    # ---- service handlers ---------------------------------------------------------------------
-    async def _await(self, send, timeout=0.0):
-        """send(resolve) starts a request; the response or an error text, awaited."""
-        return await self.await_reply(send, timeout or self.request_timeout)
-
-    async def _answer(self, send, response, done):
-        _reply, error = await self._await(send)
-        response.success, response.message = error is None, error or done
-        return response
-
-    def _answer_handler(self, command, done):
-        """A service whose request needs nothing but command(resolve) and says done."""
-
-        async def handle(_request, response):
-            return await self._answer(command, response, done)
-
-        return handle
-
-    async def _set_pose(self, request, response):
-        raw = self.units.pose_to_raw(request.x, request.y, request.theta)
-        mask = sum(
-            1 << i
-            for i, wanted in enumerate((request.set_x, request.set_y, request.set_theta))
-            if wanted
-        )
-        return await self._answer(
-            lambda resolve: self.control.set_pose(*raw, mask, resolve), response, 'pose set'
-        )
-
-    async def _color_tracking(self, request, response):
-        r = request
-        bounds = (r.r_min, r.r_max, r.g_min, r.g_max, r.b_min, r.b_max)
-        return await self._answer(
-            lambda resolve: self.control.start_color_tracking(r.mode, bounds, resolve),
-            response,
-            f'colour tracking started ({p.TRACKING_MOTION[min(r.mode, 3)]})',
-        )
-
-    async def _window_tracking(self, request, response):
-        return await self._answer(
-            lambda resolve: self.control.start_window_tracking(request.mode, resolve),
-            response,
-            f'window tracking started ({p.TRACKING_MOTION[min(request.mode, 3)]})',
-        )
-
-    async def _safety(self, request, response):
-        raw = self.units.range_to_raw(request.distance) if request.distance > 0 else 0
-        if request.distance > 0 and raw == 0:
-            low, high = self.units.range_limits
-            response.success = False
-            response.message = f'{request.distance} m is beyond the range sensor ({high:.2f} m)'
-            return response
-        return await self._answer(
-            lambda resolve: self.control.set_safety_distance(raw, resolve),
-            response,
-            f'safety distance {request.distance:.2f} m (raw {raw})' if raw else 'safety stop off',
-        )
-
-    async def _cmucam(self, request, response):
-        reply, error = await self._await(
-            lambda resolve: self.control.cmucam(request.command, resolve), request.timeout
-        )
-        response.success, response.message = error is None, error or 'camera answered'
-        if reply is not None:
-            response.reply = reply.data.decode('ascii', 'replace')
-            if response.reply.startswith('NCK'):
-                response.success, response.message = False, 'the CMUcam refused the command (NCK)'
-        return response
-
-    async def _brainstem(self, request, response):
-        reply, error = await self._await(
-            lambda resolve: self.control.brainstem(request.data, resolve), request.timeout
-        )
-        response.success, response.message = error is None, error or f'{len(reply.data)} bytes'
-        if reply is not None:
-            response.reply = uint8_array(reply.data)
-        return response
-
-    def _terminate(self, _request, response):
-        try:
-            self.control.terminate_server()
-        except ConnectionError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        response.success = True
-        response.message = 'the iPaq control program was told to end (restart it on the iPaq)'
-        return response
-
     def stop_robot(self):
         self.base.stop()
 
@@ -369,48 +246,6 @@ class IpaqNode(DriverNode):
             return
         raw = self.units.range_to_raw(self.safety_distance)
         self.control.set_safety_distance(raw, lambda reply: None, 'safety distance at start')
-
-    # ---- diagnostics -----------------------------------------------------------------------
-    def _robot_status(self):
-        c = self.control
-        if c.timeouts and c.responses == 0 and c.counters.bytes_in:
-            return (
-                ERROR,
-                (
-                    f'the iPaq sends bytes ({c.counters.bytes_in}) but no response parses: '
-                    f'check framed_responses (now {str(self.framed_responses).lower()}) '
-                    f'and checksum_over_stuffed (now {str(self.over_stuffed).lower()})'
-                ),
-                {'host': self.host, 'bytes in': c.counters.bytes_in, 'timeouts': c.timeouts},
-            )
-        if self.last_telemetry is None:
-            return ERROR, 'no response from the iPaq yet', {'host': self.host}
-        t = self.last_telemetry
-        voltage, current = self.units.wheel_power(t.wheel_voltage, t.wheel_current)
-        values = {
-            'range m': self.units.range_metres(t.range),
-            'range raw': t.range,
-            'wheel voltage V': voltage,
-            'wheel current A': current,
-            'tracking rate Hz': self.tracking_rate.rate,
-            'frames dumped': self.frames_dumped,
-            'commands refused': c.failed_commands,
-            'response timeouts': c.timeouts,
-            'late responses': c.late_responses,
-            'stray responses': c.stray_responses,
-            'cmd_vel timeouts': c.motion.timeouts,
-        }
-        for stream in self.streams:
-            carries = ', '.join(f'{n} {k}' for k, n in sorted(stream.carries.items()))
-            values[f'port {stream.port} carries'] = carries or 'nothing yet'
-        if c.timeouts and c.counters.frames == 0:
-            return ERROR, 'the iPaq does not answer', values
-        if c.failed_commands:
-            return WARN, f'{c.failed_commands} commands refused (see the log)', values
-        hint = convert.unsigned_power_hint(t, self.units)
-        if hint:
-            return WARN, hint, values
-        return OK, 'connected', values
 
 
 def main(args=None):
