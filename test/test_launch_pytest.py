@@ -8,23 +8,25 @@ import pathlib
 import time
 
 import pytest
+import rclpy
+from ament_index_python.packages import get_package_share_directory
+from diagnostic_msgs.msg import DiagnosticArray
+from helpers import wait_for
+from ros_observer import LinkLevels
+
+from legacy_robot_bringup.registry import discover_plugins
 
 launch_pytest = pytest.importorskip(
     'launch_pytest',
     reason='launch_pytest is not installable here (no wheel on PyPI); '
     'this test runs on a full ROS 2 install',
 )
-
-import rclpy  # noqa: E402
-from ament_index_python.packages import get_package_share_directory  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from helpers import wait_for  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-from ros_observer import LinkLevels  # noqa: E402
-
-import launch  # noqa: E402
-from legacy_robot_bringup.registry import discover_plugins  # noqa: E402
+# launch comes with launch_pytest: imported only past the skip
+launch = pytest.importorskip('launch')
+IncludeLaunchDescription = pytest.importorskip('launch.actions').IncludeLaunchDescription
+PythonLaunchDescriptionSource = pytest.importorskip(
+    'launch.launch_description_sources'
+).PythonLaunchDescriptionSource
 
 
 @launch_pytest.fixture

@@ -84,7 +84,10 @@ class DogWatcher(DemoScript):
         self.head_step = 0
 
     def setup(self, node, namespace):
-        client = lambda kind, name: node.create_client(kind, f'{namespace}/{name}')  # noqa: E731
+
+        def client(kind, name):
+            return node.create_client(kind, f'{namespace}/{name}')
+
         self.camera = client(SetCameraMode, 'set_camera_mode')
         self.property = client(SetProperty, 'set_property')
         self.console = client(TextCommand, 'rcode_command')

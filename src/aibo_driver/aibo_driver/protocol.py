@@ -385,7 +385,10 @@ class Yuv10Decoder:
         self.format = fmt
         codes = np.arange(32)
         y, u, v = np.meshgrid(codes, codes, codes, indexing='ij')  # index y<<10 | u<<5 | v
-        scale = lambda c, mode: five_to_eight(c, mode).astype(np.float64)  # noqa: E731
+
+        def scale(c, mode):
+            return five_to_eight(c, mode).astype(np.float64)
+
         chroma = fmt.chroma_five_to_eight
         yuv = np.stack(
             [

@@ -364,7 +364,10 @@ class IpaqEmulator:
 
     def _set_parameters(self, params):
         bits, units, trike = self.options.mask_bits, self.options.units, self.trike
-        has = lambda name: params.mask & (1 << getattr(bits, name))  # noqa: E731
+
+        def has(name):
+            return params.mask & (1 << getattr(bits, name))
+
         now = time.monotonic()
         with trike.lock:
             if has('vel_timeout'):

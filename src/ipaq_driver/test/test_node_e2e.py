@@ -62,7 +62,9 @@ def test_tf_odom_to_base_link_and_the_camera_and_range_mounts(setup):
     dynamic, static = ros.listen_tf()
     odom = ros.listen(Odometry, 'odom')
     assert ros.spin_until(lambda: dynamic and static and odom, 20)
-    stamp_of = lambda m: (m.header.stamp.sec, m.header.stamp.nanosec)  # noqa: E731
+
+    def stamp_of(m):
+        return (m.header.stamp.sec, m.header.stamp.nanosec)
 
     def base_link_transforms():
         return [t for m in dynamic for t in m.transforms if t.child_frame_id == 'base_link']

@@ -41,7 +41,10 @@ def start_bringup(foxglove):
     threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
     if not foxglove:
         return process, None
-    found = lambda: next((m for m in map(ANNOUNCEMENT.search, list(lines)) if m), None)  # noqa
+
+    def found():
+        return next((m for m in map(ANNOUNCEMENT.search, list(lines)) if m), None)
+
     if not wait_until(lambda: found() or process.poll() is not None, 60) or not found():
         stop_process(process)
         raise RuntimeError('bringup --foxglove did not announce its server')

@@ -73,7 +73,10 @@ def test_a_captured_shape_runs_as_a_floor_process_at_the_same_rate(tmp_path):
     try:
         spin_until(executor, lambda: watcher.count_publishers('/shaped/chatter') == 1, 5)
         shape = {}
-        capture = lambda: shape.update(capture_shape(watcher, 'shaped_driver', '/shaped', 1.0))  # noqa: E731
+
+        def capture():
+            shape.update(capture_shape(watcher, 'shaped_driver', '/shaped', 1.0))
+
         capturer = threading.Thread(target=capture)
         capturer.start()
         spin_until(executor, lambda: not capturer.is_alive(), 10)

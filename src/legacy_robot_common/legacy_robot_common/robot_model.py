@@ -141,7 +141,7 @@ def parse(text):
     try:
         robot = URDF.from_xml_string(text)
         robot.get_root()  # raises when there is more than one root
-    except Exception as exc:  # noqa: BLE001 (the parser raises bare Exceptions and AssertionErrors)
+    except Exception as exc:  # the parser raises bare Exceptions and AssertionErrors
         raise ParameterError(f'robot model: the URDF does not parse: {exc}') from None
     return robot
 

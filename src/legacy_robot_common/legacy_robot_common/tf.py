@@ -27,7 +27,7 @@ class TransformPublisher:
         create = getattr(node, 'create_lifecycle_publisher', node.create_publisher)
         self._publisher = create(TFMessage, '/tf', TF_QOS)
 
-    def sendTransform(self, transforms):  # noqa: N802 (tf2_ros's name: a drop-in)
+    def sendTransform(self, transforms):  # tf2_ros's name: a drop-in
         if isinstance(transforms, TransformStamped):
             transforms = [transforms]
         self._publisher.publish(TFMessage(transforms=list(transforms)))
@@ -41,7 +41,7 @@ class StaticTransformPublisher:
         self._publisher = node.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
         self._by_child = {}
 
-    def sendTransform(self, transforms):  # noqa: N802
+    def sendTransform(self, transforms):
         if isinstance(transforms, TransformStamped):
             transforms = [transforms]
         for transform in transforms:

@@ -75,7 +75,10 @@ def test_events_recordings_rabbits_and_diagnostics(setup):
         'none',
     )
     assert ros.spin_until(lambda: ros.node.count_publishers('/rabbit/events') == 1, 5)
-    kinds = lambda: {e.kind for e in events}  # noqa: E731
+
+    def kinds():
+        return {e.kind for e in events}
+
     rabbit.click()  # the rabbit holds one pending event: one at a time
     assert ros.spin_until(lambda: RabbitEvent.CLICK in kinds(), 10), kinds()
     rabbit.move_ears(2, 14)
@@ -91,8 +94,13 @@ def test_events_recordings_rabbits_and_diagnostics(setup):
     upload = recordings[0]
     assert upload.sample_rate == 8000 and bytes(upload.wav[:4]) == b'RIFF'
     assert abs(len(upload.pcm) / 8000 - 1.0) < 0.07
-    status = lambda: latest_status(diagnostics, 'http server')  # noqa: E731
-    values = lambda: {v.key: v.value for v in status().values}  # noqa: E731
+
+    def status():
+        return latest_status(diagnostics, 'http server')
+
+    def values():
+        return {v.key: v.value for v in status().values}
+
     # a status published before the upload was counted can be the newest one for a while
     assert ros.spin_until(
         lambda: (

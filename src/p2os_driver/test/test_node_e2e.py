@@ -158,7 +158,10 @@ def test_topics_services_and_diagnostics(setup):
     assert topics['battery'][-1].voltage == pytest.approx(13.0, abs=0.15)
     sonar = topics['sonar'][-1]
     assert len(sonar.ranges) == 24 and sonar.frame_ids[3] == 'sonar_3'
-    frames = lambda: {m.header.frame_id for m in topics['sonar/ranges']}  # noqa: E731
+
+    def frames():
+        return {m.header.frame_id for m in topics['sonar/ranges']}
+
     assert ros.spin_until(lambda: len(frames()) >= 8, 5) and frames() <= set(sonar.frame_ids)
     assert {m.source for m in topics['gripper_state']} == {
         GripperState.SOURCE_SIP,
@@ -283,7 +286,10 @@ def test_tf_odom_to_base_link_and_the_sonar_frames(setup):
     drive(ros, 0.3, 10)
     ros.spin_until(lambda: False, 0.3)  # the odometry of the newest transforms
     stamps = {(m.header.stamp.sec, m.header.stamp.nanosec): m for m in odom}
-    stamp_of = lambda t: (t.header.stamp.sec, t.header.stamp.nanosec)  # noqa: E731
+
+    def stamp_of(t):
+        return (t.header.stamp.sec, t.header.stamp.nanosec)
+
     newest = [m.transforms[0] for m in dynamic[-3:]]
     assert any(stamp_of(t) in stamps for t in newest)  # the same instants as odom messages
     transform = next(t for t in reversed(newest) if stamp_of(t) in stamps)

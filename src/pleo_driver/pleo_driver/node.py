@@ -16,6 +16,7 @@ from legacy_robot_common.diagnostics import ERROR, OK, WARN
 from legacy_robot_common.driver_node import DriverNode, run_node
 from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_common.robot_model import RobotStatePublisher
+from legacy_robot_common.services import create_services
 from legacy_robot_interfaces.msg import MonitorLog, NamedValues, NxpPacket, SensorEvent
 from legacy_robot_interfaces.srv import JointCommand, PlayNamed, SetPercent, TextCommand
 
@@ -82,36 +83,41 @@ class PleoNode(DriverNode):
         self.model.describe(description.from_parameters(self.parameter_values()))
 
     def _create_services(self):
-        service = lambda kind, name, handler: self.create_service(  # noqa: E731
-            kind, name, handler, callback_group=self.callback_group
-        )
         handler = self._handler
-        named = lambda verb, what: handler(  # noqa: E731
-            lambda r: f'{verb} {p.name_argument(r.name, what)}'
-        )
-        percent = lambda verb: handler(lambda r: p.percent_command(verb, r.percent))  # noqa: E731
-        service(
-            JointCommand, 'joint_command', handler(self._joint, timeout_of=self._joint_timeout)
-        )
-        service(Trigger, 'joint_neutral', handler(lambda r: 'JOINT NEUTRAL'))
-        service(Trigger, 'app_unload', handler(lambda r: 'APP UNLOAD'))
-        service(PlayNamed, 'motion_play', named('MOTION PLAY', 'motion'))
-        service(PlayNamed, 'sound_play', named('SOUND PLAY', 'sound'))
-        service(PlayNamed, 'app_load', handler(self._app_load))
-        service(SetPercent, 'motion_speed', percent('MOTION SPEED'))
-        service(SetPercent, 'sound_speed', percent('SOUND SPEED'))
-        service(SetPercent, 'sound_volume', percent('SOUND VOLUME'))
-        service(TextCommand, 'pkt_send', handler(self._pkt_send, True, lambda r: r.timeout))
-        service(
-            TextCommand,
-            'log_enable',
-            handler(
-                lambda r: f'LOG ENABLE {p.name_argument(r.command, "log type")}',
-                True,
-                lambda r: r.timeout,
+
+        def named(verb, what):
+            return handler(lambda r: f'{verb} {p.name_argument(r.name, what)}')
+
+        def percent(verb):
+            return handler(lambda r: p.percent_command(verb, r.percent))
+
+        def request_timeout(request):
+            return request.timeout
+
+        def log_enable(request):
+            return f'LOG ENABLE {p.name_argument(request.command, "log type")}'
+
+        create_services(
+            self,
+            (
+                (
+                    JointCommand,
+                    'joint_command',
+                    handler(self._joint, timeout_of=self._joint_timeout),
+                ),
+                (Trigger, 'joint_neutral', handler(lambda r: 'JOINT NEUTRAL')),
+                (Trigger, 'app_unload', handler(lambda r: 'APP UNLOAD')),
+                (PlayNamed, 'motion_play', named('MOTION PLAY', 'motion')),
+                (PlayNamed, 'sound_play', named('SOUND PLAY', 'sound')),
+                (PlayNamed, 'app_load', handler(self._app_load)),
+                (SetPercent, 'motion_speed', percent('MOTION SPEED')),
+                (SetPercent, 'sound_speed', percent('SOUND SPEED')),
+                (SetPercent, 'sound_volume', percent('SOUND VOLUME')),
+                (TextCommand, 'pkt_send', handler(self._pkt_send, True, request_timeout)),
+                (TextCommand, 'log_enable', handler(log_enable, True, request_timeout)),
+                (TextCommand, 'monitor_command', handler(self._raw, True, request_timeout)),
             ),
         )
-        service(TextCommand, 'monitor_command', handler(self._raw, True, lambda r: r.timeout))
 
     # ---- service handlers ----------------------------------------------------------------
     async def _monitor(self, command, timeout=0.0):

@@ -215,7 +215,10 @@ def recording_overhead(measure, seconds, pairs=RECORDING_PAIRS):
             writer.append(recorder)
             messages.append(recorded_messages(path))
             sizes.append(path.stat().st_size)
-    mean = lambda values: sum(values) / pairs  # noqa: E731
+
+    def mean(values):
+        return sum(values) / pairs
+
     return RecordingCost(
         mean(off),
         mean(on),

@@ -40,7 +40,10 @@ def fuzz_targets():
         with open(build_sample_project(folder).urf_path, 'rb') as handle:
             built = handle.read()
     parsed = urf.parse(built)
-    of = lambda group: [entry.data for entry in parsed.of(group)]  # noqa: E731
+
+    def of(group):
+        return [entry.data for entry in parsed.of(group)]
+
     return [
         FuzzTarget('Pleo monitor output', monitor_stream, [MONITOR_TEXT], stream=True),
         FuzzTarget('Pleo URF reader', urf.parse, [built], max_random=2000),
