@@ -1,22 +1,14 @@
-"""The iPaq node's services: most are one row of `commands()` (a request → one control-link
-request, its reply awaited); the ones that check the request or return the reply are methods.
-
-Adding a service: a row in `commands()` when the request maps onto one client call, else a
-method here and a line in `IpaqServices.create`.
+"""The iPaq node's services. Each one whose request becomes a single control-link request
+(its reply awaited, a fixed or request-made text on success) is a row of `commands()`; the
+ones that check the request first or return the reply's content are methods of IpaqServices,
+listed in its `create`.
 """
 
 from std_srvs.srv import Trigger
 
 from legacy_robot_common.messages import uint8_array
 from legacy_robot_common.services import Command, create_services, reply_handler
-from legacy_robot_interfaces.srv import (
-    BytesCommand,
-    ColorTracking,
-    SetDistance,
-    SetPose,
-    TextCommand,
-    WindowTracking,
-)
+from legacy_robot_interfaces import srv
 
 from . import protocol as p
 
@@ -42,7 +34,7 @@ def commands(control, units):
     return (
         Command(
             'set_pose',
-            SetPose,
+            srv.SetPose,
             lambda r, resolve: control.set_pose(
                 *units.pose_to_raw(r.x, r.y, r.theta), _pose_mask(r), resolve
             ),
@@ -50,13 +42,13 @@ def commands(control, units):
         ),
         Command(
             'start_color_tracking',
-            ColorTracking,
+            srv.ColorTracking,
             lambda r, resolve: control.start_color_tracking(r.mode, _color_bounds(r), resolve),
             _tracking_started('colour'),
         ),
         Command(
             'start_window_tracking',
-            WindowTracking,
+            srv.WindowTracking,
             lambda r, resolve: control.start_window_tracking(r.mode, resolve),
             _tracking_started('window'),
         ),
@@ -100,9 +92,9 @@ class IpaqServices:
             for row in commands(self.control, self.units)
         ]
         services += [
-            (SetDistance, 'set_safety_distance', self._safety),
-            (TextCommand, 'cmucam_command', self._cmucam),
-            (BytesCommand, 'brainstem_command', self._brainstem),
+            (srv.SetDistance, 'set_safety_distance', self._safety),
+            (srv.TextCommand, 'cmucam_command', self._cmucam),
+            (srv.BytesCommand, 'brainstem_command', self._brainstem),
             (Trigger, 'terminate_server', self._terminate),
         ]
         create_services(node, services)
