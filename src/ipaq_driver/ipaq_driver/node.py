@@ -142,7 +142,7 @@ class IpaqNode(DriverNode):
         except (ValueError, TypeError) as exc:
             raise ParameterError(f'ipaq_driver: {exc}') from None
 
-    # ---- publishers and services ---------------------------------------------------------
+    # ---- publishers (services: services.py) ----------------------------------------
     def _create_publishers(self):
         pub = self.publisher
         self.range_pub = pub(Range, 'range')

@@ -128,7 +128,7 @@ class P2osNode(DriverNode):
         self.sessions += 1
         return self.wanted if self.restore_state or self.sessions == 1 else self.start_state
 
-    # ---- publishers and services --------------------------------------------------
+    # ---- publishers (services: services.py) ----------------------------------------
     def _create_publishers(self):
         pub = self.publisher
         self.battery_pub = pub(BatteryState, 'battery')
