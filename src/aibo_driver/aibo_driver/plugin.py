@@ -84,7 +84,6 @@ class DogWatcher(DemoScript):
         self.head_step = 0
 
     def setup(self, node, namespace):
-
         def client(kind, name):
             return node.create_client(kind, f'{namespace}/{name}')
 
