@@ -33,6 +33,8 @@ def test_demo_runs_the_robot_and_lists_its_artifacts(tmp_path):
     assert all(path.is_file() for path in paths)
     summary = (tmp_path / 'summary.txt').read_text()
     assert 'result: ok' in summary and '/tick/ticks' in summary
+    counted = [line for line in summary.splitlines() if line.startswith('tick: counted ')]
+    assert counted and int(counted[0].split()[2]) > 20, summary  # the script's own line
     ticks = [int(v) for v in (tmp_path / 'tick' / 'ticks.txt').read_text().split()]
     assert len(ticks) > 20 and ticks == sorted(ticks)
 

@@ -117,6 +117,9 @@ class TickDemoScript:
     def on_message(self, topic, msg):
         self.values.append(msg.data)
 
+    def summary_lines(self):
+        return [f'counted {len(self.values)} ticks']
+
     def write_artifacts(self, folder):
         from legacy_robot_common.artifacts import save_lines
 

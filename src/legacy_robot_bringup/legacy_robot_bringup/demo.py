@@ -280,19 +280,32 @@ def _run(args, output, composition, monitor):
         except Exception as exc:  # one robot's broken output must not hide the others'
             ok = False
             problems.append(f'{name}: writing its output files failed: {exc!r}')
+    done = what_the_robots_did(monitor.scripts)
     paths.insert(
         0,
         save_lines(
-            output / 'summary.txt', [table, '', 'result: ' + ('ok' if ok else 'FAILED'), *problems]
+            output / 'summary.txt',
+            [table, '', *done, 'result: ' + ('ok' if ok else 'FAILED'), *problems],
         ),
     )
     print('\n' + table + '\n')
+    for line in done:
+        print(line)
     for problem in problems:
         print(f'problem: {problem}')
     print('artifacts:')
     for path in paths:
         print(f'  {path}')
     return 0 if ok else 1
+
+
+def what_the_robots_did(scripts):
+    """Each demo script's summary lines ("nabaztag: said ..."), prefixed by its robot."""
+    lines = []
+    for name, script in scripts.items():
+        if script is not None and hasattr(script, 'summary_lines'):
+            lines += [f'{name}: {line}' for line in script.summary_lines()]
+    return lines
 
 
 if __name__ == '__main__':

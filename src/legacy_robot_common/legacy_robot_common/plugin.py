@@ -71,7 +71,8 @@ class RobotPlugin:
     sim_parameters: Optional[dict] = None
     demo_topics: Tuple[DemoTopic, ...] = ()
     # make_demo_script() -> object with optional act(node, elapsed_seconds),
-    # on_message(topic, msg) and write_artifacts(output_dir) -> list of paths
+    # on_message(topic, msg), write_artifacts(output_dir) -> list of paths and
+    # summary_lines() -> lines for the demo's summary (what the robot did: "said ...")
     make_demo_script: Optional[Callable[[], Any]] = None
     # `make bench` and `make soak` (package legacy_robot_bench): the robot's bench module
     # (`legacy_robot_bench.<package>.bench`, main(argv)) and soak module

@@ -158,6 +158,12 @@ class RabbitKeeper(DemoScript):
                         rabbit_request(url.partition('?')[0]) for url in reply.audio_urls
                     ]
 
+    def summary_lines(self):
+        said = [line for line in self.log if line.startswith('say: ')]
+        if not self.speech_files:
+            return ['did not speak (no answer from the say service)']
+        return [f'said {DEMO_SPEECH!r} (speech.mp3, speech.wav); {said[-1]}']
+
     def write_artifacts(self, folder):
         paths = [save_lines(folder / 'events.txt', self.log)]
         if self.speech_files:
