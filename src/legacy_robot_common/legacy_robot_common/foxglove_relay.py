@@ -138,7 +138,7 @@ class FoxgloveRelay(Node):
         try:
             definition = self._definitions.definition(type_name)
         except UnknownType as exc:
-            self.get_logger().warn(f'foxglove: {name} not relayed: {exc}', once=True)
+            self.get_logger().warning(f'foxglove: {name} not relayed: {exc}', once=True)
             return
         channel = foxglove.Channel(
             name,
@@ -184,7 +184,7 @@ class FoxgloveRelay(Node):
             request, response = self._definitions.service_definitions(type_name)
             srv_type = import_type(type_name)
         except (UnknownType, ImportError, AttributeError) as exc:
-            self.get_logger().warn(f'foxglove: service {name} not offered: {exc}', once=True)
+            self.get_logger().warning(f'foxglove: service {name} not offered: {exc}', once=True)
             return None
         self._service_clients[name] = None  # its client is made at the first call
 
@@ -327,7 +327,7 @@ class FoxgloveRelay(Node):
         ]
         if channel.encoding != 'cdr' or not subscribers:
             self.refused += 1
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f'foxglove: a client may not publish on {channel.topic} '
                 f'({channel.encoding}): only topics the drivers subscribe to, '
                 'in cdr'
@@ -337,7 +337,7 @@ class FoxgloveRelay(Node):
             msg_type = import_type(channel.schema_name)
         except (ValueError, ImportError, AttributeError):
             self.refused += 1
-            self.get_logger().warn(
+            self.get_logger().warning(
                 f'foxglove: unknown type {channel.schema_name!r} for {channel.topic}'
             )
             return

@@ -1,5 +1,7 @@
 """Parameters, diagnostics and the driver-node record path, with a real rclpy context."""
 
+import pathlib
+import re
 import signal
 import threading
 import time
@@ -488,3 +490,26 @@ def test_an_inactive_driver_ignores_commands_but_follows_clock_set_at_run_time(c
         executor.shutdown()
         peer.destroy_node()
         node.destroy_node()
+
+
+def test_no_logger_call_uses_rclpys_deprecated_warn():
+    """rclpy's deprecated `warn` alias goes through one wrapper, so every `warn` call in a
+    process has the same call site: a `warn(..., once=True)` after a plain `warn` elsewhere
+    raises ValueError ('filters cannot be changed'). The Foxglove relay crashed bringup that
+    way (a refused client channel, then a topic it could not relay)."""
+    logger = rclpy.logging.get_logger('warn_alias_check')
+    with pytest.warns(DeprecationWarning):
+        logger.warn('plain')
+        with pytest.raises(ValueError, match='filters cannot be changed'):
+            logger.warn('once', once=True)
+    logger.warning('plain')
+    logger.warning('once', once=True)  # distinct call sites: fine
+    source = pathlib.Path(__file__).resolve().parents[2]  # src/
+    offenders = [
+        f'{path.relative_to(source)}:{number}'
+        for path in sorted(source.rglob('*.py'))
+        if path != pathlib.Path(__file__).resolve()
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r'get_logger\(\)\.warn\(|\blogger\.warn\(', line)
+    ]
+    assert not offenders, offenders
