@@ -118,16 +118,15 @@ class Composition:
             if self.use_sim_time:
                 overrides.append(Parameter('use_sim_time', value=True))
             remap_args = [arg for rule in remappings for arg in ('-r', ':='.join(rule))]
+            cli_args = ['--ros-args', *remap_args] if remap_args else None
             node = plugin.create_node(
-                namespace=namespace,
-                parameter_overrides=overrides,
-                cli_args=['--ros-args', *remap_args] if remap_args else None,
+                namespace=namespace, parameter_overrides=overrides, cli_args=cli_args
             )
             self.nodes[plugin.name] = node
             self.executor.add_node(node)
             world_map = getattr(self.emulators.get(plugin.name), 'world_map', None)
             if world_map is not None:
-                map_node = WorldMapNode(world_map, _odom_frame(node), namespace)
+                map_node = WorldMapNode(world_map, _odom_frame(node), namespace, cli_args)
                 self.map_nodes.append(map_node)
                 self.executor.add_node(map_node)
         if self.foxglove is not None:

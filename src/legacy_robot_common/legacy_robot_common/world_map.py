@@ -52,8 +52,9 @@ def occupancy_grid(world_map, frame_id, stamp):
 class WorldMapNode(Node):
     """Publishes one world map and its map → odom transform (node `world_map`)."""
 
-    def __init__(self, world_map, odom_frame, namespace=''):
-        super().__init__('world_map', namespace=namespace)
+    def __init__(self, world_map, odom_frame, namespace='', cli_args=None):
+        # cli_args: the robot node's remappings (--frames namespace moves /tf into its namespace)
+        super().__init__('world_map', namespace=namespace, cli_args=cli_args)
         self.map_frame = declare(
             self,
             'map_frame_id',
