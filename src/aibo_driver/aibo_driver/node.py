@@ -5,10 +5,9 @@
 Topic, service and parameter tables: README.md ("AIBO driver").
 """
 
-import math
-import os
 import sys
 import threading
+from functools import partial
 
 from rcl_interfaces.msg import SetParametersResult
 from sensor_msgs.msg import (
@@ -19,10 +18,9 @@ from sensor_msgs.msg import (
     JointState,
     Range,
 )
-from std_msgs.msg import Header, String
-from std_srvs.srv import Trigger
+from std_msgs.msg import String
 
-from legacy_robot_common.diagnostics import ERROR, OK, WARN, LinkStatusTask, RateMeter
+from legacy_robot_common.diagnostics import LinkStatusTask, RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.messages import audio_info_msg
 from legacy_robot_common.mobile_base import MobileBase, planar_covariance
@@ -38,13 +36,6 @@ from legacy_robot_interfaces.msg import (
     SemanticEvent,
     SensorEvent,
     VoiceMatches,
-)
-from legacy_robot_interfaces.srv import (
-    PlayNamed,
-    SetCameraMode,
-    SetProperty,
-    TextCommand,
-    UploadFile,
 )
 
 from . import conversions as convert
@@ -65,6 +56,9 @@ from .client import (
 )
 from .motion import MotionSettings, OdometryModel
 from .parameters import BTYPES, GAIT, MOUNTS, ODOMETRY, OPCODES, PARAMETERS, PORTS, YUV10
+from .services import AiboServices
+from .status import dog_status, motion_status, rcode_status
+from .walking import Walking
 
 LIFEPLUS_HAS_NO_RCODE = (
     'LifePlus has no RCodePlus pipe: the RCODE link is not used '
@@ -74,7 +68,6 @@ LIFEPLUS_HAS_NO_RCODE = (
 # replaces x, y and yaw with variances that grow with the distance walked
 POSE_COVARIANCE = planar_covariance(1e-4, 1e-4)
 TWIST_COVARIANCE = planar_covariance(0.02**2, 0.2**2)
-STATUS_FALL = 1  # Status after the dog got up from a fall (§2.11.5)
 
 
 class AiboNode(DriverNode):
@@ -100,12 +93,15 @@ class AiboNode(DriverNode):
                 self.cmd_vel_timeout,
                 logger=self.get_logger(),
             )
-            self._rcode_link_status = LinkStatusTask(self.rcode)
+            self.rcode_link_status = LinkStatusTask(self.rcode)
             self.attach_client(
-                self.rcode, 'RCODE link', link_name='rcode', status_task=self._rcode_status
+                self.rcode,
+                'RCODE link',
+                link_name='rcode',
+                status_task=partial(rcode_status, self),
             )
-        self.diagnostics.add_task('dog', self._dog_status)
-        self.diagnostics.add_task('motion', self._motion_status)
+        self.diagnostics.add_task('dog', partial(dog_status, self))
+        self.diagnostics.add_task('motion', partial(motion_status, self))
         self.rates = {name: RateMeter() for name in ('camera', 'color', 'audio')}
         self.audio_chunks = 0
         self.head_target = {rcode.HEAD_PAN: 0.0, rcode.HEAD_TILT: 0.0}  # degrees
@@ -115,12 +111,12 @@ class AiboNode(DriverNode):
         self.joints = {}  # R-CODE variable → degrees, as last read
         self.dog_values = {}  # the other polled variables
         self.touches = {}  # touch variable → times seen set
-        self._warned_no_motion = False
+        self.walking = Walking(self)
         self._create_publishers()
-        self._create_services()
+        AiboServices(self).create()
         self.create_timer(1.0, self._publish_audio_info, callback_group=self.callback_group)
         self.create_timer(
-            1.0 / self.odom_rate, self._publish_odometry, callback_group=self.callback_group
+            1.0 / self.odom_rate, self.walking.publish_odometry, callback_group=self.callback_group
         )
         self.begin()
 
@@ -252,7 +248,7 @@ class AiboNode(DriverNode):
         except (ValueError, TypeError) as exc:
             raise ParameterError(f'aibo_driver: {exc}') from None
 
-    # ---- publishers and services ---------------------------------------------------------------
+    # ---- publishers (services: services.py; motion and polls: walking.py) --------------------
     def _create_publishers(self):
         pub = self.publisher
         self.image_pub = pub(Image, 'camera/image_raw', image_qos(self.image_qos, 2))
@@ -274,7 +270,7 @@ class AiboNode(DriverNode):
         self.event_pub = pub(SensorEvent, 'sensor_events', 20)
         self.base = MobileBase(
             self,
-            self._on_cmd_vel,
+            self.walking.on_cmd_vel,
             lambda: self.cmd_vel_timeout,
             POSE_COVARIANCE,
             TWIST_COVARIANCE,
@@ -286,309 +282,16 @@ class AiboNode(DriverNode):
         self.create_subscription(
             JointState,
             'head_command',
-            self._on_head_command,
+            self.walking.on_head_command,
             10,
             callback_group=self.callback_group,
         )
         self.model = RobotStatePublisher(self)  # the dog's joints from joint_states
         self.model.describe(description.from_parameters(self.parameter_values()))
 
-    def _create_services(self):
-        group = self.callback_group
-        for kind, name, handler in (
-            (SetProperty, 'set_property', self._set_property),
-            (SetCameraMode, 'set_camera_mode', self._set_camera_mode),
-            (UploadFile, 'upload_file', self._upload),
-            (TextCommand, 'rcode_command', self._rcode_command),
-            (PlayNamed, 'play_action', self._play_action),
-            (Trigger, 'stop', self._stop),
-            (Trigger, 'emergency_stop', self._emergency_stop),
-        ):
-            self.create_service(kind, name, handler, callback_group=group)
-
-    # ---- service handlers ----------------------------------------------------------------------
-    async def _set_property(self, request, response):
-        index, value = request.index, request.value
-        if request.preset:
-            if request.preset not in self.preset_table:
-                known = ', '.join(sorted(self.preset_table)) or 'none configured'
-                response.success = False
-                response.message = f'unknown preset {request.preset!r} (known: {known})'
-                return response
-            index, value = self.preset_table[request.preset]
-        reply, error = await self.await_reply(
-            lambda resolve: self.telemetry.set_property(index, value, resolve), self.reply_timeout
-        )
-        response.success, response.message = error is None, error or reply
-        return response
-
-    def _set_camera_mode(self, request, response):
-        color_rate = request.color_rate if request.color_rate > 0 else -1.0
-        try:
-            self.telemetry.set_camera(request.mode, request.image_rate, color_rate)
-        except ValueError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        response.success, response.message = True, f'camera: {request.mode}'
-        return response
-
-    async def _upload(self, request, response):
-        try:
-            with open(request.path, 'rb') as source:
-                contents = source.read(self.rput_max_bytes + 1)
-        except OSError as exc:
-            response.success, response.message = False, f'cannot read {request.path}: {exc}'
-            return response
-        name = request.remote_name or os.path.basename(request.path)
-        connects = self.telemetry.counters.connects
-        reply, error = await self.await_reply(
-            lambda resolve: self.telemetry.upload(name, contents, resolve),
-            self.reply_timeout + len(contents) / 50_000,
-        )  # Wi-Fi of the time: ~50 kB/s
-        if error is None and self.rput_reply == 'none':
-            reply, error = await self._unconfirmed_upload(reply, connects)
-        response.success, response.message = error is None, error or reply
-        response.bytes_sent = len(contents) if error is None else 0
-        return response
-
-    async def _unconfirmed_upload(self, sent, connects):
-        """No reply to wait for: the upload counts only if the link outlives a grace period (a dog
-        that cannot read the request drops the connection) and says it is unconfirmed."""
-        grace, _ = self.reply_future(self.rput_grace)
-        await grace  # completes after rput_grace seconds
-        if not self.telemetry.connected or self.telemetry.counters.connects != connects:
-            return None, (
-                f'the dog closed the link within {self.rput_grace:.1f} s of the upload: '
-                f'it did not take it; check rput_layout (now {self.rput_layout})'
-            )
-        return (
-            f'{sent}; unconfirmed: the dog sends no reply (rput_reply none), the link was still '
-            f'up {self.rput_grace:.1f} s later'
-        ), None
-
-    def _rcode_status(self):
-        level, message, values = self._rcode_link_status()
-        if self.rcode_off:  # a LifePlus dog: nothing is wrong
-            return OK, f'off: {self.rcode_off}', values
-        return level, message, values
-
-    async def _rcode_command(self, request, response):
-        if self.rcode_off:
-            response.success, response.message = False, self.rcode_off
-            return response
-        timeout = request.timeout or self.rcode_timeout
-        reply, error = await self.await_reply(
-            lambda resolve: self.rcode.command(request.command, resolve, timeout), timeout + 2.0
-        )
-        refusal = p.rcode_error(reply or '')  # RCodePlus answers a bad command with ERROR:
-        response.success = error is None and not refusal
-        response.message = error or refusal or ('printed nothing' if not reply else 'ok')
-        response.reply = reply or ''
-        return response
-
-    # ---- motion (§2.11) -------------------------------------------------------------------------
-    def _motion_refusal(self):
-        """Why the dog cannot be moved now ('' when it can)."""
-        if self.rcode_off:
-            return f'no motion: {self.rcode_off}'
-        if not self.rcode.connected:
-            return 'no motion: the RCODE link is not connected'
-        return ''
-
-    def _on_cmd_vel(self, linear, angular, lateral=0.0):
-        """cmd_vel → walk segments (the planner in the RCODE client); refusals logged."""
-        if self.rcode_off:
-            if not self._warned_no_motion:  # once: a teleop sends 10 a second
-                self._warned_no_motion = True
-                self.get_logger().warning(f'cmd_vel ignored: {self.rcode_off}')
-            return
-        try:
-            notes = self.rcode.drive(linear, lateral, angular)
-        except ValueError as exc:
-            self.counts['bad cmd_vel'] += 1
-            self.log.warning('cmd-vel-bad', f'{exc} ({self.counts["bad cmd_vel"]} so far)')
-            return
-        for key, text in notes:
-            self.counts['refused cmd_vel'] += 1
-            self.log.warning(f'cmd-vel-{key}', text)
-
     def stop_robot(self):
         if self.rcode is not None and not self.rcode_off:
             self.rcode.halt()
-
-    def _on_head_command(self, msg):
-        """JointState naming Head_Pan and/or Head_Tilt (rad, R-CODE signs: pan + left, tilt +
-        up); out of range → clamped to the joint limits with a WARN."""
-        if self.rcode_off:
-            self.log.warning('head-no-rcode', f'head_command ignored: {self.rcode_off}')
-            return
-        target = dict(self.head_target)
-        for name, position in zip(msg.name, msg.position, strict=False):
-            if name not in target or not math.isfinite(position):
-                self.counts['bad head_command'] += 1
-                self.log.warning(
-                    'head-bad',
-                    f'head_command: {name!r} = {position} ignored (give finite radians for '
-                    f'{rcode.HEAD_PAN} and/or {rcode.HEAD_TILT})',
-                )
-                continue
-            joint = rcode.joint_of(self.model_name, name)
-            degrees = math.degrees(position)
-            clamped = min(max(degrees, joint.lower), joint.upper)
-            if clamped != degrees:
-                self.counts['head clamped'] += 1
-                self.log.warning(
-                    'head-clamp',
-                    f'head_command: {name} {position:.3f} rad is outside '
-                    f'{math.radians(joint.lower):.3f}..{math.radians(joint.upper):.3f}: '
-                    f'clamped to {math.radians(clamped):.3f}',
-                )
-            target[name] = clamped
-        if target != self.head_target:
-            self.head_target = target
-            self.rcode.look(target[rcode.HEAD_PAN], target[rcode.HEAD_TILT])
-
-    async def _play_action(self, request, response):
-        refusal = self._motion_refusal()
-        try:
-            line = rcode.action_line(request.name)
-        except ValueError as exc:
-            refusal = refusal or str(exc)
-        if refusal:
-            response.success, response.message = False, refusal
-            return response
-        reply, error = await self.await_reply(
-            lambda resolve: self.rcode.play(line, resolve), self.poll_timeout + 2.0
-        )
-        if error is None and reply.error:
-            error = f'the dog refused {line}: {reply.error}'
-        response.success, response.message = error is None, error or f'sent {line}'
-        return response
-
-    def _stop(self, _request, response):
-        refusal = self._motion_refusal()
-        if not refusal:
-            self.rcode.halt()
-        response.success = not refusal
-        response.message = refusal or 'STOP_WALK sent if the dog was walking or turning'
-        return response
-
-    async def _emergency_stop(self, _request, response):
-        refusal = self._motion_refusal()
-        if refusal:
-            response.success, response.message = False, refusal
-            return response
-        reply, error = await self.await_reply(self.rcode.emergency_stop, self.poll_timeout + 2.0)
-        response.success = error is None
-        response.message = error or 'QUIT sent: the queue is empty, the posture undefined'
-        return response
-
-    def _publish_odometry(self):
-        if self.rcode is None or self.rcode_off:
-            return
-        x, y, yaw, (vx, vy, wz), (xy, yaw_variance) = self.rcode.odometry()
-        header = Header(stamp=self.get_clock().now().to_msg())
-        self.base.publish(
-            header,
-            x,
-            y,
-            yaw,
-            vx,
-            wz,
-            lateral=vy,
-            pose_variances=planar_covariance(xy, yaw_variance),
-        )
-
-    def _on_poll(self, record):
-        values = record.values
-        stamp = record.received + self.clock_offset()
-        joint_set = rcode.MODELS[self.model_name]
-        read = [j.variable for j in joint_set if j.variable in values]
-        if read:
-            self.joints.update((name, values[name]) for name in read)
-            if joint_set[-1].variable in values:  # the cycle's last poll: publish them all
-                self._publish_joints(convert.header(stamp, ''))
-        if 'Distance' in values:
-            self.range_pub.publish(
-                convert.range_msg(values['Distance'], convert.header(stamp, self.frame_ids['ir']))
-            )
-        if 'Batt_Rest' in values:
-            self.battery_pub.publish(
-                convert.battery_msg(
-                    values['Batt_Rest'],
-                    values.get('Batt_Temp'),
-                    convert.header(stamp, self.frame_ids['base']),
-                )
-            )
-        if values.get('Status') == STATUS_FALL:
-            self.counts['falls'] += 1
-            self.log.warning('fall', 'the dog got up after a fall (Status 1)')
-            self._event(stamp, 'Status', 'fall', 1)
-            self.rcode.play(rcode.line('SET', 'Status', 0), lambda _reply: None)
-        for name in rcode.TOUCH_VARIABLES[self.model_name]:
-            if values.get(name):
-                self.touches[name] = self.touches.get(name, 0) + 1
-                self._event(stamp, name, 'touched', values[name])
-                # latched until cleared (§2.11.5): cleared, so the next poll sees a new touch
-                self.rcode.play(rcode.line('SET', name, 0), lambda _reply: None)
-        self.dog_values.update(values)
-
-    def _event(self, stamp, sensor, event, value):
-        self.event_pub.publish(
-            SensorEvent(
-                header=convert.header(stamp, self.frame_ids['base']),
-                sensor=sensor,
-                event=event,
-                value=float(value),
-            )
-        )
-
-    def _publish_joints(self, header):
-        order = [j.variable for j in rcode.MODELS[self.model_name] if j.variable in self.joints]
-        msg = JointState(
-            header=header,
-            name=order,
-            position=[math.radians(self.joints[name]) for name in order],
-        )
-        self.joint_pub.publish(msg)
-        self.model.move(msg)
-
-    def _motion_status(self):
-        if self.rcode is None or self.rcode_off:
-            return OK, f'no motion: {self.rcode_off}', {}
-        r = self.rcode
-        planner = r.planner
-        values = {
-            'model': self.model_name,
-            'walk or turn lines': planner.segments,
-            'STOP_WALK lines': planner.stops,
-            'motion lines refused by the dog': planner.errors,
-            'last refusal': r.last_refusal,
-            'Wait (queued actions)': planner.wait,
-            'doing': 'nothing'
-            if planner.current is None
-            else (
-                f'{planner.current.kind} {planner.current.gait} {planner.current.direction:+.0f}'
-            ),
-            'cmd_vel timeouts': r.motion.timeouts,
-            'poll answers': r.poll_answers,
-            'poll failures': r.poll_failures,
-            'late answers': r.late_answers,
-            'last poll failure': r.last_poll_failure,
-            **{k: v for k, v in self.counts.items()},
-            'touches': ', '.join(f'{k} {v}' for k, v in sorted(self.touches.items())) or 'none',
-            'distance walked (m)': round(planner.odometry.distance, 3),
-            'angle turned (rad)': round(planner.odometry.turned, 3),
-        }
-        if not r.connected:
-            return ERROR, 'the RCODE link is down: the dog cannot be moved', values
-        if r.poll_failures and not r.poll_answers:
-            return WARN, f'the dog answers no PRINT poll ({r.last_poll_failure})', values
-        if planner.errors:
-            return WARN, f'the dog refused motion lines: {planner.last_error}', values
-        if self.counts['falls']:
-            return WARN, f'the dog fell {self.counts["falls"]} time(s) (Status 1)', values
-        return OK, values['doing'], values
 
     # ---- records from the dog ------------------------------------------------------------------
     # the telemetry link's records are published by its own thread: they touch only their
@@ -617,7 +320,7 @@ class AiboNode(DriverNode):
         elif isinstance(record, RcodeLine):
             self.rcode_pub.publish(String(data=record.text))
         elif isinstance(record, PollValues):
-            self._on_poll(record)
+            self.walking.on_poll(record)
         elif isinstance(record, Connected):
             self._publish_audio_info()
             if (
@@ -667,91 +370,6 @@ class AiboNode(DriverNode):
 
     def _publish_audio_info(self):
         self.audio_info_pub.publish(audio_info_msg(2, p.AUDIO_RATE))
-
-    # ---- diagnostics ---------------------------------------------------------------------------
-    def _dog_status(self):
-        t = self.telemetry
-        cause = self._link_cause(t)
-        if cause:
-            return (
-                ERROR,
-                cause,
-                {
-                    'host': self.host,
-                    'bad replies': t.counters.bad_frames,
-                    'last error': t.counters.last_error,
-                },
-            )
-        if t.version is None:
-            return ERROR, 'no version reply from the dog yet', {'host': self.host}
-        sequence = t.audio_sequence
-        values = {
-            'AiboPet version': str(t.version),
-            'product': t.product.value,
-            'bType': t.version.type_byte,
-            'camera mode': t.camera_mode,
-            'camera frames per second': self.rates['camera'].rate,
-            'colour frames per second': self.rates['color'].rate,
-            'audio chunks per second': self.rates['audio'].rate,
-            'audio chunks': self.audio_chunks,
-            'audio chunks lost': sequence.lost,
-            'audio chunks lost across reconnects': sequence.lost_across_reconnects,
-            'audio gaps of unknown size': sequence.unknown_gaps,
-            'audio sequence restarts': sequence.restarts,
-            'bad replies': t.counters.bad_frames,
-            'records dropped': self.records_dropped,
-        }
-        unavailable = [op.value for op, poller in t.pollers.items() if not poller.available]
-        for op, poller in t.pollers.items():
-            values[f'{op.value}'] = (
-                f'{"available" if poller.available else "unavailable"}: '
-                f'{poller.replies_with_data} of {poller.requests} replies '
-                'with data'
-            )
-        if t.camera_note:
-            values['camera note'] = t.camera_note
-        if unavailable:
-            return WARN, f'unavailable on this stick: {", ".join(unavailable)}', values
-        if sequence.unknown_gaps:
-            return (
-                WARN,
-                (
-                    f'audio lost across {sequence.unknown_gaps} reconnect(s), amount unknown '
-                    f"(the dog's sequence started again); {sequence.lost} more chunks known "
-                    'lost'
-                ),
-                values,
-            )
-        if sequence.lost:
-            return (
-                WARN,
-                (
-                    f'{sequence.lost} audio chunks lost ({sequence.lost_across_reconnects} '
-                    'across reconnects)'
-                ),
-                values,
-            )
-        return OK, f'AiboPet {t.version} {t.product.value}', values
-
-    def _link_cause(self, t):
-        """What to change when the link keeps failing in one of the two ways a wrong guess of
-        spec §4 shows: the dog hangs up right after a request, or no version reply parses."""
-        if t.connected:
-            return None
-        if t.closed_after:
-            ops = ', '.join(
-                f'{op.value} (0x{t.settings.opcodes.byte[op]:02X})' for op in t.closed_after
-            )
-            return (
-                f'the dog closed the link right after {ops}: it does not take that request '
-                f'byte; check the opcodes.{t.closed_after[-1].value} parameter'
-            )
-        if t.version is None and t.counters.bad_frames:
-            return (
-                f'no version reply parses ({t.counters.last_error}): check '
-                f'version_size_prefix (now {str(self.version_prefix).lower()})'
-            )
-        return None
 
 
 def main(args=None):
