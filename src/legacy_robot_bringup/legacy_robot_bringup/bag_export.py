@@ -9,6 +9,7 @@ import os
 import time
 
 from rclpy.node import Node
+from rclpy.topic_or_service_is_hidden import topic_or_service_is_hidden
 from rosbags.interfaces import (
     Qos,
     QosDurability,
@@ -82,7 +83,11 @@ class BagCapture(Node):
             topics = {
                 topic: types[0]
                 for topic, types in self.get_publisher_names_and_types_by_node(name, namespace)
-                if len(types) == 1 and topic not in NOT_EXPORTED
+                if len(types) == 1
+                and topic not in NOT_EXPORTED
+                # hidden topics (an action's _action/feedback and status) stay out, as
+                # `ros2 bag record -a` leaves them out
+                and not topic_or_service_is_hidden(topic)
             }
             if len(topics) == seen:
                 break

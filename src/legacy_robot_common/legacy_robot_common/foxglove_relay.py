@@ -19,6 +19,7 @@ from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallba
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
+from rclpy.topic_or_service_is_hidden import topic_or_service_is_hidden
 
 from .diagnostics import OK, WARN, DiagnosticsPublisher
 from .message_definitions import UnknownType, shared
@@ -126,7 +127,9 @@ class FoxgloveRelay(Node):
     def _follow_topics(self):
         present = {}
         for name, types in self.get_topic_names_and_types():
-            if len(types) == 1:  # a topic with two types cannot be one channel
+            # a topic with two types cannot be one channel; hidden topics (an action's
+            # _action/feedback and status) are left out, as foxglove_bridge leaves them out
+            if len(types) == 1 and not topic_or_service_is_hidden(name):
                 present[name] = types[0]
         for name in [n for n, t in self._topics.items() if present.get(n) != t.type_name]:
             self._close_topic(self._topics.pop(name))
