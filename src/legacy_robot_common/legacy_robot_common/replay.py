@@ -144,7 +144,9 @@ class RecordingReplay:
         parameters = {
             name: value
             for name, value in self.recording.parameters.items()
-            if name not in ('record_path', 'use_sim_time') and value != []
+            # a parameter the driver left unset (None, e.g. P2OS laser_mount: the model's) or
+            # empty stays unset: a file's null or [] is not a value of its type
+            if name not in ('record_path', 'use_sim_time') and value not in ([], None)
         }
         if 'host' in parameters:
             parameters['host'] = self.options.host
