@@ -283,7 +283,10 @@ def test_robot_terms_become_the_commands_the_robot_expects(emulator, clients):
         (C.ENABLE, 1),
     ]
     robot.clear_commands()
-    client.motion.timeout = 0  # no stop of its own in this test
+    # no stop and no resend of its own in this test: under load a resend of the drive could
+    # land between the commands below
+    client.motion.timeout = 0
+    client.motion.repeat_period = None
     client.drive(250.0, -0.5)
     assert client.set_sonar(True) == 'SONAR'
     assert client.gripper(16, 120) == 'GRIPPERVAL'
