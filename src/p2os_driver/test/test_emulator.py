@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from helpers import wait_for
 from p2os_raw_client import RawClient
 
 from p2os_driver import protocol as p
@@ -64,20 +65,20 @@ def start_driving(connect, speed):
 def test_enable_and_drive(robot):
     emulator, connect = robot
     client = start_driving(connect, 300)
-    time.sleep(1.5)
+    assert wait_for(lambda: emulator.robot.pose[0] > 100, 5)
     sip = client.fresh_sip()
     assert sip.motors_enabled and sip.moving and sip.left_velocity > 100
-    assert emulator.robot.pose[0] > 100
 
 
 def test_watchdog_stops_then_resumes_on_the_next_command(robot):
     emulator, connect = robot
     client = start_driving(connect, 200)
-    time.sleep(3.5)  # silence: the 2 s watchdog trips
-    assert emulator.watchdog_trips == 1 and emulator.robot.v < 200
+    # silence: the 2 s watchdog trips
+    assert wait_for(lambda: emulator.watchdog_trips == 1 and emulator.robot.v < 200, 5)
     client.send(C.PULSE)
-    time.sleep(1.2)
-    assert emulator.robot.v == pytest.approx(200)  # back to the last setpoint
+    # back to the last setpoint
+    assert wait_for(lambda: emulator.robot.v == pytest.approx(200), 3), emulator.robot.v
+    assert emulator.watchdog_trips == 1
 
 
 def test_close_ends_the_tcp_connection_and_disables_motors(robot):
@@ -112,8 +113,7 @@ def test_requested_packets(robot):
     client.send(C.GRIPREQUEST, 2)
     assert p.decode_gripper(client.packet(kind=p.PacketType.GRIPPER)).gripper_type == 2
     client.sock.sendall(p.encode_two_bytes(C.DIGOUT, 0x0F, 0x05))
-    time.sleep(0.3)
-    assert emulator.robot.digital_outputs == 0x05
+    assert wait_for(lambda: emulator.robot.digital_outputs == 0x05, 3)
 
 
 def test_bad_packets_are_ignored(robot):
@@ -124,9 +124,11 @@ def test_bad_packets_are_ignored(robot):
     enable[-1] ^= 0xFF
     client.sock.sendall(bytes(enable) + p.build_packet(bytes([C.ENABLE, 0x3B, 1, 0]) + bytes(200)))
     client.sock.sendall(b'\xfa\xfb\x04\x07\x3b\x07\x3b')  # SETO as "07 3B" (old ROS p2os)
-    time.sleep(0.3)
+    # the SETO comes after both ENABLEs: once it is in, they were read
+    assert wait_for(
+        lambda: (C.SETO, None) in [(n, a) for _, n, a in emulator.received_commands()], 3
+    )
     assert not emulator.robot.enabled  # neither ENABLE got through
-    assert (C.SETO, None) in [(n, a) for _, n, a in emulator.received_commands()]
     assert client.sip() is not None
 
 
