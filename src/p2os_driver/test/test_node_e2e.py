@@ -117,9 +117,13 @@ def test_cmd_vel_timeout_stops_the_robot(setup):
     stop = min(t for t, n, a in sent if (n, a) == (C.VEL, 0) and t > last_drive)
     assert 0.45 < stop - last_drive < 1.0  # cmd_vel_timeout 0.5 s, checked every 50 ms
     assert wait_for(lambda: emulator.robot.v == 0, 3.0)
+
     # the stop goes out once; from then on PULSE keeps the robot's watchdog fed
-    time.sleep(2.0)
-    after = [(n, a) for t, n, a in emulator.received_commands() if t >= stop]
+    def after_stop():
+        return [(n, a) for t, n, a in emulator.received_commands() if t >= stop]
+
+    assert wait_for(lambda: after_stop().count((C.PULSE, None)) >= 3, 5), after_stop()
+    after = after_stop()
     assert after[:2] == [(C.VEL, 0), (C.RVEL, 0)]
     assert not [n for n, _ in after[2:] if n in (C.VEL, C.RVEL)]
     assert after.count((C.PULSE, None)) >= 3 and emulator.watchdog_trips == 0

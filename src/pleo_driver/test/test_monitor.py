@@ -153,10 +153,9 @@ def test_noisy_line_is_counted_and_the_link_recovers(pleo):
     # battery polls during the noise: some of their prompts are damaged and go missing
     emulator, client, records = pleo({'battery_interval': 0.1}, dump_rate=50)
     emulator.faults.corrupt_rate = 0.05
-    time.sleep(2.0)
+    assert wait_for(lambda: client.counters.bad_frames >= 3, 10), client.counters
     emulator.faults.corrupt_rate = 0.0
     assert ask(client, 'help').lines[0].startswith('Commands:')
-    assert client.counters.bad_frames > 0
 
 
 def test_a_lost_prompt_costs_a_resync_not_the_link(pleo):
