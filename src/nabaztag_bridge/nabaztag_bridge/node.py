@@ -142,7 +142,7 @@ class NabaztagBridge(DriverNode):
         self.tts_max_chars = v.tts_max_chars
         self.tts_timeout = v.tts_timeout
         cache_dir, cache_mb = v.tts_cache_dir, v.tts_cache_mb
-        queue_size, threads = v.tts_queue, v.tts_threads
+        queue_size, threads, priority = v.tts_queue, v.tts_threads, v.tts_worker_priority
         if bit_rate not in mp3.bit_rates(sample_rate):
             raise ParameterError(
                 f'nabaztag_bridge: tts_bit_rate {bit_rate} is not an MP3 bit rate at '
@@ -171,7 +171,9 @@ class NabaztagBridge(DriverNode):
         except tts.SpeechError as exc:
             raise ParameterError(f'nabaztag_bridge: {exc}') from None
         if self.voices.piper_installed or self.voices.espeak_installed:
-            self.speech = Speech(self.speech_cache, threads, queue_size, preload)
+            self.speech = Speech(
+                self.speech_cache, threads, queue_size, preload, priority=priority
+            )
         return folder
 
     def _bytecode(self, path):

@@ -5,7 +5,7 @@ from legacy_robot_common.params import read_only
 
 from .mp3 import PRELOAD_CAP, SAMPLE_RATES
 from .rabbits import PLUGINS
-from .tts import ENGINES
+from .tts import ENGINES, WORKER_PRIORITIES
 
 PARAMETERS = (
     read_only('host', '0.0.0.0', 'address the HTTP server binds to'),
@@ -164,6 +164,13 @@ PARAMETERS = (
         maximum=1000,
     ),
     read_only('tts_threads', 1, 'threads the piper engine uses', minimum=1, maximum=64),
+    read_only(
+        'tts_worker_priority',
+        'idle',
+        "CPU priority of the speech worker process: idle (SCHED_IDLE: the rabbits' pings "
+        'go first; speech slows when the machine is busy), low (niceness +10) or normal',
+        choices=WORKER_PRIORITIES,
+    ),
     read_only(
         'tts_timeout',
         120.0,

