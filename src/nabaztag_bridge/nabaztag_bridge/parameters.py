@@ -166,9 +166,10 @@ PARAMETERS = (
     read_only('tts_threads', 1, 'threads the piper engine uses', minimum=1, maximum=64),
     read_only(
         'tts_worker_priority',
-        'idle',
-        "CPU priority of the speech worker process: idle (SCHED_IDLE: the rabbits' pings "
-        'go first; speech slows when the machine is busy), low (niceness +10) or normal',
+        'low',
+        'CPU priority of the speech worker process: low (niceness +10), idle (SCHED_IDLE: '
+        'only when no other process of its session wants the CPU; for a machine that runs '
+        'little else) or normal',
         choices=WORKER_PRIORITIES,
     ),
     read_only(

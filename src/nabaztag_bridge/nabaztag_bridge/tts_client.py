@@ -31,7 +31,7 @@ from . import tts
 from .tts import Busy, SpeechError
 
 STOP_TIMEOUT = 5.0  # s for the worker to exit before it is killed
-DEFAULT_PRIORITY = 'idle'  # the worker's CPU priority (tts_worker.PRIORITIES)
+DEFAULT_PRIORITY = 'low'  # the worker's CPU priority (tts_worker.PRIORITIES)
 
 
 @dataclasses.dataclass(frozen=True)

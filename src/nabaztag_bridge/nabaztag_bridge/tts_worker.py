@@ -353,9 +353,9 @@ def main(argv=None):
     parser.add_argument(
         '--priority',
         choices=tts.WORKER_PRIORITIES,
-        default='idle',
-        help="CPU priority: idle (SCHED_IDLE, the default: the rabbits' pings go first), "
-        f'low (niceness +{LOW_NICENESS}) or normal',
+        default='low',
+        help='CPU priority: idle (SCHED_IDLE: runs only when nothing else of its session '
+        f'wants the CPU), low (niceness +{LOW_NICENESS}, the default) or normal',
     )
     args = parser.parse_args(argv)
     problem = set_priority(args.priority)
