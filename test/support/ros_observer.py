@@ -3,7 +3,7 @@
 import signal
 
 import rclpy
-from diagnostic_msgs.msg import DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from helpers import spin_until, start_module
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -98,6 +98,18 @@ class Observer:
 
     def spin_until(self, predicate, timeout):
         return spin_until(self.executor, predicate, timeout)
+
+    def diagnostic_status(self, suffix):
+        """→ a function that gives the newest DiagnosticStatus on /diagnostics whose name ends
+        with suffix (None before the first)."""
+        arrays = []
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
+        return lambda: latest_status(arrays, suffix)
+
+    def status_says(self, status, text, timeout):
+        """Spin until status() (from diagnostic_status) has text in its message; → whether it
+        did within timeout."""
+        return self.spin_until(lambda: status() is not None and text in status().message, timeout)
 
     def close(self):
         self.executor.shutdown()

@@ -514,19 +514,11 @@ def build_parser():
         default=0,
         help='fault: every nth image reply has a wrong size',
     )
-    parser.add_argument(
-        '--drop-rate',
-        type=float,
-        default=0.0,
-        help='fault: fraction of telemetry reply bytes dropped',
+    FaultInjector.add_arguments(
+        parser,
+        'fault: fraction of telemetry reply bytes dropped',
+        'fault: fraction of telemetry reply bytes corrupted',
     )
-    parser.add_argument(
-        '--corrupt-rate',
-        type=float,
-        default=0.0,
-        help='fault: fraction of telemetry reply bytes corrupted',
-    )
-    parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
     parser.add_argument(
         '--model', choices=tuple(rcode.MODELS), default='ers210', help='the body R-CODE moves'
     )
@@ -568,9 +560,7 @@ def options_from_args(args):
         close_on_unknown=args.close_on_unknown_request,
         rput=p.RputLayout(args.rput_layout.split(',')),
         bad_size_every=args.bad_size_every,
-        drop_rate=args.drop_rate,
-        corrupt_rate=args.corrupt_rate,
-        seed=args.seed,
+        **FaultInjector.options(args),
         model=args.model,
         speed_scale=args.speed_scale,
         echo=not args.no_echo,

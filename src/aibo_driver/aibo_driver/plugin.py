@@ -193,10 +193,6 @@ def _legs(msg):
 PLUGIN = RobotPlugin(
     name='aibo',
     package='aibo_driver',
-    node_name='aibo_driver',
-    executable='aibo_driver',
-    emulator_executable='aibo_emulator',
-    config_file='aibo.yaml',
     create_node=AiboNode,
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,

@@ -160,12 +160,6 @@ def test_rput_without_a_reply_is_unconfirmed_and_a_dropped_link_is_a_failure(
         assert emulator.files == {}
 
 
-def dog_status(ros):
-    arrays = []
-    ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
-    return lambda: latest_status(arrays, ': dog')
-
-
 def start_unconnected(setup_drivers, options, **parameters):
     """The driver against a dog it cannot talk to (the fixture's wait for audio would fail)."""
     options.telemetry_port = options.rcode_port = 0
@@ -191,20 +185,16 @@ def test_a_dog_that_hangs_up_after_a_request_names_the_opcode(drivers):
     emulator, process, ros = start_unconnected(
         drivers, EmulatorOptions(opcodes=opcodes, close_on_unknown=True)
     )
-    status = dog_status(ros)
-    assert ros.spin_until(
-        lambda: status() is not None and 'closed the link right after' in status().message, 20
-    ), status()
+    status = ros.diagnostic_status(': dog')
+    assert ros.status_says(status, 'closed the link right after', 20), status()
     assert 'get_audio' in status().message and 'opcodes.get_audio' in status().message
     assert status().level == DiagnosticStatus.ERROR
 
 
 def test_replies_that_never_parse_point_at_version_size_prefix(drivers):
     emulator, process, ros = start_unconnected(drivers, EmulatorOptions(version_size_prefix=True))
-    status = dog_status(ros)
-    assert ros.spin_until(
-        lambda: status() is not None and 'version_size_prefix (now false)' in status().message, 20
-    ), status()
+    status = ros.diagnostic_status(': dog')
+    assert ros.status_says(status, 'version_size_prefix (now false)', 20), status()
     assert status().level == DiagnosticStatus.ERROR
 
 

@@ -528,11 +528,7 @@ def build_parser():
     parser.add_argument(
         '--brainstem-silent', action='store_true', help='fault: BrainStem status 20'
     )
-    parser.add_argument('--drop-rate', type=float, default=0.0, help='fraction of bytes dropped')
-    parser.add_argument(
-        '--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted'
-    )
-    parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
+    FaultInjector.add_arguments(parser)
     parser.add_argument(
         '--signed-wheel-power',
         action='store_true',
@@ -556,9 +552,7 @@ def options_from_args(args):
         ball_orbit=0.0 if args.still_ball else 0.5,
         camera_timeout=args.camera_timeout,
         brainstem_silent=args.brainstem_silent,
-        drop_rate=args.drop_rate,
-        corrupt_rate=args.corrupt_rate,
-        seed=args.seed,
+        **FaultInjector.options(args),
         units=Units(
             voltage_signed=args.signed_wheel_power, current_signed=args.signed_wheel_power
         ),

@@ -142,10 +142,6 @@ class BallFollower(DemoScript):
 PLUGIN = RobotPlugin(
     name='ipaq',
     package='ipaq_driver',
-    node_name='ipaq_driver',
-    executable='ipaq_driver',
-    emulator_executable='ipaq_emulator',
-    config_file='ipaq.yaml',
     create_node=IpaqNode,
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,

@@ -107,15 +107,6 @@ def _reverse(ros, wheel):
     return wheel[-5:]
 
 
-def _robot_status(ros):
-    arrays = []
-    ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 10)
-    return lambda: next(
-        (s for a in reversed(arrays) for s in a.status if s.name.endswith('ipaq_driver: robot')),
-        None,
-    )
-
-
 def test_signed_wheel_power_decodes_negative_when_configured(setup):
     emulator, process, ros = setup(
         units=Units(voltage_signed=True, current_signed=True),
@@ -132,22 +123,18 @@ def test_signed_wheel_power_decodes_negative_when_configured(setup):
 def test_signed_wheel_power_read_unsigned_says_which_parameter(setup):
     emulator, process, ros = setup(units=Units(voltage_signed=True, current_signed=True))
     wheel = ros.listen(WheelPower, 'wheel_power')
-    status = _robot_status(ros)
+    status = ros.diagnostic_status('ipaq_driver: robot')
     assert ros.spin_until(lambda: wheel, 20)
     reversing = _reverse(ros, wheel)
     assert all(m.voltage > 60 for m in reversing)  # the wrong answer, as issued
-    assert ros.spin_until(
-        lambda: status() is not None and 'voltage_signed:=true' in status().message, 5
-    ), status()
+    assert ros.status_says(status, 'voltage_signed:=true', 5), status()
     assert status().level == DiagnosticStatus.WARN
 
 
 def test_replies_that_never_parse_point_at_framed_responses(setup):
     emulator, process, ros = setup(framed_responses=False)  # the robot answers unframed
-    status = _robot_status(ros)
-    assert ros.spin_until(
-        lambda: status() is not None and 'framed_responses (now true)' in status().message, 15
-    ), status()
+    status = ros.diagnostic_status('ipaq_driver: robot')
+    assert ros.status_says(status, 'framed_responses (now true)', 15), status()
     assert status().level == DiagnosticStatus.ERROR
 
 

@@ -277,16 +277,27 @@ def summarize(results, output):
     return missed
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog='bench', description=__doc__.split('\n\n')[0])
-    parser.add_argument('--output', default='bench-output', help='folder for the JSON and PNG')
+def add_only_argument(parser, entries, these):
+    """--only NAME ...: of entries (each with a name), run these only; only_chosen() applies it."""
+    names = [entry.name for entry in entries]
     parser.add_argument(
         '--only',
         nargs='+',
-        choices=[r.name for r in BENCHMARKS],
+        choices=names,
         metavar='NAME',
-        help=f'these only ({", ".join(r.name for r in BENCHMARKS)})',
+        help=f'{these} only ({", ".join(names)})',
     )
+
+
+def only_chosen(entries, args):
+    """The entries --only names (all of them without --only), in their order."""
+    return [entry for entry in entries if not args.only or entry.name in args.only]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='bench', description=__doc__.split('\n\n')[0])
+    parser.add_argument('--output', default='bench-output', help='folder for the JSON and PNG')
+    add_only_argument(parser, BENCHMARKS, 'these')
     parser.add_argument(
         '--quick', action='store_true', help='short runs (a smoke test; the numbers are rough)'
     )
@@ -294,7 +305,7 @@ def main(argv=None):
         '--no-run', action='store_true', help='only summarize the JSON files already in --output'
     )
     args = parser.parse_args(argv)
-    robots = [r for r in BENCHMARKS if not args.only or r.name in args.only]
+    robots = only_chosen(BENCHMARKS, args)
     failed = []
     if not args.no_run:
         pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,7 @@ from legacy_robot_bench.common.bench import machine_description, percentile, ros
 from legacy_robot_bench.common.soak import Row, fuzz
 from legacy_robot_bringup.registry import discover_plugins
 
-from .bench import ROBOTS, format_table
+from .bench import ROBOTS, add_only_argument, format_table, only_chosen
 from .emulator_process import Emulator
 
 RECONNECT_LIMIT = 2.0  # s: the suite's target for every reconnect
@@ -440,13 +440,7 @@ def main(argv=None):
     own_parts = robot_parts()
     parts = COMMON_PARTS + tuple(part.name for _, part in own_parts)
     parser.add_argument('--parts', nargs='+', choices=parts + ASKED_FOR_PARTS, default=list(parts))
-    parser.add_argument(
-        '--only',
-        nargs='+',
-        choices=[r.name for r in ROBOTS],
-        metavar='NAME',
-        help=f'these robots only ({", ".join(r.name for r in ROBOTS)})',
-    )
+    add_only_argument(parser, ROBOTS, 'these robots')
     parser.add_argument('--cases', type=int, default=1_000_000, help='fuzz inputs per decoder')
     parser.add_argument('--cycles', type=int, default=50, help='kill/restart cycles per driver')
     parser.add_argument(
@@ -489,7 +483,7 @@ def main(argv=None):
     if min(args.cases, args.minutes, *values.values()) <= 0 or args.cycles < WARM_UP_CYCLES + 1:
         options = ', '.join(['--cases', '--minutes'] + [part.option for _, part in own_parts])
         parser.error(f'{options} must be positive, --cycles > {WARM_UP_CYCLES}')
-    robots = [r for r in ROBOTS if not args.only or r.name in args.only]
+    robots = only_chosen(ROBOTS, args)
     pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)
     rows = []
     if 'fuzz' in args.parts:

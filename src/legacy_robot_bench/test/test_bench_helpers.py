@@ -9,6 +9,7 @@ import pytest
 from legacy_robot_bench.common.bench import (
     HEADROOM_TARGET,
     PipelineSummary,
+    driver_summary,
     latency_summary,
     percentile,
     report,
@@ -49,6 +50,14 @@ def test_send_log_is_bounded_and_safe_from_many_threads():
     times = log.times()
     assert len(log) == len(times) == 1000
     assert all(abs(t - time.time()) < 60 for t in times)
+
+
+def test_driver_summary_takes_the_floors_and_the_recording_as_measured():
+    wire = latency_summary([0.001, 0.002])
+    summary = driver_summary('SIP', 10.0, 1e5, 200.0, 1.5, wire, (1.0, 0.5, 1.2), None)
+    assert summary == PipelineSummary(
+        'SIP', 10.0, 1e5, 200.0, 1.5, wire, 1.0, 0.5, None, single_floor=1.2
+    )
 
 
 def test_pipeline_summary_rows_and_json(tmp_path):

@@ -25,3 +25,12 @@ def test_extra_plugins_join_the_installed_ones():
     plugins = discover_plugins(['tick_robot:PLUGIN', 'tick_robot:SILENT_PLUGIN'])
     assert {'tick', 'silent'} <= set(plugins)
     assert [p.name for p in select(plugins, ['silent', 'tick'])] == ['silent', 'tick']
+
+
+def test_a_plugin_names_what_breaks_the_naming_convention_only():
+    plugin = load_plugin('tick_robot:SILENT_PLUGIN')
+    assert (plugin.node_name, plugin.executable) == ('tick_driver', 'tick_driver')
+    assert (plugin.emulator_executable, plugin.config_file) == ('tick_emulator', 'tick.yaml')
+    p2os = discover_plugins()['p2os']
+    assert (p2os.node_name, p2os.executable) == ('p2os_driver', 'p2os_driver')
+    assert (p2os.emulator_executable, p2os.config_file) == ('p2os_emulator', 'p2os.yaml')

@@ -161,6 +161,24 @@ class FaultInjector:
     """Damages outgoing bytes for fault tests: drops and corrupts at given rates, or goes
     silent."""
 
+    @staticmethod
+    def add_arguments(
+        parser,
+        dropped='fraction of bytes dropped',
+        corrupted='fraction of bytes corrupted',
+        seed='random seed for the faults',
+    ):
+        """An emulator's --drop-rate, --corrupt-rate and --seed (the texts are their help
+        lines); options(args) reads them back."""
+        parser.add_argument('--drop-rate', type=float, default=0.0, help=dropped)
+        parser.add_argument('--corrupt-rate', type=float, default=0.0, help=corrupted)
+        parser.add_argument('--seed', type=int, default=None, help=seed)
+
+    @staticmethod
+    def options(args):
+        """add_arguments()'s values as the emulator options' drop_rate, corrupt_rate, seed."""
+        return {'drop_rate': args.drop_rate, 'corrupt_rate': args.corrupt_rate, 'seed': args.seed}
+
     def __init__(self, drop_rate=0.0, corrupt_rate=0.0, seed=None):
         for label, rate in (('drop_rate', drop_rate), ('corrupt_rate', corrupt_rate)):
             if not 0.0 <= rate <= 1.0:

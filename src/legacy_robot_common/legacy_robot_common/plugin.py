@@ -51,14 +51,15 @@ class FoxgloveView:
     follow_frame: str = 'base_link'  # the 3D panel follows <robot>/<follow_frame>
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RobotPlugin:
     name: str  # short robot name used on command lines: "p2os"
     package: str  # ROS package: "p2os_driver"
-    node_name: str  # node name: "p2os_driver"
-    executable: str  # console script that runs the node alone
-    emulator_executable: str  # console script that runs the emulator alone
-    config_file: str  # parameter file name in config/: "p2os.yaml"
+    # the next four follow the naming convention unless stated (see __post_init__)
+    node_name: str = ''  # node name: the package's ("p2os_driver")
+    executable: str = ''  # console script that runs the node alone: the node's name
+    emulator_executable: str = ''  # console script that runs the emulator alone: "p2os_emulator"
+    config_file: str = ''  # parameter file name in config/: "p2os.yaml"
     # create_node(**node_kwargs) -> DriverNode (node_kwargs: namespace, parameter_overrides,
     # cli_args)
     create_node: Callable[..., Any]
@@ -95,6 +96,17 @@ class RobotPlugin:
     # the GIL switch interval (s, sys.setswitchinterval) its node needs in its process; a
     # process hosting several robots takes the smallest (driver_node.prepare_process)
     switch_interval: Optional[float] = None
+
+    def __post_init__(self):
+        conventional = {
+            'node_name': self.package,
+            'executable': self.node_name or self.package,
+            'emulator_executable': f'{self.name}_emulator',
+            'config_file': f'{self.name}.yaml',
+        }
+        for field, value in conventional.items():
+            if not getattr(self, field):
+                object.__setattr__(self, field, value)
 
     @property
     def title(self):

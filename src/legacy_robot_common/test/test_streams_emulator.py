@@ -1,3 +1,4 @@
+import argparse
 import signal
 import subprocess
 import sys
@@ -141,6 +142,18 @@ def test_fault_injector_passes_data_unchanged_without_faults():
     assert FaultInjector().apply(b'\x00\xff') == b'\x00\xff'
     with pytest.raises(ValueError):
         FaultInjector(drop_rate=1.5)
+
+
+def test_fault_arguments_read_back_as_emulator_options():
+    parser = argparse.ArgumentParser()
+    FaultInjector.add_arguments(parser)
+    assert FaultInjector.options(parser.parse_args([])) == {
+        'drop_rate': 0.0,
+        'corrupt_rate': 0.0,
+        'seed': None,
+    }
+    args = parser.parse_args(['--drop-rate', '0.1', '--corrupt-rate', '0.2', '--seed', '7'])
+    assert FaultInjector.options(args) == {'drop_rate': 0.1, 'corrupt_rate': 0.2, 'seed': 7}
 
 
 def test_main_frames_at_risk_are_the_damaged_ones_and_the_frames_after_them():

@@ -185,10 +185,6 @@ class RabbitKeeper(DemoScript):
 PLUGIN = RobotPlugin(
     name='nabaztag',
     package='nabaztag_bridge',
-    node_name='nabaztag_bridge',
-    executable='nabaztag_bridge',
-    emulator_executable='nabaztag_emulator',
-    config_file='nabaztag.yaml',
     create_node=NabaztagBridge,
     start_emulator=DemoEmulator,
     emulator_arguments=('--server', f'127.0.0.1:{SIM_PORT}/vl', '--no-boot', '--scenario'),

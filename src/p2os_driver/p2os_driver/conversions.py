@@ -8,9 +8,10 @@ import math
 
 from diagnostic_msgs.msg import KeyValue
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import BatteryState, JointState, LaserScan, Range
+from sensor_msgs.msg import JointState, LaserScan, Range
 from std_msgs.msg import Header
 
+from legacy_robot_common.messages import battery_msg as common_battery_msg
 from legacy_robot_common.messages import uint8_array, yaw_quaternion
 from legacy_robot_interfaces.msg import (
     BumperState,
@@ -50,18 +51,7 @@ def sip_voltage(sip):
 
 
 def battery_msg(sip, header):
-    nan = math.nan
-    return BatteryState(
-        header=header,
-        voltage=sip_voltage(sip),
-        present=True,
-        percentage=nan,
-        current=nan,
-        charge=nan,
-        capacity=nan,
-        design_capacity=nan,
-        temperature=nan,
-    )
+    return common_battery_msg(header, voltage=sip_voltage(sip))
 
 
 def motor_state_msg(sip, header):

@@ -739,11 +739,7 @@ def build_parser():
     world = parser.add_argument_group('world (spec §8)')
     for flag, options in WORLD_ARGUMENTS:
         world.add_argument(flag, **options)
-    parser.add_argument('--drop-rate', type=float, default=0.0, help='fraction of bytes dropped')
-    parser.add_argument(
-        '--corrupt-rate', type=float, default=0.0, help='fraction of bytes corrupted'
-    )
-    parser.add_argument('--seed', type=int, default=None, help='random seed for the faults')
+    FaultInjector.add_arguments(parser)
     parser.add_argument(
         '--subclass',
         default='',
@@ -809,9 +805,7 @@ def options_from_args(args):
         watchdog=args.watchdog,
         room_width=width,
         room_height=height,
-        drop_rate=args.drop_rate,
-        corrupt_rate=args.corrupt_rate,
-        seed=args.seed,
+        **FaultInjector.options(args),
         subclass=args.subclass,
     )
     if args.model is None:

@@ -105,21 +105,14 @@ class RobotModel:
 
 
 def _p2(subclass, description, dist, range_conv=0.268, diff=0.0056, big=False):
-    if big:  # the AT/IT chassis
-        return RobotModel(
-            subclass,
-            description,
-            dist,
-            1.0,
-            range_conv,
-            diff,
-            20,
-            500,
-            505,
-            626,
-            1200,
-            _P2_FRONT + _P2_REAR,
-        )
+    # radius, width, length, max velocity: the AT/IT chassis (big) or the DX one
+    chassis = (500, 505, 626, 1200) if big else (250, 425, 511, 2200)
+    return RobotModel(
+        subclass, description, dist, 1.0, range_conv, diff, 20, *chassis, _P2_FRONT + _P2_REAR
+    )
+
+
+def _peoplebot(subclass, description, dist, diff, range_conv=0.268, radius=300):
     return RobotModel(
         subclass,
         description,
@@ -128,11 +121,13 @@ def _p2(subclass, description, dist, range_conv=0.268, diff=0.0056, big=False):
         range_conv,
         diff,
         20,
-        250,
+        radius,
         425,
-        511,
+        513,
         2200,
-        _P2_FRONT + _P2_REAR,
+        _P2_FRONT + _PB_UPPER + _P2_REAR,
+        5,
+        5,
     )
 
 
@@ -195,54 +190,11 @@ MODELS = {
         _p2('p2at', 'Pioneer 2-AT', 1.32, diff=0.0034, big=True),
         _p2('p2at8', 'Pioneer 2-AT8', 1.32, range_conv=1.0, diff=0.0034, big=True),
         _p2('p2it', 'Pioneer 2-IT', 1.136, diff=0.0032, big=True),
-        RobotModel(
-            'p2pb',
-            'PeopleBot (P2)',
-            0.424,
-            1.0,
-            0.268,
-            0.0056,
-            20,
-            300,
-            425,
-            513,
-            2200,
-            _P2_FRONT + _PB_UPPER + _P2_REAR,
-            5,
-            5,
-        ),
-        RobotModel(
-            'p2pp',
-            'Performance PeopleBot',
-            0.485,
-            1.0,
-            0.268,
-            0.0060,
-            20,
-            300,
-            425,
-            513,
-            2200,
-            _P2_FRONT + _PB_UPPER + _P2_REAR,
-            5,
-            5,
-        ),
+        _peoplebot('p2pb', 'PeopleBot (P2)', 0.424, 0.0056),
+        _peoplebot('p2pp', 'Performance PeopleBot', 0.485, 0.0060),
         # 32 discs, but the spec gives no poses for 24-31: only the known 24 are modelled
-        RobotModel(
-            'perfpb',
-            'Performance PeopleBot (32 sonar)',
-            0.485,
-            1.0,
-            1.0,
-            0.0060,
-            20,
-            340,
-            425,
-            513,
-            2200,
-            _P2_FRONT + _PB_UPPER + _P2_REAR,
-            5,
-            5,
+        _peoplebot(
+            'perfpb', 'Performance PeopleBot (32 sonar)', 0.485, 0.0060, range_conv=1.0, radius=340
         ),
         RobotModel(
             'amigo',

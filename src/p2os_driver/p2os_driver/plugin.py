@@ -230,10 +230,6 @@ def _sonar(msg):
 PLUGIN = RobotPlugin(
     name='p2os',
     package='p2os_driver',
-    node_name='p2os_driver',
-    executable='p2os_driver',
-    emulator_executable='p2os_emulator',
-    config_file='p2os.yaml',
     create_node=P2osNode,
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,

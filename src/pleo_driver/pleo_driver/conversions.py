@@ -7,6 +7,7 @@ import math
 
 from sensor_msgs.msg import BatteryState, JointState
 
+from legacy_robot_common.messages import battery_msg as common_battery_msg
 from legacy_robot_interfaces.msg import MonitorLog, NamedValues, NxpPacket, SensorEvent
 
 from . import protocol as p
@@ -32,17 +33,9 @@ def battery_msg(value, header):
     """The monitor's battery sensor (0..100) → BatteryState (percentage 0..1). The monitor
     reports nothing else: voltage, temperature, current, charge and capacities are NaN, as
     sensor_msgs/BatteryState says for unmeasured fields."""
-    nan = float('nan')
-    return BatteryState(
-        header=header,
+    return common_battery_msg(
+        header,
         percentage=max(0.0, min(1.0, value / 100.0)),
-        voltage=nan,
-        temperature=nan,
-        current=nan,
-        charge=nan,
-        capacity=nan,
-        design_capacity=nan,
-        present=True,
         power_supply_technology=BatteryState.POWER_SUPPLY_TECHNOLOGY_NIMH,
         power_supply_status=BatteryState.POWER_SUPPLY_STATUS_DISCHARGING,
     )

@@ -467,9 +467,7 @@ def build_parser():
         default=0.0,
         help='touch the head every this many seconds (0: never)',
     )
-    parser.add_argument('--drop-rate', type=float, default=0.0)
-    parser.add_argument('--corrupt-rate', type=float, default=0.0)
-    parser.add_argument('--seed', type=int)
+    FaultInjector.add_arguments(parser, None, None, None)  # no help lines, as before
     return parser
 
 
@@ -490,9 +488,7 @@ def _run(args, urf_path):
         unknown_speed=args.unknown_speed,
         battery=args.battery,
         touch_every=args.touch_every,
-        drop_rate=args.drop_rate,
-        corrupt_rate=args.corrupt_rate,
-        seed=args.seed,
+        **FaultInjector.options(args),
     )
     return run_emulator('pleo_emulator', lambda: PleoEmulator(options))
 

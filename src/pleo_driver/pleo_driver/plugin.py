@@ -128,10 +128,6 @@ class MotionShow(DemoScript):
 PLUGIN = RobotPlugin(
     name='pleo',
     package='pleo_driver',
-    node_name='pleo_driver',
-    executable='pleo_driver',
-    emulator_executable='pleo_emulator',
-    config_file='pleo.yaml',
     create_node=PleoNode,
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,

@@ -28,10 +28,10 @@ from aibo_driver import protocol as p
 from aibo_driver.emulator import AiboEmulator, EmulatorOptions
 from aibo_driver.scene import Scene
 from legacy_robot_bench.common.bench import (
-    PipelineSummary,
     cpu_and_recorder_percent,
     cpu_percent,
     driver_against,
+    driver_summary,
     floors,
     record_parameter,
     recording_overhead,
@@ -159,7 +159,7 @@ def main(argv=None):
     fps = unthrottled_fps(args.seconds)
     audio_seconds = 60 * args.audio_minutes
     cpu, wire, shape, received, lost, dropped = real_dog_run(args.seconds, audio_seconds)
-    floor, lean, single = floors(
+    measured_floors = floors(
         shape,
         {
             **{f'{NAMESPACE}/{t}': k for t, k in CPU_TOPICS.items()},
@@ -181,17 +181,8 @@ def main(argv=None):
     ]
     half = args.seconds / 2
     recording = recording_overhead(lambda path: recording_cpu(half, path), half)
-    summary = PipelineSummary(
-        'AIBO YUV10',
-        REAL_YUV10_RATE,
-        1000.0 / decode,
-        fps,
-        cpu,
-        wire,
-        floor,
-        lean,
-        recording,
-        single_floor=single,
+    summary = driver_summary(
+        'AIBO YUV10', REAL_YUV10_RATE, 1000.0 / decode, fps, cpu, wire, measured_floors, recording
     )
     return report('AIBO benchmark', rows, args.output, 'aibo', summary=summary)
 

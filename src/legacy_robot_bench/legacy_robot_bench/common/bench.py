@@ -480,6 +480,26 @@ class PipelineSummary:
         }
 
 
+def driver_summary(
+    stream, real_rate, decode_rate, unthrottled_rate, cpu, latency, floors, recording
+):
+    """The PipelineSummary of a driver's benchmark: floors is what floors() measured (floor,
+    lean floor, single-threaded floor), recording what recording_overhead() did."""
+    floor, lean, single = floors
+    return PipelineSummary(
+        stream,
+        real_rate,
+        decode_rate,
+        unthrottled_rate,
+        cpu,
+        latency,
+        floor,
+        lean,
+        recording,
+        single_floor=single,
+    )
+
+
 def floor_cpu(shape, topics, seconds, lean=False, namespace='/floor', executor=None):
     """CPU (% of one core) of the floor process for a captured shape (floor.py), while a
     Listener here subscribes to topics {driver topic: class} moved to the floor's namespace,

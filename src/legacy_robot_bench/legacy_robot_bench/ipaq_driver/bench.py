@@ -25,10 +25,10 @@ from sensor_msgs.msg import Range
 from ipaq_driver import protocol as p
 from ipaq_driver.emulator import EmulatorOptions, IpaqEmulator
 from legacy_robot_bench.common.bench import (
-    PipelineSummary,
     cpu_and_recorder_percent,
     cpu_percent,
     driver_against,
+    driver_summary,
     floors,
     record_parameter,
     recording_overhead,
@@ -137,7 +137,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     decode = tracking_decode_rate()
     cpu, rates, wire, shape = driver_cpu(args.seconds)
-    floor, lean, single = floors(shape, CPU_TOPICS, args.seconds)
+    measured_floors = floors(shape, CPU_TOPICS, args.seconds)
     unthrottled = unthrottled_rate(args.seconds)
     rows = [
         ('tracking packet decode rate (per s)', decode, f'{decode:,.0f}', ('>=', 50_000)),
@@ -153,17 +153,15 @@ def main(argv=None):
     ]
     half = args.seconds / 2
     recording = recording_overhead(lambda path: recording_cpu(half, path), half)
-    summary = PipelineSummary(
+    summary = driver_summary(
         'CMUcam tracking',
         REAL_TRACKING_RATE,
         decode,
         unthrottled,
         cpu,
         wire,
-        floor,
-        lean,
+        measured_floors,
         recording,
-        single_floor=single,
     )
     return report('iPaq benchmark', rows, args.output, 'ipaq', summary=summary)
 

@@ -23,10 +23,10 @@ from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 
 from legacy_robot_bench.common.bench import (
-    PipelineSummary,
     cpu_and_recorder_percent,
     cpu_percent,
     driver_against,
+    driver_summary,
     floors,
     percentile,
     record_parameter,
@@ -169,7 +169,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     decode = sip_decode_rate()
     cpu, wire, shape = driver_cpu(args.seconds)
-    floor, lean, single = floors(shape, CPU_TOPICS, args.seconds)
+    measured_floors = floors(shape, CPU_TOPICS, args.seconds)
     unthrottled = unthrottled_rate(args.seconds)
     latency = cmd_vel_latency(args.samples)
     half = args.seconds / 2
@@ -186,17 +186,8 @@ def main(argv=None):
         ('cmd_vel -> wire p99 (ms)', latency['p99'], f'{latency["p99"]:.2f}', ('<=', 5.0)),
         ('cmd_vel -> wire max (ms)', latency['max'], f'{latency["max"]:.2f}', None),
     ]
-    summary = PipelineSummary(
-        'P2OS SIP',
-        REAL_SIP_RATE,
-        decode,
-        unthrottled,
-        cpu,
-        wire,
-        floor,
-        lean,
-        recording,
-        single_floor=single,
+    summary = driver_summary(
+        'P2OS SIP', REAL_SIP_RATE, decode, unthrottled, cpu, wire, measured_floors, recording
     )
     return report(
         'P2OS benchmark',

@@ -27,10 +27,10 @@ import time
 from sensor_msgs.msg import JointState
 
 from legacy_robot_bench.common.bench import (
-    PipelineSummary,
     cpu_and_recorder_percent,
     cpu_percent,
     driver_against,
+    driver_summary,
     floors,
     record_parameter,
     recording_overhead,
@@ -188,7 +188,7 @@ def main(argv=None):
         size = os.path.getsize(os.path.join(folder, 'full', 'build', 'full.urf'))
     decode = decode_rate()
     cpu, wire, shape = driver_cpu(args.seconds)
-    floor, lean, single = floors(shape, CPU_TOPICS, args.seconds)
+    measured_floors = floors(shape, CPU_TOPICS, args.seconds)
     unthrottled = unthrottled_rate(args.seconds)
     start_up = interpreter_start_seconds(args.runs)
     own = template_time - start_up
@@ -227,17 +227,8 @@ def main(argv=None):
         ),
     ]
     recording = recording_overhead(lambda path: recording_cpu(args.seconds, path), args.seconds)
-    summary = PipelineSummary(
-        'Pleo dumps',
-        REAL_DUMP_RATE,
-        decode,
-        unthrottled,
-        cpu,
-        wire,
-        floor,
-        lean,
-        recording,
-        single_floor=single,
+    summary = driver_summary(
+        'Pleo dumps', REAL_DUMP_RATE, decode, unthrottled, cpu, wire, measured_floors, recording
     )
     return report('Pleo benchmark', rows, args.output, 'pleo', {'full_urf_bytes': size}, summary)
 
