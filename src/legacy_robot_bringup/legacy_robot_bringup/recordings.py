@@ -5,14 +5,16 @@ replay.
     ros2 run legacy_robot_bringup recording csv p2os.mcap --output p2os.csv
     ros2 run legacy_robot_bringup recording export p2os.mcap --rosbag2 p2os_bag
     ros2 run legacy_robot_bringup recording replay p2os.mcap [--speed 2] [--loop]
-        [--params-out replay.yaml]
+        [--params-out replay.yaml] [--delay 2 | --start-paused]
 
 info counts what the file holds (links, connections, chunks and bytes each way, duration) at
 once; info --decode and csv decode the recording with the robot's own driver: the recording is
 replayed into the unchanged driver (in this process, at --speed), and every record its links
 decode is counted (csv: written), with the malformed frames its links reject; export writes
 what the driver publishes meanwhile as a rosbag2 (MCAP storage). replay serves the recording as
-the robot, like the robot's emulator, until Ctrl-C.
+the robot, like the robot's emulator, until Ctrl-C; with --start-paused it plays once a line
+(Enter) arrives on its standard input, so that the driver and its subscribers can find each
+other first, however long that takes.
 """
 
 import argparse
@@ -249,6 +251,13 @@ def build_parser():
                 default=0.0,
                 help='seconds to wait before playing (subscribers find the driver meanwhile)',
             )
+            command.add_argument(
+                '--start-paused',
+                action='store_true',
+                help='serve the links but play nothing until a line (Enter) arrives on '
+                'standard input (or it ends): start the driver, wait until its subscribers '
+                'have found it, then press Enter',
+            )
     info = commands.choices['info']
     info.add_argument(
         '--decode',
@@ -279,7 +288,10 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         options = ReplayOptions(
-            speed=args.speed, loop=getattr(args, 'loop', False), delay=getattr(args, 'delay', 0.0)
+            speed=args.speed,
+            loop=getattr(args, 'loop', False),
+            delay=getattr(args, 'delay', 0.0),
+            start_paused=getattr(args, 'start_paused', False),
         )
         if args.command == 'replay':
             return _replay(args, options)
@@ -331,17 +343,27 @@ class _Announced:
     and it says when the recording has been played to its end."""
 
     END = 'replay: the end of the recording'
+    PLAYING = 'replay: playing'
 
-    def __init__(self, replay, params_out=None):
+    def __init__(self, replay, params_out=None, controls=None):
         self.replay = replay
         self.params_out = params_out
+        self.controls = controls or sys.stdin  # started paused: a line here plays
         self._stopped = threading.Event()
 
     def start(self):
         self.replay.start()
         if self.params_out:  # the ports are known once it listens
             write_params(self.params_out, self.replay.parameters)
+        if self.replay.paused:
+            threading.Thread(target=self._resume_on_a_line, daemon=True).start()
         threading.Thread(target=self._announce_end, daemon=True).start()
+
+    def _resume_on_a_line(self):
+        # the end of the input plays too: nothing could resume the replay after it
+        self.controls.readline()
+        self.replay.resume()
+        print(self.PLAYING, flush=True)
 
     def _announce_end(self):
         while not self._stopped.wait(0.1):
@@ -361,7 +383,8 @@ class _Announced:
             f'-p {name}:={json.dumps(value)}'
             for name, value in sorted(self.replay.parameters.items())
         )
-        return f'{self.replay.description}\n  driver parameters: {settings}'
+        paused = '\n  paused: press Enter to play' if self.replay.paused else ''
+        return f'{self.replay.description}\n  driver parameters: {settings}{paused}'
 
 
 if __name__ == '__main__':

@@ -89,3 +89,28 @@ def test_csv_checks_its_output_folder_before_decoding(tmp_path):
     done = recording('csv', str(recording_file('pleo')), '-o', str(tmp_path / 'nodir' / 'x.csv'))
     assert done.returncode == 2 and 'no folder' in done.stderr and 'Traceback' not in done.stderr
     assert time.monotonic() - started < 10  # not after the whole decode
+
+
+def test_replay_started_paused_plays_on_a_line_of_input():
+    """The command's --start-paused: paused until a line (Enter) arrives on its input."""
+    import os
+
+    from helpers import wait_for
+
+    from legacy_robot_bringup.recordings import _Announced, build_parser, open_replay
+    from legacy_robot_common.replay import ReplayOptions
+
+    args = build_parser().parse_args(['replay', str(recording_file('aibo')), '--start-paused'])
+    assert args.start_paused
+    _, replay = open_replay(args.path, ReplayOptions(start_paused=True))
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end) as controls, os.fdopen(write_end, 'w') as keyboard:
+        announced = _Announced(replay, controls=controls)
+        announced.start()
+        try:
+            assert replay.paused and 'paused: press Enter to play' in announced.description
+            keyboard.write('\n')
+            keyboard.flush()
+            assert wait_for(lambda: not replay.paused)
+        finally:
+            announced.stop()

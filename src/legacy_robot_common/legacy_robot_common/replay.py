@@ -60,6 +60,8 @@ class ReplayOptions:
     host: str = '127.0.0.1'
     delay: float = 0.0  # s after start() before the recording plays (like `ros2 bag
     #                           play --delay`: subscribers have time to find the driver)
+    start_paused: bool = False  # play nothing until resume() (like `ros2 bag play
+    #                           --start-paused`): the driver connects, its subscribers find it
 
     def __post_init__(self):
         if self.speed < 0:
@@ -112,6 +114,17 @@ class RecordingReplay:
     def stop(self):
         for server in self.servers.values():
             server.stop()
+
+    def resume(self):
+        """Start playing a replay started paused (the --delay still counts from start())."""
+        for server in self.servers.values():
+            server.playing.set()
+
+    @property
+    def paused(self):
+        return self.options.start_paused and not all(
+            server.playing.is_set() for server in self.servers.values()
+        )
 
     @property
     def finished(self):
@@ -191,11 +204,14 @@ class _LinkServer:
         self._next = 0
         self.transport = None
         self.play_from = 0.0  # monotonic time the recording starts to play (--delay)
+        self.playing = threading.Event()  # set unless started paused and not yet resumed
         last = self.connections[-1] if self.connections else None
         self.end_ns = last.chunks[-1].time_ns if last and last.chunks else 0
 
     def start(self):
         self.play_from = time.monotonic() + self.options.delay
+        if not self.options.start_paused:
+            self.playing.set()
         if self.spec.serial:
             self.transport = PtyEmulatorPort(self._serve, name=f'replay-{self.spec.name}')
         else:
@@ -231,7 +247,11 @@ class _LinkServer:
 
     def _serve(self, stream, stop):
         peer = _Peer(stream, stop, self.options.speed)
-        peer.read_until(self.play_from)  # --delay: what the driver sends meanwhile is kept
+        # paused, then --delay: what the driver sends meanwhile is kept; a driver that gives up
+        # waiting and connects again leaves this connection unplayed (ConnectionLost)
+        while not self.playing.wait(0):
+            peer.receive(READ_SLICE)
+        peer.read_until(self.play_from)
         while True:
             connection = self._take_connection()
             if connection is None:  # nothing (more) to play: a silent robot

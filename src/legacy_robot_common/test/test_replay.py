@@ -260,3 +260,29 @@ def test_links_the_robot_does_not_have_and_bad_options_are_refused(tmp_path):
         ReplayOptions(speed=-1)
     with pytest.raises(ValueError, match='mode'):
         ReplayLink('robot', 'port', mode='sometimes')
+
+
+def test_started_paused_it_plays_nothing_until_resumed(tmp_path):
+    """--start-paused: the driver connects and asks, and gets nothing until resume(); what
+    it asked meanwhile is answered then. A driver that gives up waiting and connects again
+    gets the recorded connection on its new one."""
+    recording = make_recording(
+        tmp_path / 'r.mcap', [(None, [('from', b'WELCOME'), ('to', b'A'), ('from', b'a1')])]
+    )
+    options = ReplayOptions(speed=0, start_paused=True)
+    replay = RecordingReplay(recording, [ReplayLink('robot', 'port', mode='reply')], options)
+    replay.start()
+    try:
+        with connect(replay) as sock:
+            sock.sendall(b'A')
+            assert nothing_arrives(sock)
+        with connect(replay) as sock:
+            sock.sendall(b'A')
+            assert nothing_arrives(sock) and replay.paused
+            replay.resume()
+            assert receive(sock, 9) == b'WELCOMEa1' and not replay.paused
+            assert wait_for(lambda: replay.finished)
+    finally:
+        replay.stop()
+    counters = replay.servers['robot'].counters
+    assert counters.connections == 1 and counters.answered == 1
