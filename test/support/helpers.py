@@ -33,12 +33,13 @@ def run_module(module, *args, timeout=60):
     )
 
 
-def start_module(module, *args, env=None):
+def start_module(module, *args, env=None, stdin=None):
     """Start `python -m module args` (env: env_with_support() unless given), pipes for both
-    output streams."""
+    output streams (stdin: subprocess.PIPE to write to it; by default this process's)."""
     return subprocess.Popen(
         [sys.executable, '-m', module, *args],
         env=env or env_with_support(),
+        stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
