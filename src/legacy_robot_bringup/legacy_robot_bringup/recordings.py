@@ -355,14 +355,14 @@ class _Announced:
         self.replay.start()
         if self.params_out:  # the ports are known once it listens
             write_params(self.params_out, self.replay.parameters)
-        if self.replay.paused:
+        if self.replay.clock.paused:
             threading.Thread(target=self._resume_on_a_line, daemon=True).start()
         threading.Thread(target=self._announce_end, daemon=True).start()
 
     def _resume_on_a_line(self):
         # the end of the input plays too: nothing could resume the replay after it
         self.controls.readline()
-        self.replay.resume()
+        self.replay.clock.resume()
         print(self.PLAYING, flush=True)
 
     def _announce_end(self):
@@ -383,7 +383,7 @@ class _Announced:
             f'-p {name}:={json.dumps(value)}'
             for name, value in sorted(self.replay.parameters.items())
         )
-        paused = '\n  paused: press Enter to play' if self.replay.paused else ''
+        paused = '\n  paused: press Enter to play' if self.replay.clock.paused else ''
         return f'{self.replay.description}\n  driver parameters: {settings}{paused}'
 
 

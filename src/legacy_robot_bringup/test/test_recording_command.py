@@ -108,9 +108,9 @@ def test_replay_started_paused_plays_on_a_line_of_input():
         announced = _Announced(replay, controls=controls)
         announced.start()
         try:
-            assert replay.paused and 'paused: press Enter to play' in announced.description
+            assert replay.clock.paused and 'paused: press Enter to play' in announced.description
             keyboard.write('\n')
             keyboard.flush()
-            assert wait_for(lambda: not replay.paused)
+            assert wait_for(lambda: not replay.clock.paused)
         finally:
             announced.stop()

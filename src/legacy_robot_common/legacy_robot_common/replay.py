@@ -72,6 +72,39 @@ class ReplayOptions:
             raise ValueError(f'--delay must not be negative, got {self.delay}')
 
 
+class PlayClock:
+    """When a replay plays: options.delay after start() and, started paused, not before
+    resume(). Every replay has one (.clock); the replay command resumes it."""
+
+    def __init__(self, options):
+        self.delay = options.delay
+        self.playing = threading.Event()
+        if not options.start_paused:
+            self.playing.set()
+        self.play_from = 0.0  # monotonic time, from start() on
+
+    def start(self):
+        self.play_from = time.monotonic() + self.delay
+
+    def resume(self):
+        self.playing.set()
+
+    @property
+    def paused(self):
+        return not self.playing.is_set()
+
+    def wait(self, idle):
+        """True once it is time to play; idle(seconds) runs meanwhile, and once more at the
+        end (it reads what the driver sends, or watches a stop flag: True gives up)."""
+        while not self.playing.is_set():
+            if idle(READ_SLICE):
+                return False
+        while (remaining := self.play_from - time.monotonic()) > 0:
+            if idle(min(READ_SLICE, remaining)):
+                return False
+        return not idle(0.0)
+
+
 @dataclasses.dataclass
 class ReplayCounters:
     connections: int = 0
@@ -101,12 +134,14 @@ class RecordingReplay:
                 f'{recording.path}: links {", ".join(unknown)} are not links of '
                 f'{recording.node} (it has {", ".join(sorted(known))})'
             )
+        self.clock = PlayClock(self.options)
         self.servers = {
-            name: _LinkServer(known[name], link, self.options)
+            name: _LinkServer(known[name], link, self.options, self.clock)
             for name, link in recording.links.items()
         }
 
     def start(self):
+        self.clock.start()
         for server in self.servers.values():
             server.start()
         return self
@@ -114,17 +149,6 @@ class RecordingReplay:
     def stop(self):
         for server in self.servers.values():
             server.stop()
-
-    def resume(self):
-        """Start playing a replay started paused (the --delay still counts from start())."""
-        for server in self.servers.values():
-            server.playing.set()
-
-    @property
-    def paused(self):
-        return self.options.start_paused and not all(
-            server.playing.is_set() for server in self.servers.values()
-        )
 
     @property
     def finished(self):
@@ -195,23 +219,19 @@ class RecordingReplay:
 class _LinkServer:
     """One link's port or pty; each driver connection plays the next recorded connection."""
 
-    def __init__(self, spec, link, options):
+    def __init__(self, spec, link, options, clock):
         self.spec = spec
         self.options = options
+        self.clock = clock
         self.connections = [link.connections[n] for n in sorted(link.connections)]
         self.counters = ReplayCounters()
         self._lock = threading.Lock()
         self._next = 0
         self.transport = None
-        self.play_from = 0.0  # monotonic time the recording starts to play (--delay)
-        self.playing = threading.Event()  # set unless started paused and not yet resumed
         last = self.connections[-1] if self.connections else None
         self.end_ns = last.chunks[-1].time_ns if last and last.chunks else 0
 
     def start(self):
-        self.play_from = time.monotonic() + self.options.delay
-        if not self.options.start_paused:
-            self.playing.set()
         if self.spec.serial:
             self.transport = PtyEmulatorPort(self._serve, name=f'replay-{self.spec.name}')
         else:
@@ -247,11 +267,9 @@ class _LinkServer:
 
     def _serve(self, stream, stop):
         peer = _Peer(stream, stop, self.options.speed)
-        # paused, then --delay: what the driver sends meanwhile is kept; a driver that gives up
-        # waiting and connects again leaves this connection unplayed (ConnectionLost)
-        while not self.playing.wait(0):
-            peer.receive(READ_SLICE)
-        peer.read_until(self.play_from)
+        # paused, then --delay: what the driver sends meanwhile is kept; a driver that gave up
+        # waiting and connected again leaves this connection unplayed (ConnectionLost)
+        self.clock.wait(peer.receive)
         while True:
             connection = self._take_connection()
             if connection is None:  # nothing (more) to play: a silent robot

@@ -278,9 +278,9 @@ def test_started_paused_it_plays_nothing_until_resumed(tmp_path):
             assert nothing_arrives(sock)
         with connect(replay) as sock:
             sock.sendall(b'A')
-            assert nothing_arrives(sock) and replay.paused
-            replay.resume()
-            assert receive(sock, 9) == b'WELCOMEa1' and not replay.paused
+            assert nothing_arrives(sock) and replay.clock.paused
+            replay.clock.resume()
+            assert receive(sock, 9) == b'WELCOMEa1' and not replay.clock.paused
             assert wait_for(lambda: replay.finished)
     finally:
         replay.stop()

@@ -13,7 +13,7 @@ import time
 
 from legacy_robot_common.emulator import free_port
 from legacy_robot_common.recording import FROM_ROBOT, TO_ROBOT
-from legacy_robot_common.replay import ReplayCounters
+from legacy_robot_common.replay import PlayClock, ReplayCounters
 
 LINK = 'http'
 CONNECT_PATIENCE = 30.0  # s to wait for the bridge to listen before the first request
@@ -38,6 +38,7 @@ class NabaztagReplay:
         self.status_differs = 0  # replies whose status line is not the recorded one
         self._stop = threading.Event()
         self._thread = None
+        self.clock = PlayClock(options)
 
     @property
     def parameters(self):
@@ -72,6 +73,7 @@ class NabaztagReplay:
 
     def start(self):
         self.port = free_port()
+        self.clock.start()
         self._thread = threading.Thread(target=self._run, name='nabaztag-replay', daemon=True)
         self._thread.start()
         return self
@@ -91,7 +93,11 @@ class NabaztagReplay:
 
     # ---- the thread ------------------------------------------------------------------------
     def _run(self):
-        if self._stop.wait(self.options.delay) or not self.requests or not self._wait_for_bridge():
+        if (
+            not self.clock.wait(self._stop.wait)
+            or not self.requests
+            or not self._wait_for_bridge()
+        ):
             self.counters.finished = True
             return
         while True:
