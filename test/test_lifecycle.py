@@ -6,7 +6,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Twist
 from helpers import wait_for
 from lifecycle_msgs.msg import State, Transition
-from lifecycle_msgs.srv import ChangeState, GetState
+from lifecycle_msgs.srv import ChangeState
 from nav_msgs.msg import Odometry
 from ros_observer import DriverProcesses, latest_status
 from std_srvs.srv import Trigger
@@ -29,18 +29,9 @@ class Lifecycle:
     def __init__(self, ros, node_name):
         self.ros = ros
         self.node_name = node_name
-        self._get_state = ros.node.create_client(GetState, f'{ros.ns}/{node_name}/get_state')
 
-    def state(self, attempts=3):
-        """The current state id. Asked again when no answer comes: a request sent in the
-        moment the server is discovered can lose its response (DDS matching), and asking
-        changes nothing."""
-        for _ in range(attempts):
-            assert self.ros.spin_until(self._get_state.service_is_ready, 10), 'no get_state'
-            future = self._get_state.call_async(GetState.Request())
-            if self.ros.spin_until(future.done, 5):
-                return future.result().current_state.id
-        raise AssertionError(f'{self.node_name}/get_state did not answer {attempts} times')
+    def state(self):
+        return self.ros.lifecycle_state(self.node_name)
 
     def change(self, transition_id):
         request = ChangeState.Request(transition=Transition(id=transition_id))

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from builtin_interfaces.msg import Time
 from helpers import Lines, start_module
+from lifecycle_msgs.msg import State
 from ros_observer import Observer
 
 from legacy_robot_bench.common.bench import ros_args
@@ -219,6 +220,11 @@ def replay(plugin, path, folder, *options):
         assert observer.spin_until(matched, DISCOVERY_PATIENCE), (
             "the replayed driver's publishers were not discovered"
         )
+        # and once it is active: its publishers exist from its start, but publish only from
+        # activation, and a replay answers at once (the AIBO's first audio, answered between
+        # configure and activate, was dropped). get_state answers once the driver spins,
+        # after autostart's activation.
+        assert observer.lifecycle_state(plugin.node_name) == State.PRIMARY_STATE_ACTIVE
         server.stdin.write('\n')
         server.stdin.flush()
         assert observer.spin_until(lambda: output.has(_Announced.END), REPLAY_PATIENCE), (

@@ -5,6 +5,7 @@ import signal
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from helpers import spin_until, start_module
+from lifecycle_msgs.srv import GetState
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from tf2_msgs.msg import TFMessage
@@ -95,6 +96,21 @@ class Observer:
         future = client.call_async(request)
         assert spin_until(self.executor, future.done, timeout), f'{name} did not answer'
         return future.result()
+
+    def lifecycle_state(self, node_name, attempts=3):
+        """A managed node's current state id. Asked again when no answer comes: a request
+        sent in the moment the server is discovered can lose its response (DDS matching), and
+        asking changes nothing."""
+        key = (GetState, f'{self.ns}/{node_name}/get_state')
+        if key not in self.service_clients:
+            self.service_clients[key] = self.node.create_client(*key)
+        client = self.service_clients[key]
+        for _ in range(attempts):
+            assert self.spin_until(client.service_is_ready, 10), 'no get_state'
+            future = client.call_async(GetState.Request())
+            if self.spin_until(future.done, 5):
+                return future.result().current_state.id
+        raise AssertionError(f'{node_name}/get_state did not answer {attempts} times')
 
     def spin_until(self, predicate, timeout):
         return spin_until(self.executor, predicate, timeout)
