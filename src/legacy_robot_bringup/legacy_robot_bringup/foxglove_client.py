@@ -18,10 +18,11 @@ SERVICE_REQUEST = 0x02
 
 
 class FoxgloveClient:
-    def __init__(self, url):
-        self.ws = connect(
-            url, subprotocols=SUBPROTOCOLS, max_size=None, open_timeout=10, legacy=True
-        )
+    def __init__(self, url, **options):
+        """options: websockets' connect() arguments (e.g. ping_interval=None for a client
+        that reads slowly on purpose: its pings' answers wait behind the data)."""
+        options = {'max_size': None, 'open_timeout': 10, **options}
+        self.ws = connect(url, subprotocols=SUBPROTOCOLS, legacy=True, **options)
         self.channels = {}  # topic → advertised channel
         self.services = {}  # name → advertised service
         self.messages = {}  # topic → [decoded message] (or [payload size] undecoded)
@@ -38,14 +39,20 @@ class FoxgloveClient:
         """Handle what the server sends for seconds."""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            try:
-                frame = self.ws.recv(timeout=left)
-            except TimeoutError:
+            if not self.receive_one(left):
                 return
-            if isinstance(frame, str):
-                self._on_json(json.loads(frame))
-            else:
-                self._on_binary(frame)
+
+    def receive_one(self, timeout):
+        """Handle one frame from the server; False if none came within timeout s."""
+        try:
+            frame = self.ws.recv(timeout=timeout)
+        except TimeoutError:
+            return False
+        if isinstance(frame, str):
+            self._on_json(json.loads(frame))
+        else:
+            self._on_binary(frame)
+        return True
 
     def wait_for(self, predicate, timeout):
         deadline = time.monotonic() + timeout
