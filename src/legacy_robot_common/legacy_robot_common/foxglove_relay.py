@@ -373,6 +373,7 @@ class FoxgloveRelay(Node):
             'topics watched': watched,
             'services': len(self._service_clients),
             'messages relayed': self.relayed,
+            'messages waiting': self._queue.qsize(),  # for the server, at most QUEUE_LENGTH
             'messages dropped': self.dropped,
             'client messages published': self.published,
             'client messages refused': self.refused,
