@@ -3,20 +3,33 @@ on a desk host (network namespaces, network.py), per link and DDS profile: when 
 was first seen at the desk, its rate there and the age of what arrived. Needs root and `ip`.
 
     . tools/env.sh && hosts_bench [--window 10] [--cases 'one host,clean,5%,20%']
-        [--profiles default,lossy] [--image-qos reliable] [--json FILE]
+        [--profiles default,lossy] [--image-qos reliable] [--desk-gone 60] [--json FILE]
 
 Prints a Markdown table (and --json FILE writes the numbers). The link cut, stop distance and
 time to resume are measured by test/test_two_hosts.py (-s prints them).
+
+Then a desk that is present (the baseline), gone or slow for --desk-gone seconds (0: not
+measured; --cases '' measures only these), bringup with its Foxglove relay and the desk
+watching both the DDS streams and every relay channel: 'gone' kills the desk's meter and cuts
+the link, 'slow' keeps a desk that takes SLOW s over each message (DDS and Foxglove). From
+SETTLE s after the desk saw every stream, bringup's RSS is sampled every second on the robot
+host (start, max, end, slopes), the relay's queue read from its diagnostics there, and after
+'gone' the link comes back with a new meter on the desk, timed until it sees every stream.
 """
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 from . import network as two_hosts
+from . import stream_meter
 
 STREAMS = {
     '/p2os/odom': 'P2OS odom (10/s)',
@@ -38,6 +51,11 @@ LINKS = {
     '20%': {'loss': 0.20, 'delay': 0.02, 'jitter': 0.01},
 }
 DOMAIN = '43'  # inside the namespaces only
+RELAY_PORT = 8765
+SLOW = 0.2  # s the slow desk takes over each DDS message and each Foxglove frame
+SETTLE = 10.0  # s from every stream seen at the desk to the first RSS sample
+DESK_CASES = ('present', 'gone', 'slow')
+QUEUE_VALUES = ['messages waiting', 'messages dropped']  # the relay's diagnostics
 ENV = {**os.environ, 'PYTHONUNBUFFERED': '1'}
 
 
@@ -100,11 +118,124 @@ def run_case(link, profile, window, settle, image_qos):
         return streams, {'robot_cpu': round(100 * cpu, 1), 'rss_growth_mb': rss, 'loss': lost}
 
 
-def start_meter(net, host, args, env):
+def start_meter(net, host, args, env, stderr=subprocess.PIPE):
     """stream_meter.py with args on host, its output piped."""
     argv = [sys.executable, '-m', 'legacy_robot_bench.hosts.stream_meter', *args]
-    kwargs = {'stdout': subprocess.PIPE, 'stderr': subprocess.PIPE, 'text': True}
+    kwargs = {'stdout': subprocess.PIPE, 'stderr': stderr, 'text': True}
     return net.popen(host, argv, env=env, **kwargs)
+
+
+class Lines:
+    """A process's stdout JSON lines, read on a thread."""
+
+    def __init__(self, stream):
+        self.records = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            with self._changed:
+                with contextlib.suppress(ValueError):
+                    self.records.append(json.loads(line))
+                self._changed.notify_all()
+
+    def wait(self, key, timeout):
+        """The first record holding key, or None after timeout s."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not (found := [r for r in self.records if key in r]):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._changed.wait(left)
+            return found[0]
+
+
+def run_desk_case(kind, seconds, profile, startup=60.0, foxglove=True):
+    """The desk gone (meter killed, link cut) or slow for seconds: bringup's RSS each second,
+    the relay's queue, and (gone) the time until a new desk sees every stream again."""
+    with (
+        two_hosts.Network(['robot', 'desk'], link='tun') as net,
+        tempfile.TemporaryFile('w+') as log,
+    ):
+        env = {h: net.ros_env(h, base=ENV, ROS_DOMAIN_ID=DOMAIN) for h in ('robot', 'desk')}
+        relay = ['--foxglove', str(RELAY_PORT), '--foxglove-address', net.address('robot')]
+        relay = relay if foxglove else []
+        robot = net.popen(
+            'robot',
+            [sys.executable, '-m', 'legacy_robot_bringup.compose', 'p2os', 'aibo', 'ipaq',
+             '--sim', '--dds-profile', profile, *relay],
+            env=env['robot'], stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
+        forever = ['--settle', '0', '--window', str(10 * (seconds + startup))]
+        queues = Lines(start_meter(
+            net, 'robot', [*forever, '--watch-values', *QUEUE_VALUES], env['robot'], log
+        ).stdout)  # fmt: skip
+        watch = ['--profile', profile]
+        watch += ['--foxglove', f'ws://{net.address("robot")}:{RELAY_PORT}'] if foxglove else []
+        topics = [t for t in STREAMS if t != COMMANDS]
+        slow = ['--slow', str(SLOW)] if kind == 'slow' else []
+        desk = start_meter(net, 'desk', [*forever, *watch, *slow, *topics], env['desk'], log)
+        desk_lines = Lines(desk.stdout)
+        if desk_lines.wait('all_seen', startup) is None:
+            seen = {r['seen'] for r in desk_lines.records if 'seen' in r}
+            expected = [*topics, stream_meter.FOXGLOVE] if foxglove else topics
+            log.seek(0)
+            raise RuntimeError(
+                f'{kind}: the desk saw nothing of {sorted(set(expected) - seen)} in '
+                f"{startup:.0f} s; the meters' stderr: {log.read()[-2000:]}"
+            )
+        time.sleep(SETTLE)  # what a bringup's first seconds allocate is not the desk's doing
+        rss = [rss_kb(robot.pid) / 1024]
+        began, before = time.monotonic(), len(queues.records)
+        if kind == 'gone':
+            os.killpg(desk.pid, signal.SIGKILL)
+            net.cut(True)
+        for tick in range(1, int(seconds) + 1):
+            time.sleep(max(0.0, began + tick - time.monotonic()))
+            rss.append(rss_kb(robot.pid) / 1024)
+        queued = [r['values'] for r in queues.records[before:] if 'values' in r]
+        result = {
+            'kind': kind,
+            'profile': profile,
+            'seconds': seconds,
+            'rss': rss_summary(rss),
+            'rss_samples_mb': [round(x, 2) for x in rss],
+            'relay_waiting_max': max((int(v['messages waiting']) for v in queued), default=None),
+            'relay_dropped': max((int(v['messages dropped']) for v in queued), default=None),
+            'back_after': None,
+        }
+        if kind == 'gone':
+            net.cut(False)
+            back = time.monotonic()
+            again = start_meter(net, 'desk', [*forever, *watch, '--until-all-seen', *topics],
+                                env['desk'], log)  # fmt: skip
+            if Lines(again.stdout).wait('all_seen', startup) is not None:
+                result['back_after'] = round(time.monotonic() - back, 1)
+        if robot.poll() is not None:
+            raise RuntimeError(f'{kind}: bringup ended (exit {robot.returncode})')
+        return result
+
+
+def rss_summary(samples):
+    """start, max, end (MB) and least-squares slopes (MB/min) of one sample a second: over all
+    of them, and over the second half (after what fills once: histories, buffers, backlogs)."""
+    return {
+        'start': round(samples[0], 1),
+        'max': round(max(samples), 1),
+        'end': round(samples[-1], 1),
+        'slope_mb_min': slope(samples),
+        'late_slope_mb_min': slope(samples[len(samples) // 2 :]),
+    }
+
+
+def slope(samples):
+    """MB/min of samples taken a second apart (least squares)."""
+    n = len(samples)
+    mean_t, mean_y = (n - 1) / 2, sum(samples) / n
+    spread = sum((t - mean_t) ** 2 for t in range(n)) or 1.0
+    return round(60 * sum((t - mean_t) * (y - mean_y) for t, y in enumerate(samples)) / spread, 2)
 
 
 def cpu_seconds(pid):
@@ -133,8 +264,17 @@ def main(argv=None):
     parser.add_argument('--cases', default=','.join(LINKS))
     parser.add_argument('--profiles', default='default,lossy')
     parser.add_argument('--image-qos', default='reliable', choices=('reliable', 'best_effort'))
+    parser.add_argument(
+        '--desk-gone',
+        type=float,
+        default=60.0,
+        metavar='SECONDS',
+        help='how long the desk is watched present, gone, then slow (0: none of the three)',
+    )
     parser.add_argument('--json')
     args = parser.parse_args(argv)
+    if args.desk_gone < 0:
+        parser.error('--desk-gone: must be 0 or more seconds')
     reason = two_hosts.unavailable()
     if reason:
         print(f'hosts_bench: {reason}', file=sys.stderr)
@@ -142,7 +282,7 @@ def main(argv=None):
     os.environ.pop('ROS_STATIC_PEERS', None)
     rows = []
     for profile in args.profiles.split(','):
-        for link in args.cases.split(','):
+        for link in [c for c in args.cases.split(',') if c]:
             began = time.monotonic()
             result, stats = run_case(link, profile, args.window, args.settle, args.image_qos)
             first = [n['first'] for n in result.values() if n['first'] is not None]
@@ -151,6 +291,50 @@ def main(argv=None):
                 {'profile': profile, 'link': link, 'streams': result, 'discovery': every, **stats}
             )
             print(f'{profile} / {link}: {time.monotonic() - began:.0f} s', file=sys.stderr)
+    if rows:
+        print_link_table(rows)
+    desk = []
+    for kind in DESK_CASES if args.desk_gone else ():
+        began = time.monotonic()
+        desk.append(run_desk_case(kind, args.desk_gone, args.profiles.split(',')[0]))
+        print(f'desk {kind}: {time.monotonic() - began:.0f} s', file=sys.stderr)
+    if desk:
+        print_desk_table(desk)
+    if args.json:
+        with open(args.json, 'w') as stream:
+            json.dump({'links': rows, 'desk': desk}, stream, indent=1)
+    return 0
+
+
+def print_desk_table(rows):
+    header = [
+        'profile', 'desk', 'for', 'bringup RSS start MB', 'max', 'end', 'slope MB/min',
+        'second half MB/min',
+        'relay queue max', 'relay dropped', 'every stream seen again after',
+    ]  # fmt: skip
+    print()
+    print('| ' + ' | '.join(header) + ' |')
+    print('|' + '---|' * len(header))
+    for row in rows:
+        rss = row['rss']
+        what = {
+            'present': 'present (baseline)',
+            'gone': 'gone (meter killed, link cut)',
+            'slow': f'slow ({SLOW} s a message)',
+        }[row['kind']]
+        back = '' if row['kind'] != 'gone' else 'never' if row['back_after'] is None else (
+            f'{row["back_after"]:.1f} s'
+        )  # fmt: skip
+        cells = [
+            row['profile'], what, f'{row["seconds"]:.0f} s', f'{rss["start"]:.1f}',
+            f'{rss["max"]:.1f}', f'{rss["end"]:.1f}', f'{rss["slope_mb_min"]:+.2f}',
+            f'{rss["late_slope_mb_min"]:+.2f}',
+            str(row['relay_waiting_max']), str(row['relay_dropped']), back,
+        ]  # fmt: skip
+        print('| ' + ' | '.join(cells) + ' |')
+
+
+def print_link_table(rows):
     header = ['profile', 'link', 'all seen after', 'bringup CPU %', 'RSS Δ MB', *STREAMS.values()]
     print('| ' + ' | '.join(header) + ' |')
     print('|' + '---|' * len(header))
@@ -160,10 +344,6 @@ def main(argv=None):
         cpu = f'{row["robot_cpu"]:.1f}'
         rss = f'{row["rss_growth_mb"]:+.1f}'
         print('| ' + ' | '.join([row['profile'], row['link'], seen, cpu, rss, *cells]) + ' |')
-    if args.json:
-        with open(args.json, 'w') as stream:
-            json.dump(rows, stream, indent=1)
-    return 0
 
 
 if __name__ == '__main__':
