@@ -15,6 +15,8 @@ from legacy_robot_bench.common.bench import (
     report,
     wire_latencies,
 )
+from legacy_robot_bench.hosts.bench import main as hosts_bench
+from legacy_robot_bench.hosts.bench import rss_summary
 from legacy_robot_common.emulator import SendLog
 
 
@@ -106,3 +108,20 @@ def test_recording_overhead_alternates_runs_and_counts_what_the_recording_spends
     assert cost.recording_cpu == 0.05 + 100 * 10.0 * cost.tap_call
     assert abs(cost.extra - 100 * cost.recording_cpu / 2.0) < 1e-9
     assert abs(cost.measured_difference - 10.0) < 1e-9 and cost.mb_per_minute > 0
+
+
+def test_desk_gone_rss_summary_separates_what_fills_once_from_growth():
+    filled_then_flat = [100.0, 102.0, 104.0, 106.0] + [106.0] * 6  # MB, one a second
+    summary = rss_summary(filled_then_flat)
+    assert (summary['start'], summary['max'], summary['end']) == (100.0, 106.0, 106.0)
+    assert summary['slope_mb_min'] > 0 and summary['late_slope_mb_min'] == 0
+    growing = [100.0 + t / 60 for t in range(10)]  # 1 MB a minute
+    assert rss_summary(growing)['late_slope_mb_min'] == pytest.approx(1.0)
+    assert rss_summary([5.0])['slope_mb_min'] == 0
+
+
+def test_desk_gone_needs_a_duration_of_zero_or_more(capsys):
+    with pytest.raises(SystemExit) as exited:
+        hosts_bench(['--desk-gone', '-1'])
+    assert exited.value.code == 2
+    assert '--desk-gone: must be 0 or more seconds' in capsys.readouterr().err
