@@ -10,6 +10,7 @@ domain of their own (the hosts are private networks: no other test's traffic rea
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -291,13 +292,24 @@ TIMEOUT = 0.5  # s: cmd_vel_timeout
 
 
 @needs_hosts
-@pytest.mark.parametrize('executor', ['events', 'single'])
-@pytest.mark.parametrize('robot', ['p2os', 'ipaq'])
-def test_robot_stops_when_the_link_goes_and_drives_again_after(network, robot, executor):
+@pytest.mark.parametrize(
+    'robot, executor, desk_fate',
+    [
+        ('p2os', 'events', 'stays'),
+        ('p2os', 'single', 'killed'),
+        ('ipaq', 'events', 'killed'),
+        ('ipaq', 'single', 'stays'),
+    ],
+)
+def test_robot_stops_when_the_link_goes_and_drives_again_after(
+    network, robot, executor, desk_fate
+):
     """The desk sends cmd_vel at 10 Hz; the link is cut for CUT s. From the emulator's true
     state: the robot is told to stop within cmd_vel_timeout of the last cmd_vel that reached
     its host (plus one control period), stays stopped; after the link returns the desk sees
-    odometry again and drives it again, nothing restarted."""
+    odometry again and drives it again, nothing restarted on the robot's host. In half the
+    cases the desk's process is killed during the cut (a desk that vanished) and a new one
+    starts when the link returns (each executor, each robot once)."""
     net = network(link='veth')
     ros = ['-p', f'cmd_vel_timeout:={TIMEOUT}']
     if robot == 'p2os':
@@ -306,15 +318,19 @@ def test_robot_stops_when_the_link_goes_and_drives_again_after(network, robot, e
         net, 'robot', [sys.executable, str(SUPPORT / 'robot_host.py'), robot, '--', *ros],
         LEGACY_ROBOTS_EXECUTOR=executor,
     )  # fmt: skip
-    _, seen, _ = desk(net, '--drive', str(SPEED))
+    desk_process, seen, _ = desk(net, '--drive', str(SPEED))
     moving = truth.wait(lambda r: r.get('v', 0) > 0.8 * SPEED, STARTUP)
     assert moving, (truth.text, seen.text)
     net.cut(True)
     cut_at = time.monotonic()
+    if desk_fate == 'killed':
+        os.killpg(desk_process.pid, signal.SIGKILL)  # its session: the process is the client
     time.sleep(CUT)  # the link is away for this long whatever happens meanwhile
     stopped = truth.after(cut_at, 'v')
     net.cut(False)
     back_at = time.monotonic()
+    if desk_fate == 'killed':
+        _, seen, _ = desk(net, '--drive', str(SPEED))
     last_command = max(r['cmd_vel'] for r in stopped)
     told_to_stop = next(r['t'] for r in stopped if r['t'] > last_command and r['setpoint'] == 0)
     standstill = next(r for r in stopped if r['t'] > last_command and r['v'] == 0)
@@ -330,9 +346,10 @@ def test_robot_stops_when_the_link_goes_and_drives_again_after(network, robot, e
     assert driving, 'the desk could not drive the robot again'
     assert robot_process.poll() is None
     print(
-        f'{robot} on {executor}: told to stop {told_to_stop - last_command:.2f} s after the last '
-        f'cmd_vel, {distance:.2f} m beyond it; odometry back {odom_back["odom"] - back_at:.2f} s '
-        f'after the link, driving again after {driving["t"] - back_at:.2f} s'
+        f'{robot} on {executor}, desk {desk_fate}: told to stop '
+        f'{told_to_stop - last_command:.2f} s after the last cmd_vel, {distance:.2f} m beyond '
+        f'it; odometry back {odom_back["odom"] - back_at:.2f} s after the link, driving again '
+        f'after {driving["t"] - back_at:.2f} s'
     )
 
 
