@@ -8,7 +8,6 @@ and skips, saying so, elsewhere. Processes inside the hosts discover across the 
 domain of their own (the hosts are private networks: no other test's traffic reaches them).
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -158,41 +157,6 @@ def network(request):
         net.close()
 
 
-class Output:
-    """A process's stdout JSON lines (and other lines), read on a thread, stamped on arrival."""
-
-    def __init__(self, stream):
-        self.records = []
-        self.text = []
-        self._changed = threading.Condition()
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
-
-    def _read(self, stream):
-        for line in stream:
-            with self._changed:
-                try:
-                    self.records.append(json.loads(line))
-                except ValueError:
-                    self.text.append(line.rstrip('\n'))
-                self._changed.notify_all()
-
-    def wait(self, predicate, timeout):
-        """The first record (from the start) for which predicate holds, or None."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for record in self.records:
-                    if predicate(record):
-                        return record
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._changed.wait(left)
-
-    def after(self, t, key):
-        return [r for r in list(self.records) if key in r and r.get('t', r.get(key)) > t]
-
-
 def start(net, host, argv, peers=None, **env):
     process = net.popen(
         host,
@@ -205,7 +169,7 @@ def start(net, host, argv, peers=None, **env):
     )
     errors = []
     threading.Thread(target=lambda: errors.extend(process.stderr), daemon=True).start()
-    return process, Output(process.stdout), errors
+    return process, two_hosts.Output(process.stdout), errors
 
 
 def desk(net, *args, peers=None):

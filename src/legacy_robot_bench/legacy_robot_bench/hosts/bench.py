@@ -18,14 +18,12 @@ host (start, max, end, slopes), the relay's queue read from its diagnostics ther
 """
 
 import argparse
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 from . import network as two_hosts
@@ -125,33 +123,6 @@ def start_meter(net, host, args, env, stderr=subprocess.PIPE):
     return net.popen(host, argv, env=env, **kwargs)
 
 
-class Lines:
-    """A process's stdout JSON lines, read on a thread."""
-
-    def __init__(self, stream):
-        self.records = []
-        self._changed = threading.Condition()
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
-
-    def _read(self, stream):
-        for line in stream:
-            with self._changed:
-                with contextlib.suppress(ValueError):
-                    self.records.append(json.loads(line))
-                self._changed.notify_all()
-
-    def wait(self, key, timeout):
-        """The first record holding key, or None after timeout s."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while not (found := [r for r in self.records if key in r]):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._changed.wait(left)
-            return found[0]
-
-
 def run_desk_case(kind, seconds, profile, startup=60.0, foxglove=True):
     """The desk gone (meter killed, link cut) or slow for seconds: bringup's RSS each second,
     the relay's queue, and (gone) the time until a new desk sees every stream again."""
@@ -169,7 +140,7 @@ def run_desk_case(kind, seconds, profile, startup=60.0, foxglove=True):
             env=env['robot'], stdout=subprocess.DEVNULL, stderr=log,
         )  # fmt: skip
         forever = ['--settle', '0', '--window', str(10 * (seconds + startup))]
-        queues = Lines(start_meter(
+        queues = two_hosts.Output(start_meter(
             net, 'robot', [*forever, '--watch-values', *QUEUE_VALUES], env['robot'], log
         ).stdout)  # fmt: skip
         watch = ['--profile', profile]
@@ -177,8 +148,8 @@ def run_desk_case(kind, seconds, profile, startup=60.0, foxglove=True):
         topics = [t for t in STREAMS if t != COMMANDS]
         slow = ['--slow', str(SLOW)] if kind == 'slow' else []
         desk = start_meter(net, 'desk', [*forever, *watch, *slow, *topics], env['desk'], log)
-        desk_lines = Lines(desk.stdout)
-        if desk_lines.wait('all_seen', startup) is None:
+        desk_lines = two_hosts.Output(desk.stdout)
+        if desk_lines.wait(lambda r: 'all_seen' in r, startup) is None:
             seen = {r['seen'] for r in desk_lines.records if 'seen' in r}
             expected = [*topics, stream_meter.FOXGLOVE] if foxglove else topics
             log.seek(0)
@@ -211,7 +182,7 @@ def run_desk_case(kind, seconds, profile, startup=60.0, foxglove=True):
             back = time.monotonic()
             again = start_meter(net, 'desk', [*forever, *watch, '--until-all-seen', *topics],
                                 env['desk'], log)  # fmt: skip
-            if Lines(again.stdout).wait('all_seen', startup) is not None:
+            if two_hosts.Output(again.stdout).wait(lambda r: 'all_seen' in r, startup):
                 result['back_after'] = round(time.monotonic() - back, 1)
         if robot.poll() is not None:
             raise RuntimeError(f'{kind}: bringup ended (exit {robot.returncode})')

@@ -13,6 +13,9 @@ number of hosts. Each host also gets a /dev/shm of its own (a directory of the m
 bind-mounted for its processes), so Fast DDS cannot take its shared-memory transport to another
 "host" and every byte between hosts crosses the link, while processes on one host share it.
 
+Output(process.stdout) reads a process's JSON lines on a thread and waits for one (the
+two-host tests' and hosts_bench's processes in the hosts).
+
 Everything made (namespaces, their devices, the forwarder, the processes started) is removed by
 close(), which the context manager and the pytest fixtures always call; namespaces left by a run
 that was killed are removed by the next one (names carry the creating process's id).
@@ -30,6 +33,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 PREFIX = 'lrh-'  # namespaces: lrh-<pid>-<random>-<host>; devices: lrh<random><i>
 SUBNET = '192.0.2.{}'
@@ -248,6 +253,41 @@ class Network:
     def stats(self):
         """The forwarder's packet counters (link='tun')."""
         return self._control(stats=True)
+
+
+class Output:
+    """A process's stdout JSON lines (and other lines), read on a thread as they come."""
+
+    def __init__(self, stream):
+        self.records = []
+        self.text = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            with self._changed:
+                try:
+                    self.records.append(json.loads(line))
+                except ValueError:
+                    self.text.append(line.rstrip('\n'))
+                self._changed.notify_all()
+
+    def wait(self, predicate, timeout):
+        """The first record (from the start) for which predicate holds, or None."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for record in self.records:
+                    if predicate(record):
+                        return record
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._changed.wait(left)
+
+    def after(self, t, key):
+        return [r for r in list(self.records) if key in r and r.get('t', r.get(key)) > t]
 
 
 def stop(process, timeout=10.0):
