@@ -51,9 +51,11 @@ LINKS = {
 DOMAIN = '43'  # inside the namespaces only
 RELAY_PORT = 8765
 SLOW = 0.2  # s the slow desk takes over each DDS message and each Foxglove frame
+ATTEMPTS = 3  # starts of a desk case when the relay relays nothing (RelaySilent)
 SETTLE = 10.0  # s from every stream seen at the desk to the first RSS sample
 DESK_CASES = ('present', 'gone', 'slow')
-QUEUE_VALUES = ['messages waiting', 'messages dropped']  # the relay's diagnostics
+# the relay's diagnostics: its queue, and what says whether it relays at all
+QUEUE_VALUES = ['messages waiting', 'messages dropped', 'messages relayed', 'topics watched']
 ENV = {**os.environ, 'PYTHONUNBUFFERED': '1'}
 
 
@@ -123,6 +125,11 @@ def start_meter(net, host, args, env, stderr=subprocess.PIPE):
     return net.popen(host, argv, env=env, **kwargs)
 
 
+class RelaySilent(RuntimeError):
+    """The relay took the desk's Foxglove subscriptions and relayed nothing (seen in about one
+    start in five on a loaded 2-core VM: 'topics watched' 57, 'messages relayed' 0)."""
+
+
 def run_desk_case(kind, seconds, profile, startup=60.0, foxglove=True):
     """The desk gone (meter killed, link cut) or slow for seconds: bringup's RSS each second,
     the relay's queue, and (gone) the time until a new desk sees every stream again."""
@@ -153,9 +160,13 @@ def run_desk_case(kind, seconds, profile, startup=60.0, foxglove=True):
             seen = {r['seen'] for r in desk_lines.records if 'seen' in r}
             expected = [*topics, stream_meter.FOXGLOVE] if foxglove else topics
             log.seek(0)
-            raise RuntimeError(
-                f'{kind}: the desk saw nothing of {sorted(set(expected) - seen)} in '
-                f"{startup:.0f} s; the meters' stderr: {log.read()[-2000:]}"
+            said = [line for line in log.read().splitlines() if 'foxglove' in line]
+            missing = sorted(set(expected) - seen)
+            error = RelaySilent if missing == [stream_meter.FOXGLOVE] else RuntimeError
+            raise error(
+                f'{kind}: the desk saw nothing of {missing} in '
+                f"{startup:.0f} s; the relay's last diagnostics: {queues.records[-1:]}; what "
+                f'bringup and the meters said of Foxglove: {said[-40:]}'
             )
         time.sleep(SETTLE)  # what a bringup's first seconds allocate is not the desk's doing
         rss = [rss_kb(robot.pid) / 1024]
@@ -267,7 +278,15 @@ def main(argv=None):
     desk = []
     for kind in DESK_CASES if args.desk_gone else ():
         began = time.monotonic()
-        desk.append(run_desk_case(kind, args.desk_gone, args.profiles.split(',')[0]))
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                desk.append(run_desk_case(kind, args.desk_gone, args.profiles.split(',')[0]))
+                break
+            except RelaySilent as exc:  # a fault of the relay, said, not hidden
+                print(f'desk {kind}, attempt {attempt}: {str(exc)[:300]}', file=sys.stderr)
+                if attempt == ATTEMPTS:
+                    raise
+        desk[-1]['relay_silent_starts'] = attempt - 1
         print(f'desk {kind}: {time.monotonic() - began:.0f} s', file=sys.stderr)
     if desk:
         print_desk_table(desk)

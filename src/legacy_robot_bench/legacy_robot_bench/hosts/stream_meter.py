@@ -183,10 +183,14 @@ def watch_foxglove(url, arrivals, slow, end):
             return
         if client.received > received:
             arrivals.append((time.monotonic(), None))
-        for topic in set(client.channels) - subscribed:
-            client.subscribe(topic, decode=False)
-            subscribed.add(topic)
-            print(f'stream_meter: foxglove: subscribed to {topic}', file=sys.stderr, flush=True)
+        # by channel id: a topic the relay lost from the graph for a moment comes back as a
+        # new channel, which a client must subscribe to again (Foxglove's apps do)
+        for topic, channel in list(client.channels.items()):
+            if channel['id'] not in subscribed:
+                client.subscribe(topic, decode=False)
+                subscribed.add(channel['id'])
+                said = f'subscribed to {topic} (channel {channel["id"]})'
+                print(f'stream_meter: foxglove: {said}', file=sys.stderr, flush=True)
         client.messages.clear()  # only arrivals are kept
         if slow:
             time.sleep(slow)
