@@ -2,8 +2,8 @@
 
 A robot node subclasses DriverNode, builds its client, calls attach_client(), implements
 handle_record() and ends its __init__ with begin(). The link thread never touches rclpy's
-entities: it puts records on a queue and hands the executor one task per burst
-(executor.create_task, which both executors take from any thread); the task calls
+entities: it hands records to the executor (handoff.ExecutorHandoff: a queue, one
+executor.create_task per burst, which both executors take from any thread); the task calls
 handle_record() for each record, where publishing happens.
 
 Every driver is a managed (lifecycle) node: configure opens the links, activate starts
@@ -17,7 +17,6 @@ import functools
 import importlib.metadata
 import inspect
 import os
-import queue
 import signal
 import socket
 import sys
@@ -28,7 +27,6 @@ import weakref
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.event_handler import PublisherEventCallbacks
-from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.experimental import EventsExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation
@@ -38,6 +36,7 @@ from rclpy.task import Future
 
 from .diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
 from .frames import RobotFrames
+from .handoff import ExecutorHandoff
 from .memory import ARENAS, ENVIRONMENT, MallocTrim, configure_malloc
 from .middleware import use_our_dds_profiles
 from .params import ParameterError, declare
@@ -83,7 +82,7 @@ def make_executor(context=None, kind=None):
     return EXECUTORS[kind or executor_kind()](context=context)
 
 
-class DriverNode(LifecycleNode):
+class DriverNode(ExecutorHandoff, LifecycleNode):
     # Record types handle_record() may publish on the link thread that delivered them,
     # without the executor round trip (a wake-up costs about 0.7 ms of CPU): only those
     # whose handling touches nothing but their own publishers, each used by one thread.
@@ -98,9 +97,7 @@ class DriverNode(LifecycleNode):
         # reply; the reply's delivery and its timeout must not wait behind them.
         # Robot nodes create services, subscriptions and timers in this group.
         self.callback_group = ReentrantCallbackGroup()
-        self._records = queue.SimpleQueue()
-        self._wake_pending = threading.Event()
-        self._destroyed = False
+        self.init_handoff()  # records from the link threads to the executor
         # state first: a parameter declared below may raise, and shutdown still reads these
         self.records_dropped = 0
         self.link_names = []
@@ -324,35 +321,8 @@ class DriverNode(LifecycleNode):
             if self.context.ok():  # after shutdown a late record has nowhere to go
                 self._handle(record)
             return
-        self._records.put(record)
-        # One executor task per burst: each wake-up of the executor costs CPU in rclpy.
-        if self._wake_pending.is_set():
-            return
-        self._wake_pending.set()
-        self._schedule_drain()
-
-    def _schedule_drain(self):
-        """A task in the executor that drains the records (from any thread). Before the node
-        is added to an executor (records of begin()'s configure) the executor setter does it."""
-        executor = self.executor
-        if executor is None or self._destroyed:
-            self._wake_pending.clear()
-            return
-        try:
-            executor.create_task(self._drain_records)
-        except (RuntimeError, InvalidHandle):
-            pass  # the executor is shut down: a late record has nowhere to go
-
-    @property
-    def executor(self):
-        return LifecycleNode.executor.fget(self)
-
-    @executor.setter
-    def executor(self, new_executor):
-        LifecycleNode.executor.fset(self, new_executor)
-        if new_executor is not None and not self._records.empty():
-            self._wake_pending.set()
-            self._schedule_drain()
+        # one executor task per burst; records of begin()'s configure wait for the executor
+        self.hand_off(record)
 
     def destroy_timer(self, timer):
         """Node.destroy_timer, and the timer out of its callback group: rclpy's group keeps a
@@ -420,16 +390,10 @@ class DriverNode(LifecycleNode):
         reply = await future
         return (None, str(reply)) if isinstance(reply, Exception) else (reply, None)
 
-    def _drain_records(self):
-        self._wake_pending.clear()  # before draining: a record put from now on wakes us again
-        while not self._destroyed:
-            try:
-                record = self._records.get_nowait()
-            except queue.Empty:
-                return
-            if isinstance(record, _Resolve):
-                record.apply()
-                continue
+    def handle_handoff(self, record):
+        if isinstance(record, _Resolve):
+            record.apply()
+        else:
             self._handle(record)
 
     def _handle(self, record):
@@ -462,7 +426,7 @@ class DriverNode(LifecycleNode):
         self.stop_links()
         if self.recorder is not None:
             self.recorder.stop()
-        self._destroyed = True  # a drain task still queued finds nothing to publish to
+        self.close_handoff()  # a drain task still queued finds nothing to publish to
         super().destroy_node()
 
 

@@ -213,7 +213,7 @@ def test_direct_records_are_handled_on_the_link_thread_without_the_executor(cont
     producer.start()
     producer.join()
     assert node.handled == ['direct'] and node.handler_threads == threads  # no spin at all
-    assert node.records_dropped == 1 and node._records.qsize() == 1  # 7 waits its turn
+    assert node.records_dropped == 1 and node._handoff.qsize() == 1  # 7 waits its turn
     node.destroy_node()
 
 
@@ -363,7 +363,7 @@ def test_a_record_after_the_node_is_destroyed_is_dropped_quietly(context):
     node = RecordingDriver(context)
     node.destroy_node()
     node._enqueue('late')  # what a link thread does when a reply arrives during shutdown
-    assert node._records.qsize() == 1 and node.handled == []
+    assert node._handoff.qsize() == 1 and node.handled == []
 
 
 class _ExecutorOfADyingContext:
