@@ -6,13 +6,18 @@ import re
 import signal
 
 import pytest
+import rclpy
 from geometry_msgs.msg import Twist, Vector3
 from helpers import Lines, start_module, wait_for
 from mcap_ros2._dynamic import generate_dynamic
+from rclpy.node import Node
 from rclpy.serialization import serialize_message
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from legacy_robot_bringup.foxglove_client import FoxgloveClient
+from legacy_robot_common import driver_node
+from legacy_robot_common.foxglove_relay import FoxgloveRelay
 from legacy_robot_common.message_definitions import MessageDefinitions, UnknownType
 
 ANNOUNCEMENT = re.compile(r'foxglove: (ws://localhost:\d+)')
@@ -119,6 +124,48 @@ def test_a_client_may_publish_only_on_topics_the_drivers_subscribe_to(relay_url)
         assert decoded and all(m.header.frame_id == 'p2os/odom' for m in decoded)
     finally:
         client.close()
+
+
+@pytest.mark.parametrize('kind', list(driver_node.EXECUTORS))
+def test_a_client_that_subscribes_before_the_relay_spins_gets_the_messages(kind):
+    """bringup starts the relay's server before it adds the relay to its executor; a client
+    that connected in that moment (hosts_bench's desk, which connects until the relay answers)
+    subscribed to every channel and got nothing for good: the relay dropped the subscriptions
+    it could not hand to an executor yet (docs/hosts.md, "a relay that relays nothing")."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = driver_node.make_executor(context, kind)
+    talker = Node('early_talker', context=context)
+    talker.create_publisher(String, '/early/said', driver_node.LATCHED).publish(
+        String(data='before anyone watched')
+    )
+    relay = client = None
+
+    def spun_and_received():  # the executor's turn, then the client's
+        executor.spin_once(timeout_sec=0.02)
+        client.receive_one(0.02)
+        return client.messages.get('/early/said')
+
+    try:
+        # in the graph before the relay starts: its first look advertises the channel
+        assert wait_for(lambda: '/early/said' in dict(talker.get_topic_names_and_types()))
+        relay = FoxgloveRelay(port=0, context=context)
+        client = FoxgloveClient(relay.url)
+        assert client.wait_for(lambda: '/early/said' in client.channels, 10)
+        client.subscribe('/early/said')
+        assert wait_for(lambda: relay.watching_clients, 10)  # taken by the relay, no executor
+        executor.add_node(talker)
+        executor.add_node(relay)
+        assert wait_for(spun_and_received, 10), relay._status()
+        assert client.messages['/early/said'][0].data == 'before anyone watched'
+    finally:
+        if client is not None:
+            client.close()
+        executor.shutdown()
+        for node in (relay, talker):
+            if node is not None:
+                node.destroy_node()
+        rclpy.shutdown(context=context)
 
 
 def test_message_definitions_come_from_the_installed_interfaces():

@@ -10,6 +10,7 @@ one bounded queue, so a slow client or a flood drops (counted on /diagnostics) i
 holding up a driver.
 """
 
+import functools
 import queue
 import threading
 
@@ -22,6 +23,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from rclpy.topic_or_service_is_hidden import topic_or_service_is_hidden
 
 from .diagnostics import OK, WARN, DiagnosticsPublisher
+from .handoff import ExecutorHandoff
 from .message_definitions import UnknownType, shared
 from .topics import import_type, matching_qos
 
@@ -59,12 +61,15 @@ class _Subscription:
         self.type_name, self.subscription, self.latched = type_name, subscription, latched
 
 
-class FoxgloveRelay(Node):
+class FoxgloveRelay(ExecutorHandoff, Node):
     """The relay node: a Foxglove server (started here) kept in step with the ROS graph."""
 
     def __init__(self, host='127.0.0.1', port=DEFAULT_PORT, **kwargs):
         # no parameter services: it has no parameters, and every entity costs each wake-up
         super().__init__('foxglove_relay', start_parameter_services=False, **kwargs)
+        # the server's threads hand their work to the executor's (the server listens before
+        # the relay is in an executor: a client may subscribe before)
+        self.init_handoff()
         self._definitions = shared()
         self._foxglove_context = foxglove.Context()
         self._topics = {}  # topic → _Topic
@@ -241,10 +246,15 @@ class FoxgloveRelay(Node):
 
     def _in_executor(self, function, *args):
         """Run function in the executor's thread (ROS entities are made and destroyed there,
-        not in the server's threads); nothing before the relay is added to an executor."""
-        executor = self.executor
-        if executor is not None:
-            executor.create_task(function, *args)
+        not in the server's threads), once the relay is in an executor. (It was dropped before
+        that: a client connected while bringup started got none of its subscriptions.)"""
+        self.hand_off(functools.partial(function, *args))
+
+    def handle_handoff(self, work):
+        try:
+            work()
+        except Exception as exc:  # one failed subscription must not stop the others
+            self.get_logger().error(f'foxglove: {exc!r}')
 
     # ---- subscriptions follow the clients ----------------------------------------------------
     def client_subscribed(self, client_id, channel_id):
@@ -382,6 +392,7 @@ class FoxgloveRelay(Node):
         return level, f'{len(self.watching_clients)} client(s), {watched} topic(s) watched', values
 
     def destroy_node(self):
+        self.close_handoff()
         self.server.stop()
         self._queue.put(None)
         self._sender.join(timeout=2.0)
