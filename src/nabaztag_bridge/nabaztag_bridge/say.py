@@ -15,6 +15,8 @@ import rclpy
 
 from legacy_robot_interfaces.srv import RabbitSay
 
+from .tts import ENGINES
+
 
 def build_parser():
     parser = argparse.ArgumentParser(prog='nabaztag_say', description=__doc__.split('\n')[0])
@@ -22,7 +24,10 @@ def build_parser():
     parser.add_argument('--service', default='say', help="the bridge's say service (say)")
     parser.add_argument('--serial', default='', help='rabbit serial ("" = every rabbit)')
     parser.add_argument(
-        '--engine', default='', help="piper, espeak or auto (the bridge's default)"
+        '--engine',
+        default='',
+        choices=ENGINES,
+        help="piper, espeak or auto (the bridge's default)",
     )
     parser.add_argument('--voice', default='', help="voice (the bridge's default)")
     parser.add_argument('--language', default='', help='language, e.g. en, de, fr')

@@ -189,6 +189,9 @@ def test_the_command_line_says_it(bridge):
     assert refused.returncode == 1 and 'nothing to say' in refused.stdout
     usage = run_module('nabaztag_bridge.say')
     assert usage.returncode == 2 and 'text' in usage.stderr
+    # an engine the bridge does not have: said before anything is asked of the bridge
+    engine = run_module('nabaztag_bridge.say', '--engine', 'klingon', 'Hi.')
+    assert engine.returncode == 2 and "invalid choice: 'klingon'" in engine.stderr, engine.stderr
 
 
 def test_the_speak_action_reports_each_stage(bridge):
