@@ -1,5 +1,7 @@
 # The two commands of the README. Each one bootstraps whatever is missing first
 # (virtual environment with the ROS 2 wheels, colcon build); see tools/bootstrap.sh.
+# ROS_DISTRO=jazzy (the default) or kilted chooses the distribution of every target here, e.g.
+# `ROS_DISTRO=kilted make test`; each has its own .venv/<distro>, build/<distro>, install/<distro>.
 SHELL := /bin/bash
 DEMO_SECONDS ?= 20
 PYTEST_ARGS ?=
@@ -30,8 +32,7 @@ TEST_DOMAIN := $(shell echo $$(( $$$$ % 50 + 1 )))
 # Lint and format check first (ruff from requirements.txt, rules in ruff.toml); CI's .ci/run
 # runs make test, so it lints too. `ruff format .` and `ruff check --fix .` repair most findings.
 lint: bootstrap
-	.venv/bin/ruff check .
-	.venv/bin/ruff format --check .
+	. tools/env.sh && ruff check . && ruff format --check .
 
 test: bootstrap lint
 	@$(MAKE) --no-print-directory -j2 test-suite test-beside-suite; status=$$?; \
