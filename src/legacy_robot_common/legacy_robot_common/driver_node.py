@@ -35,6 +35,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.task import Future
 
 from .diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
+from .distribution import distribution, events_executor_gap, rclpy_version
 from .frames import RobotFrames
 from .handoff import ExecutorHandoff
 from .memory import ARENAS, ENVIRONMENT, MallocTrim, configure_malloc
@@ -50,30 +51,47 @@ LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 # LEGACY_ROBOTS_EXECUTOR chooses the executor of every driver process (bringup, run_node,
-# the demo, the floors of make bench): rclpy's events executor (default) or its
-# SingleThreadedExecutor (README "Executors": why, and what failed on the events executor)
+# the demo, the floors of make bench): rclpy's events executor (the default where it can run
+# the drivers: Kilted) or its SingleThreadedExecutor (the default on Jazzy, whose events
+# executor cannot answer async services: distribution.events_executor_gap). README "Executors".
 EXECUTOR_VARIABLE = 'LEGACY_ROBOTS_EXECUTOR'
 EXECUTORS = {'single': SingleThreadedExecutor, 'events': EventsExecutor}
-DEFAULT_EXECUTOR = 'events'
+
+
+def default_executor():
+    """'events', or 'single' where this distribution's events executor cannot run the drivers."""
+    return 'single' if events_executor_gap() else 'events'
 
 
 def executor_kind():
-    """'single' or 'events' from LEGACY_ROBOTS_EXECUTOR; ParameterError (a user error: exit 2
-    with its message) for anything else."""
-    kind = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower() or DEFAULT_EXECUTOR
+    """'single' or 'events' from LEGACY_ROBOTS_EXECUTOR (default: default_executor());
+    ParameterError (a user error: exit 2 with its message) for anything else, and for
+    'events' where this distribution's events executor cannot run the drivers."""
+    kind = os.environ.get(EXECUTOR_VARIABLE, '').strip().lower() or default_executor()
     if kind not in EXECUTORS:
         raise ParameterError(
             f'{EXECUTOR_VARIABLE}={kind!r}: must be one of {", ".join(EXECUTORS)}'
         )
+    gap = events_executor_gap() if kind == 'events' else None
+    if gap:
+        raise ParameterError(f'{EXECUTOR_VARIABLE}=events: {gap}; use single')
     return kind
+
+
+def executor_note():
+    """The executor in use and, where the default had to change, why (logs, diagnostics)."""
+    kind = executor_kind()
+    gap = events_executor_gap()
+    return f'{kind} ({gap})' if kind == 'single' and gap else kind
 
 
 def make_executor(context=None, kind=None):
     """The executor every driver process uses: one, single-threaded.
 
-    rclpy's events executor by default: it waits in C++ and dispatches each event without
-    rebuilding a wait set (about half the CPU of SingleThreadedExecutor for the same node);
-    SingleThreadedExecutor with kind / LEGACY_ROBOTS_EXECUTOR=single (README "Executors").
+    rclpy's events executor by default where it can run the drivers (Kilted): it waits in C++
+    and dispatches each event without rebuilding a wait set (about half the CPU of
+    SingleThreadedExecutor for the same node); SingleThreadedExecutor on Jazzy and with
+    kind / LEGACY_ROBOTS_EXECUTOR=single (README "Executors").
     Never the MultiThreadedExecutor: it busy-waits while a callback runs and starved the link
     and emulator threads of the GIL (measured: 3x the CPU, a 50 Hz stream intermittently down
     to 5 Hz). Nothing blocks the executor: services that wait for a robot reply are async
@@ -107,6 +125,7 @@ class DriverNode(ExecutorHandoff, LifecycleNode):
         self._configure_error = None
         self.robot_kind = hardware_id
         self.diagnostics = DiagnosticsPublisher(self, hardware_id)
+        self.diagnostics.add_task('process', self._process_status)
         self._hardware_id = declare(
             self,
             'hardware_id',
@@ -303,6 +322,17 @@ class DriverNode(ExecutorHandoff, LifecycleNode):
         self.recorder.start()
         self.diagnostics.add_task('recording', self._recording_status)
         self.get_logger().info(f'recording {", ".join(self.link_names)} to {self.record_path}')
+
+    def _process_status(self):
+        """The ROS 2 distribution and the executor this node runs on, and why not the events
+        executor where this distribution's cannot run it (distribution.events_executor_gap)."""
+        kind = 'single' if isinstance(self.executor, SingleThreadedExecutor) else 'events'
+        gap = events_executor_gap()
+        values = {'ROS 2': distribution(), 'rclpy': '.'.join(map(str, rclpy_version()))}
+        values['executor'] = kind if self.executor is not None else 'none yet'
+        if gap:
+            values['events executor'] = f'not used: {gap}'
+        return OK, f'ROS 2 {values["ROS 2"]}, executor {values["executor"]}', values
 
     def _recording_status(self):
         recorder = self.recorder
@@ -537,7 +567,8 @@ def prepare_process(plugins=()):
     if wanted:
         sys.setswitchinterval(min(wanted))
     settings = {
-        'executor': os.environ.get(EXECUTOR_VARIABLE) or DEFAULT_EXECUTOR,
+        'ROS 2': distribution(),
+        'executor': executor_note(),
         'malloc arenas': os.environ.get(ENVIRONMENT) or ARENAS,
         'DDS profiles': profiles or 'from the environment',
         'GIL switch interval s': sys.getswitchinterval(),

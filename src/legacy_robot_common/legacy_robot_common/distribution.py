@@ -1,0 +1,47 @@
+"""What differs between the ROS 2 distributions these drivers support, in one place.
+
+Jazzy (rclpy 7, the LTS) and Kilted (rclpy 9). The rclpy in use is read from its package.xml in
+the ament index, which both a pip-installed set and an apt install have; the rest of the code
+asks this module rather than comparing versions itself (docs/distributions.md lists every
+difference and what we do about it).
+"""
+
+import functools
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+from ament_index_python.packages import get_package_share_directory
+
+# rclpy's major version → the distribution that ships it
+DISTRIBUTIONS = {7: 'jazzy', 9: 'kilted'}
+
+
+@functools.cache
+def rclpy_version():
+    """(major, minor, patch) of the rclpy in use."""
+    manifest = Path(get_package_share_directory('rclpy')) / 'package.xml'
+    text = ElementTree.parse(manifest).getroot().findtext('version', '0.0.0')
+    return tuple(int(part) for part in text.split('.')[:3])
+
+
+def distribution():
+    """'jazzy', 'kilted', or 'rclpy X.Y.Z' for one we have not tried."""
+    version = rclpy_version()
+    return DISTRIBUTIONS.get(version[0], 'rclpy ' + '.'.join(map(str, version)))
+
+
+def events_executor_gap():
+    """Why rclpy's events executor cannot run these drivers here, or None where it can.
+
+    Jazzy's (rclpy 7) sends whatever a service callback returns as the reply: for an async
+    handler that is a coroutine, send_response raises TypeError and the process ends. Every
+    service that waits for a robot's answer is async (DriverNode.reply_future). Kilted's
+    (rclpy 9) awaits the coroutine.
+    """
+    if rclpy_version() >= (9, 0, 0):
+        return None
+    version = '.'.join(map(str, rclpy_version()))
+    return (
+        f'the events executor of rclpy {version} ({distribution()}) cannot answer async '
+        'services (it sends the coroutine as the reply)'
+    )
