@@ -45,3 +45,9 @@ def events_executor_gap():
         f'the events executor of rclpy {version} ({distribution()}) cannot answer async '
         'services (it sends the coroutine as the reply)'
     )
+
+
+if __name__ == '__main__':
+    # `python -m legacy_robot_common.distribution`: the Makefile asks which executor the drivers
+    # use by default here (driver_node.default_executor, without importing rclpy's executors)
+    print('single' if events_executor_gap() else 'events')
