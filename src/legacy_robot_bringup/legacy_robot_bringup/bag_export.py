@@ -53,9 +53,13 @@ def _bag_qos(profile):
     )
 
 
-def _gid(info):
-    gid = info.get('publisher_gid') or {}
-    return bytes(gid.get('data', b''))
+def _from_the_driver(info, driver_gids):
+    """Whether a message came from one of the driver's publishers. Jazzy's MessageInfo (rclpy
+    7) has no publisher_gid: there every message counts as the driver's (README: export in a
+    ROS domain of its own when other nodes publish /tf)."""
+    if 'publisher_gid' not in info:
+        return True
+    return bytes((info['publisher_gid'] or {}).get('data', b'')) in driver_gids
 
 
 class BagCapture(Node):
@@ -126,7 +130,7 @@ class BagCapture(Node):
 
     def _writer_for(self, connection, driver_gids):
         def write(data, info):
-            if _gid(info) not in driver_gids:  # another node on a shared topic (/tf)
+            if not _from_the_driver(info, driver_gids):  # another node on a shared topic (/tf)
                 return
             self.writer.write(connection, self._clock(), data)
             self.counts[connection.topic] += 1
