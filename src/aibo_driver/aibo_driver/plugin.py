@@ -17,7 +17,14 @@ from std_msgs.msg import String
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines, save_png, save_wav
 from legacy_robot_common.messages import image_to_array
-from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin, SoakPart
+from legacy_robot_common.plugin import (
+    ByName,
+    DemoScript,
+    DemoTopic,
+    FoxgloveView,
+    RobotPlugin,
+    SoakPart,
+)
 from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import AiboSensorWords, AudioDataStamped, ColorDetection
 from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand
@@ -25,7 +32,6 @@ from legacy_robot_interfaces.srv import SetCameraMode, SetProperty, TextCommand
 from . import description
 from . import protocol as p
 from .emulator import AiboEmulator, EmulatorOptions
-from .node import AiboNode
 
 JPEG_AT = 8.0  # s into the demo: the camera switches from YUV10 to JPEG
 # the demo walk at the emulated dog's real pace (its gaits are the driver's defaults):
@@ -193,7 +199,8 @@ def _legs(msg):
 PLUGIN = RobotPlugin(
     name='aibo',
     package='aibo_driver',
-    create_node=AiboNode,
+    # by name, not imported: node.main imports this plugin
+    create_node=ByName('aibo_driver.node:AiboNode'),
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
     emulator_arguments=('--telemetry-port', '21001', '--rcode-port', '21002'),

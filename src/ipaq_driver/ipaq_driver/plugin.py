@@ -14,14 +14,13 @@ from std_srvs.srv import Trigger
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines, save_png
 from legacy_robot_common.messages import image_to_array
-from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin
+from legacy_robot_common.plugin import ByName, DemoScript, DemoTopic, FoxgloveView, RobotPlugin
 from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import TrackingResult, WheelPower
 from legacy_robot_interfaces.srv import ColorTracking
 
 from . import description
 from .emulator import EmulatorOptions, IpaqEmulator
-from .node import IpaqNode
 from .parameters import FIELD_OF_VIEW
 from .units import Units
 
@@ -142,7 +141,8 @@ class BallFollower(DemoScript):
 PLUGIN = RobotPlugin(
     name='ipaq',
     package='ipaq_driver',
-    create_node=IpaqNode,
+    # by name, not imported: node.main imports this plugin
+    create_node=ByName('ipaq_driver.node:IpaqNode'),
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
     emulator_arguments=(

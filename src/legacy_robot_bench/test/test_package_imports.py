@@ -1,6 +1,8 @@
-"""The measurement package's imports: no circle among its modules (an import inside a function
-counts too: soak and mixed_soak once imported each other that way), every module imports, and
-no runtime package imports it (plugins name its modules only as strings)."""
+"""Imports across the project's Python packages: no import circle in any of them (an import
+inside a function counts too: soak and mixed_soak once imported each other that way, and each
+robot's node once imported its plugin in main() while the plugin imported the node), every module
+of the measurement package imports, and no runtime package imports it (plugins name its modules
+only as strings)."""
 
 import ast
 import importlib
@@ -9,16 +11,18 @@ import pathlib
 import pytest
 
 SRC = pathlib.Path(__file__).resolve().parents[2]
-PACKAGE = SRC / 'legacy_robot_bench' / 'legacy_robot_bench'
-RUNTIME = sorted(
-    path.parent.parent
-    for path in SRC.glob('*/*/__init__.py')
-    if path.parent.name == path.parent.parent.name and path.parent.name != 'legacy_robot_bench'
+# every ament_python package's code, src/<package>/<package> (nabaztag_bridge has no __init__.py)
+PACKAGES = sorted(
+    setup.parent / setup.parent.name
+    for setup in SRC.glob('*/setup.py')
+    if (setup.parent / setup.parent.name).is_dir()
 )
+PACKAGE = SRC / 'legacy_robot_bench' / 'legacy_robot_bench'
+RUNTIME = [code.parent for code in PACKAGES if code != PACKAGE]
 
 
 def module_name(path):
-    parts = path.relative_to(PACKAGE.parent).with_suffix('').parts
+    parts = path.relative_to(SRC).with_suffix('').parts[1:]
     return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
 
 
@@ -42,23 +46,34 @@ def imported(path):
     return found
 
 
-MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob('*.py'))}
+def modules(code):
+    return {module_name(path): path for path in sorted(code.rglob('*.py'))}
 
 
-def test_no_import_circle_in_the_package():
+MODULES = modules(PACKAGE)
+EVERY_MODULE = {name: path for code in PACKAGES for name, path in modules(code).items()}
+
+
+def import_edges():
+    """module -> the project's modules it imports, at the top or inside a function."""
     edges = {
-        name: {other for other in imported(path) if other in MODULES and other != name}
-        for name, path in MODULES.items()
+        name: {other for other in imported(path) if other in EVERY_MODULE and other != name}
+        for name, path in EVERY_MODULE.items()
     }
     # every package imports its __init__ first: leave those edges out of the graph
-    edges = {
+    return {
         name: {o for o in others if not name.startswith(o + '.')} for name, others in edges.items()
     }
-    done, on_path = set(), []
+
+
+def circles_from(starts, edges):
+    """Each import circle a depth-first walk from starts meets, as a list of module names."""
+    found, done, on_path = [], set(), []
 
     def visit(name):
         if name in on_path:
-            pytest.fail('import circle: ' + ' -> '.join(on_path[on_path.index(name) :] + [name]))
+            found.append(on_path[on_path.index(name) :] + [name])
+            return
         if name in done:
             return
         on_path.append(name)
@@ -67,8 +82,28 @@ def test_no_import_circle_in_the_package():
         on_path.pop()
         done.add(name)
 
-    for name in sorted(edges):
+    for name in sorted(starts):
         visit(name)
+    return found
+
+
+@pytest.mark.parametrize('code', PACKAGES, ids=lambda p: p.name)
+def test_no_import_circle(code):
+    circles = circles_from(modules(code), import_edges())
+    assert not circles, 'import circles: ' + '; '.join(' -> '.join(c) for c in circles)
+
+
+ROBOTS = [
+    code for code in PACKAGES if (code / 'node.py').exists() and (code / 'plugin.py').exists()
+]
+
+
+@pytest.mark.parametrize('code', ROBOTS, ids=lambda p: p.name)
+def test_a_robot_node_imports_its_plugin_and_the_plugin_names_the_node_only_by_name(code):
+    node, plugin = f'{code.name}.node', f'{code.name}.plugin'
+    edges = import_edges()
+    assert plugin in edges[node]  # inside main(): an import in a function is an edge too
+    assert node not in edges[plugin]
 
 
 @pytest.mark.parametrize('name', sorted(MODULES))

@@ -1,11 +1,10 @@
 """Find the installed robot packages (entry points) and any extra plugins named by the user."""
 
 import dataclasses
-import importlib
 import re
 from importlib import metadata
 
-from legacy_robot_common.plugin import ENTRY_POINT_GROUP, RobotPlugin
+from legacy_robot_common.plugin import ENTRY_POINT_GROUP, RobotPlugin, resolve
 
 
 class PluginError(ValueError):
@@ -18,7 +17,7 @@ def load_plugin(spec):
     if not module_name or not attribute:
         raise PluginError(f'plugin {spec!r} must look like package.module:ATTRIBUTE')
     try:
-        plugin = getattr(importlib.import_module(module_name), attribute)
+        plugin = resolve(spec)
     except (ImportError, AttributeError) as exc:
         raise PluginError(f'cannot load plugin {spec!r}: {exc}') from exc
     if not isinstance(plugin, RobotPlugin):

@@ -1,6 +1,8 @@
 import pytest
 
 from legacy_robot_bringup.registry import PluginError, discover_plugins, load_plugin, select
+from legacy_robot_common.driver_node import DriverNode
+from legacy_robot_common.plugin import ByName, resolve
 
 
 def test_load_plugin_by_module_and_attribute():
@@ -34,3 +36,11 @@ def test_a_plugin_names_what_breaks_the_naming_convention_only():
     p2os = discover_plugins()['p2os']
     assert (p2os.node_name, p2os.executable) == ('p2os_driver', 'p2os_driver')
     assert (p2os.emulator_executable, p2os.config_file) == ('p2os_emulator', 'p2os.yaml')
+
+
+def test_each_installed_robot_names_a_driver_node_of_its_own_package():
+    for plugin in discover_plugins().values():
+        assert isinstance(plugin.create_node, ByName), plugin.name  # not imported: no circle
+        node_class = resolve(plugin.create_node.spec)
+        assert issubclass(node_class, DriverNode), plugin.create_node.spec
+        assert node_class.__module__ == f'{plugin.package}.node', plugin.create_node.spec

@@ -6,10 +6,32 @@ Nothing here imports rclpy; the callables do that when called.
 """
 
 import dataclasses
+import importlib
 import time
 from typing import Any, Callable, Optional, Tuple
 
 ENTRY_POINT_GROUP = 'legacy_robots.robots'
+
+
+def resolve(spec):
+    """'package.module:ATTRIBUTE' (as setup.py names entry points) -> that attribute, its module
+    imported now."""
+    module, _, attribute = spec.partition(':')
+    return getattr(importlib.import_module(module), attribute)
+
+
+@dataclasses.dataclass(frozen=True)
+class ByName:
+    """A callable named 'package.module:ATTRIBUTE', imported when called.
+
+    A robot's plugin names its node class this way: the node's main imports the plugin (for what
+    the robot asks of its process), so the plugin must not import the node module, or each would
+    import the other. The dependency runs one way: node -> plugin."""
+
+    spec: str
+
+    def __call__(self, *args, **kwargs):
+        return resolve(self.spec)(*args, **kwargs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +83,7 @@ class RobotPlugin:
     emulator_executable: str = ''  # console script that runs the emulator alone: "p2os_emulator"
     config_file: str = ''  # parameter file name in config/: "p2os.yaml"
     # create_node(**node_kwargs) -> DriverNode (node_kwargs: namespace, parameter_overrides,
-    # cli_args)
+    # cli_args); a robot package names its node class, ByName('p2os_driver.node:P2osNode')
     create_node: Callable[..., Any]
     # start_emulator() -> a started emulator with .parameters (dict of node parameter
     # overrides that point the driver at it), .description (str) and .stop()

@@ -12,14 +12,20 @@ import tempfile
 
 from legacy_robot_common.artifacts import save_lines, save_wav
 from legacy_robot_common.emulator import free_port
-from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin, SoakPart
+from legacy_robot_common.plugin import (
+    ByName,
+    DemoScript,
+    DemoTopic,
+    FoxgloveView,
+    RobotPlugin,
+    SoakPart,
+)
 from legacy_robot_interfaces.msg import ChoreographyStep, RabbitEvent, RabbitList, RabbitRecording
 from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSay, RabbitSound
 
 from . import protocol as p
 from . import recording
 from .emulator import RabbitEmulator, RabbitOptions, decode_audio, rabbit_request
-from .node import NabaztagBridge
 from .replay import NabaztagReplay
 
 KIND_NAMES = {
@@ -185,7 +191,8 @@ class RabbitKeeper(DemoScript):
 PLUGIN = RobotPlugin(
     name='nabaztag',
     package='nabaztag_bridge',
-    create_node=NabaztagBridge,
+    # by name, not imported: node.main imports this plugin
+    create_node=ByName('nabaztag_bridge.node:NabaztagBridge'),
     start_emulator=DemoEmulator,
     emulator_arguments=('--server', f'127.0.0.1:{SIM_PORT}/vl', '--no-boot', '--scenario'),
     sim_parameters={'host': '127.0.0.1', 'port': SIM_PORT, 'ping_interval': 2},

@@ -313,7 +313,9 @@ class P2osNode(DriverNode):
 
 
 def main(args=None):
-    from .plugin import PLUGIN  # the plugin names this node: imported at run time
+    # here, not at the top: the plugin brings the emulator and the demo, which importing the
+    # node does not need; the plugin names the node by name (ByName): no circle
+    from .plugin import PLUGIN
 
     return run_node(P2osNode, args, plugins=(PLUGIN,))
 

@@ -14,7 +14,14 @@ from sensor_msgs.msg import BatteryState, LaserScan, PointCloud2
 from std_srvs.srv import Trigger
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
-from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin, SoakPart
+from legacy_robot_common.plugin import (
+    ByName,
+    DemoScript,
+    DemoTopic,
+    FoxgloveView,
+    RobotPlugin,
+    SoakPart,
+)
 from legacy_robot_common.replay import ReplayLink
 from legacy_robot_common.world_map import WorldMap
 from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState, SonarArray
@@ -22,7 +29,6 @@ from legacy_robot_interfaces.srv import GripperCommand
 
 from . import description
 from .emulator import EmulatorOptions, P2osEmulator, world_summary
-from .node import P2osNode
 from .protocol import is_handshake_request
 from .world import default_world_path, load_world
 
@@ -230,7 +236,8 @@ def _sonar(msg):
 PLUGIN = RobotPlugin(
     name='p2os',
     package='p2os_driver',
-    create_node=P2osNode,
+    # by name, not imported: node.main imports this plugin
+    create_node=ByName('p2os_driver.node:P2osNode'),
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
     emulator_arguments=('--port', '8101', '--world', 'default'),

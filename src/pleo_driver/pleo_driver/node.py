@@ -244,7 +244,9 @@ class PleoNode(DriverNode):
 
 
 def main(args=None):
-    from .plugin import PLUGIN  # the plugin names this node: imported at run time
+    # here, not at the top: the plugin brings the emulator and the demo, which importing the
+    # node does not need; the plugin names the node by name (ByName): no circle
+    from .plugin import PLUGIN
 
     return run_node(PleoNode, args, plugins=(PLUGIN,))
 

@@ -14,14 +14,13 @@ import tempfile
 from sensor_msgs.msg import BatteryState, JointState
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
-from legacy_robot_common.plugin import DemoScript, DemoTopic, FoxgloveView, RobotPlugin
+from legacy_robot_common.plugin import ByName, DemoScript, DemoTopic, FoxgloveView, RobotPlugin
 from legacy_robot_common.replay import ReplayLink
 from legacy_robot_interfaces.msg import MonitorLog, NamedValues
 from legacy_robot_interfaces.srv import PlayNamed
 
 from . import description, urf_inspect
 from .emulator import EmulatorOptions, PleoEmulator
-from .node import PleoNode
 from .pdk import urf
 from .sample import build_sample_project
 
@@ -128,7 +127,8 @@ class MotionShow(DemoScript):
 PLUGIN = RobotPlugin(
     name='pleo',
     package='pleo_driver',
-    create_node=PleoNode,
+    # by name, not imported: node.main imports this plugin
+    create_node=ByName('pleo_driver.node:PleoNode'),
     describe_robot=lambda parameters: description.from_parameters(parameters).xml(),
     start_emulator=DemoEmulator,
     emulator_arguments=('--sample', '--link', '/tmp/pleo_emulator'),
