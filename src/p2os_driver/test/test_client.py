@@ -273,6 +273,9 @@ def test_robot_terms_become_the_commands_the_robot_expects(emulator, clients):
     client.startup_state = lambda: {'sonar': False, 'motors': True, 'io': True, 'gripper': False}
     clients(client)
     assert wait_for(lambda: client.connected, 5)
+    # connected comes with the robot's first SIP; the start-up commands may still be on their way
+    # (under load none had reached the emulator yet: seen once)
+    assert wait_for(lambda: len(commands(robot)) >= 10, 5)
     assert commands(robot)[3:] == [  # after OPEN, PULSE, CONFIG, in the ROS p2os order
         (C.SONAR, 0),
         (C.SETA, 300),
