@@ -17,7 +17,13 @@ import time
 
 import pytest
 import rclpy
-from helpers import ROOT, SUPPORT, env_with_support, run_module
+from helpers import (
+    ROOT,
+    SUPPORT,
+    env_with_support,
+    run_module,
+    skip_where_the_events_executor_cannot_run_drivers,
+)
 from rclpy.parameter import Parameter
 from rclpy.qos import ReliabilityPolicy
 
@@ -274,6 +280,7 @@ def test_robot_stops_when_the_link_goes_and_drives_again_after(
     odometry again and drives it again, nothing restarted on the robot's host. In half the
     cases the desk's process is killed during the cut (a desk that vanished) and a new one
     starts when the link returns (each executor, each robot once)."""
+    skip_where_the_events_executor_cannot_run_drivers(executor)
     net = network(link='veth')
     ros = ['-p', f'cmd_vel_timeout:={TIMEOUT}']
     if robot == 'p2os':

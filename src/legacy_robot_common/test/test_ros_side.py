@@ -9,7 +9,7 @@ import time
 import pytest
 import rclpy
 from builtin_interfaces.msg import Time
-from helpers import spin_until, wait_for
+from helpers import skip_where_the_events_executor_cannot_run_drivers, spin_until, wait_for
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
@@ -177,13 +177,6 @@ class RecordingDriver(DriverNode):
 EXECUTOR_KINDS = list(driver_node.EXECUTORS)  # both executors a driver may run on
 
 
-def skip_where_async_services_cannot_run(kind):
-    """Jazzy's events executor cannot answer async services (the drivers run on single there)."""
-    gap = distribution.events_executor_gap()
-    if kind == 'events' and gap:
-        pytest.skip(f'{gap}: on this distribution the drivers use the single executor')
-
-
 @pytest.mark.parametrize('kind', EXECUTOR_KINDS)
 def test_records_from_the_link_thread_are_handled_in_the_executor(context, kind):
     node = RecordingDriver(context)
@@ -254,7 +247,7 @@ def test_async_service_waits_for_the_robot_without_blocking_the_executor(
 ):
     from std_srvs.srv import Trigger
 
-    skip_where_async_services_cannot_run(kind)
+    skip_where_the_events_executor_cannot_run_drivers(kind)
     node = ReplyingDriver(context, reply_after, timeout)
     caller = Node('caller', context=context)
     client = caller.create_client(Trigger, 'ask')
@@ -305,7 +298,7 @@ def test_a_long_wait_with_pause_does_not_spin_the_executor(context, kind):
     core busy. With pause each turn sleeps up to pause seconds: about wait / pause turns."""
     from std_srvs.srv import Trigger
 
-    skip_where_async_services_cannot_run(kind)
+    skip_where_the_events_executor_cannot_run_drivers(kind)
     node = SlowReplyDriver(context, pause=0.01)
     caller = Node('caller', context=context)
     client = caller.create_client(Trigger, 'slow')
