@@ -6,8 +6,8 @@ SHELL := /bin/bash
 DEMO_SECONDS ?= 20
 PYTEST_ARGS ?=
 
-.PHONY: demo lint test test-suite test-beside-suite test-units test-e2e-subset bench soak bootstrap \
-	clean
+.PHONY: demo lint test test-suite test-beside-suite test-units test-e2e-subset test-distributions \
+	test-kilted test-noble bench soak bootstrap clean
 
 demo: bootstrap
 	. tools/env.sh && python -m legacy_robot_bringup.demo --duration $(DEMO_SECONDS) --output demo-output $(DEMO_ARGS)
@@ -73,6 +73,25 @@ test-units: bootstrap
 
 test-e2e-subset: bootstrap
 	. tools/env.sh && ROS_DOMAIN_ID=$(TEST_DOMAIN) python -m pytest -rs $(E2E_SUBSET) $(PYTEST_ARGS)
+
+# CI's second part, after make test: Kilted's unit tests and end-to-end subset, and the unit
+# tests on noble's library versions, side by side (each in a venv and a ROS domain of its own;
+# each mostly one busy Python process). Their output goes to log/test-kilted.log and
+# log/test-noble.log and is printed when both are done.
+test-distributions:
+	@mkdir -p log; $(MAKE) --no-print-directory -j2 test-kilted test-noble; status=$$?; \
+	  for name in kilted noble; do echo "---- log/test-$$name.log ----"; cat log/test-$$name.log; done; \
+	  exit $$status
+
+test-kilted:
+	@echo "Kilted: unit tests and the end-to-end subset (log/test-kilted.log)"
+	@ROS_DISTRO=kilted LEGACY_ROBOTS_CONSTRAINTS= $(MAKE) --no-print-directory test-units \
+	  test-e2e-subset TEST_DOMAIN=$$(( $(TEST_DOMAIN) + 101 )) > log/test-kilted.log 2>&1
+
+test-noble:
+	@echo "Jazzy with Ubuntu 24.04's libraries: unit tests (log/test-noble.log)"
+	@ROS_DISTRO=jazzy LEGACY_ROBOTS_CONSTRAINTS=noble $(MAKE) --no-print-directory test-units \
+	  TEST_DOMAIN=$$(( $(TEST_DOMAIN) + 151 )) > log/test-noble.log 2>&1
 
 # Speed and CPU numbers (not part of the tests): every robot's benchmark, then one table;
 # JSON and a PNG chart in bench-output/. BENCH_ARGS=--quick for a short smoke run.
