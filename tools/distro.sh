@@ -41,8 +41,11 @@ legacy_robots_foreign_ros() {
     else
       printf 'a ROS 2 %s install is sourced in this shell (%s) but ROS_DISTRO asks for %s:\n' \
         "$name" "$entry" "$distro" >&2
-      printf 'open a shell without it (or choose ROS_DISTRO=%s if we support it: %s)\n' \
-        "$name" "${SUPPORTED_ROS_DISTROS// /, }" >&2
+      case " $SUPPORTED_ROS_DISTROS " in
+        *" $name "*) printf 'open a shell without it, or choose ROS_DISTRO=%s\n' "$name" >&2 ;;
+        *) printf 'open a shell without it (supported here: %s)\n' \
+             "${SUPPORTED_ROS_DISTROS// /, }" >&2 ;;
+      esac
     fi
     return 2
   done
