@@ -194,6 +194,13 @@ class _Connection(asyncio.Protocol):
         return False
 
     # ---- httptools callbacks -----------------------------------------------------------------
+    def on_message_begin(self):
+        # One request per connection. llhttp (httptools 0.2 on) stops after an HTTP/1.0 request
+        # by itself; the http-parser of httptools 0.1.1 (Ubuntu 24.04's python3-httptools)
+        # parses pipelined requests on, so a second one ends the parsing here.
+        if self.answered:
+            raise RequestError(400, 'one request per connection')
+
     def on_url(self, url):
         self.url += url
         if len(self.url) > self.limits.max_head_bytes:

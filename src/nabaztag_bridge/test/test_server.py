@@ -646,3 +646,16 @@ def test_a_command_for_every_rabbit_with_none_known_is_refused():
     registry = RabbitRegistry()
     with pytest.raises(UnknownRabbit, match='would reach nobody'):
         registry.select('')
+
+
+def test_one_answer_per_connection_for_pipelined_keep_alive_requests(bridge):
+    # HTTP/1.1 asks to keep the connection: the parser goes on to the next request, which
+    # is not served (httptools 0.1.1, Ubuntu 24.04's, does the same with HTTP/1.0)
+    server = bridge()
+    one = (
+        f'GET /vl/p4.jsp?sn={SERIAL}&v=65808&st=1&sd=0&tc=7fffffff&h=4 HTTP/1.1\r\n'
+        'Host: bridge\r\nConnection: keep-alive\r\n\r\n'
+    )
+    status, _, body = raw(server.port, (one * 3).encode())
+    assert status == 200 and b'HTTP/1.0' not in body
+    assert server.counters.pings == 1
