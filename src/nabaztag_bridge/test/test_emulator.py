@@ -378,3 +378,16 @@ def test_the_emulator_says_when_it_cannot_reach_its_server():
     for setting in ('http://127.0.0.1:8080', '127.0.0.1:8080/', 'https://example.org/vl'):
         refused = subprocess.run(command + [setting], capture_output=True, text=True, timeout=30)
         assert refused.returncode == 2 and refused.stderr.startswith('error: --server'), refused
+
+
+def test_without_the_mp3_decoder_audio_dir_says_what_to_install(monkeypatch, capsys):
+    """miniaudio is optional (requirements-speech.txt): only the WAVs of --audio-dir need it."""
+    from nabaztag_bridge import emulator
+    from nabaztag_bridge.plugin import SILENT_MP3
+
+    monkeypatch.setitem(sys.modules, 'miniaudio', None)  # import miniaudio raises ImportError
+    with pytest.raises(ImportError, match='pip install miniaudio'):
+        emulator.decode_audio([SILENT_MP3])
+    monkeypatch.setattr(emulator.importlib.util, 'find_spec', lambda name: None)
+    assert emulator.main(['--audio-dir', '/tmp']) == 2
+    assert 'pip install miniaudio' in capsys.readouterr().err

@@ -3,6 +3,7 @@ the worker process (real engines; a test of an engine skips only when its packag
 
 import os
 import signal
+import sys
 import threading
 
 import numpy as np
@@ -111,6 +112,13 @@ def test_a_missing_engine_names_its_package(tmp_path):
         nothing.resolve('piper', '', 'en')
     with pytest.raises(tts.EngineMissing, match='pip install espeakng-loader'):
         nothing.resolve('auto', '', 'en')  # auto falls back to espeak, also missing
+
+
+def test_a_missing_mp3_encoder_is_the_answer_not_a_dead_worker(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'lameenc', None)  # import lameenc raises ImportError
+    pcm = np.zeros(1600, dtype=np.int16)
+    with pytest.raises(tts_worker.EngineError, match='pip install lameenc'):
+        tts_worker.encode(pcm, 16000, {'sample_rate': 16000, 'bit_rate': 32})
 
 
 def test_auto_picks_piper_for_its_language_and_espeak_for_others(tmp_path):
