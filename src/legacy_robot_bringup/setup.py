@@ -9,7 +9,7 @@ repo_root = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file_
 
 setup(
     name=package_name,
-    version='0.1.0',
+    version='0.2.0',
     packages=[package_name],
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),

@@ -4,7 +4,7 @@ package_name = 'p2os_driver'
 
 setup(
     name=package_name,
-    version='0.1.0',
+    version='0.2.0',
     packages=[package_name],
     package_data={package_name: ['worlds/*.map']},
     data_files=[

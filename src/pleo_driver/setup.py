@@ -4,7 +4,7 @@ package_name = 'pleo_driver'
 
 setup(
     name=package_name,
-    version='0.1.0',
+    version='0.2.0',
     packages=[package_name, f'{package_name}.pdk'],
     package_data={package_name: ['sample_project/*.*', 'sample_project/*/*']},
     data_files=[
