@@ -31,6 +31,7 @@ from aibo_driver.node import AiboNode
 from ipaq_driver.node import IpaqNode
 from legacy_robot_bench.hosts import network as two_hosts
 from legacy_robot_bench.hosts.link_emulator import Hub
+from legacy_robot_common import middleware
 from legacy_robot_common.middleware import ParameterError, probe_peer, static_peers
 from legacy_robot_common.topics import image_qos
 
@@ -144,6 +145,41 @@ def test_unknown_dds_profile_is_a_usage_error():
     )
     assert result.returncode == 2, result.stderr
     assert "LEGACY_ROBOTS_DDS_PROFILE='wifi': must be one of default, lossy" in result.stderr
+
+
+# ---- our profiles, as this distribution's Fast DDS reads them -----------------------------------
+FAST_DDS_RUN = (
+    'from legacy_robot_common.middleware import use_our_dds_profiles; use_our_dds_profiles(); '
+    'import rclpy; rclpy.init(); rclpy.create_node("profile_probe").destroy_node(); '
+    'rclpy.shutdown()'
+)
+
+
+def fast_dds_output(**env):
+    """stdout + stderr of a process that loads our profiles and starts a participant (Fast DDS
+    logs its errors on stdout), with env's variables."""
+    base = env_with_support()
+    for name in middleware.PROFILES_VARIABLES:
+        base.pop(name, None)
+    base.update(env)
+    result = subprocess.run(
+        [sys.executable, '-c', FAST_DDS_RUN], env=base, capture_output=True, text=True,
+        timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout + result.stderr
+
+
+@pytest.mark.parametrize('variable', middleware.PROFILES_VARIABLES)
+def test_a_users_profiles_file_under_either_name_is_the_one_fast_dds_reads(tmp_path, variable):
+    """The variable we set is one this Fast DDS reads: a broken file of the user's, under
+    either version's name, is read and complained about (and ours is not loaded)."""
+    broken = tmp_path / 'broken.xml'
+    broken.write_text(
+        '<dds xmlns="http://www.eprosima.com"><profiles><no_such_tag/></profiles></dds>'
+    )
+    output = fast_dds_output(**{variable: str(broken)})
+    assert 'XMLPARSER' in output and str(broken) in output, output
 
 
 # ---- two hosts --------------------------------------------------------------------------------

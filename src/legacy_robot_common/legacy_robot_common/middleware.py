@@ -10,6 +10,9 @@ to 1 s for every service of the process.
 Across hosts: config/fastdds_lossy_link.xml is the same file plus what a lossy link (Wi-Fi)
 needs (LEGACY_ROBOTS_DDS_PROFILE=lossy, bringup --dds-profile lossy), and ROS_STATIC_PEERS
 names the other hosts where multicast does not reach them (bringup --peers; static_peers()).
+
+Fast DDS 2 (Jazzy) and 3 (Kilted) each read the profiles file named by a variable of their own
+(distribution.py).
 """
 
 import errno
@@ -23,6 +26,8 @@ import threading
 
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 
+from . import distribution
+from .distribution import fastdds_profiles_variable
 from .params import ParameterError
 
 PACKAGE = 'legacy_robot_common'
@@ -30,8 +35,8 @@ PROFILES_FILE = 'fastdds_profiles.xml'
 # LEGACY_ROBOTS_DDS_PROFILE → the profiles file of config/ our processes load
 PROFILE_VARIABLE = 'LEGACY_ROBOTS_DDS_PROFILE'
 PROFILES = {'default': PROFILES_FILE, 'lossy': 'fastdds_lossy_link.xml'}
-# Fast DDS 3 reads the first; the second is its deprecated name, still honoured
-PROFILES_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
+# the variables that name a profiles file: Fast DDS 3's first (each version reads one)
+PROFILES_VARIABLES = tuple(distribution.PROFILES_VARIABLES.values())
 
 
 def profile_choice(value=None):
@@ -54,14 +59,19 @@ def profiles_path(profile='default'):
 
 def use_our_dds_profiles(profile=None):
     """Point Fast DDS at our profiles file (profile: see profile_choice()); call before
-    rclpy.init. A profiles file the user named in the environment is left alone (it replaces
-    ours). Returns the path set, or None. ParameterError for an unknown profile."""
+    rclpy.init. A profiles file the user named in the environment (under either Fast DDS's
+    variable) replaces ours: named under the other version's variable only, it is named under
+    this version's too, which Fast DDS reads. Returns the path set, or None. ParameterError for
+    an unknown profile."""
     profile = profile_choice(profile)
-    if any(os.environ.get(name) for name in PROFILES_VARIABLES):
+    variable = fastdds_profiles_variable()
+    users = next((os.environ[name] for name in PROFILES_VARIABLES if os.environ.get(name)), None)
+    if users:
+        os.environ[variable] = os.environ.get(variable) or users
         return None
     path = profiles_path(profile)
     if path is not None:
-        os.environ[PROFILES_VARIABLES[0]] = str(path)
+        os.environ[variable] = str(path)
     return path
 
 
