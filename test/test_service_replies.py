@@ -12,6 +12,7 @@ import os
 from helpers import Lines, env_with_support, start_module, wait_for
 
 from legacy_robot_common import middleware
+from legacy_robot_common.distribution import fastdds_profiles_variable
 
 BRINGUP = 'legacy_robot_bringup.compose'
 GAVE_UP = 'failed to send response (timeout)'
@@ -52,10 +53,14 @@ def test_bringup_holds_an_answer_a_second_for_a_client_still_being_discovered(tm
 
 
 def test_the_profile_is_found_and_a_users_profiles_file_replaces_it(tmp_path, monkeypatch):
+    """Under the variable this distribution's Fast DDS reads (Jazzy's 2.14 reads only
+    FASTRTPS_DEFAULT_PROFILES_FILE, Kilted's 3.2 only FASTDDS_...); a user's file named under
+    either replaces ours and is named under that one too."""
+    read = fastdds_profiles_variable()
     for name in middleware.PROFILES_VARIABLES:  # monkeypatch restores them afterwards
         monkeypatch.delenv(name, raising=False)
     ours = middleware.use_our_dds_profiles()
-    assert str(ours) == os.environ['FASTDDS_DEFAULT_PROFILES_FILE']
+    assert str(ours) == os.environ[read]
     assert ours.name == 'fastdds_profiles.xml' and 'max_blocking_time' in ours.read_text()
     users = str(tmp_path / 'mine.xml')
     for name in middleware.PROFILES_VARIABLES:
@@ -63,6 +68,6 @@ def test_the_profile_is_found_and_a_users_profiles_file_replaces_it(tmp_path, mo
             monkeypatch.delenv(other, raising=False)
         monkeypatch.setenv(name, users)
         assert middleware.use_our_dds_profiles() is None, name
-        assert os.environ.get('FASTDDS_DEFAULT_PROFILES_FILE') == (
-            users if name == 'FASTDDS_DEFAULT_PROFILES_FILE' else None
-        )
+        assert os.environ[read] == users and os.environ[name] == users, name
+    monkeypatch.setenv(read, 'theirs.xml')  # both set: each stays as the user set it
+    assert middleware.use_our_dds_profiles() is None and os.environ[read] == 'theirs.xml'

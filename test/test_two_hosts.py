@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import xml.etree.ElementTree as ElementTree
 
 import pytest
 import rclpy
@@ -31,6 +32,7 @@ from aibo_driver.node import AiboNode
 from ipaq_driver.node import IpaqNode
 from legacy_robot_bench.hosts import network as two_hosts
 from legacy_robot_bench.hosts.link_emulator import Hub
+from legacy_robot_common import middleware
 from legacy_robot_common.middleware import ParameterError, probe_peer, static_peers
 from legacy_robot_common.topics import image_qos
 
@@ -146,6 +148,78 @@ def test_unknown_dds_profile_is_a_usage_error():
     assert "LEGACY_ROBOTS_DDS_PROFILE='wifi': must be one of default, lossy" in result.stderr
 
 
+# ---- our profiles, as this distribution's Fast DDS reads them -----------------------------------
+FAST_DDS_RUN = (
+    'from legacy_robot_common.middleware import use_our_dds_profiles; use_our_dds_profiles(); '
+    'import rclpy; rclpy.init(); rclpy.create_node("profile_probe").destroy_node(); '
+    'rclpy.shutdown()'
+)
+
+
+def fast_dds_output(**env):
+    """stdout + stderr of a process that loads our profiles and starts a participant (Fast DDS
+    logs its errors on stdout), with env's variables."""
+    base = env_with_support()
+    for name in middleware.PROFILES_VARIABLES:
+        base.pop(name, None)
+    base.update(env)
+    result = subprocess.run(
+        [sys.executable, '-c', FAST_DDS_RUN], env=base, capture_output=True, text=True,
+        timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout + result.stderr
+
+
+@pytest.mark.parametrize('profile', sorted(middleware.PROFILES))
+def test_fast_dds_here_loads_each_of_our_profiles_without_complaint(profile):
+    """Jazzy's Fast DDS 2.14 read neither file: it reads FASTRTPS_DEFAULT_PROFILES_FILE only
+    (Fast DDS 3: FASTDDS_...), and it fails a profile with 3.x's <times> element names
+    (heartbeat_period), which drops the whole file: the images never crossed a lossy link."""
+    assert 'XMLPARSER' not in fast_dds_output(LEGACY_ROBOTS_DDS_PROFILE=profile)
+
+
+# Fast DDS 3.0 renamed these elements of a writer's and a reader's <times>
+RENAMED_IN_FAST_DDS_3 = {
+    'heartbeatPeriod': 'heartbeat_period',
+    'nackResponseDelay': 'nack_response_delay',
+    'heartbeatResponseDelay': 'heartbeat_response_delay',
+}
+
+
+def profile_settings(path):
+    """Every element of a profiles file as (tag in Fast DDS 3's names, attributes, text)."""
+    namespace = '{http://www.eprosima.com}'
+    return [
+        (
+            RENAMED_IN_FAST_DDS_3.get(tag, tag),
+            element.attrib,
+            (element.text or '').strip(),
+        )
+        for element in ElementTree.parse(path).iter()
+        for tag in [element.tag.removeprefix(namespace)]
+    ]
+
+
+@pytest.mark.parametrize('profile', sorted(middleware.PROFILES))
+def test_each_fast_dds_versions_file_of_a_profile_holds_the_same_settings(profile):
+    config = ROOT / 'src' / 'legacy_robot_common' / 'config'
+    spelled = [config / middleware.profile_file(profile, major) for major in (2, 3)]
+    assert profile_settings(spelled[0]) == profile_settings(spelled[1]), spelled
+
+
+@pytest.mark.parametrize('variable', middleware.PROFILES_VARIABLES)
+def test_a_users_profiles_file_under_either_name_is_the_one_fast_dds_reads(tmp_path, variable):
+    """The variable we set is one this Fast DDS reads: a broken file of the user's, under
+    either version's name, is read and complained about (and ours is not loaded)."""
+    broken = tmp_path / 'broken.xml'
+    broken.write_text(
+        '<dds xmlns="http://www.eprosima.com"><profiles><no_such_tag/></profiles></dds>'
+    )
+    output = fast_dds_output(**{variable: str(broken)})
+    assert 'XMLPARSER' in output and str(broken) in output, output
+
+
 # ---- two hosts --------------------------------------------------------------------------------
 @pytest.fixture
 def network(request):
@@ -246,14 +320,16 @@ def test_images_cross_a_lossy_link_with_the_lossy_profile(network):
     """5 % loss, 20 ± 10 ms: with the lossy-link profile on both ends the AIBO's 76 KB images
     get through (DDS fragments under the MTU; only lost fragments are resent). With Fast DDS's
     defaults (one 64 KB datagram per image, ~50 IP fragments) hardly one in ten seconds did:
-    see the benchmark. Fast DDS reads the profile without complaint."""
+    see the benchmark. Fast DDS reads the profile without complaint (it logs on stdout)."""
     net = network(link='tun')
     net.impair(loss=0.05, delay=0.02, jitter=0.01)
-    _, _, robot_errors = start(net, 'robot', [*BRINGUP, 'aibo', '--sim', '--dds-profile', 'lossy'])
-    _, seen, _ = desk(net, '--profile', 'lossy', '--topics', 'camera/image_raw')
+    argv = [*BRINGUP, 'aibo', '--sim', '--dds-profile', 'lossy']
+    _, robot_out, robot_errors = start(net, 'robot', argv)
+    _, seen, desk_errors = desk(net, '--profile', 'lossy', '--topics', 'camera/image_raw')
     assert seen.wait(lambda r: r.get('tenth') == 'camera/image_raw', STARTUP), robot_errors[-5:]
     assert net.stats()['lost'] > 0
-    assert not [line for line in robot_errors if 'XML' in line], robot_errors
+    for lines in (robot_out.text, robot_errors, seen.text, desk_errors):
+        assert not [line for line in lines if 'XML' in line], lines
 
 
 CUT = 5.0  # s: the link is away this long

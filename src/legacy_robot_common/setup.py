@@ -11,7 +11,11 @@ setup(
         ('share/' + package_name, ['package.xml']),
         (
             'share/' + package_name + '/config',
-            ['config/fastdds_profiles.xml', 'config/fastdds_lossy_link.xml'],
+            [
+                'config/fastdds_profiles.xml',
+                'config/fastdds_lossy_link.xml',
+                'config/fastdds_lossy_link_jazzy.xml',
+            ],
         ),
     ],
     install_requires=['setuptools'],

@@ -16,6 +16,8 @@ from rcl_interfaces.srv import GetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
+from legacy_robot_common.distribution import fastdds_profiles_variable
+
 CLIENT_PROFILES = """<?xml version="1.0" encoding="UTF-8"?>
 <dds xmlns="http://www.eprosima.com"><profiles>
   <data_reader profile_name="client"><propertiesPolicy><properties>
@@ -29,7 +31,7 @@ PERIOD = 3.0  # s: longer than any wait of the server, so each answer's request 
 def main(service, profiles_path):
     with open(profiles_path, 'w') as stream:
         stream.write(CLIENT_PROFILES)
-    os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = profiles_path
+    os.environ[fastdds_profiles_variable()] = profiles_path  # the one this Fast DDS reads
     rclpy.init()
     node = Node('late_client')
     executor = SingleThreadedExecutor()

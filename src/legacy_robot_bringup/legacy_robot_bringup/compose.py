@@ -297,7 +297,8 @@ def build_parser():
         choices=tuple(PROFILES),
         help='Fast DDS profiles to load: "lossy" for a lossy link to other hosts (Wi-Fi: DDS '
         'fragments under the MTU, fast resends); default: $LEGACY_ROBOTS_DDS_PROFILE or '
-        '"default". A FASTDDS_DEFAULT_PROFILES_FILE of yours wins over both',
+        '"default". A profiles file of yours (FASTDDS_DEFAULT_PROFILES_FILE, or Jazzy\'s '
+        'FASTRTPS_DEFAULT_PROFILES_FILE) wins over both',
     )
     add_foxglove_arguments(parser)
     parser.add_argument(

@@ -47,6 +47,26 @@ def events_executor_gap():
     )
 
 
+# What Fast DDS reads a profiles file by, per major version: Jazzy ships Fast DDS 2.14, Kilted 3.2.
+# Fast DDS 3 renamed the variable (2.x reads only FASTRTPS_..., 3.x only FASTDDS_...) and the
+# elements of a writer's and a reader's <times> (heartbeatPeriod → heartbeat_period, ...); an
+# element a version does not know fails its profile, and then the whole file is not loaded.
+PROFILES_VARIABLES = {3: 'FASTDDS_DEFAULT_PROFILES_FILE', 2: 'FASTRTPS_DEFAULT_PROFILES_FILE'}
+
+
+def fastdds_major():
+    """The major version of the Fast DDS under rmw_fastrtps here: 2 up to Jazzy (rclpy 7), 3
+    from Kilted (rclpy 9) on. The wheels put no Fast DDS package in the ament index, so it
+    follows the distribution."""
+    return 3 if rclpy_version() >= (9, 0, 0) else 2
+
+
+def fastdds_profiles_variable():
+    """The environment variable through which this distribution's Fast DDS loads a profiles
+    file (it reads no other)."""
+    return PROFILES_VARIABLES[fastdds_major()]
+
+
 if __name__ == '__main__':
     # `python -m legacy_robot_common.distribution`: the Makefile asks which executor the drivers
     # use by default here (driver_node.default_executor, without importing rclpy's executors)

@@ -10,6 +10,11 @@ to 1 s for every service of the process.
 Across hosts: config/fastdds_lossy_link.xml is the same file plus what a lossy link (Wi-Fi)
 needs (LEGACY_ROBOTS_DDS_PROFILE=lossy, bringup --dds-profile lossy), and ROS_STATIC_PEERS
 names the other hosts where multicast does not reach them (bringup --peers; static_peers()).
+
+Fast DDS 2 (Jazzy) and 3 (Kilted) differ in how a profiles file is named and spelled
+(distribution.py): each reads its own environment variable, and the lossy profile's <times>
+elements have other names in 2.x, so that one comes in two files with the same settings
+(config/fastdds_lossy_link.xml for Fast DDS 3, config/fastdds_lossy_link_jazzy.xml for 2).
 """
 
 import errno
@@ -23,6 +28,8 @@ import threading
 
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 
+from . import distribution
+from .distribution import fastdds_major, fastdds_profiles_variable
 from .params import ParameterError
 
 PACKAGE = 'legacy_robot_common'
@@ -30,8 +37,10 @@ PROFILES_FILE = 'fastdds_profiles.xml'
 # LEGACY_ROBOTS_DDS_PROFILE → the profiles file of config/ our processes load
 PROFILE_VARIABLE = 'LEGACY_ROBOTS_DDS_PROFILE'
 PROFILES = {'default': PROFILES_FILE, 'lossy': 'fastdds_lossy_link.xml'}
-# Fast DDS 3 reads the first; the second is its deprecated name, still honoured
-PROFILES_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
+# Fast DDS major version → its own copy of a file above, written in its element names
+SPELLED_FOR = {2: {'fastdds_lossy_link.xml': 'fastdds_lossy_link_jazzy.xml'}}
+# the variables that name a profiles file: Fast DDS 3's first (each version reads one)
+PROFILES_VARIABLES = tuple(distribution.PROFILES_VARIABLES.values())
 
 
 def profile_choice(value=None):
@@ -43,25 +52,38 @@ def profile_choice(value=None):
     return value
 
 
+def profile_file(profile='default', major=None):
+    """The name in config/ of profile's file for Fast DDS major (default: this one's)."""
+    name = PROFILES[profile]
+    return SPELLED_FOR.get(major or fastdds_major(), {}).get(name, name)
+
+
 def profiles_path(profile='default'):
-    """The installed profiles file of config/ for profile, or None (not installed)."""
+    """The installed profiles file of config/ for profile and this distribution's Fast DDS,
+    or None (not installed)."""
     try:
-        path = pathlib.Path(get_package_share_directory(PACKAGE)) / 'config' / PROFILES[profile]
+        config = pathlib.Path(get_package_share_directory(PACKAGE)) / 'config'
     except PackageNotFoundError:
         return None
+    path = config / profile_file(profile)
     return path if path.is_file() else None
 
 
 def use_our_dds_profiles(profile=None):
     """Point Fast DDS at our profiles file (profile: see profile_choice()); call before
-    rclpy.init. A profiles file the user named in the environment is left alone (it replaces
-    ours). Returns the path set, or None. ParameterError for an unknown profile."""
+    rclpy.init. A profiles file the user named in the environment (under either Fast DDS's
+    variable) replaces ours: named under the other version's variable only, it is named under
+    this version's too, which Fast DDS reads. Returns the path set, or None. ParameterError for
+    an unknown profile."""
     profile = profile_choice(profile)
-    if any(os.environ.get(name) for name in PROFILES_VARIABLES):
+    variable = fastdds_profiles_variable()
+    users = next((os.environ[name] for name in PROFILES_VARIABLES if os.environ.get(name)), None)
+    if users:
+        os.environ[variable] = os.environ.get(variable) or users
         return None
     path = profiles_path(profile)
     if path is not None:
-        os.environ[PROFILES_VARIABLES[0]] = str(path)
+        os.environ[variable] = str(path)
     return path
 
 
