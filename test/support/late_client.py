@@ -4,7 +4,9 @@ service writes to, so to the server it looks like a client still being discovere
 Run: python -m late_client SERVICE PROFILES_PATH (a rcl_interfaces GetParameters service; the
 client's Fast DDS profiles file is written there). Calls the service every 3 s until it is
 stopped, printing 'sent <CLOCK_MONOTONIC seconds>' each time: a request that went out before
-the server's request reader matched is lost, and the next one stands in for it.
+the server's request reader matched is lost, and the next one stands in for it. An answer that
+arrives all the same is printed as 'answered <seconds>': then the partition was not applied
+and the client was reachable after all.
 """
 
 import os
@@ -40,7 +42,8 @@ def main(service, profiles_path):
     while not any(name == service for name, _ in node.get_service_names_and_types()):
         executor.spin_once(timeout_sec=0.1)
     while True:
-        client.call_async(GetParameters.Request(names=['use_sim_time']))
+        future = client.call_async(GetParameters.Request(names=['use_sim_time']))
+        future.add_done_callback(lambda _: print(f'answered {time.monotonic():.3f}', flush=True))
         print(f'sent {time.monotonic():.3f}', flush=True)
         end = time.monotonic() + PERIOD
         while time.monotonic() < end:
