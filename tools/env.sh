@@ -6,7 +6,7 @@
 # or was interrupted; sourced again with another ROS_DISTRO, it leaves the first one behind.
 _root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 _legacy_robots_env() {
-  local root="$_root" distro flavour venv entry kept var
+  local root="$_root" distro flavour venv entry entries kept var
   # shellcheck source=tools/distro.sh
   . "$root/tools/distro.sh"
   distro="$(legacy_robots_distro)" || return 2
@@ -16,12 +16,11 @@ _legacy_robots_env() {
   [ "$(type -t deactivate)" = function ] && [ "${VIRTUAL_ENV:-}" != "${VIRTUAL_ENV#"$root"/}" ] &&
     deactivate
   for var in PATH PYTHONPATH LD_LIBRARY_PATH AMENT_PREFIX_PATH CMAKE_PREFIX_PATH COLCON_PREFIX_PATH; do
+    IFS=: read -ra entries <<< "${!var:-}"
     kept=""
-    local IFS=:
-    for entry in ${!var:-}; do
+    for entry in "${entries[@]}"; do
       case "$entry" in "$root"/*) ;; *) kept="${kept:+$kept:}$entry" ;; esac
     done
-    unset IFS
     if [ -n "$kept" ]; then export "$var=$kept"; else unset "$var"; fi
   done
   legacy_robots_foreign_ros "$distro" || return 2

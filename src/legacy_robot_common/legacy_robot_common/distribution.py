@@ -24,10 +24,19 @@ def rclpy_version():
     return tuple(int(part) for part in text.split('.')[:3])
 
 
+def rclpy_release():
+    """The rclpy in use as text: '7.1.5'."""
+    return '.'.join(map(str, rclpy_version()))
+
+
+def kilted_or_later():
+    """rclpy 9 on: an events executor that awaits async services, and Fast DDS 3."""
+    return rclpy_version() >= (9, 0, 0)
+
+
 def distribution():
     """'jazzy', 'kilted', or 'rclpy X.Y.Z' for one we have not tried."""
-    version = rclpy_version()
-    return DISTRIBUTIONS.get(version[0], 'rclpy ' + '.'.join(map(str, version)))
+    return DISTRIBUTIONS.get(rclpy_version()[0], f'rclpy {rclpy_release()}')
 
 
 def events_executor_gap():
@@ -38,11 +47,10 @@ def events_executor_gap():
     service that waits for a robot's answer is async (DriverNode.reply_future). Kilted's
     (rclpy 9) awaits the coroutine.
     """
-    if rclpy_version() >= (9, 0, 0):
+    if kilted_or_later():
         return None
-    version = '.'.join(map(str, rclpy_version()))
     return (
-        f'the events executor of rclpy {version} ({distribution()}) cannot answer async '
+        f'the events executor of rclpy {rclpy_release()} ({distribution()}) cannot answer async '
         'services (it sends the coroutine as the reply)'
     )
 
@@ -58,7 +66,7 @@ def fastdds_major():
     """The major version of the Fast DDS under rmw_fastrtps here: 2 up to Jazzy (rclpy 7), 3
     from Kilted (rclpy 9) on. The wheels put no Fast DDS package in the ament index, so it
     follows the distribution."""
-    return 3 if rclpy_version() >= (9, 0, 0) else 2
+    return 3 if kilted_or_later() else 2
 
 
 def fastdds_profiles_variable():

@@ -35,7 +35,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.task import Future
 
 from .diagnostics import ERROR, OK, WARN, DiagnosticsPublisher, LinkStatusTask
-from .distribution import distribution, events_executor_gap, rclpy_version
+from .distribution import distribution, events_executor_gap, rclpy_release
 from .frames import RobotFrames
 from .handoff import ExecutorHandoff
 from .memory import ARENAS, ENVIRONMENT, MallocTrim, configure_malloc
@@ -328,7 +328,7 @@ class DriverNode(ExecutorHandoff, LifecycleNode):
         executor where this distribution's cannot run it (distribution.events_executor_gap)."""
         kind = 'single' if isinstance(self.executor, SingleThreadedExecutor) else 'events'
         gap = events_executor_gap()
-        values = {'ROS 2': distribution(), 'rclpy': '.'.join(map(str, rclpy_version()))}
+        values = {'ROS 2': distribution(), 'rclpy': rclpy_release()}
         values['executor'] = kind if self.executor is not None else 'none yet'
         if gap:
             values['events executor'] = f'not used: {gap}'

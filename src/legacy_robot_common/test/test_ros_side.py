@@ -517,7 +517,7 @@ def test_no_logger_call_uses_rclpys_deprecated_warn():
     way (a refused client channel, then a topic it could not relay). The rule holds on Jazzy
     too, whose alias (rclpy 7) is not deprecated yet."""
     logger = rclpy.logging.get_logger('warn_alias_check')
-    if distribution.rclpy_version() >= (9, 0, 0):  # Jazzy's alias neither warns nor raises
+    if distribution.kilted_or_later():  # Jazzy's alias neither warns nor raises
         with pytest.warns(DeprecationWarning):
             logger.warn('plain')
             with pytest.raises(ValueError, match='filters cannot be changed'):
