@@ -4,7 +4,7 @@ package_name = 'legacy_robot_bench'
 
 setup(
     name=package_name,
-    version='0.2.0',
+    version='0.1.0',
     packages=find_packages(exclude=['test']),
     # the Nabaztag benchmark's load generator, compiled when the benchmark runs
     package_data={'legacy_robot_bench.nabaztag_bridge': ['rabbit_load.c']},
@@ -30,6 +30,7 @@ setup(
             'nabaztag_speech_bench = legacy_robot_bench.nabaztag_bridge.speech_bench:main',
             'pleo_bench = legacy_robot_bench.pleo_driver.bench:main',
             'hosts_bench = legacy_robot_bench.hosts.bench:main',
+            'first_data_bench = legacy_robot_bench.first_data_bench:main',
         ],
     },
 )

@@ -52,7 +52,8 @@ def installed_robots():
     )
 
 
-# beside the robots: what the Foxglove relay and the bag export cost (no pipeline row)
+# beside the robots: what the Foxglove relay and the bag export cost, how soon a waiting
+# subscriber has bringup's first message (no pipeline row)
 TOOLS = (
     Robot(
         'Foxglove / bags',
@@ -60,6 +61,13 @@ TOOLS = (
         'foxglove',
         ('--seconds', '5'),
         'legacy_robot_bench.foxglove_bench',
+    ),
+    Robot(
+        'First data',
+        'legacy_robot_bringup',
+        'first_data',
+        ('--starts', '5', '--cpu', '5'),
+        'legacy_robot_bench.first_data_bench',
     ),
     Robot(
         'P2OS world',
