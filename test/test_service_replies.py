@@ -64,7 +64,9 @@ def test_the_profile_is_found_and_a_users_profiles_file_replaces_it(tmp_path, mo
         monkeypatch.delenv(name, raising=False)
     ours = middleware.use_our_dds_profiles()
     assert str(ours) == os.environ[read]
-    assert ours.name == 'fastdds_profiles.xml' and 'max_blocking_time' in ours.read_text()
+    assert (
+        ours.name == middleware.profile_file('default') and 'max_blocking_time' in ours.read_text()
+    )
     users = str(tmp_path / 'mine.xml')
     for name in middleware.PROFILES_VARIABLES:
         for other in middleware.PROFILES_VARIABLES:

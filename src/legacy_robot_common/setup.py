@@ -13,6 +13,7 @@ setup(
             'share/' + package_name + '/config',
             [
                 'config/fastdds_profiles.xml',
+                'config/fastdds_profiles_jazzy.xml',
                 'config/fastdds_lossy_link.xml',
                 'config/fastdds_lossy_link_jazzy.xml',
             ],

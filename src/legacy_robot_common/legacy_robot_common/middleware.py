@@ -5,7 +5,9 @@ been discovered, and waits for that at most the reply writer's max_blocking_time
 a profile says otherwise. A client made just before its call (`ros2 service call`, rqt, a test)
 on a busy machine can take longer to be discovered; the answer is then dropped ("failed to send
 response (timeout)") and the caller waits forever. config/fastdds_profiles.xml raises the wait
-to 1 s for every service of the process.
+to 1 s for every service of the process, and has Fast DDS send the participant's discovery
+messages from a thread of their own, so that a new process hears the answer to its first
+announcement (docs/dds.md, "First data after start-up").
 
 Across hosts: config/fastdds_lossy_link.xml is the same file plus what a lossy link (Wi-Fi)
 needs (LEGACY_ROBOTS_DDS_PROFILE=lossy, bringup --dds-profile lossy), and ROS_STATIC_PEERS
@@ -13,8 +15,9 @@ names the other hosts where multicast does not reach them (bringup --peers; stat
 
 Fast DDS 2 (Jazzy) and 3 (Kilted) differ in how a profiles file is named and spelled
 (distribution.py): each reads its own environment variable, and the lossy profile's <times>
-elements have other names in 2.x, so that one comes in two files with the same settings
-(config/fastdds_lossy_link.xml for Fast DDS 3, config/fastdds_lossy_link_jazzy.xml for 2).
+elements have other names in 2.x and 2.x needs a throughputController where 3.x takes a flow
+controller, so each file comes in two with the same settings (config/fastdds_*.xml for Fast DDS
+3, config/fastdds_*_jazzy.xml for 2).
 """
 
 import errno
@@ -38,7 +41,12 @@ PROFILES_FILE = 'fastdds_profiles.xml'
 PROFILE_VARIABLE = 'LEGACY_ROBOTS_DDS_PROFILE'
 PROFILES = {'default': PROFILES_FILE, 'lossy': 'fastdds_lossy_link.xml'}
 # Fast DDS major version → its own copy of a file above, written in its element names
-SPELLED_FOR = {2: {'fastdds_lossy_link.xml': 'fastdds_lossy_link_jazzy.xml'}}
+SPELLED_FOR = {
+    2: {
+        PROFILES_FILE: 'fastdds_profiles_jazzy.xml',
+        'fastdds_lossy_link.xml': 'fastdds_lossy_link_jazzy.xml',
+    }
+}
 # the variables that name a profiles file: Fast DDS 3's first (each version reads one)
 PROFILES_VARIABLES = tuple(distribution.PROFILES_VARIABLES.values())
 
@@ -69,6 +77,11 @@ def profiles_path(profile='default'):
     return path if path.is_file() else None
 
 
+def named_profiles_file():
+    """The profiles file named in the environment (under either Fast DDS's variable), or None."""
+    return next((os.environ[name] for name in PROFILES_VARIABLES if os.environ.get(name)), None)
+
+
 def use_our_dds_profiles(profile=None):
     """Point Fast DDS at our profiles file (profile: see profile_choice()); call before
     rclpy.init. A profiles file the user named in the environment (under either Fast DDS's
@@ -77,7 +90,7 @@ def use_our_dds_profiles(profile=None):
     an unknown profile."""
     profile = profile_choice(profile)
     variable = fastdds_profiles_variable()
-    users = next((os.environ[name] for name in PROFILES_VARIABLES if os.environ.get(name)), None)
+    users = named_profiles_file()
     if users:
         os.environ[variable] = os.environ.get(variable) or users
         return None
