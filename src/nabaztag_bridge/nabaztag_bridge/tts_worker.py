@@ -15,6 +15,7 @@ import argparse
 import ctypes
 import os
 import pathlib
+import signal
 import sys
 import time
 
@@ -363,6 +364,9 @@ def main(argv=None):
         f'wants the CPU), low (niceness +{LOW_NICENESS}, the default) or normal',
     )
     args = parser.parse_args(argv)
+    # Ctrl-C in a terminal reaches the whole process group; the bridge ends the worker itself
+    # (an exit request, or its pipe closed), so a Ctrl-C here is not ours to act on
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     problem = set_priority(args.priority)
     if problem:
         print(f'tts_worker: {problem}', file=sys.stderr)

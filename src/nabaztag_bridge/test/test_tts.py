@@ -3,6 +3,7 @@ the worker process (real engines; a test of an engine skips only when its packag
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 
@@ -362,3 +363,24 @@ def test_worker_runs_at_its_cpu_priority(priority, policy, niceness):
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, own + niceness)
     finally:
         worker.stop()
+
+
+def test_worker_leaves_ctrl_c_to_the_bridge():
+    """Ctrl-C on `bringup ... nabaztag` reaches the worker too: it printed a KeyboardInterrupt
+    traceback. It now waits for the bridge, which ends it by closing its pipe."""
+    worker = subprocess.Popen(
+        [sys.executable, '-m', 'nabaztag_bridge.tts_worker'],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        hello, _ = tts.read_message(worker.stdout)
+        assert hello.get('ready'), hello
+        worker.send_signal(signal.SIGINT)  # while it waits for a request
+        worker.stdin.close()  # the bridge goes
+        assert worker.wait(30) == 0
+        assert b'Traceback' not in worker.stderr.read()
+    finally:
+        worker.kill()
+        worker.wait()
