@@ -4,7 +4,7 @@ package_name = 'legacy_robot_bench'
 
 setup(
     name=package_name,
-    version='0.1.0',
+    version='0.2.0',
     packages=find_packages(exclude=['test']),
     # the Nabaztag benchmark's load generator, compiled when the benchmark runs
     package_data={'legacy_robot_bench.nabaztag_bridge': ['rabbit_load.c']},
