@@ -133,6 +133,28 @@ def test_static_peers_rejects_bad_entries(peer, message):
         static_peers([peer])
 
 
+@pytest.mark.parametrize(
+    'environment, in_force',
+    [
+        ({}, 'LOCALHOST (our default)'),
+        ({'ROS_AUTOMATIC_DISCOVERY_RANGE': ''}, 'LOCALHOST (our default)'),
+        ({'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET'}, 'SUBNET (from the environment)'),
+        ({'ROS_LOCALHOST_ONLY': '0'}, 'ROS_LOCALHOST_ONLY (from the environment)'),
+        ({'ROS_STATIC_PEERS': '192.0.2.2'}, 'LOCALHOST (our default), static peers 192.0.2.2'),
+    ],
+)
+def test_discovery_stays_on_this_host_unless_the_user_chose(monkeypatch, environment, in_force):
+    for name in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'ROS_LOCALHOST_ONLY', 'ROS_STATIC_PEERS'):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert middleware.use_closed_discovery() == in_force
+    expected = environment.get('ROS_AUTOMATIC_DISCOVERY_RANGE') or (
+        None if 'ROS_LOCALHOST_ONLY' in environment else 'LOCALHOST'
+    )
+    assert os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE') == expected
+
+
 def test_bringup_peers_typo_is_a_usage_error():
     result = run_module('legacy_robot_bringup.compose', 'p2os', '--sim', '--peers', '192.0.2.300')
     assert result.returncode == 2, result.stderr
@@ -318,10 +340,13 @@ def test_hosts_are_removed_after_a_failure_and_after_a_crashed_run():
 @needs_hosts
 def test_static_peers_discover_without_multicast(network):
     """Multicast dropped (as by many Wi-Fi access points): with --peers on the robot and
-    ROS_STATIC_PEERS on the desk, topics, a service call and cmd_vel cross."""
+    ROS_STATIC_PEERS on the desk, topics, a service call and cmd_vel cross, also where the
+    robot's discovery range is ours, this host only."""
     net = network(link='tun')
     net.impair(drop_multicast=True)
-    _, _, robot_errors = start(net, 'robot', [*BRINGUP, 'p2os', '--sim', '--peers', '192.0.2.2'])
+    robot = [*BRINGUP, 'p2os', '--sim', '--peers', '192.0.2.2']
+    # the robot's range left to us (this host): --peers lets the desk in all the same
+    _, _, robot_errors = start(net, 'robot', robot, ROS_AUTOMATIC_DISCOVERY_RANGE='')
     _, seen, _ = desk(
         net, '--topics', 'odom', 'sonar', 'battery', '--trigger', 'enable_motors', '--drive',
         '0.2', peers=['robot'],
@@ -333,6 +358,30 @@ def test_static_peers_discover_without_multicast(network):
     for topic in ('odom', 'sonar', 'battery'):
         assert seen.wait(lambda r, t=topic: r.get('first') == t, 10), topic
     assert net.stats()['multicast_dropped'] > 0
+
+
+OUTSIDER_WAIT = 5.0  # s: on one subnet discovery takes well under a second
+
+
+@needs_hosts
+def test_a_robot_started_with_defaults_cannot_be_found_from_another_host(network):
+    """ROS 2's discovery range is the subnet unless set; ours is this host. An outsider on the
+    robot's subnet (discovering the subnet) finds no topic, cannot call enable_motors, and its
+    cmd_vel moves nothing, while a node on the robot's own host sees odom."""
+    net = network()
+    unset = {'ROS_AUTOMATIC_DISCOVERY_RANGE': ''}
+    _, _, robot_errors = start(net, 'robot', [*BRINGUP, 'p2os', '--sim'], **unset)
+    _, outsider, _ = desk(net, '--topics', 'odom', '--trigger', 'enable_motors', '--drive', '0.3')
+    _, local, _ = start(
+        net,
+        'robot',
+        [sys.executable, str(SUPPORT / 'desk_client.py'), '--topics', 'odom'],
+        **unset,
+    )
+    assert local.wait(lambda r: r.get('first') == 'odom', STARTUP), robot_errors[-5:]
+    assert not outsider.wait(lambda r: True, OUTSIDER_WAIT), outsider.records[:3]
+    assert not [r for r in local.records if abs(r.get('vx', 0)) > 0.01], local.records[-3:]
+    assert [line for line in robot_errors if 'DDS discovery LOCALHOST (our default)' in line]
 
 
 @needs_hosts

@@ -39,7 +39,7 @@ from .distribution import distribution, events_executor_gap, rclpy_release
 from .frames import RobotFrames
 from .handoff import ExecutorHandoff
 from .memory import ARENAS, ENVIRONMENT, MallocTrim, configure_malloc
-from .middleware import use_our_dds_profiles
+from .middleware import use_closed_discovery, use_our_dds_profiles
 from .params import ParameterError, declare
 from .ratelimit import RateLimitedLogger
 from .recording import Recorder, RecordingError
@@ -558,11 +558,13 @@ def spin(executor, malloc_trim=None):
 
 def prepare_process(plugins=()):
     """What a process that hosts our nodes sets before rclpy.init starts the DDS threads:
-    malloc arenas and thresholds (memory.py), our Fast DDS profiles (middleware.py) and the
-    GIL switch interval, the smallest any of the robots hosted (plugins) asks for; logs them
-    in one INFO line. Returns {setting: value}."""
+    malloc arenas and thresholds (memory.py), our Fast DDS profiles and discovery kept on this
+    host unless the user chose a range (middleware.py), and the GIL switch interval, the
+    smallest any of the robots hosted (plugins) asks for; logs them in one INFO line.
+    Returns {setting: value}."""
     configure_malloc()
     profiles = use_our_dds_profiles()
+    discovery = use_closed_discovery()
     wanted = [p.switch_interval for p in plugins if p.switch_interval is not None]
     if wanted:
         sys.setswitchinterval(min(wanted))
@@ -571,6 +573,7 @@ def prepare_process(plugins=()):
         'executor': executor_note(),
         'malloc arenas': os.environ.get(ENVIRONMENT) or ARENAS,
         'DDS profiles': profiles or 'from the environment',
+        'DDS discovery': discovery,
         'GIL switch interval s': sys.getswitchinterval(),
     }
     text = ', '.join(f'{name} {value}' for name, value in settings.items())

@@ -100,6 +100,32 @@ def use_our_dds_profiles(profile=None):
     return path
 
 
+# ---- discovery range ------------------------------------------------------------------------
+DISCOVERY_VARIABLE = 'ROS_AUTOMATIC_DISCOVERY_RANGE'
+# ROS 2's deprecated switch: set either way, it is the user's choice of range too
+LOCALHOST_ONLY_VARIABLE = 'ROS_LOCALHOST_ONLY'
+
+
+def use_closed_discovery():
+    """Keep DDS discovery on this host unless the user chose a range (call before rclpy.init).
+
+    ROS 2's own default is SUBNET: anyone on the robot's network could then find its nodes,
+    publish cmd_vel and call enable_motors. Our processes start on LOCALHOST instead; other
+    hosts are let in on purpose: ROS_STATIC_PEERS (bringup --peers) names them, or
+    ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET opens discovery to the subnet. Returns a description
+    of the range in force for the process settings line."""
+    chosen = os.environ.get(DISCOVERY_VARIABLE)
+    if not chosen and os.environ.get(LOCALHOST_ONLY_VARIABLE) is None:
+        os.environ[DISCOVERY_VARIABLE] = chosen = 'LOCALHOST'
+        origin = 'our default'
+    else:
+        origin = 'from the environment'
+    peers = os.environ.get(PEERS_VARIABLE)
+    return f'{chosen or "ROS_LOCALHOST_ONLY"} ({origin})' + (
+        f', static peers {peers}' if peers else ''
+    )
+
+
 # ---- static peers ----------------------------------------------------------------------------
 PEERS_VARIABLE = 'ROS_STATIC_PEERS'
 _HOST_NAME = re.compile(
