@@ -17,8 +17,9 @@ from std_srvs.srv import Trigger
 
 from legacy_robot_bringup.foxglove_client import FoxgloveClient
 from legacy_robot_common import driver_node
-from legacy_robot_common.foxglove_relay import FoxgloveRelay
+from legacy_robot_common.foxglove_relay import ClientAccess, FoxgloveRelay
 from legacy_robot_common.message_definitions import MessageDefinitions, UnknownType
+from legacy_robot_common.params import ParameterError
 
 ANNOUNCEMENT = re.compile(r'foxglove: (ws://localhost:\d+)')
 
@@ -166,6 +167,31 @@ def test_a_client_that_subscribes_before_the_relay_spins_gets_the_messages(kind)
             if node is not None:
                 node.destroy_node()
         rclpy.shutdown(context=context)
+
+
+def test_client_access_is_open_on_loopback_and_closed_elsewhere_unless_given():
+    here = ClientAccess('127.0.0.1')
+    assert here.may_publish('/p2os/cmd_vel') and here.may_call('/p2os/enable_motors')
+    assert not here.opened()
+    for address in ('0.0.0.0', '192.0.2.1', '::'):
+        lan = ClientAccess(address)
+        assert not lan.may_publish('/p2os/cmd_vel') and not lan.may_call('/p2os/enable_motors')
+    given = ClientAccess('0.0.0.0', publish=['.*/cmd_vel'], services=['/p2os/enable_.*'])
+    assert given.may_publish('/p2os/cmd_vel') and not given.may_publish('/p2os/cmd_vel_x')
+    assert given.may_call('/p2os/enable_motors') and not given.may_call('/p2os/disable_motors')
+    assert given.opened() == '--foxglove-publish .*/cmd_vel, --foxglove-services /p2os/enable_.*'
+    assert not ClientAccess('localhost', publish=[]).may_publish('/p2os/cmd_vel')  # given: holds
+    with pytest.raises(ParameterError, match=r"--foxglove-publish '\(': not a regular"):
+        ClientAccess('0.0.0.0', publish=['('])
+
+
+def test_a_bad_pattern_is_a_usage_error():
+    process = start_module(
+        'legacy_robot_bringup.compose', 'p2os', '--sim', '--foxglove', '0',
+        '--foxglove-services', '[',
+    )  # fmt: skip
+    assert process.wait(60) == 2
+    assert "error: --foxglove-services '[': not a regular expression" in process.stderr.read()
 
 
 def test_message_definitions_come_from_the_installed_interfaces():

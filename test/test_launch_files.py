@@ -6,6 +6,7 @@ launch names executables and parameter files that exist in the install space.
 """
 
 import ast
+import dataclasses
 import pathlib
 
 import pytest
@@ -189,3 +190,20 @@ def test_launch_plan_adds_the_foxglove_relay_when_asked():
     )
     with pytest.raises(ValueError, match='port number'):
         launch_plan([plugins['p2os']], LaunchOptions(foxglove='yes'))
+    opened = LaunchOptions(
+        foxglove='8765',
+        foxglove_address='0.0.0.0',
+        foxglove_publish='.*/cmd_vel /p2os/gripper.*',
+        foxglove_services='/p2os/enable_motors',
+    )
+    (relay,) = launch_plan([plugins['p2os']], opened)[-1][1]
+    assert relay.arguments == (
+        '--port', '8765', '--address', '0.0.0.0',
+        '--publish', '.*/cmd_vel', '/p2os/gripper.*', '--services', '/p2os/enable_motors',
+    )  # fmt: skip
+    secured = launch_plan([plugins['p2os']], dataclasses.replace(opened, enclave='/lab/p2os'))
+    driver, relay = secured[0][1][-1], secured[-1][1][0]
+    assert driver.ros_arguments[-2:] == ('--enclave', '/lab/p2os')
+    assert relay.arguments[-3:] == ('--ros-args', '--enclave', '/lab/p2os')
+    with pytest.raises(ValueError, match='absolute name'):
+        launch_plan([plugins['p2os']], LaunchOptions(enclave='lab'))

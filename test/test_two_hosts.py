@@ -8,6 +8,7 @@ and skips, saying so, elsewhere. Processes inside the hosts discover across the 
 domain of their own (the hosts are private networks: no other test's traffic reaches them).
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -382,6 +383,50 @@ def test_a_robot_started_with_defaults_cannot_be_found_from_another_host(network
     assert not outsider.wait(lambda r: True, OUTSIDER_WAIT), outsider.records[:3]
     assert not [r for r in local.records if abs(r.get('vx', 0)) > 0.01], local.records[-3:]
     assert [line for line in robot_errors if 'DDS discovery LOCALHOST (our default)' in line]
+
+
+RELAY_PORT = 8765
+
+
+def drive_through_foxglove(net, *options):
+    """bringup p2os on the robot host with its Foxglove relay on the robot's address (the
+    README's way of opening the live view) and options; foxglove_desk.py on the desk host
+    calls enable_motors and publishes cmd_vel. What the desk reported, and bringup's stderr."""
+    argv = [*BRINGUP, 'p2os', '--sim', '--namespace', 'p2os', '--foxglove', str(RELAY_PORT)]
+    argv += ['--foxglove-address', net.address('robot'), *options]
+    robot, robot_out, robot_errors = start(net, 'robot', argv)
+    url = f'ws://{net.address("robot")}:{RELAY_PORT}'
+    assert robot_out.wait_text(lambda line: 'foxglove: ws://' in line, STARTUP), robot_errors
+    desk = [sys.executable, str(SUPPORT / 'foxglove_desk.py'), url]
+    result = net.run(
+        'desk', desk, env=env_with_support(), capture_output=True, text=True, timeout=120
+    )
+    two_hosts.stop(robot)
+    assert result.returncode == 0, (result.stderr[-2000:], robot_errors[-5:])
+    return json.loads(result.stdout.splitlines()[-1]), robot_errors
+
+
+@needs_hosts
+def test_the_live_view_opened_to_the_network_lets_no_one_drive_unless_allowed(network):
+    """Issue 54: through a relay on 0.0.0.0 a desk drove the Pioneer 1.33 m and switched its
+    motors on. Beyond loopback a client now publishes and calls only what the options allow,
+    is told which option, and the refusal is logged on the robot's host."""
+    net = network()
+    nothing, robot_errors = drive_through_foxglove(net)
+    assert 'not allowed beyond loopback (bringup --foxglove-services' in nothing['call']
+    assert any('--foxglove-publish' in status for status in nothing['statuses']), nothing
+    assert abs(nothing['moved']) < 0.01, nothing
+    motors, robot_errors = drive_through_foxglove(net, '--foxglove-services', '/p2os/enable_.*')
+    assert motors['call'] == 'answered', motors
+    assert any('may not publish on /p2os/cmd_vel' in status for status in motors['statuses'])
+    assert abs(motors['moved']) < 0.01, motors  # motors on, cmd_vel refused: it stands still
+    assert [line for line in robot_errors if 'may not publish on /p2os/cmd_vel' in line]
+    assert [line for line in robot_errors if 'no TLS and no authentication' in line]
+    both, _ = drive_through_foxglove(
+        net, '--foxglove-services', '/p2os/enable_.*', '--foxglove-publish', '.*/cmd_vel'
+    )
+    assert both['call'] == 'answered' and not both['statuses'], both
+    assert both['moved'] > 0.2, both
 
 
 @needs_hosts

@@ -43,6 +43,7 @@ from .launch_plan import (
     FRAME_MODES,
     FRAMES_HELP,
     LOG_LEVELS,
+    enclave_arguments,
     file_parameters,
     frame_isolation,
     per_robot_by_default,
@@ -85,7 +86,7 @@ class Composition:
         self.namespace_per_robot = namespace_per_robot
         self.frames = frames  # launch_plan.FRAME_MODES
         self.use_sim_time = use_sim_time
-        self.foxglove = foxglove  # (address, port) of a Foxglove relay, or None
+        self.foxglove = foxglove  # RelaySettings of a Foxglove relay, or None
         self.relay = None
         self.emulators = {}
         self.nodes = {}
@@ -130,7 +131,7 @@ class Composition:
                 self.map_nodes.append(map_node)
                 self.executor.add_node(map_node)
         if self.foxglove is not None:
-            self.relay = start_relay(self.executor, *self.foxglove)
+            self.relay = start_relay(self.executor, self.foxglove)
 
     def _emulator_parameters(self, plugin, values):
         """The emulator's parameters but those the user's parameter files set (as in a
@@ -307,6 +308,13 @@ def build_parser():
         help='stamp with the simulated clock on /clock (use_sim_time)',
     )
     parser.add_argument(
+        '--enclave',
+        default='',
+        help='DDS security enclave of the process (as --ros-args --enclave; /robot/p2os): with '
+        'ROS_SECURITY_KEYSTORE and ROS_SECURITY_ENABLE=true, on a ROS 2 whose Fast DDS has '
+        'security (not the package-index wheels: docs/security.md)',
+    )
+    parser.add_argument(
         '--log-level',
         choices=LOG_LEVELS,
         help='ROS log level of every node (as --ros-args --log-level)',
@@ -344,6 +352,11 @@ def main(argv=None):
     args = build_parser().parse_args(own)
     if args.log_level:
         extra_ros_args += ['--log-level', args.log_level]
+    try:
+        extra_ros_args += enclave_arguments(args.enclave)
+    except ValueError as exc:
+        print(f'error: --enclave: {exc}', file=sys.stderr)
+        return 2
     missing = missing_files(args.params_file)
     if missing:
         print(f'error: --params-file: no such file: {", ".join(missing)}', file=sys.stderr)

@@ -29,6 +29,7 @@ class FoxgloveClient:
         self.received = 0  # message frames
         self.responses = {}  # call id → (encoding, payload)
         self.failures = {}  # call id → message
+        self.statuses = []  # the server's status messages' texts
         self._subscriptions = {}  # subscription id → (topic, decoder)
         self._next_id = 1
 
@@ -73,6 +74,8 @@ class FoxgloveClient:
                 self.services[service['name']] = service
         elif op == 'serviceCallFailure':
             self.failures[message['callId']] = message['message']
+        elif op == 'status':
+            self.statuses.append(message['message'])
 
     def _on_binary(self, frame):
         opcode = frame[0]

@@ -63,6 +63,9 @@ def _robots(context, names):
         robot_state_publisher=_value(context, 'robot_state_publisher'),
         foxglove=_value(context, 'foxglove'),
         foxglove_address=_value(context, 'foxglove_address'),
+        foxglove_publish=_value(context, 'foxglove_publish'),
+        foxglove_services=_value(context, 'foxglove_services'),
+        enclave=_value(context, 'enclave'),
     )
     chosen = select(discover_plugins(), listed or names)
     groups = []
@@ -141,8 +144,27 @@ def robots_launch_description(*names):
             DeclareLaunchArgument(
                 'foxglove_address',
                 default_value='127.0.0.1',
-                description='address the Foxglove server listens on (0.0.0.0: '
-                'anyone on your network may watch and drive)',
+                description='address the Foxglove server listens on (0.0.0.0: anyone on '
+                'your network may watch; publish and call only as foxglove_publish and '
+                'foxglove_services allow)',
+            ),
+            DeclareLaunchArgument(
+                'enclave',
+                default_value='',
+                description='DDS security enclave of every process (/robot/p2os; needs a ROS 2 '
+                'whose Fast DDS has security, ROS_SECURITY_KEYSTORE and ROS_SECURITY_ENABLE)',
+            ),
+            DeclareLaunchArgument(
+                'foxglove_publish',
+                default_value='',
+                description='topics Foxglove clients may publish on: regular expressions, '
+                "space-separated ('.*/cmd_vel'); default: any on loopback, none elsewhere",
+            ),
+            DeclareLaunchArgument(
+                'foxglove_services',
+                default_value='',
+                description='services Foxglove clients may call: regular expressions, '
+                'space-separated; default: any on loopback, none elsewhere',
             ),
             OpaqueFunction(function=_robots, args=[list(names)]),
         ]

@@ -3,6 +3,7 @@ checked on machines without `launch` and turned into launch actions where it exi
 
 import dataclasses
 import os
+import re
 from typing import Dict, List, Optional, Tuple
 
 import yaml
@@ -47,6 +48,10 @@ class LaunchOptions:
     robot_state_publisher: str = 'auto'  # auto: when the package is installed
     foxglove: str = ''  # a port: the Foxglove relay ('' = none)
     foxglove_address: str = '127.0.0.1'
+    enclave: str = ''  # DDS security enclave of every process ('' = none)
+    # regular expressions, space-separated ('' = the relay's default: any on loopback only)
+    foxglove_publish: str = ''
+    foxglove_services: str = ''
 
 
 def robot_namespace(plugin, namespace='', per_robot=False):
@@ -125,6 +130,7 @@ def launch_plan(chosen, options):
         )
     if options.params_file and not os.path.isfile(options.params_file):
         raise ValueError(f'params_file: no such file: {options.params_file}')
+    enclave = enclave_arguments(options.enclave)
     per_robot = options.namespace_per_robot
     if per_robot is None:
         per_robot = per_robot_by_default(chosen)
@@ -149,7 +155,7 @@ def launch_plan(chosen, options):
                     },
                     user_params_files=(options.params_file,) if options.params_file else (),
                     remappings=tuple(remappings),
-                    ros_arguments=('--log-level', options.log_level),
+                    ros_arguments=('--log-level', options.log_level, *enclave),
                 )
             processes.append(spec)
         if with_model:
@@ -167,24 +173,49 @@ def launch_plan(chosen, options):
                         **common,
                     },
                     remappings=tuple(remappings),
-                    ros_arguments=('--log-level', options.log_level),
+                    ros_arguments=('--log-level', options.log_level, *enclave),
                 )
             )
         plan.append((namespace, processes))
     if options.foxglove:
-        plan.append((None, [foxglove_relay_process(options.foxglove, options.foxglove_address)]))
+        plan.append((None, [foxglove_relay_process(options)]))
     return plan
 
 
-def foxglove_relay_process(port, address):
+ENCLAVE = re.compile(r'^(/[A-Za-z0-9_]+)+$')
+
+
+def enclave_arguments(enclave):
+    """ROS arguments that put a process in a DDS security enclave ('' = none): ('--enclave',
+    enclave). ValueError for a name that is not absolute (rcl takes /robot/p2os, not p2os)."""
+    if not enclave:
+        return ()
+    if not ENCLAVE.match(enclave):
+        raise ValueError(
+            f'enclave {enclave!r}: an absolute name of letters, digits and _ (e.g. /robot/p2os)'
+        )
+    return ('--enclave', enclave)
+
+
+def foxglove_relay_process(options):
     """The Foxglove relay (its own process: it follows the whole graph)."""
+    port = options.foxglove
     if not str(port).isdigit():
         raise ValueError(f'foxglove must be a port number, not {port!r}')
+    arguments = ['--port', str(port), '--address', options.foxglove_address]
+    for option, patterns in (
+        ('--publish', options.foxglove_publish),
+        ('--services', options.foxglove_services),
+    ):
+        if patterns.split():
+            arguments += [option, *patterns.split()]
+    if options.enclave:
+        arguments += ['--ros-args', *enclave_arguments(options.enclave)]
     return ProcessSpec(
         package=PACKAGE,
         executable='foxglove_relay',
         name='foxglove_relay',
-        arguments=('--port', str(port), '--address', address),
+        arguments=tuple(arguments),
         is_node=False,
     )
 

@@ -39,7 +39,7 @@ from .distribution import distribution, events_executor_gap, rclpy_release
 from .frames import RobotFrames
 from .handoff import ExecutorHandoff
 from .memory import ARENAS, ENVIRONMENT, MallocTrim, configure_malloc
-from .middleware import use_closed_discovery, use_our_dds_profiles
+from .middleware import check_dds_security, use_closed_discovery, use_our_dds_profiles
 from .params import ParameterError, declare
 from .ratelimit import RateLimitedLogger
 from .recording import Recorder, RecordingError
@@ -562,6 +562,7 @@ def prepare_process(plugins=()):
     host unless the user chose a range (middleware.py), and the GIL switch interval, the
     smallest any of the robots hosted (plugins) asks for; logs them in one INFO line.
     Returns {setting: value}."""
+    check_dds_security()
     configure_malloc()
     profiles = use_our_dds_profiles()
     discovery = use_closed_discovery()

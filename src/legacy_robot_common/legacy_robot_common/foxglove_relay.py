@@ -11,11 +11,13 @@ holding up a driver.
 """
 
 import functools
+import ipaddress
 import queue
+import re
 import threading
 
 import foxglove
-from foxglove.websocket import Capability
+from foxglove.websocket import Capability, StatusLevel
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy
@@ -25,6 +27,8 @@ from rclpy.topic_or_service_is_hidden import topic_or_service_is_hidden
 from .diagnostics import OK, WARN, DiagnosticsPublisher
 from .handoff import ExecutorHandoff
 from .message_definitions import UnknownType, shared
+from .params import ParameterError
+from .ratelimit import RateLimitedLogger
 from .topics import import_type, matching_qos
 
 DEFAULT_PORT = 8765
@@ -39,6 +43,63 @@ HIDDEN_SERVICE_TYPES = ('rcl_interfaces/srv/', 'type_description_interfaces/srv/
 # publishers do without them)
 NO_SUBSCRIPTION_EVENTS = SubscriptionEventCallbacks(use_default_callbacks=False)
 NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
+
+
+PUBLISH_OPTION = '--foxglove-publish'
+SERVICES_OPTION = '--foxglove-services'
+
+
+def is_loopback(host):
+    """True for an address (or 'localhost') only this machine can reach."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == 'localhost'
+
+
+class ClientAccess:
+    """What Foxglove clients may do besides watching: publish on which topics and call which
+    services, each a list of regular expressions a whole name must match. Not given: anything
+    on loopback, nothing on any other address (the SDK has no TLS and no authentication, so
+    anyone who reaches the port is a client). Given: they hold on every address."""
+
+    def __init__(self, host, publish=None, services=None):
+        self.beyond_loopback = not is_loopback(host)
+        self.publish = self._patterns(publish, PUBLISH_OPTION)
+        self.services = self._patterns(services, SERVICES_OPTION)
+
+    def _patterns(self, texts, option):
+        if texts is None:
+            texts = [] if self.beyond_loopback else ['.*']
+        patterns = []
+        for text in texts:
+            try:
+                patterns.append(re.compile(text))
+            except re.error as exc:
+                raise ParameterError(
+                    f'{option} {text!r}: not a regular expression ({exc})'
+                ) from None
+        return patterns
+
+    def may_publish(self, topic):
+        return any(pattern.fullmatch(topic) for pattern in self.publish)
+
+    def may_call(self, service):
+        return any(pattern.fullmatch(service) for pattern in self.services)
+
+    def opened(self):
+        """What this access opens beyond loopback ('' when nothing), for a warning."""
+        if not self.beyond_loopback:
+            return ''
+        granted = [
+            f'{option} {" ".join(p.pattern for p in patterns)}'
+            for option, patterns in (
+                (PUBLISH_OPTION, self.publish),
+                (SERVICES_OPTION, self.services),
+            )
+            if patterns
+        ]
+        return ', '.join(granted)
 
 
 class _Topic:
@@ -64,7 +125,7 @@ class _Subscription:
 class FoxgloveRelay(ExecutorHandoff, Node):
     """The relay node: a Foxglove server (started here) kept in step with the ROS graph."""
 
-    def __init__(self, host='127.0.0.1', port=DEFAULT_PORT, **kwargs):
+    def __init__(self, host='127.0.0.1', port=DEFAULT_PORT, access=None, **kwargs):
         # no parameter services: it has no parameters, and every entity costs each wake-up
         super().__init__('foxglove_relay', start_parameter_services=False, **kwargs)
         # the server's threads hand their work to the executor's (the server listens before
@@ -82,6 +143,8 @@ class FoxgloveRelay(ExecutorHandoff, Node):
         self._lock = threading.Lock()
         self.relayed = self.dropped = self.published = self.refused = 0
         self._host = host
+        self.access = access or ClientAccess(host)
+        self._refusals = RateLimitedLogger(self.get_logger())
         try:
             self.server = foxglove.start_server(
                 name='legacy robots',
@@ -97,6 +160,13 @@ class FoxgloveRelay(ExecutorHandoff, Node):
             raise OSError(f'foxglove: cannot listen on {host}:{port}: {exc}') from None
         self._sender = threading.Thread(target=self._send_loop, name='foxglove-send', daemon=True)
         self._sender.start()
+        opened = self.access.opened()
+        if opened:
+            self.get_logger().warning(
+                f'foxglove: clients on {host}:{self.port} may control the robots ({opened}): '
+                'the server has no TLS and no authentication; anyone who reaches this port can '
+                'do that (README: reaching the live view safely)'
+            )
         diagnostics = DiagnosticsPublisher(self, f'foxglove ws://{host}:{self.port}')
         diagnostics.add_task('foxglove', self._status)
         self.create_timer(GRAPH_PERIOD, self.follow_graph)
@@ -233,7 +303,10 @@ class FoxgloveRelay(ExecutorHandoff, Node):
         return client
 
     def _call(self, name, srv_type, call):
-        """A Foxglove service call (in the server's thread): the ROS call, its CDR answer."""
+        """A Foxglove service call (in the server's thread): the ROS call, its CDR answer; one
+        the access does not allow is refused (the client sees the error's text)."""
+        if not self.access.may_call(name):
+            raise PermissionError(self._refuse(f'a client may not call {name}', SERVICES_OPTION))
         request = deserialize_message(bytes(call.payload), srv_type.Request)
         client = self._client(name, srv_type)
         done = threading.Event()
@@ -331,8 +404,13 @@ class FoxgloveRelay(ExecutorHandoff, Node):
 
     # ---- client publishing -------------------------------------------------------------------
     def client_advertised(self, client_id, channel):
-        """A client's channel: accepted for a topic a node other than this relay subscribes
-        to (the drivers' command topics), with the type given by the client's schema."""
+        """A client's channel: accepted for a topic the access allows that a node other than
+        this relay subscribes to (the drivers' command topics), with the type given by the
+        client's schema."""
+        if not self.access.may_publish(channel.topic):
+            text = self._refuse(f'a client may not publish on {channel.topic}', PUBLISH_OPTION)
+            self.server.publish_status(text, StatusLevel.Error)
+            return
         subscribers = [
             info
             for info in self.get_subscriptions_info_by_topic(channel.topic)
@@ -372,6 +450,14 @@ class FoxgloveRelay(ExecutorHandoff, Node):
             return
         publisher.publish(bytes(data))
         self.published += 1
+
+    def _refuse(self, what, option):
+        """Count and log (rate-limited) a refused client request; the text for the client."""
+        self.refused += 1
+        where = 'beyond loopback' if self.access.beyond_loopback else 'here'
+        text = f'foxglove: {what}: not allowed {where} (bringup {option} REGEX allows it)'
+        self._refusals.warning(option, text)
+        return text
 
     # ---- state -------------------------------------------------------------------------------
     def _status(self):

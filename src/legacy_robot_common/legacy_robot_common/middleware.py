@@ -100,6 +100,45 @@ def use_our_dds_profiles(profile=None):
     return path
 
 
+# ---- DDS security ---------------------------------------------------------------------------
+# Fast DDS's build settings, per major version's header (Jazzy: 2.x, fastrtps/; Kilted: 3.x)
+FASTDDS_CONFIG_HEADERS = ('include/fastdds/config.hpp', 'include/fastrtps/config.h')
+_HAVE_SECURITY = re.compile(r'^#define HAVE_SECURITY (\d)', re.MULTILINE)
+
+
+def fastdds_has_security(prefixes=None):
+    """Whether the Fast DDS this process loads was built with DDS-Security, from its config
+    header under an install prefix (AMENT_PREFIX_PATH's, then Python's): True, False, or None
+    when no header says (then only trying tells)."""
+    if prefixes is None:
+        prefixes = [*os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep), sys.prefix]
+    for prefix in filter(None, prefixes):
+        for header in FASTDDS_CONFIG_HEADERS:
+            path = pathlib.Path(prefix) / header
+            if path.is_file():
+                found = _HAVE_SECURITY.search(path.read_text(errors='replace'))
+                if found:
+                    return found.group(1) != '0'
+    return None
+
+
+def check_dds_security():
+    """ParameterError when DDS security is required (ROS_SECURITY_ENABLE=true with
+    ROS_SECURITY_STRATEGY=Enforce) and this Fast DDS has none: the PyPI wheels are built without
+    it, and rcl's own failure blamed the ROS arguments."""
+    enforced = os.environ.get('ROS_SECURITY_ENABLE', '').lower() == 'true' and (
+        os.environ.get('ROS_SECURITY_STRATEGY', '') == 'Enforce'
+    )
+    if enforced and fastdds_has_security() is False:
+        raise ParameterError(
+            'ROS_SECURITY_ENABLE=true with ROS_SECURITY_STRATEGY=Enforce, but this Fast DDS is '
+            'built without DDS-Security (HAVE_SECURITY 0: the ROS 2 wheels from the package '
+            'index have no security plugins), so no node can start. Install ROS 2 from apt '
+            '(ros-jazzy-ros-base: its Fast DDS has security) and build this workspace against '
+            'it, or unset ROS_SECURITY_ENABLE (docs/security.md)'
+        )
+
+
 # ---- discovery range ------------------------------------------------------------------------
 DISCOVERY_VARIABLE = 'ROS_AUTOMATIC_DISCOVERY_RANGE'
 # ROS 2's deprecated switch: set either way, it is the user's choice of range too

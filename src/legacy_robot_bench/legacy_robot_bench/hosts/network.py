@@ -275,12 +275,19 @@ class Output:
 
     def wait(self, predicate, timeout):
         """The first record (from the start) for which predicate holds, or None."""
+        return self._wait(self.records, predicate, timeout)
+
+    def wait_text(self, predicate, timeout):
+        """The first other line (from the start) for which predicate holds, or None."""
+        return self._wait(self.text, predicate, timeout)
+
+    def _wait(self, items, predicate, timeout):
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
-                for record in self.records:
-                    if predicate(record):
-                        return record
+                for item in items:
+                    if predicate(item):
+                        return item
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
