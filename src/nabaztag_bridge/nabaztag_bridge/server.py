@@ -388,8 +388,10 @@ class BridgeServer:
     # ---- the XML API of seed 002 --------------------------------------------------------
     def _check_token(self, query, headers):
         token = self.settings.xml_token
+        if not token:  # it commands every rabbit, and the server faces the network
+            raise HttpError(403, 'the XML API is closed: set the parameter xml_token to open it')
         given = query.get('token') or headers.get('x-auth-token', '')
-        if token and not hmac.compare_digest(given.encode(), token.encode()):
+        if not hmac.compare_digest(given.encode(), token.encode()):
             raise HttpError(403, 'the XML API needs the right token (token=... or X-Auth-Token)')
 
     def _xml_raw_request(self, method, query, headers, read_body):

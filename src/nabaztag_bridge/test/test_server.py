@@ -31,6 +31,9 @@ def raw(port, data, timeout=5.0):
     return int(lines[0].split()[1]), headers, body
 
 
+XML_TOKEN = 'the-lab-token'  # the XML API is closed without one
+
+
 def rabbit_get(port, path):
     return raw(
         port,
@@ -79,6 +82,7 @@ def bridge(tmp_path):
                     bytecode=BYTECODE,
                     media_root=media,
                     client_timeout=1.0,
+                    xml_token=XML_TOKEN,
                 ),
                 **options,
             )
@@ -521,7 +525,7 @@ def test_many_rabbits_at_once(bridge):
 
 
 # ---- the XML API ------------------------------------------------------------------------
-def xml_post(server, path, text, token=None):
+def xml_post(server, path, text, token=XML_TOKEN):
     query = f'?token={token}' if token else ''
     status, _, body = rabbit_post(server.port, path + query, text.encode())
     return status, ElementTree.fromstring(body)
@@ -623,6 +627,15 @@ def test_serverinfo_lists_rabbits_and_token_guards_the_api(bridge):
         (SERIAL, 'none')
     ]
     status, root = xml_post(server, '/xml/rawrequest.xml', '<rawrequest/>', token='wrong')
+    assert status == 403
+
+
+def test_the_xml_api_is_closed_without_a_token(bridge):
+    server = bridge(xml_token='')
+    ping(server.port)
+    status, root = xml_post(server, '/xml/jnabserverinfo.xml', '', token=None)
+    assert status == 403 and 'set the parameter xml_token' in root.findtext('error/message')
+    status, _ = xml_post(server, '/xml/rawrequest.xml', '<rawrequest/>', token='anything')
     assert status == 403
 
 
