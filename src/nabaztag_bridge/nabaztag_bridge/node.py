@@ -119,6 +119,8 @@ class NabaztagBridge(DriverNode):
             xml_token=v.xml_token,
             max_body_bytes=v.max_body_bytes,
             client_timeout=v.client_timeout,
+            max_header_bytes=v.max_header_bytes,
+            max_connections_per_address=v.max_connections_per_address,
             publish_pings=v.publish_pings,
         )
         registry = RabbitRegistry(

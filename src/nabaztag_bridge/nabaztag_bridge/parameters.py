@@ -78,6 +78,21 @@ PARAMETERS = (
         maximum=16 * 1024 * 1024,
     ),
     read_only(
+        'max_header_bytes',
+        16384,
+        'largest request line and headers, bytes; over it: 431 (414 for the line alone)',
+        minimum=1024,
+        maximum=1024 * 1024,
+    ),
+    read_only(
+        'max_connections_per_address',
+        64,
+        'connections another host may hold open at once (0: no cap; this host is not capped); '
+        'over it: closed at once',
+        minimum=0,
+        maximum=100000,
+    ),
+    read_only(
         'client_timeout',
         10.0,
         's of client silence before the connection is dropped',

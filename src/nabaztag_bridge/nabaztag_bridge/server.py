@@ -73,6 +73,8 @@ class Settings:
     xml_token: str = ''
     max_body_bytes: int = 65536
     client_timeout: float = 10.0
+    max_header_bytes: int = 16384
+    max_connections_per_address: int = 64
     publish_pings: bool = False
     speech_folder: pathlib.Path = None  # the speech cache, served under /tts/
 
@@ -150,7 +152,9 @@ class BridgeServer:
     def start(self):
         limits = Limits(
             client_timeout=self.settings.client_timeout,
+            max_head_bytes=self.settings.max_header_bytes,
             max_body_bytes=self.settings.max_body_bytes,
+            max_connections_per_address=self.settings.max_connections_per_address,
         )
         self._http = HttpServer(
             self.settings.host,

@@ -10,12 +10,14 @@ rclpy executor and the rabbits never wait for each other.
 Limits per connection, so that a slow or hostile client costs one socket and nothing
 else: a deadline for the whole request (client_timeout), a size limit for the request
 line and headers (431 / 414), a header count (431), and a body limit (413, before the
-body is read).
+body is read). Per address, a cap on open connections: one host holding many sockets open
+cannot take the server's from the rabbits.
 """
 
 import asyncio
 import dataclasses
 import http
+import ipaddress
 import pathlib
 import threading
 
@@ -28,9 +30,10 @@ LINGER_SECONDS = 2.0  # reading (and dropping) what a refused client still sends
 @dataclasses.dataclass(frozen=True)
 class Limits:
     client_timeout: float = 10.0  # s for the whole request, from the connection on
-    max_head_bytes: int = 65536  # request line and headers
+    max_head_bytes: int = 16384  # request line and headers (h11 and Hypercorn take 16 KiB)
     max_headers: int = 100
     max_body_bytes: int = 65536
+    max_connections_per_address: int = 64  # open at once from one address (0: no cap)
     backlog: int = 4096  # connections waiting for accept: thousands of rabbits
 
 
@@ -69,6 +72,7 @@ class HttpServer:
         self.on_refused = on_refused or (lambda status, text: None)
         self.on_dropped = on_dropped or (lambda: None)  # a client silent until the deadline
         self.connections = set()  # open ones: stop() closes them
+        self.per_address = {}  # client address → its open connections
         self._loop = None
         self._thread = None
         self._server = None
@@ -142,20 +146,47 @@ class _Connection(asyncio.Protocol):
         self.deadline = None
         self.tap = server.tap
         self.number = 0  # the connection's number in a recording
+        self.address = None  # the client's, for the per-address cap
 
     # ---- asyncio ---------------------------------------------------------------------------
     def connection_made(self, transport):
         self.transport = transport
         self.server.connections.add(self)
+        if not self._admitted():
+            return
         if self.tap is not None:
             self.number = self.tap.next_connection()
         self.deadline = asyncio.get_running_loop().call_later(
             self.limits.client_timeout, self._timed_out
         )
 
+    def _admitted(self):
+        """Count this connection against its address's cap; over it, close it at once (no
+        reply: its peer holds too many already) and say so through on_refused. This host's own
+        clients are not capped: a reverse proxy in front, the load benchmarks."""
+        peer = self.transport.get_extra_info('peername')
+        self.address = peer[0] if peer else None
+        open_now = self.server.per_address.get(self.address, 0) + 1
+        self.server.per_address[self.address] = open_now
+        cap = self.limits.max_connections_per_address
+        if cap and open_now > cap and not _loopback(self.address):
+            self.answered = True  # nothing more to read or answer
+            self.deadline = None
+            self.server.on_refused(
+                503, f'{self.address}: over {cap} open connections (max_connections_per_address)'
+            )
+            self.transport.abort()
+            return False
+        return True
+
     def connection_lost(self, exc):
-        self.deadline.cancel()
         self.server.connections.discard(self)
+        left = self.server.per_address.pop(self.address, 1) - 1
+        if left:
+            self.server.per_address[self.address] = left
+        if self.deadline is None:
+            return  # refused at the cap: never served
+        self.deadline.cancel()
         if self.tap is not None and (exc is not None or not self.answered):
             # an exchange that ended as HTTP/1.0 ends, after its reply, needs no events: its
             # connection number is the boundary (events were 2 of 4 messages at 500 rabbits)
@@ -285,6 +316,13 @@ class _Connection(asyncio.Protocol):
         if not self.answered:
             self.server.on_dropped()
         self.transport.close()
+
+
+def _loopback(address):
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False  # a Unix socket's or unknown peer
 
 
 def _peer(transport):
