@@ -25,6 +25,7 @@ from helpers import (
     env_with_support,
     run_module,
     skip_where_the_events_executor_cannot_run_drivers,
+    wait_for,
 )
 from rclpy.parameter import Parameter
 from rclpy.qos import ReliabilityPolicy
@@ -427,6 +428,63 @@ def test_the_live_view_opened_to_the_network_lets_no_one_drive_unless_allowed(ne
     )
     assert both['call'] == 'answered' and not both['statuses'], both
     assert both['moved'] > 0.2, both
+
+
+RABBIT = '0019db9c2a11'  # the outsider's and the fresh rabbit's serial (http_outsider.py)
+SECRET = 'a file beside the media root'
+FRESH_PING = """
+import socket, sys, time
+start = time.monotonic()
+ping = f'GET /vl/p4.jsp?sn={sys.argv[2]}&v=65808&st=1&sd=0&tc=7fffffff&h=4 HTTP/1.0'
+with socket.create_connection((sys.argv[1], 8080), timeout=5) as c:
+    c.sendall(ping.encode() + b'\\r\\n\\r\\n')
+    reply = c.recv(100)
+print(reply.split(b' ')[1].decode(), time.monotonic() - start)
+"""
+
+
+@needs_hosts
+def test_the_nabaztag_server_holds_up_to_an_outsider_on_its_network(network, tmp_path):
+    """The bridge as a rabbit owner runs it (0.0.0.0:8080, allowed_serials set), attacked
+    from another host: every traversal form is refused and reads nothing, oversized headers and
+    bodies are refused, an unknown rabbit and the XML API without a token get 403, and 300
+    half-open connections leave a fresh rabbit's ping answered within a second."""
+    media = tmp_path / 'media'
+    media.mkdir()
+    (media / 'hello.mp3').write_bytes(b'ID3 a sound')
+    (tmp_path / 'secret.txt').write_text(SECRET)
+    before = set(tmp_path.rglob('*'))
+    net = network()
+    bridge = [sys.executable, '-m', 'nabaztag_bridge.node', '--ros-args', '-p']
+    bridge += [f'media_root:={media}', '-p', f'allowed_serials:={RABBIT}']
+    _, _, bridge_errors = start(net, 'robot', bridge)
+    assert wait_for(lambda: any('rabbits call' in line for line in bridge_errors), STARTUP)
+    address = net.address('robot')
+    outsider = net.popen(
+        'desk',
+        [sys.executable, str(SUPPORT / 'http_outsider.py'), address, '8080', '--hold', '300'],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    replies = two_hosts.Output(outsider.stdout)
+    held = replies.wait(lambda r: 'held' in r, STARTUP)
+    assert held == {'held': 64, 'closed': 236}, held  # max_connections_per_address
+    fresh = net.run(
+        'robot',
+        [sys.executable, '-c', FRESH_PING, address, RABBIT],
+        capture_output=True,
+        text=True,
+    )
+    status, seconds = fresh.stdout.split()
+    assert status == '200' and float(seconds) < 1.0, (fresh.stdout, fresh.stderr)
+    outsider.stdin.close()
+    statuses = {r['name']: r['status'] for r in replies.records if 'name' in r}
+    expected = {'40 kB header': 431, '20 MB body': 413, 'unknown serial': 403}
+    expected['xml api without token'] = 403
+    for name, status in statuses.items():
+        assert 400 <= status < 500 and status == expected.get(name, status), (name, status)
+    assert len(statuses) == 17 and not [r for r in replies.records if SECRET in r.get('body', '')]
+    written = [path for path in tmp_path.rglob('*') if path not in before]
+    assert all(media in path.parents for path in written), written  # only the speech cache
 
 
 @needs_hosts
