@@ -430,6 +430,41 @@ def test_the_live_view_opened_to_the_network_lets_no_one_drive_unless_allowed(ne
     assert both['moved'] > 0.2, both
 
 
+def tcp_listeners(net, host):
+    """(address, port) of every listening TCP socket on host (IPv4 and IPv6)."""
+    result = net.run(host, ['ss', '-ltnH'], capture_output=True, text=True, check=True)
+    listeners = set()
+    for line in result.stdout.splitlines():
+        address, _, port = line.split()[3].rpartition(':')
+        listeners.add((address.strip('[]'), int(port)))
+    return listeners
+
+
+def answers(net, host, address, port):
+    """Whether a TCP connection from host to address:port is accepted."""
+    probe = f'import socket; socket.create_connection(({address!r}, {port}), timeout=3)'
+    return net.run(host, [sys.executable, '-c', probe], capture_output=True).returncode == 0
+
+
+@needs_hosts
+def test_a_robot_host_shows_the_network_only_the_ports_asked_for(network):
+    """All five robots on their emulators with the live view opened to the network: every
+    emulator port and the rabbits' server (its rabbit is the emulator's) listen on loopback; to
+    another host only the relay, the one port asked for, answers."""
+    net = network()
+    robot = net.address('robot')
+    argv = [*BRINGUP, 'aibo', 'p2os', 'nabaztag', 'pleo', 'ipaq', '--sim', '--foxglove']
+    argv += [str(RELAY_PORT), '--foxglove-address', '0.0.0.0']  # the README's way
+    _, robot_out, robot_errors = start(net, 'robot', argv)
+    assert robot_out.wait_text(lambda line: line.startswith('running:'), STARTUP), robot_errors
+    listeners = tcp_listeners(net, 'robot')
+    loopback = {(a, p) for a, p in listeners if a in ('127.0.0.1', '::1')}
+    assert listeners - loopback == {('0.0.0.0', RELAY_PORT)}, listeners
+    assert len(loopback) >= 6, loopback  # AIBO, P2OS, the iPaq's three, the rabbits' server
+    reached = {port for _, port in listeners if answers(net, 'desk', robot, port)}
+    assert reached == {RELAY_PORT}, reached
+
+
 RABBIT = '0019db9c2a11'  # the outsider's and the fresh rabbit's serial (http_outsider.py)
 SECRET = 'a file beside the media root'
 FRESH_PING = """
