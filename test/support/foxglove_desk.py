@@ -3,9 +3,9 @@
     python foxglove_desk.py URL [--namespace p2os] [--seconds 3]
 
 Waits for the robot's channels and services, calls enable_motors, then advertises cmd_vel
-and publishes 0.3 m/s at 10 Hz for --seconds, watching odom. Prints one JSON line:
-{"call": response text or failure text, "statuses": [server status texts],
-"moved": metres odom advanced}.
+and publishes 0.3 m/s at 10 Hz for --seconds, watching odom and motor_state. Prints one JSON
+line: {"call": response text or failure text, "statuses": [server status texts],
+"moved": metres odom advanced, "motors": whether the motors were on at the end}.
 """
 
 import argparse
@@ -27,6 +27,7 @@ def main():
     parser.add_argument('--seconds', type=float, default=3.0)
     args = parser.parse_args()
     odom, motors = f'/{args.namespace}/odom', f'/{args.namespace}/enable_motors'
+    motor_state = f'/{args.namespace}/motor_state'
     client = FoxgloveClient(args.url)
     try:
         ready = client.wait_for(
@@ -35,7 +36,10 @@ def main():
         if not ready:
             raise SystemExit(f'no {odom} or {motors} from {args.url}')
         client.subscribe(odom)
-        client.wait_for(lambda: client.messages.get(odom), STARTUP)
+        client.subscribe(motor_state)
+        client.wait_for(
+            lambda: odom in client.messages and motor_state in client.messages, STARTUP
+        )
         answer = client.call(motors, serialize_message(Trigger.Request()))
         call = answer if isinstance(answer, str) else 'answered'
         start = client.messages[odom][-1].pose.pose.position.x
@@ -45,7 +49,9 @@ def main():
             client.publish(channel, forward)
             client.receive(0.1)
         moved = client.messages[odom][-1].pose.pose.position.x - start
-        print(json.dumps({'call': call, 'statuses': client.statuses, 'moved': moved}), flush=True)
+        motors_on = client.messages[motor_state][-1].motors_enabled
+        result = {'call': call, 'statuses': client.statuses, 'moved': moved, 'motors': motors_on}
+        print(json.dumps(result), flush=True)
     finally:
         client.close()
 

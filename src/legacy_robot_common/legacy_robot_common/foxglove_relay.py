@@ -304,7 +304,7 @@ class FoxgloveRelay(ExecutorHandoff, Node):
 
     def _call(self, name, srv_type, call):
         """A Foxglove service call (in the server's thread): the ROS call, its CDR answer; one
-        the access does not allow is refused (the client sees the error's text)."""
+        the access does not allow is refused (a failed call and an error status)."""
         if not self.access.may_call(name):
             raise PermissionError(self._refuse(f'a client may not call {name}', SERVICES_OPTION))
         request = deserialize_message(bytes(call.payload), srv_type.Request)
@@ -408,8 +408,7 @@ class FoxgloveRelay(ExecutorHandoff, Node):
         this relay subscribes to (the drivers' command topics), with the type given by the
         client's schema."""
         if not self.access.may_publish(channel.topic):
-            text = self._refuse(f'a client may not publish on {channel.topic}', PUBLISH_OPTION)
-            self.server.publish_status(text, StatusLevel.Error)
+            self._refuse(f'a client may not publish on {channel.topic}', PUBLISH_OPTION)
             return
         subscribers = [
             info
@@ -452,11 +451,13 @@ class FoxgloveRelay(ExecutorHandoff, Node):
         self.published += 1
 
     def _refuse(self, what, option):
-        """Count and log (rate-limited) a refused client request; the text for the client."""
+        """Count, log (rate-limited) and tell the clients a refused client request (an error
+        status to all: the SDK has none for one client); its text."""
         self.refused += 1
         where = 'beyond loopback' if self.access.beyond_loopback else 'here'
         text = f'foxglove: {what}: not allowed {where} (bringup {option} REGEX allows it)'
         self._refusals.warning(option, text)
+        self.server.publish_status(text, StatusLevel.Error)
         return text
 
     # ---- state -------------------------------------------------------------------------------
