@@ -4,6 +4,7 @@ a service called and cmd_vel published from the client moving the emulated robot
 
 import re
 import signal
+import threading
 
 import pytest
 import rclpy
@@ -183,6 +184,44 @@ def test_client_access_is_open_on_loopback_and_closed_elsewhere_unless_given():
     assert not ClientAccess('localhost', publish=[]).may_publish('/p2os/cmd_vel')  # given: holds
     with pytest.raises(ParameterError, match=r"--foxglove-publish '\(': not a regular"):
         ClientAccess('0.0.0.0', publish=['('])
+
+
+def test_options_given_on_loopback_hold_there_too():
+    """Given, the options mean what they say on every address: a loopback relay allowed nothing
+    refuses the advertise and the call, names the option to the client and counts both."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = driver_node.make_executor(context, 'single')
+    robot = Node('loopback_robot', context=context)
+    robot.create_service(Trigger, '/robot/enable', lambda request, response: response)
+    driven = []
+    robot.create_subscription(Twist, '/robot/cmd_vel', driven.append, 10)
+    nothing = ClientAccess('127.0.0.1', publish=[], services=[])
+    relay = FoxgloveRelay(port=0, access=nothing, context=context)
+    executor.add_node(robot)
+    executor.add_node(relay)
+    spinning = threading.Thread(target=executor.spin, daemon=True)
+    spinning.start()
+    client = FoxgloveClient(relay.url)
+    try:
+        assert client.wait_for(lambda: '/robot/enable' in client.services, 10)
+        answer = client.call('/robot/enable', serialize_message(Trigger.Request()))
+        assert 'may not call /robot/enable: not allowed here' in answer, answer
+        channel = client.advertise('/robot/cmd_vel', 'geometry_msgs/msg/Twist')
+        client.publish(channel, serialize_message(Twist(linear=Vector3(x=0.3))))
+        assert client.wait_for(lambda: len(client.statuses) == 2, 10), client.statuses
+        assert '(bringup --foxglove-services REGEX allows it)' in client.statuses[0]
+        assert 'may not publish on /robot/cmd_vel' in client.statuses[1]
+        assert '--foxglove-publish' in client.statuses[1]
+        assert wait_for(lambda: relay._status()[2]['client messages refused'] == 3, 10)
+        assert not driven
+    finally:
+        client.close()
+        executor.shutdown()
+        spinning.join(5)
+        for node in (relay, robot):
+            node.destroy_node()
+        rclpy.shutdown(context=context)
 
 
 def test_a_bad_pattern_is_a_usage_error():
