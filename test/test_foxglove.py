@@ -182,6 +182,8 @@ def test_client_access_is_open_on_loopback_and_closed_elsewhere_unless_given():
     assert given.may_call('/p2os/enable_motors') and not given.may_call('/p2os/disable_motors')
     assert given.opened() == '--foxglove-publish .*/cmd_vel, --foxglove-services /p2os/enable_.*'
     assert not ClientAccess('localhost', publish=[]).may_publish('/p2os/cmd_vel')  # given: holds
+    listed = ClientAccess('0.0.0.0', publish=['.*/cmd_vel,/r[0-9]{1,2}/gripper .*/led'])
+    assert [p.pattern for p in listed.publish] == ['.*/cmd_vel', '/r[0-9]{1,2}/gripper', '.*/led']
     with pytest.raises(ParameterError, match=r"--foxglove-publish '\(': not a regular"):
         ClientAccess('0.0.0.0', publish=['('])
 

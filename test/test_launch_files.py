@@ -193,7 +193,7 @@ def test_launch_plan_adds_the_foxglove_relay_when_asked():
     opened = LaunchOptions(
         foxglove='8765',
         foxglove_address='0.0.0.0',
-        foxglove_publish='.*/cmd_vel /p2os/gripper.*',
+        foxglove_publish='.*/cmd_vel,/p2os/gripper.*',
         foxglove_services='/p2os/enable_motors',
     )
     (relay,) = launch_plan([plugins['p2os']], opened)[-1][1]
@@ -201,6 +201,10 @@ def test_launch_plan_adds_the_foxglove_relay_when_asked():
         '--port', '8765', '--address', '0.0.0.0',
         '--publish', '.*/cmd_vel', '/p2os/gripper.*', '--services', '/p2os/enable_motors',
     )  # fmt: skip
+    spaced = dataclasses.replace(opened, foxglove_publish=' .*/cmd_vel  /p2os/gripper.* ')
+    assert launch_plan([plugins['p2os']], spaced)[-1][1][0].arguments == relay.arguments
+    with pytest.raises(ValueError, match=r"foxglove_services '\[': not a regular expression"):
+        launch_plan([plugins['p2os']], dataclasses.replace(opened, foxglove_services='/a, ['))
     secured = launch_plan([plugins['p2os']], dataclasses.replace(opened, enclave='/lab/p2os'))
     driver, relay = secured[0][1][-1], secured[-1][1][0]
     assert driver.ros_arguments[-2:] == ('--enclave', '/lab/p2os')

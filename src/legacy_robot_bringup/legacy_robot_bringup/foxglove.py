@@ -33,12 +33,14 @@ FOXGLOVE_ADDRESS_HELP = (
     f'as {PUBLISH_OPTION} and {SERVICES_OPTION} allow)'
 )
 PUBLISH_HELP = (
-    'topics Foxglove clients may publish on, regular expressions matching the whole name '
-    "(e.g. '.*/cmd_vel'); default: any on loopback, none on any other address"
+    'topics Foxglove clients may publish on, regular expressions matching the whole name, '
+    "separated by spaces or commas (e.g. '.*/cmd_vel'); default: any on loopback, none on any "
+    'other address'
 )
 SERVICES_HELP = (
-    'services Foxglove clients may call, regular expressions matching the whole name '
-    "(e.g. '/p2os/enable_motors'); default: any on loopback, none on any other address"
+    'services Foxglove clients may call, regular expressions matching the whole name, '
+    "separated by spaces or commas (e.g. '/p2os/enable_motors'); default: any on loopback, none "
+    'on any other address'
 )
 
 

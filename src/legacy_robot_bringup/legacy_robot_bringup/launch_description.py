@@ -158,13 +158,14 @@ def robots_launch_description(*names):
                 'foxglove_publish',
                 default_value='',
                 description='topics Foxglove clients may publish on: regular expressions, '
-                "space-separated ('.*/cmd_vel'); default: any on loopback, none elsewhere",
+                "space- or comma-separated ('.*/cmd_vel'); default: any on loopback, none "
+                'elsewhere',
             ),
             DeclareLaunchArgument(
                 'foxglove_services',
                 default_value='',
                 description='services Foxglove clients may call: regular expressions, '
-                'space-separated; default: any on loopback, none elsewhere',
+                'space- or comma-separated; default: any on loopback, none elsewhere',
             ),
             OpaqueFunction(function=_robots, args=[list(names)]),
         ]

@@ -13,6 +13,7 @@ from ament_index_python.packages import (
     get_package_share_directory,
 )
 
+from legacy_robot_common.foxglove_relay import compile_patterns
 from legacy_robot_common.frames import namespace_prefix
 
 from .paths import PACKAGE
@@ -49,7 +50,8 @@ class LaunchOptions:
     foxglove: str = ''  # a port: the Foxglove relay ('' = none)
     foxglove_address: str = '127.0.0.1'
     enclave: str = ''  # DDS security enclave of every process ('' = none)
-    # regular expressions, space-separated ('' = the relay's default: any on loopback only)
+    # regular expressions, space- or comma-separated ('' = the relay's default: any on
+    # loopback only)
     foxglove_publish: str = ''
     foxglove_services: str = ''
 
@@ -203,12 +205,11 @@ def foxglove_relay_process(options):
     if not str(port).isdigit():
         raise ValueError(f'foxglove must be a port number, not {port!r}')
     arguments = ['--port', str(port), '--address', options.foxglove_address]
-    for option, patterns in (
-        ('--publish', options.foxglove_publish),
-        ('--services', options.foxglove_services),
-    ):
-        if patterns.split():
-            arguments += [option, *patterns.split()]
+    for option, name in (('--publish', 'foxglove_publish'), ('--services', 'foxglove_services')):
+        # a bad pattern fails the launch here, not the relay's process alone
+        patterns = compile_patterns([getattr(options, name)], name)
+        if patterns:
+            arguments += [option, *(pattern.pattern for pattern in patterns)]
     if options.enclave:
         arguments += ['--ros-args', *enclave_arguments(options.enclave)]
     return ProcessSpec(

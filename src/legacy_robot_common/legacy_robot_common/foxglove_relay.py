@@ -47,6 +47,23 @@ NO_PUBLISHER_EVENTS = PublisherEventCallbacks(use_default_callbacks=False)
 
 PUBLISH_OPTION = '--foxglove-publish'
 SERVICES_OPTION = '--foxglove-services'
+# a space, or a comma outside a {m,n} repetition: what separates patterns in one text
+PATTERN_SEPARATOR = re.compile(r'\s+|,(?![^{}]*\})')
+
+
+def compile_patterns(texts, option):
+    """Regular expressions from texts, each of which may hold several separated by spaces or
+    commas (a launch argument is one text); ParameterError naming option for a bad one."""
+    patterns = []
+    for text in texts:
+        for part in filter(None, PATTERN_SEPARATOR.split(text)):
+            try:
+                patterns.append(re.compile(part))
+            except re.error as exc:
+                raise ParameterError(
+                    f'{option} {part!r}: not a regular expression ({exc})'
+                ) from None
+    return patterns
 
 
 def is_loopback(host):
@@ -71,15 +88,7 @@ class ClientAccess:
     def _patterns(self, texts, option):
         if texts is None:
             texts = [] if self.beyond_loopback else ['.*']
-        patterns = []
-        for text in texts:
-            try:
-                patterns.append(re.compile(text))
-            except re.error as exc:
-                raise ParameterError(
-                    f'{option} {text!r}: not a regular expression ({exc})'
-                ) from None
-        return patterns
+        return compile_patterns(texts, option)
 
     def may_publish(self, topic):
         return any(pattern.fullmatch(topic) for pattern in self.publish)
