@@ -67,7 +67,7 @@ def exchange(host, port, request):
             while chunk := connection.recv(65536):
                 reply += chunk
         except OSError:
-            pass
+            pass  # reset after its reply (a refusal closes at once): what came is the answer
     head, _, body = reply.partition(b'\r\n\r\n')
     parts = head.split(b' ', 2)
     status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0

@@ -11,7 +11,6 @@ holding up a driver.
 """
 
 import functools
-import ipaddress
 import queue
 import re
 import threading
@@ -29,6 +28,7 @@ from .handoff import ExecutorHandoff
 from .message_definitions import UnknownType, shared
 from .params import ParameterError
 from .ratelimit import RateLimitedLogger
+from .streams import is_loopback
 from .topics import import_type, matching_qos
 
 DEFAULT_PORT = 8765
@@ -64,14 +64,6 @@ def compile_patterns(texts, option):
                     f'{option} {part!r}: not a regular expression ({exc})'
                 ) from None
     return patterns
-
-
-def is_loopback(host):
-    """True for an address (or 'localhost') only this machine can reach."""
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == 'localhost'
 
 
 class ClientAccess:

@@ -6,6 +6,7 @@ gone away raises ConnectionLost. No rclpy here.
 """
 
 import errno
+import ipaddress
 import os
 import select
 import socket
@@ -157,6 +158,15 @@ class SerialStream:
 
     def close(self):
         self._serial.close()
+
+
+def is_loopback(host):
+    """True for an address (or 'localhost') only this machine can reach; False for any other
+    address, a name, or no address at all."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == 'localhost'
 
 
 def _describe_peer(sock):

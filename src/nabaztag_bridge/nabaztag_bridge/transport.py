@@ -17,12 +17,13 @@ cannot take the server's from the rabbits.
 import asyncio
 import dataclasses
 import http
-import ipaddress
 import pathlib
 import threading
 
 import httptools
 import uvloop
+
+from legacy_robot_common.streams import is_loopback
 
 LINGER_SECONDS = 2.0  # reading (and dropping) what a refused client still sends
 
@@ -169,7 +170,7 @@ class _Connection(asyncio.Protocol):
         open_now = self.server.per_address.get(self.address, 0) + 1
         self.server.per_address[self.address] = open_now
         cap = self.limits.max_connections_per_address
-        if cap and open_now > cap and not _loopback(self.address):
+        if cap and open_now > cap and not is_loopback(self.address):
             self.answered = True  # nothing more to read or answer
             self.deadline = None
             self.server.on_refused(
@@ -316,13 +317,6 @@ class _Connection(asyncio.Protocol):
         if not self.answered:
             self.server.on_dropped()
         self.transport.close()
-
-
-def _loopback(address):
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False  # a Unix socket's or unknown peer
 
 
 def _peer(transport):
