@@ -11,6 +11,8 @@ import pytest
 from helpers import ROOT, env_with_support, listening_node, run_module, start_module, wait_for
 
 from legacy_robot_common import middleware
+from legacy_robot_common.distribution import distribution
+from legacy_robot_common.params import ParameterError
 
 ENFORCE = {'ROS_SECURITY_ENABLE': 'true', 'ROS_SECURITY_STRATEGY': 'Enforce'}
 MISSING = 'this Fast DDS is built without DDS-Security'
@@ -33,21 +35,49 @@ def test_these_wheels_have_no_security():
     assert middleware.fastdds_has_security([sys.prefix]) is False
 
 
-@pytest.mark.parametrize(
-    'argv',
-    [
-        ['-m', 'legacy_robot_bringup.compose', 'p2os', '--sim', '--duration', '5'],
-        ['-m', 'p2os_driver.node'],
-    ],
-)
+# every process of ours that starts rclpy: bringup, each driver, the relay, the command-line tools
+EVERY_PROCESS = [
+    ['-m', 'legacy_robot_bringup.compose', 'p2os', '--sim', '--duration', '5'],
+    *(['-m', f'{package}.node'] for package in ('aibo_driver', 'p2os_driver', 'ipaq_driver')),
+    ['-m', 'nabaztag_bridge.node'],
+    ['-m', 'pleo_driver.node'],
+    ['-m', 'pleo_driver.builder_node'],
+    ['-m', 'legacy_robot_bringup.foxglove'],
+    ['-m', 'nabaztag_bridge.say', 'Hello.'],
+    ['-m', 'legacy_robot_bringup.recordings', 'info', '--decode', 'recordings/p2os.mcap'],
+]
+
+
+@pytest.mark.parametrize('argv', EVERY_PROCESS, ids=lambda argv: argv[1])
 def test_enforced_security_without_its_libraries_is_a_clear_usage_error(tmp_path, argv):
     env = {**env_with_support(), **ENFORCE, 'ROS_SECURITY_KEYSTORE': str(tmp_path)}
     result = subprocess.run(
         [sys.executable, *argv], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert result.returncode == 2, result.stderr[-2000:]
-    assert MISSING in result.stderr and 'ros-jazzy-ros-base' in result.stderr, result.stderr
+    assert MISSING in result.stderr and f'ros-{distribution()}-ros-base' in result.stderr, (
+        result.stderr
+    )
     assert 'bad ROS arguments' not in result.stderr and 'Traceback' not in result.stderr
+
+
+@pytest.mark.parametrize(
+    'enable, strategy',
+    [('true', 'Permissive'), ('true', None), ('True', 'Enforce'), ('false', 'Enforce')],
+)
+def test_only_what_rcl_enforces_is_refused(monkeypatch, enable, strategy):
+    """rcl compares both variables exactly; Permissive runs without security (with warnings)."""
+    monkeypatch.setenv('ROS_SECURITY_ENABLE', enable)
+    if strategy is None:
+        monkeypatch.delenv('ROS_SECURITY_STRATEGY', raising=False)
+    else:
+        monkeypatch.setenv('ROS_SECURITY_STRATEGY', strategy)
+    assert not middleware.security_enforced()
+    middleware.check_dds_security()
+    monkeypatch.setenv('ROS_SECURITY_ENABLE', 'true')
+    monkeypatch.setenv('ROS_SECURITY_STRATEGY', 'Enforce')
+    with pytest.raises(ParameterError, match=MISSING):
+        middleware.check_dds_security()
 
 
 def test_bringup_puts_its_nodes_in_the_enclave_it_is_given():
@@ -66,6 +96,9 @@ def test_bringup_puts_its_nodes_in_the_enclave_it_is_given():
                 }
 
             assert wait_for(lambda: enclaves().get('p2os_driver') == '/lab/p2os', 30), enclaves()
+        # stopped once started: a SIGINT while bringup still makes its nodes ends it with
+        # KeyboardInterrupt (the graph shows a node before all its services exist)
+        assert any(line.startswith('running:') for line in bringup.stdout)
     finally:
         bringup.send_signal(signal.SIGINT)
         assert bringup.wait(30) == 0, bringup.stderr.read()[-2000:]
