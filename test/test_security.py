@@ -1,8 +1,10 @@
 """DDS security as these wheels have it (none), said plainly: a process of ours asked to enforce
 DDS-Security on a Fast DDS built without it exits 2 naming what is missing, instead of rcl's
 'bad ROS arguments or parameter file'. The rest of docs/security.md's surfaces are tested where
-they live (test_two_hosts.py: a second host; the Nabaztag and Foxglove tests)."""
+they live (test_two_hosts.py: a second host; the Nabaztag and Foxglove tests), but for the
+emulators' one option to listen elsewhere."""
 
+import importlib
 import signal
 import subprocess
 import sys
@@ -108,3 +110,19 @@ def test_an_enclave_that_is_not_absolute_is_a_usage_error():
     result = run_module('legacy_robot_bringup.compose', 'p2os', '--sim', '--enclave', 'p2os')
     assert result.returncode == 2
     assert "error: --enclave: enclave 'p2os': an absolute name" in result.stderr
+
+
+# the emulators that listen (Pleo's is a pseudo-terminal; the rabbit's dials the bridge)
+EMULATORS_WITH_PORTS = ('aibo_driver', 'ipaq_driver', 'p2os_driver')
+
+
+@pytest.mark.parametrize('package', EMULATORS_WITH_PORTS)
+def test_every_emulator_listens_on_loopback_unless_its_host_says(package):
+    """One --host for every emulator (legacy_robot_common.emulator.add_host_argument), for a
+    driver on another host; an address not of this machine is exit 2 with one line."""
+    parser = importlib.import_module(f'{package}.emulator').build_parser()
+    assert parser.parse_args([]).host == '127.0.0.1'
+    assert parser.parse_args(['--host', '0.0.0.0']).host == '0.0.0.0'
+    result = run_module(f'{package}.emulator', '--host', '192.0.2.77')  # no such address here
+    assert result.returncode == 2
+    assert 'cannot listen on 192.0.2.77' in result.stderr and 'Traceback' not in result.stderr
