@@ -5,6 +5,7 @@ import signal
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from helpers import start_module
 from ros_observer import DriverProcesses
 
 from legacy_robot_bringup.registry import discover_plugins
@@ -48,3 +49,20 @@ def test_stopping_robot_and_driver_together_prints_no_traceback(name, emulator_f
     assert 'Traceback' not in err and 'Exception in thread' not in err, err
     closed_lines = [line for line in err.splitlines() if 'goodbye not delivered' in line]
     assert len(closed_lines) <= 1 and all('[INFO]' in line for line in closed_lines), err
+
+
+@pytest.mark.parametrize(
+    'stream, marker', [('stderr', 'process settings'), ('stdout', 'running:')]
+)
+def test_ctrl_c_while_bringup_starts_is_a_normal_stop(stream, marker):
+    """A SIGINT between the process settings line and the spin (rclpy.init, the drivers being
+    made, the lines that say so) stops bringup as one during the spin does: exit 0, no
+    traceback (it was a KeyboardInterrupt traceback and -2)."""
+    bringup = start_module('legacy_robot_bringup.compose', 'p2os', '--sim')
+    try:
+        assert any(marker in line for line in getattr(bringup, stream))
+        bringup.send_signal(signal.SIGINT)
+        _, errors = bringup.communicate(timeout=30)
+    finally:
+        bringup.kill()
+    assert bringup.returncode == 0 and 'Traceback' not in errors, errors[-2000:]

@@ -10,6 +10,8 @@ domain of their own (the hosts are private networks: no other test's traffic rea
 
 import json
 import os
+import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -439,14 +441,52 @@ def test_the_live_view_opened_to_the_network_lets_no_one_drive_unless_allowed(ne
     assert [line for line in robot_errors if 'no TLS and no authentication' in line]
 
 
-def tcp_listeners(net, host):
-    """(address, port) of every listening TCP socket on host (IPv4 and IPv6)."""
-    result = net.run(host, ['ss', '-ltnH'], capture_output=True, text=True, check=True)
-    listeners = set()
+def sockets(net, host):
+    """(protocol, address, port, owner pids) of every listening TCP and bound UDP socket on
+    host (IPv4 and IPv6), from ss in that host's namespace."""
+    result = net.run(host, ['ss', '-ltunpH'], capture_output=True, text=True, check=True)
+    found = []
     for line in result.stdout.splitlines():
-        address, _, port = line.split()[3].rpartition(':')
-        listeners.add((address.strip('[]'), int(port)))
-    return listeners
+        fields = line.split()
+        address, _, port = fields[4].rpartition(':')
+        pids = frozenset(int(pid) for pid in re.findall(r'pid=(\d+)', line))
+        found.append((fields[0], address.strip('[]'), int(port), pids))
+    return found
+
+
+def process_tree(pid):
+    """pid and every process below it (the hosts share this machine's process ids)."""
+    children = {}
+    for stat in pathlib.Path('/proc').glob('[0-9]*/stat'):
+        try:
+            fields = stat.read_text().rpartition(')')[2].split()
+        except OSError:  # ended meanwhile
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, todo = set(), [pid]
+    while todo:
+        tree.add(todo[-1])
+        todo.extend(children.get(todo.pop(), ()))
+    return tree
+
+
+def loads_fast_dds(pid):
+    maps = pathlib.Path(f'/proc/{pid}/maps').read_text()
+    return 'libfastrtps.so' in maps or 'libfastdds.so' in maps  # Fast DDS 2 (Jazzy) or 3
+
+
+def dds_port(port, domain, ephemeral):
+    """Whether a UDP port is one Fast DDS binds: the domain's RTPS ports (7400 + 250 domain:
+    + 0 discovery multicast, + 10 + 2i and + 11 + 2i participant i's unicast), the unique
+    network flow ports from 7000 (the rmw's ros_discovery_info reader takes one per process)
+    or an ephemeral port (its sending sockets)."""
+    base = 7400 + 250 * domain
+    return (
+        port == base
+        or (port >= base + 10 and port < base + 250)
+        or 7000 <= port < 7400
+        or ephemeral[0] <= port <= ephemeral[1]
+    )
 
 
 def answers(net, host, address, port):
@@ -458,19 +498,33 @@ def answers(net, host, address, port):
 @needs_hosts
 def test_a_robot_host_shows_the_network_only_the_ports_asked_for(network):
     """All five robots on their emulators with the live view opened to the network: every
-    emulator port and the rabbits' server (its rabbit is the emulator's) listen on loopback; to
-    another host only the relay, the one port asked for, answers."""
+    socket on the robot host is bringup's; every emulator port and the rabbits' server (its
+    rabbit is the emulator's) listen on loopback; the UDP sockets are DDS's (its ports, in
+    processes that load Fast DDS: no code of ours binds UDP); to another host only the relay,
+    the one TCP port asked for, answers."""
     net = network()
     robot = net.address('robot')
     argv = [*BRINGUP, 'aibo', 'p2os', 'nabaztag', 'pleo', 'ipaq', '--sim', '--foxglove']
     argv += [str(RELAY_PORT), '--foxglove-address', '0.0.0.0']  # the README's way
-    _, robot_out, robot_errors = start(net, 'robot', argv)
+    bringup, robot_out, robot_errors = start(net, 'robot', argv)
     assert robot_out.wait_text(lambda line: line.startswith('running:'), STARTUP), robot_errors
-    listeners = tcp_listeners(net, 'robot')
-    loopback = {(a, p) for a, p in listeners if a in ('127.0.0.1', '::1')}
-    assert listeners - loopback == {('0.0.0.0', RELAY_PORT)}, listeners
+    found = sockets(net, 'robot')
+    ours = process_tree(bringup.pid)
+    assert all(pids and pids <= ours for *_, pids in found), (found, ours)
+    tcp = {(address, port) for kind, address, port, _ in found if kind == 'tcp'}
+    loopback = {(a, p) for a, p in tcp if a in ('127.0.0.1', '::1')}
+    assert tcp - loopback == {('0.0.0.0', RELAY_PORT)}, tcp
     assert len(loopback) >= 6, loopback  # AIBO, P2OS, the iPaq's three, the rabbits' server
-    reached = {port for _, port in listeners if answers(net, 'desk', robot, port)}
+    ranges = ['cat', '/proc/sys/net/ipv4/ip_local_port_range']  # this namespace's
+    ephemeral = [int(p) for p in net.run('robot', ranges, capture_output=True).stdout.split()]
+    udp = [(port, pids) for kind, _, port, pids in found if kind == 'udp']
+    not_dds = [
+        (port, pids)
+        for port, pids in udp
+        if not (all(map(loads_fast_dds, pids)) and dds_port(port, int(DOMAIN), ephemeral))
+    ]
+    assert udp and not not_dds, udp
+    reached = {port for _, port in tcp if answers(net, 'desk', robot, port)}
     assert reached == {RELAY_PORT}, reached
 
 

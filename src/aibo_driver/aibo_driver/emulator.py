@@ -31,6 +31,7 @@ from legacy_robot_common.emulator import (
     MainFrame,
     SendLog,
     TcpEmulatorServer,
+    add_host_argument,
     run_emulator,
 )
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
@@ -458,7 +459,7 @@ class AiboEmulator:
 # ---- command line -------------------------------------------------------------------------------
 def build_parser():
     parser = argparse.ArgumentParser(prog='aibo_emulator', description=__doc__.split('\n\n')[0])
-    parser.add_argument('--host', default='127.0.0.1', help='address to listen on')
+    add_host_argument(parser)
     parser.add_argument('--telemetry-port', type=int, default=21001, help='binary pipe (0 = free)')
     parser.add_argument(
         '--rcode-port', type=int, default=21002, help='RCODE text pipe (RCodePlus)'

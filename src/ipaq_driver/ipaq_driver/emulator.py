@@ -21,6 +21,7 @@ from legacy_robot_common.emulator import (
     MainFrame,
     SendLog,
     TcpEmulatorServer,
+    add_host_argument,
     run_emulator,
 )
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
@@ -489,7 +490,7 @@ class IpaqEmulator:
 # ---- command line ---------------------------------------------------------------------
 def build_parser():
     parser = argparse.ArgumentParser(prog='ipaq_emulator', description=__doc__.split('\n\n')[0])
-    parser.add_argument('--host', default='127.0.0.1', help='address to listen on')
+    add_host_argument(parser)
     parser.add_argument('--control-port', type=int, default=5000, help='command port (0 = free)')
     parser.add_argument(
         '--frame-dump-port',

@@ -418,6 +418,8 @@ def main(argv=None):
                 print(composition.relay.announcement, flush=True)
             print(f'running: {", ".join(composition.nodes)}', flush=True)
             composition.spin(args.duration)
+    except KeyboardInterrupt:  # Ctrl-C before the spin watched for it: stopped as in the spin
+        return 0
     except (ParameterError, OSError, WorldError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 2

@@ -78,9 +78,11 @@ def decode(path, speed=1.0, plugins=None, bag=None):
     from rclpy.parameter import Parameter
 
     from legacy_robot_common.driver_node import make_executor
+    from legacy_robot_common.middleware import check_dds_security
 
     from .bag_export import DISCOVERY_TIME, BagCapture
 
+    check_dds_security()  # before any work: a ParameterError, exit 2 with its message
     # with a bag, the recording waits until the bag subscribes to the driver's topics
     options = ReplayOptions(speed=speed, delay=DISCOVERY_TIME + 1.0 if bag else 0.0)
     plugin, replay = open_replay(path, options, plugins)

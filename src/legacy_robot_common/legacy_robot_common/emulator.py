@@ -243,6 +243,18 @@ class FaultInjector:
             return self.main_frames, self.main_frames_at_risk
 
 
+HOST_HELP = (
+    'address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 or an address of '
+    'this machine lets a driver on another host connect, and anyone else on that network)'
+)
+
+
+def add_host_argument(parser):
+    """An emulator's --host, the same for every robot: loopback, as every server of ours,
+    unless the user opens it for a driver on another host."""
+    parser.add_argument('--host', default='127.0.0.1', help=HOST_HELP)
+
+
 def free_port():
     """A loopback port nothing listens on now: for a server that must be found again at the
     same address (the Nabaztag bridge, an emulator restarted by the fault suite)."""

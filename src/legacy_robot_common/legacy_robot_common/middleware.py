@@ -122,20 +122,28 @@ def fastdds_has_security(prefixes=None):
     return None
 
 
+def security_enforced():
+    """Whether rcl will require DDS-Security: it compares both variables exactly, so 'True' or
+    'enforce' leave security off (and Permissive, the default strategy, runs without it)."""
+    return (
+        os.environ.get('ROS_SECURITY_ENABLE') == 'true'
+        and os.environ.get('ROS_SECURITY_STRATEGY') == 'Enforce'
+    )
+
+
 def check_dds_security():
     """ParameterError when DDS security is required (ROS_SECURITY_ENABLE=true with
     ROS_SECURITY_STRATEGY=Enforce) and this Fast DDS has none: the PyPI wheels are built without
     it, and rcl's own failure blamed the ROS arguments."""
-    enforced = os.environ.get('ROS_SECURITY_ENABLE', '').lower() == 'true' and (
-        os.environ.get('ROS_SECURITY_STRATEGY', '') == 'Enforce'
-    )
-    if enforced and fastdds_has_security() is False:
+    if security_enforced() and fastdds_has_security() is False:
+        known = distribution.distribution() in distribution.DISTRIBUTIONS.values()
+        name = distribution.distribution() if known else '<distro>'
         raise ParameterError(
             'ROS_SECURITY_ENABLE=true with ROS_SECURITY_STRATEGY=Enforce, but this Fast DDS is '
             'built without DDS-Security (HAVE_SECURITY 0: the ROS 2 wheels from the package '
             'index have no security plugins), so no node can start. Install ROS 2 from apt '
-            '(ros-jazzy-ros-base: its Fast DDS has security) and build this workspace against '
-            'it, or unset ROS_SECURITY_ENABLE (docs/security.md)'
+            f'(ros-{name}-ros-base or ros-{name}-desktop: their Fast DDS has security) and build '
+            'this workspace against it, or unset ROS_SECURITY_ENABLE (docs/security.md)'
         )
 
 

@@ -13,6 +13,8 @@ import sys
 
 import rclpy
 
+from legacy_robot_common.middleware import check_dds_security
+from legacy_robot_common.params import ParameterError
 from legacy_robot_interfaces.srv import RabbitSay
 
 from .tts import ENGINES
@@ -53,6 +55,11 @@ def main(argv=None):
         color=args.color,
         choreography=args.choreography,
     )
+    try:
+        check_dds_security()  # rcl's own failure would blame the ROS arguments
+    except ParameterError as exc:
+        print(f'nabaztag_say: {exc}', file=sys.stderr)
+        return 2
     rclpy.init()
     node = rclpy.create_node('nabaztag_say')
     try:

@@ -21,6 +21,7 @@ from legacy_robot_common.emulator import (
     PtyEmulatorPort,
     SendLog,
     TcpEmulatorServer,
+    add_host_argument,
     report_main_frames_on_signal,
     stop_on_signal,
 )
@@ -708,7 +709,7 @@ def build_parser():
         help='robot model (SYNC2 subclass, factors, sonar); default p2dx (p3dx with --amrisim)',
     )
     parser.add_argument('--name', default='emulated', help='robot name in the SYNC2 reply')
-    parser.add_argument('--host', default='127.0.0.1', help='TCP address to listen on')
+    add_host_argument(parser)
     parser.add_argument('--port', type=int, default=8101, help='TCP port (0 = any free port)')
     parser.add_argument('--no-tcp', action='store_true', help='do not listen on TCP')
     parser.add_argument('--pty', action='store_true', help='also serve a pseudo-terminal')
