@@ -528,6 +528,17 @@ def test_a_robot_host_shows_the_network_only_the_ports_asked_for(network):
     assert reached == {RELAY_PORT}, reached
 
 
+# every refusal of http_outsider.py's requests and held connections, by kind; paths: the 11 that
+# reach a file or a flat folder's name with dots or a NUL (the others are no route, or a
+# literal name that is not there)
+REFUSALS = {
+    'refused_paths': 11,
+    'refused_heads': 1,
+    'refused_bodies': 3,
+    'refused_connections': 236,
+    'unknown_serials': 1,
+    'refused_xml': 1,
+}
 RABBIT = '0019db9c2a11'  # the outsider's and the fresh rabbit's serial (http_outsider.py)
 SECRET = 'a file beside the media root'
 FRESH_PING = """
@@ -546,15 +557,19 @@ def test_the_nabaztag_server_holds_up_to_an_outsider_on_its_network(network, tmp
     """The bridge as a rabbit owner runs it (0.0.0.0:8080, allowed_serials set), attacked
     from another host: every traversal form is refused and reads nothing, oversized headers and
     bodies are refused, an unknown rabbit and the XML API without a token get 403, and 300
-    half-open connections leave a fresh rabbit's ping answered within a second."""
-    media = tmp_path / 'media'
+    half-open connections leave a fresh rabbit's ping answered within a second. Nothing is
+    written outside the media root and the speech cache (a folder of its own here), and the
+    diagnostics count each kind of refusal."""
+    media, cache = tmp_path / 'media', tmp_path / 'cache'
     media.mkdir()
     (media / 'hello.mp3').write_bytes(b'ID3 a sound')
     (tmp_path / 'secret.txt').write_text(SECRET)
+    (media / 'link.txt').symlink_to(tmp_path / 'secret.txt')
     before = set(tmp_path.rglob('*'))
     net = network()
     bridge = [sys.executable, '-m', 'nabaztag_bridge.node', '--ros-args', '-p']
     bridge += [f'media_root:={media}', '-p', f'allowed_serials:={RABBIT}']
+    bridge += ['-p', f'tts_cache_dir:={cache}']
     _, _, bridge_errors = start(net, 'robot', bridge)
     assert wait_for(lambda: any('rabbits call' in line for line in bridge_errors), STARTUP)
     address = net.address('robot')
@@ -577,12 +592,24 @@ def test_the_nabaztag_server_holds_up_to_an_outsider_on_its_network(network, tmp
     outsider.stdin.close()
     statuses = {r['name']: r['status'] for r in replies.records if 'name' in r}
     expected = {'40 kB header': 431, '20 MB body': 413, 'unknown serial': 403}
+    expected.update({'recording over its limit': 413, 'chunked body': 413})
     expected['xml api without token'] = 403
     for name, status in statuses.items():
         assert 400 <= status < 500 and status == expected.get(name, status), (name, status)
-    assert len(statuses) == 17 and not [r for r in replies.records if SECRET in r.get('body', '')]
+    assert len(statuses) == 25 and not [r for r in replies.records if SECRET in r.get('body', '')]
     written = [path for path in tmp_path.rglob('*') if path not in before]
-    assert all(media in path.parents for path in written), written  # only the speech cache
+    assert all({media, cache} & set(path.parents) or path == cache for path in written), written
+    reader = [
+        sys.executable,
+        str(SUPPORT / 'diagnostics_reader.py'),
+        'nabaztag_bridge: http server',
+    ]
+    env = net.ros_env('robot', base=env_with_support(), ROS_DOMAIN_ID=DOMAIN)
+    read = net.run('robot', reader, env=env, capture_output=True, text=True, cwd=ROOT)
+    counted = json.loads(read.stdout or '{}')
+    refusals = {name: int(counted.get(name, -1)) for name in REFUSALS}
+    assert refusals == REFUSALS, (refusals, read.stderr[-2000:])
+    assert int(counted['rabbits known']) == 1  # the fresh rabbit alone
 
 
 @needs_hosts

@@ -38,6 +38,12 @@ REQUESTS = {
     'recording traversal': get('/recordings/..%2f..%2fsecret.txt'),
     'serial with path': get('/vl/p4.jsp?sn=../../x&v=65808&st=1&sd=0&tc=0&h=4'),
     'speech file with path': get('/local/tts/..%2f..%2fsecret.txt'),
+    'absolute URL with dots': get('http://robot/local/../secret.txt'),
+    'double-encoded dots': get('/local/%252e%252e/secret.txt'),
+    'symbolic link out': get('/local/link.txt'),
+    'speech cache traversal': get('/tts/..%2f..%2fsecret.txt'),
+    'choreography traversal': get('/chorlibrary/..%2f..%2fsecret.txt'),
+    'boot serial with path': get('/vl/bc.jsp?m=../../x&v=65808'),
     'record.jsp serial with path': (
         b'POST /vl/record.jsp?sn=..%2f..%2fevil&v=65808&h=4&m=0 HTTP/1.0\r\n'
         b'Content-length: 4\r\n\r\nRIFF'
@@ -47,6 +53,16 @@ REQUESTS = {
         f'POST /vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0 HTTP/1.0\r\n'.encode()
         + b'Content-length: 20000000\r\n\r\n'
         + b'\0' * 65536
+    ),
+    'recording over its limit': (
+        f'POST /vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0 HTTP/1.0\r\n'.encode()
+        + b'Content-length: 40000\r\n\r\nRIFF'
+        + b'\0' * 39996
+    ),
+    'chunked body': (
+        f'POST /vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0 HTTP/1.1\r\n'.encode()
+        + b'Transfer-Encoding: chunked\r\n\r\n'
+        + (b'4000\r\n' + b'\0' * 0x4000 + b'\r\n') * 8
     ),
     'unknown serial': get(PING.replace(SERIAL, '0019db000000')),
     'xml api without token': (

@@ -118,6 +118,7 @@ class NabaztagBridge(DriverNode):
             xml_api=v.xml_api,
             xml_token=v.xml_token,
             max_body_bytes=v.max_body_bytes,
+            max_recording_bytes=v.max_recording_bytes,
             client_timeout=v.client_timeout,
             max_header_bytes=v.max_header_bytes,
             max_connections_per_address=v.max_connections_per_address,

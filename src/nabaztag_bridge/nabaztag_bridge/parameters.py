@@ -5,6 +5,7 @@ from legacy_robot_common.params import read_only
 
 from .mp3 import PRELOAD_CAP, SAMPLE_RATES
 from .rabbits import PLUGINS
+from .recording import MAX_UPLOAD_BYTES
 from .tts import ENGINES, WORKER_PRIORITIES
 
 PARAMETERS = (
@@ -73,7 +74,15 @@ PARAMETERS = (
     read_only(
         'max_body_bytes',
         65536,
-        'largest POST body accepted, bytes (8 s of rabbit ADPCM is about 33 kB)',
+        'largest POST body accepted but a recording (the XML API), bytes; over it: 413',
+        minimum=1024,
+        maximum=16 * 1024 * 1024,
+    ),
+    read_only(
+        'max_recording_bytes',
+        MAX_UPLOAD_BYTES,
+        "largest record.jsp upload, bytes (9 s of the rabbit's 8 kHz IMA ADPCM: 8 s and a "
+        'second of slack); over it: 413',
         minimum=1024,
         maximum=16 * 1024 * 1024,
     ),

@@ -23,6 +23,17 @@ MAX_SECONDS = 8.0  # the rabbit stops recording after 8000 ms
 HEADER_SIZE = 60
 
 
+def upload_bytes(seconds):
+    """Size of the rabbit's WAV for a recording of this length: the header and whole blocks."""
+    blocks = -(-int(seconds * SAMPLE_RATE) // SAMPLES_PER_BLOCK)
+    return HEADER_SIZE + blocks * BLOCK_ALIGN
+
+
+# record.jsp's byte limit: 8 s and the second of slack decode_wav's length check allows
+# (72,000 samples: 143 blocks, 36,668 bytes)
+MAX_UPLOAD_BYTES = upload_bytes(MAX_SECONDS + 1)
+
+
 def decode_blocks(data):
     """IMA ADPCM mono blocks (256 bytes, the last may be short) → int16 samples."""
     samples = []

@@ -71,7 +71,8 @@ class Settings:
     media_root: pathlib.Path = None
     xml_api: bool = True
     xml_token: str = ''
-    max_body_bytes: int = 65536
+    max_body_bytes: int = 65536  # every POST but record.jsp's
+    max_recording_bytes: int = recording.MAX_UPLOAD_BYTES
     client_timeout: float = 10.0
     max_header_bytes: int = 16384
     max_connections_per_address: int = 64
@@ -80,9 +81,21 @@ class Settings:
 
 
 class HttpError(Exception):
-    def __init__(self, status, message):
+    """A refused request: its status, and the counter of its kind of refusal, if any."""
+
+    def __init__(self, status, message, counter=None):
         super().__init__(message)
         self.status = status
+        self.counter = counter
+
+
+# The transport's refusals by status, each counted under its kind.
+REFUSAL_COUNTERS = {
+    413: 'refused_bodies',
+    414: 'refused_heads',
+    431: 'refused_heads',
+    503: 'refused_connections',
+}
 
 
 @dataclasses.dataclass
@@ -96,6 +109,13 @@ class Counters:
     duplicate_uploads: int = 0
     unknown_events: int = 0  # sd values the spec does not define
     dropped_clients: int = 0  # connections silent until client_timeout, closed unanswered
+    # refusals by kind (each is also a bad request)
+    refused_paths: int = 0  # outside the media or speech cache folder, path characters, NUL
+    refused_heads: int = 0  # request line and headers over max_header_bytes
+    refused_bodies: int = 0  # a body over its route's limit, or a recording over 8 s
+    refused_connections: int = 0  # over max_connections_per_address: closed at once
+    unknown_serials: int = 0  # not in allowed_serials: 403, not registered
+    refused_xml: int = 0  # the XML API without its token, or with a wrong one
     last_error: str = ''
 
     @property
@@ -122,6 +142,7 @@ class BridgeServer:
         self._choreography_count = itertools.count(1)  # names stay unique after evictions
         self._http = None
         self.port = settings.port
+        self._record_path = f'{settings.path_prefix}/record{settings.path_extension}'
         self._routes = {
             f'{settings.path_prefix}/{name}{settings.path_extension}': handler
             for name, handler in (
@@ -161,9 +182,12 @@ class BridgeServer:
             self.settings.port,
             self.handle,
             limits,
-            on_refused=lambda status, text: self.count_bad_request(f'{status} {text}'),
+            on_refused=lambda status, text: self.count_bad_request(
+                f'{status} {text}', REFUSAL_COUNTERS.get(status)
+            ),
             on_dropped=lambda: self._count('dropped_clients'),
             tap=self.tap,
+            body_limit=self.body_limit,
         ).start()
         self.port = self._http.port
         host = self.advertised_host()
@@ -225,19 +249,22 @@ class BridgeServer:
                 raise HttpError(405, f'{method[:16]!r}: the rabbit only GETs and POSTs')
             route = self._routes.get(path)
             if route is not None:
-                return route(method, query, headers, lambda: self._body(headers, read_body))
+                limit = self.body_limit(path)
+                return route(method, query, headers, lambda: self._body(headers, read_body, limit))
             if path.startswith(SPEECH_PATH):
-                return self._speech(urllib.parse.unquote(path[len(SPEECH_PATH) :]), query)
+                return self._speech(_relative(path, SPEECH_PATH), query)
             for prefix, serve in self._prefixes:
                 if path.startswith(prefix):
-                    relative = urllib.parse.unquote(path[len(prefix) :])
-                    if any(ord(c) < 32 for c in relative):
-                        raise HttpError(400, 'control characters in the path')
-                    return serve(relative)
+                    return serve(_relative(path, prefix))
             raise HttpError(404, f'no such resource {path}')
-        except (HttpError, MalformedFrame, UnknownRabbit) as exc:
-            status = getattr(exc, 'status', 403 if isinstance(exc, UnknownRabbit) else 400)
-            self.count_bad_request(f'{status} {method} {path}: {exc}')
+        except UnknownRabbit as exc:
+            self.count_bad_request(f'403 {method} {path}: {exc}', 'unknown_serials')
+            return 403, f'{exc}\n'.encode(), 'text/plain'
+        except (HttpError, MalformedFrame) as exc:
+            status = getattr(exc, 'status', 400)
+            self.count_bad_request(
+                f'{status} {method} {path}: {exc}', getattr(exc, 'counter', None)
+            )
             return status, f'{exc}\n'.encode(), 'text/plain'
         except Exception as exc:  # a bug must cost one request, not the server
             self._count('bad_requests', f'500 {path}: {exc!r}')
@@ -245,31 +272,42 @@ class BridgeServer:
                 self.log.error('server-error', f'{method} {path}: {exc!r}')
             return 500, b'internal error\n', 'text/plain'
 
-    def _body(self, headers, read_body):
-        """The POST body (Content-length in any casing), checked against max_body_bytes."""
+    def body_limit(self, target):
+        """(bytes, parameter) a POST to target may send: recordings have a limit of their own,
+        sized to the rabbit's longest; the XML API's bodies are small."""
+        if _split_target(target)[0] == self._record_path:
+            return self.settings.max_recording_bytes, 'max_recording_bytes'
+        return self.settings.max_body_bytes, 'max_body_bytes'
+
+    def _body(self, headers, read_body, limit):
+        """The POST body (Content-length in any casing), checked against its route's limit."""
         length = headers.get('content-length')
         if length is None:
             raise HttpError(411, 'a POST needs a Content-length header')
         if not length.strip().isdigit():
             raise HttpError(400, f'Content-length {length.strip()!r} is not a byte count')
-        length, limit = int(length), self.settings.max_body_bytes
+        length, (limit, parameter) = int(length), limit
         if length > limit:
             raise HttpError(
-                413, f'body of {length} bytes; the limit is {limit} (parameter max_body_bytes)'
+                413,
+                f'body of {length} bytes; the limit is {limit} (parameter {parameter})',
+                'refused_bodies',
             )
         body = read_body()
         if len(body) != length:
             raise HttpError(400, f'body ended after {len(body)} of {length} bytes')
         return body
 
-    def count_bad_request(self, text):
-        self._count('bad_requests', text)
+    def count_bad_request(self, text, kind=None):
+        """A refused request: a bad request, and one of its kind (a Counters field) if given."""
+        self._count('bad_requests', text, kind)
         if self.log:
             self.log.warning('bad-request', f'bad request: {text}')
 
-    def _count(self, name, error=''):
+    def _count(self, name, error='', kind=None):
         with self._counter_lock:
-            setattr(self.counters, name, getattr(self.counters, name) + 1)
+            for counter in (name, kind) if kind else (name,):
+                setattr(self.counters, counter, getattr(self.counters, counter) + 1)
             if error:
                 self.counters.last_error = error
 
@@ -336,6 +374,7 @@ class BridgeServer:
                 413,
                 f'a recording of {len(pcm) / rate:.1f} s; the rabbit records '
                 f'at most {recording.MAX_SECONDS:.0f} s',
+                'refused_bodies',
             )
         if self.registry.add_recording(rabbit, wav) is None:
             self._count('duplicate_uploads')
@@ -354,11 +393,7 @@ class BridgeServer:
         root = self.settings.media_root
         if root is None:
             raise HttpError(404, 'no media root configured (parameter media_root)')
-        root = pathlib.Path(root).resolve()
-        path = (root / relative).resolve()
-        if not path.is_relative_to(root) or not path.is_file():
-            raise HttpError(404, f'no file {relative!r} under the media root')
-        return path
+        return _file_under(root, relative, 'the media root')
 
     def _media(self, relative):
         return 200, self._media_file(relative), _content_type(relative)
@@ -369,21 +404,24 @@ class BridgeServer:
 
     def _speech(self, name, query):
         folder = self.settings.speech_folder
-        path = folder / name if folder is not None and _SPEECH_FILE.fullmatch(name) else None
-        if path is None or not path.is_file():
+        _refuse_path_characters(name)
+        if folder is None or not _SPEECH_FILE.fullmatch(name):
             raise HttpError(404, f'no speech file {name!r}')
+        path = _file_under(folder, name, 'the speech cache')
         serial, program = query.get('sn', ''), query.get('id', '')
         if re.fullmatch('[0-9a-f]{12}', serial) and re.fullmatch('[0-9a-f]{1,8}', program):
             self._event(serial, 'say_fetched', program_id=int(program, 16))
         return 200, path, 'audio/mpeg'
 
     def _choreography(self, name):
+        _refuse_path_characters(name)
         data = self._choreographies.get(name)
         if data is None:
             raise HttpError(404, f'no choreography {name!r}')
         return 200, data, 'application/octet-stream'
 
     def _recording(self, name):
+        _refuse_path_characters(name)
         data = self.registry.recording(name)
         if data is None:
             raise HttpError(404, f'no recording {name!r}')
@@ -393,10 +431,18 @@ class BridgeServer:
     def _check_token(self, query, headers):
         token = self.settings.xml_token
         if not token:  # it commands every rabbit, and the server faces the network
-            raise HttpError(403, 'the XML API is closed: set the parameter xml_token to open it')
+            raise HttpError(
+                403,
+                'the XML API is closed: set the parameter xml_token to open it',
+                'refused_xml',
+            )
         given = query.get('token') or headers.get('x-auth-token', '')
         if not hmac.compare_digest(given.encode(), token.encode()):
-            raise HttpError(403, 'the XML API needs the right token (token=... or X-Auth-Token)')
+            raise HttpError(
+                403,
+                'the XML API needs the right token (token=... or X-Auth-Token)',
+                'refused_xml',
+            )
 
     def _xml_raw_request(self, method, query, headers, read_body):
         return self._xml_answer(
@@ -489,7 +535,7 @@ class BridgeServer:
             status = 200
         except (HttpError, MalformedFrame, UnknownRabbit, ValueError) as exc:
             status = getattr(exc, 'status', 400)
-            self.count_bad_request(f'{status} XML API: {exc}')
+            self.count_bad_request(f'{status} XML API: {exc}', getattr(exc, 'counter', None))
             root = ElementTree.Element('response')
             error = ElementTree.SubElement(root, 'error')
             ElementTree.SubElement(error, 'message').text = str(exc)
@@ -501,6 +547,32 @@ class BridgeServer:
 
 
 # ---- helpers ---------------------------------------------------------------------------
+def _relative(path, prefix):
+    """The decoded rest of a URL path after prefix; control characters (a NUL) refused."""
+    relative = urllib.parse.unquote(path[len(prefix) :])
+    if any(ord(c) < 32 for c in relative):
+        raise HttpError(400, 'control characters in the path', 'refused_paths')
+    return relative
+
+
+def _file_under(root, relative, what):
+    """The file relative names under root, symbolic links and '..' resolved: the one place a
+    request becomes a path on disk. Outside root or no such file: 404."""
+    root = pathlib.Path(root).resolve()
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root):  # 404 as for a missing file: nothing said about it
+        raise HttpError(404, f'no file {relative!r} under {what}', 'refused_paths')
+    if not path.is_file():
+        raise HttpError(404, f'no file {relative!r} under {what}')
+    return path
+
+
+def _refuse_path_characters(name):
+    """Names of one flat folder (speech, recordings, choreographies): no path in them."""
+    if '/' in name or '\\' in name or name in ('.', '..'):
+        raise HttpError(400, f'{name!r}: a file name with path characters', 'refused_paths')
+
+
 def _split_target(target):
     """(path, {name: first non-blank value}) as urlsplit and parse_qs give them, in a
     fraction of their time: every ping goes through here."""

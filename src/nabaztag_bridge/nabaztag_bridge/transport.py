@@ -9,8 +9,9 @@ rclpy executor and the rabbits never wait for each other.
 
 Limits per connection, so that a slow or hostile client costs one socket and nothing
 else: a deadline for the whole request (client_timeout), a size limit for the request
-line and headers (431 / 414), a header count (431), and a body limit (413, before the
-body is read). Per address, a cap on open connections: one host holding many sockets open
+line and headers (431 / 414), a header count (431), and a body limit per route (413, before the
+body is read when its length is announced, else as soon as it passes the limit; nothing of it
+is kept). Per address, a cap on open connections: one host holding many sockets open
 cannot take the server's from the rabbits.
 """
 
@@ -33,7 +34,7 @@ class Limits:
     client_timeout: float = 10.0  # s for the whole request, from the connection on
     max_head_bytes: int = 16384  # request line and headers (h11 and Hypercorn take 16 KiB)
     max_headers: int = 100
-    max_body_bytes: int = 65536
+    max_body_bytes: int = 65536  # for routes body_limit does not name
     max_connections_per_address: int = 64  # open at once from one address (0: no cap)
     backlog: int = 4096  # connections waiting for accept: thousands of rabbits
 
@@ -61,12 +62,22 @@ _REASONS = {status.value: status.phrase for status in http.HTTPStatus}
 class HttpServer:
     """start() binds and serves on a thread of its own; stop() closes every connection.
     respond is called on the loop thread, one request at a time; on_refused(status,
-    text) for requests refused here (unparsable, over a limit)."""
+    text) for requests refused here (unparsable, over a limit); body_limit(target) →
+    (bytes, the parameter that sets them) for a POST's body, by default max_body_bytes."""
 
     def __init__(
-        self, host, port, respond, limits=Limits(), on_refused=None, on_dropped=None, tap=None
+        self,
+        host,
+        port,
+        respond,
+        limits=Limits(),
+        on_refused=None,
+        on_dropped=None,
+        tap=None,
+        body_limit=None,
     ):
         self.host, self.port = host, port
+        self.body_limit = body_limit or (lambda target: (limits.max_body_bytes, 'max_body_bytes'))
         self.tap = tap  # a recording's LinkTap: every connection's bytes
         self.respond = respond
         self.limits = limits
@@ -148,6 +159,7 @@ class _Connection(asyncio.Protocol):
         self.tap = server.tap
         self.number = 0  # the connection's number in a recording
         self.address = None  # the client's, for the per-address cap
+        self.max_body = (self.limits.max_body_bytes, 'max_body_bytes')  # the route's, from the URL
 
     # ---- asyncio ---------------------------------------------------------------------------
     def connection_made(self, transport):
@@ -251,17 +263,21 @@ class _Connection(asyncio.Protocol):
         if self.parser.get_method() != b'POST':
             self._answer()  # only POSTs have a body worth waiting for
             return
-        length = self._content_length()
-        if length > self.limits.max_body_bytes:
-            raise RequestError(
-                413,
-                f'body of {length} bytes; the limit is '
-                f'{self.limits.max_body_bytes} (parameter max_body_bytes)',
-            )
+        self.max_body = self.server.body_limit(self.url.decode('latin-1'))
+        self._check_body_size(self._content_length())
 
     def on_body(self, body):
         self.body.append(body)
         self.body_size += len(body)
+        self._check_body_size(self.body_size)  # a chunked body announces no length
+
+    def _check_body_size(self, size):
+        limit, parameter = self.max_body
+        if size > limit:
+            self.body.clear()  # nothing of a refused body is kept
+            raise RequestError(
+                413, f'body of {size} bytes; the limit is {limit} (parameter {parameter})'
+            )
 
     def on_message_complete(self):
         if not self.answered:

@@ -371,7 +371,7 @@ def test_bad_requests_get_4xx_and_the_server_goes_on(bridge, path, status):
 
 
 def test_bad_bodies(bridge):
-    server = bridge(max_body_bytes=4096)
+    server = bridge(max_recording_bytes=4096)
     path = f'/vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0'
     assert rabbit_post(server.port, path, b'x' * 5000)[0] == 413  # over the limit
     assert rabbit_post(server.port, path, b'RIFF', length=100)[0] == 400  # truncated (timeout)
@@ -383,9 +383,41 @@ def test_bad_bodies(bridge):
 
 
 def test_a_recording_longer_than_the_rabbit_can_make_is_refused(bridge):
-    server = bridge(max_body_bytes=1 << 20)
+    server = bridge(max_recording_bytes=1 << 20)  # the decoded length decides
     wav = recording.encode_wav(recording.tone(10.0))
     assert rabbit_post(server.port, f'/vl/record.jsp?sn={SERIAL}&v=65808&h=4', wav)[0] == 413
+    assert server.counters.refused_bodies == 1 and server.counters.recordings == 0
+
+
+def test_record_jsp_takes_the_rabbits_longest_recording_and_no_more(bridge):
+    """max_recording_bytes, from the format: 8 s (and a second of slack) of 8 kHz IMA ADPCM in
+    256-byte blocks of 505 samples, after the 60-byte header; other POSTs keep max_body_bytes."""
+    assert recording.MAX_UPLOAD_BYTES == 60 + 143 * 256 == 36668
+    longest = recording.encode_wav(recording.tone(recording.MAX_SECONDS))
+    assert len(longest) == recording.upload_bytes(recording.MAX_SECONDS) < 36668
+    server = bridge()
+    path = f'/vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0'
+    assert rabbit_post(server.port, path, longest)[0] == 200
+    status, _, body = rabbit_post(server.port, path, b'RIFF' + bytes(36668))
+    assert status == 413 and b'max_recording_bytes' in body
+    xml = b'<rawrequest/>' + b' ' * 40000  # the XML API's limit is max_body_bytes
+    status, _, body = rabbit_post(server.port, f'/xml/rawrequest.xml?token={XML_TOKEN}', xml)
+    assert status == 400 and b'without a &lt;packet&gt;' in body  # read, then refused as XML
+    counters = server.counters
+    assert (counters.recordings, counters.refused_bodies) == (1, 1)
+
+
+def test_a_chunked_body_is_refused_once_it_passes_the_limit_and_not_kept(bridge):
+    """No length announced: the transport counts the bytes as they come."""
+    server = bridge(max_recording_bytes=4096)
+    head = (
+        f'POST /vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0 HTTP/1.1\r\n'
+        'Transfer-Encoding: chunked\r\n\r\n'
+    ).encode()
+    chunk = b'1000\r\n' + b'x' * 4096 + b'\r\n'
+    status, _, body = raw(server.port, head + chunk * 3 + b'0\r\n\r\n')
+    assert status == 413 and b'max_recording_bytes' in body
+    assert server.counters.refused_bodies == 1 and server.registry.counts() == (0, 0)
 
 
 def test_garbage_and_silent_clients_do_not_block_others(bridge):
@@ -428,7 +460,7 @@ def test_a_silent_client_is_dropped_and_counted(bridge):
 def test_a_refused_upload_is_answered_while_the_client_is_still_sending(bridge):
     """413 is decided from the headers; closing at once would reset the connection under a
     client still sending its body and could destroy the answer before it is read."""
-    server = bridge(max_body_bytes=4096)
+    server = bridge(max_recording_bytes=4096)
     with socket.create_connection(('127.0.0.1', server.port), timeout=5.0) as client:
         client.sendall(
             f'POST /vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0 HTTP/1.0\r\n'
@@ -439,7 +471,7 @@ def test_a_refused_upload_is_answered_while_the_client_is_still_sending(bridge):
         reply = b''
         while chunk := client.recv(65536):
             reply += chunk
-    assert reply.startswith(b'HTTP/1.0 413 ') and b'max_body_bytes' in reply
+    assert reply.startswith(b'HTTP/1.0 413 ') and b'max_recording_bytes' in reply
     assert ping(server.port)[0] == 200
 
 
@@ -672,3 +704,64 @@ def test_one_answer_per_connection_for_pipelined_keep_alive_requests(bridge):
     status, _, body = raw(server.port, (one * 3).encode())
     assert status == 200 and b'HTTP/1.0' not in body
     assert server.counters.pings == 1
+
+
+# ---- a hostile network: each refusal counted by its kind --------------------------------
+@pytest.mark.parametrize(
+    'path, status',
+    [
+        ('/local/../secret.txt', 404),
+        ('/local/%2e%2e/secret.txt', 404),
+        ('/local/..%2fsecret.txt', 404),
+        ('/local/link.mp3', 404),  # a symbolic link out of the media root
+        ('/local/secret.txt%00.mp3', 400),
+        ('/tts/..%2f..%2fsecret.txt', 400),
+        ('/tts/..%5c..%5csecret.txt', 400),
+        ('/recordings/..%2f..%2fsecret.txt', 400),
+        ('/chorlibrary/..', 400),
+    ],
+)
+def test_a_path_out_of_the_roots_is_refused_and_counted(bridge, tmp_path, path, status):
+    cache = tmp_path / 'cache'  # the speech cache in a folder of its own
+    cache.mkdir()
+    server = bridge(speech_folder=cache)
+    (tmp_path / 'media' / 'link.mp3').symlink_to(tmp_path / 'secret.txt')
+    status_given, _, body = rabbit_get(server.port, path)
+    assert status_given == status and b'outside the media root' not in body
+    assert (server.counters.refused_paths, server.counters.bad_requests) == (1, 1)
+
+
+def test_speech_is_served_from_its_cache_folder_only(bridge, tmp_path):
+    cache = tmp_path / 'cache'
+    cache.mkdir()
+    name = '0123456789abcdef0123456789abcdef-0.mp3'
+    (cache / name).write_bytes(b'ID3 speech')
+    server = bridge(speech_folder=cache)
+    (tmp_path / 'media' / name).write_bytes(b'ID3 not the cache')
+    assert rabbit_get(server.port, '/tts/' + name)[2] == b'ID3 speech'
+    assert rabbit_get(server.port, '/tts/secret.txt')[0] == 404  # not a speech file's name
+    assert server.counters.refused_paths == 0
+
+
+def test_an_unknown_serial_is_refused_counted_and_never_registered(bridge):
+    server = bridge(allowed=('0019db000001',))
+    for route in ('p4', 'locate', 'rfid'):
+        status, _, body = rabbit_get(server.port, f'/vl/{route}.jsp?sn=0019db000002&v=1&t=d0')
+        assert status == 403 and b'allowed_serials' in body
+    assert rabbit_get(server.port, '/vl/bc.jsp?m=0019db000002&v=1')[0] == 403
+    assert server.counters.unknown_serials == 4 and server.registry.counts() == (0, 0)
+    assert not server.records  # no event, no rabbit list
+
+
+def test_the_xml_api_refusals_are_counted(bridge):
+    closed, guarded = bridge(xml_token=''), bridge()
+    for server, token in ((closed, ''), (guarded, 'not-the-token')):
+        status, _ = xml_post(server, '/xml/jnabserverinfo.xml', '', token=token)
+        assert status == 403 and server.counters.refused_xml == 1
+
+
+def test_oversized_heads_are_counted(bridge):
+    server = bridge()
+    assert raw(server.port, b'GET / HTTP/1.0\r\nX-Pad: ' + b'a' * 40000 + b'\r\n\r\n')[0] == 431
+    assert raw(server.port, b'GET /' + b'a' * 20000 + b' HTTP/1.0\r\n\r\n')[0] == 414
+    assert server.counters.refused_heads == 2
