@@ -7,6 +7,7 @@ Choreographies are in choreography.py, recordings in recording.py.
 """
 
 import dataclasses
+import functools
 import re
 
 from legacy_robot_common.errors import MalformedFrame
@@ -51,6 +52,8 @@ PROGRAM_COMMANDS = (
 )
 
 SERIAL_PATTERN = re.compile(r'[0-9a-f]{12}')
+# sd and tc: int(text, 16) alone would also take '0x', '_', '-' and spaces
+HEX_PATTERN = re.compile(r'[0-9a-fA-F]{1,8}')
 RFID_PATTERN = re.compile(r'[0-9a-f]{16}')
 
 
@@ -265,6 +268,11 @@ def resolve_url(url, broadcast_prefix):
 
 
 # ---- the ping query --------------------------------------------------------------------
+# Every ping decodes its serial, sd and tc; a rabbit sends the same texts ping after ping, so
+# they are decoded once each (bounded caches; refusals raise and are not kept).
+PING_TEXTS_CACHED = 8192
+
+
 @dataclasses.dataclass(frozen=True)
 class SdEvent:
     kind: str  # ping, double_click, end_of_message, click,
@@ -284,6 +292,7 @@ SD_VALUES = {kind: value for value, kind in SD_KINDS.items()}
 EARS_EVENT = 0x8000
 
 
+@functools.lru_cache(maxsize=PING_TEXTS_CACHED)
 def decode_sd(text):
     """The sd query value (hex) → SdEvent; 0x8000 + (ear0 << 8) + ear1 is a hand ear move."""
     value = _hex('sd', text)
@@ -301,6 +310,7 @@ def encode_sd(kind, ears=()):
     return format(SD_VALUES[kind], 'x')
 
 
+@functools.lru_cache(maxsize=PING_TEXTS_CACHED)
 def decode_tc(text):
     return _hex('tc', text)
 
@@ -311,6 +321,7 @@ def state_from_tc(tc):
     return {IDLE_ID: 'idle', SLEEP_ID: 'asleep'}.get(tc, 'playing')
 
 
+@functools.lru_cache(maxsize=PING_TEXTS_CACHED)
 def normalize_serial(text):
     """A rabbit serial (its MAC): 12 lower-case hex digits; colons are dropped."""
     serial = (text or '').replace(':', '').lower()
@@ -327,7 +338,7 @@ def normalize_rfid(text):
 
 
 def _hex(name, text):
-    if not text or len(text) > 8 or not re.fullmatch(r'[0-9a-fA-F]+', text):
+    if not HEX_PATTERN.fullmatch(text):
         raise MalformedFrame(f'{name}={text!r} is not a hex number')
     return int(text, 16)
 

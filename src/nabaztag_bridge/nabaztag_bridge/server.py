@@ -13,7 +13,6 @@ import hmac
 import itertools
 import pathlib
 import re
-import threading
 import time
 import urllib.parse
 import xml.etree.ElementTree as ElementTree
@@ -137,7 +136,6 @@ class BridgeServer:
         self.on_record = lambda record: None
         self.tap = None  # set before start() to record every request and reply
         self.counters = Counters()
-        self._counter_lock = threading.Lock()
         self._choreographies = {}
         self._choreography_count = itertools.count(1)  # names stay unique after evictions
         self._http = None
@@ -243,14 +241,13 @@ class BridgeServer:
         """(status, body bytes or a file path, content type) for one request; headers
         with lower-case names, read_body() → the body bytes received."""
         path, query = _split_target(target)
-        self._count('requests')
+        self.counters.requests += 1  # inline: the one count every request makes
         try:
             if method not in ('GET', 'POST'):
                 raise HttpError(405, f'{method[:16]!r}: the rabbit only GETs and POSTs')
             route = self._routes.get(path)
             if route is not None:
-                limit = self.body_limit(path)
-                return route(method, query, headers, lambda: self._body(headers, read_body, limit))
+                return route(method, query, headers, lambda: self._body(headers, read_body, path))
             if path.startswith(SPEECH_PATH):
                 return self._speech(_relative(path, SPEECH_PATH), query)
             for prefix, serve in self._prefixes:
@@ -279,14 +276,14 @@ class BridgeServer:
             return self.settings.max_recording_bytes, 'max_recording_bytes'
         return self.settings.max_body_bytes, 'max_body_bytes'
 
-    def _body(self, headers, read_body, limit):
+    def _body(self, headers, read_body, path):
         """The POST body (Content-length in any casing), checked against its route's limit."""
         length = headers.get('content-length')
         if length is None:
             raise HttpError(411, 'a POST needs a Content-length header')
         if not length.strip().isdigit():
             raise HttpError(400, f'Content-length {length.strip()!r} is not a byte count')
-        length, (limit, parameter) = int(length), limit
+        length, (limit, parameter) = int(length), self.body_limit(path)
         if length > limit:
             raise HttpError(
                 413,
@@ -305,11 +302,14 @@ class BridgeServer:
             self.log.warning('bad-request', f'bad request: {text}')
 
     def _count(self, name, error='', kind=None):
-        with self._counter_lock:
-            for counter in (name, kind) if kind else (name,):
-                setattr(self.counters, counter, getattr(self.counters, counter) + 1)
-            if error:
-                self.counters.last_error = error
+        # No lock: every count is made on the HTTP server's one loop thread (requests,
+        # refusals, drops), and readers on other threads only read whole ints.
+        counters = self.counters
+        setattr(counters, name, getattr(counters, name) + 1)
+        if kind:
+            setattr(counters, kind, getattr(counters, kind) + 1)
+        if error:
+            counters.last_error = error
 
     def _event(self, serial, kind, **fields):
         self._count('events')
@@ -580,14 +580,15 @@ def _split_target(target):
         url = urllib.parse.urlsplit(target)  # an absolute URL (proxies send those)
         target = url.path + ('?' + url.query if url.query else '')
     path, _, query = target.partition('#')[0].partition('?')
-    values = {}
-    for pair in query.split('&'):
-        name, _, value = pair.partition('=')
-        if value:
-            if '%' in pair or '+' in pair:
-                name, value = (urllib.parse.unquote(s.replace('+', ' ')) for s in (name, value))
-            values.setdefault(name, value)
-    return path, values
+    # in reverse, so that the first of a repeated name is the one kept
+    pairs = (pair.partition('=') for pair in reversed(query.split('&')))
+    if '%' in query or '+' in query:
+        pairs = ((_unquote(name), _, _unquote(value)) for name, _, value in pairs)
+    return path, {name: value for name, _, value in pairs if value}
+
+
+def _unquote(text):
+    return urllib.parse.unquote(text.replace('+', ' '))
 
 
 def _parse_xml(data, root_tag):

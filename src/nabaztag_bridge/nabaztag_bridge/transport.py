@@ -18,6 +18,7 @@ cannot take the server's from the rabbits.
 import asyncio
 import dataclasses
 import http
+import math
 import pathlib
 import threading
 
@@ -27,6 +28,10 @@ import uvloop
 from legacy_robot_common.streams import is_loopback
 
 LINGER_SECONDS = 2.0  # reading (and dropping) what a refused client still sends
+# Deadlines are checked by one sweep over the open connections this often (at most; a short
+# client_timeout sweeps more often), not by a timer per connection: a timer made and cancelled
+# for every ping was a tenth of the ping's cost.
+SWEEP_SECONDS = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,10 +93,13 @@ class HttpServer:
         self._loop = None
         self._thread = None
         self._server = None
+        self._sweep_every = min(SWEEP_SECONDS, limits.client_timeout / 4)
+        self.loop_time = None  # the loop's clock, once started
 
     def start(self):
         started, failure = threading.Event(), []
         self._loop = uvloop.new_event_loop()
+        self.loop_time = self._loop.time
 
         def serve():
             asyncio.set_event_loop(self._loop)
@@ -110,6 +118,7 @@ class HttpServer:
                 started.set()
                 return
             self.port = self._server.sockets[0].getsockname()[1]
+            self._loop.call_later(self._sweep_every, self._sweep)
             started.set()
             self._loop.run_forever()
             self._server.close()
@@ -130,6 +139,13 @@ class HttpServer:
         self._loop.call_soon_threadsafe(self._close_all)
         self._thread.join(5.0)
         self._thread = None
+
+    def _sweep(self):
+        """Every connection past its deadline: timed out (unanswered) or done lingering."""
+        now = self._loop.time()
+        for connection in [c for c in self.connections if c.expires <= now]:
+            connection.expired()
+        self._loop.call_later(self._sweep_every, self._sweep)
 
     def _close_all(self):
         self._server.close()
@@ -155,7 +171,8 @@ class _Connection(asyncio.Protocol):
         self.line_done = False  # the request line's end has arrived (then 431, not 414)
         self.header_size = 0
         self.answered = False
-        self.deadline = None
+        self.refused = False  # over the per-address cap: closed unserved
+        self.expires = math.inf  # loop time: the server's sweep calls expired() after it
         self.tap = server.tap
         self.number = 0  # the connection's number in a recording
         self.address = None  # the client's, for the per-address cap
@@ -169,9 +186,7 @@ class _Connection(asyncio.Protocol):
             return
         if self.tap is not None:
             self.number = self.tap.next_connection()
-        self.deadline = asyncio.get_running_loop().call_later(
-            self.limits.client_timeout, self._timed_out
-        )
+        self.expires = self.server.loop_time() + self.limits.client_timeout
 
     def _admitted(self):
         """Count this connection against its address's cap; over it, close it at once (no
@@ -184,7 +199,7 @@ class _Connection(asyncio.Protocol):
         cap = self.limits.max_connections_per_address
         if cap and open_now > cap and not is_loopback(self.address):
             self.answered = True  # nothing more to read or answer
-            self.deadline = None
+            self.refused = True
             self.server.on_refused(
                 503, f'{self.address}: over {cap} open connections (max_connections_per_address)'
             )
@@ -197,9 +212,9 @@ class _Connection(asyncio.Protocol):
         left = self.server.per_address.pop(self.address, 1) - 1
         if left:
             self.server.per_address[self.address] = left
-        if self.deadline is None:
+        self.parser = None  # it refers back to this protocol: freed now, not by a GC pass
+        if self.refused:
             return  # refused at the cap: never served
-        self.deadline.cancel()
         if self.tap is not None and (exc is not None or not self.answered):
             # an exchange that ended as HTTP/1.0 ends, after its reply, needs no events: its
             # connection number is the boundary (events were 2 of 4 messages at 500 rabbits)
@@ -323,10 +338,11 @@ class _Connection(asyncio.Protocol):
         # the client may still be sending: closing now would reset the connection and could
         # destroy the reply before it is read, so half-close and drop its bytes for a while
         self.transport.write_eof()
-        self.deadline.cancel()
-        self.deadline = asyncio.get_running_loop().call_later(LINGER_SECONDS, self.transport.close)
+        self.expires = self.server.loop_time() + LINGER_SECONDS
 
-    def _timed_out(self):
+    def expired(self):
+        """Past the deadline: unanswered (client_timeout), or done lingering after a refusal."""
+        self.expires = math.inf  # once: a reply still being written closes on its own
         if not self.answered and self.head_done:
             self._answer()  # a body that stopped short: respond() says so (400)
             return

@@ -148,9 +148,15 @@ def closed_loop(requests, drain):
             for name in ('canned', 'bridge'):
                 if drain:
                     loadgen.drain_time_wait()
-                results[concurrency][name] = loadgen.apache_bench(
+                before = cpu_seconds(servers[name].pid)
+                result = loadgen.apache_bench(
                     f'http://127.0.0.1:{ports[name]}{IDLE_PING}', concurrency, requests
                 )
+                # the server's CPU per request: what its rate would be on a machine where ab
+                # and the kernel are not the limit (on 2 cores they share the server's)
+                spent = cpu_seconds(servers[name].pid) - before
+                result['cpu_us'] = 1e6 * spent / requests
+                results[concurrency][name] = result
         return results
     finally:
         for server in servers.values():
@@ -355,6 +361,13 @@ def main(argv=None):
                 None,
             ),
             (f'ab -c {concurrency}: bridge / canned-reply server', ratio, f'{ratio:.2f}x', target),
+            (
+                f'ab -c {concurrency}: server CPU per request, canned-reply / bridge '
+                f'({canned["cpu_us"]:.0f} / {bridge["cpu_us"]:.0f} µs)',
+                canned['cpu_us'] / bridge['cpu_us'],
+                f'{canned["cpu_us"] / bridge["cpu_us"]:.2f}x',
+                target,
+            ),
             (
                 f'ab -c {concurrency}: bridge failed or non-2xx',
                 bridge['failed'] + bridge['non_2xx'],
