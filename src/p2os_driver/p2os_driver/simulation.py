@@ -350,16 +350,14 @@ class SimulatedPioneer:
         x, y, th = self.pose
         heading = th + turn / 2
         nx, ny = x + distance * math.cos(heading), y + distance * math.sin(heading)
-        blocked = False
-        if distance:
-            # a translation into an obstacle does not happen; turning in place always does
-            radius = self.model.radius
-            ahead = self._contact_ahead(nx, ny, radius)
-            if ahead is not None:
-                here = self.room.contact(x, y, radius)
-                blocked = here is None or ahead.clearance < here.clearance
-                if blocked:
-                    self._touch(ahead, th)
+        probe = distance
+        if self.stalled and target_v:
+            # pinned against an obstacle: test the step the command asks for, not the one ramped
+            # up from the stop the stall forced (a slow or short step fits into the gap the
+            # blocked one left, and the stall flag would flicker)
+            probe = math.copysign(max(abs(distance), abs(target_v) * SUBSTEP), target_v)
+        # a translation into an obstacle does not happen; turning in place always does
+        blocked = bool(probe) and self._blocks(x, y, heading, probe, th)
         if not blocked:
             self.bumper_bits = (0, 0)
         self.stalled = blocked and self.enabled
@@ -386,6 +384,20 @@ class SimulatedPioneer:
         half_track = self.w * self.axle / 2 * dt
         self.encoders[0] += (odistance - half_track) / self.model.dist_conv
         self.encoders[1] += (odistance + half_track) / self.model.dist_conv
+
+    def _blocks(self, x, y, heading, distance, th):
+        """True when moving distance along heading from (x, y) runs into an obstacle (one the
+        robot is already inside may be left); sets the bumper bits of the contact."""
+        radius = self.model.radius
+        px, py = x + distance * math.cos(heading), y + distance * math.sin(heading)
+        ahead = self._contact_ahead(px, py, radius)
+        if ahead is None:
+            return False
+        here = self.room.contact(x, y, radius)
+        if here is not None and ahead.clearance >= here.clearance:
+            return False
+        self._touch(ahead, th)
+        return True
 
     def _contact_ahead(self, x, y, radius):
         """room.contact(x, y, radius), asked only when the robot may have come within reach:

@@ -183,3 +183,33 @@ def test_amigo_has_a_playlist_and_8_sonar():
 def test_emulator_command_line_errors(argv, message, capsys):
     assert emulator_main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_robot_pushing_into_a_wall_reports_the_stall_in_every_sip():
+    """At 0.4 m/s into a wall, a stall that flickers (each blocked step stops the robot, the next
+    ramps up from rest and creeps into the gap left) misleads a driver; the stall must hold in
+    every SIP while the robot pushes, and clear once it backs off."""
+    emulator = P2osEmulator(EmulatorOptions(model='p3dx', room_width=2.0, room_height=4.0))
+    client = RawClient(emulator.start_tcp())
+    try:
+        client.sync()
+        client.send(C.ENABLE, 1)
+        client.send(C.VEL, 400)
+        sip = client.sip()
+        deadline = time.monotonic() + 10
+        while not (sip.left_stall and sip.right_stall):
+            assert time.monotonic() < deadline, 'no SIP reported a stall at the wall'
+            client.send(C.VEL, 400)  # the client keeps commanding (and feeds the watchdog)
+            sip = client.sip()
+        pushing = []
+        for count in range(40):  # 4 s of SIPs against the wall
+            if count % 5 == 0:
+                client.send(C.VEL, 400)
+            sip = client.sip()
+            pushing.append(sip.left_stall and sip.right_stall)
+        assert all(pushing), f'{pushing.count(False)} of 40 SIPs lost the stall while pushing'
+        client.send(C.VEL, -200)
+        assert wait_for(lambda: not client.sip().left_stall, 3)
+    finally:
+        client.close()
+        emulator.stop()
