@@ -96,10 +96,31 @@ class Composition:
     def robot_namespace(self, plugin):
         return robot_namespace(plugin, self.namespace, self.namespace_per_robot)
 
+    def _start_shared_worlds(self):
+        """--sim --world with several robots of a kind that can share a world: one emulator
+        world for them all (they see each other); {robot name: True for the one whose node
+        publishes the map}."""
+        kinds = {}
+        for plugin in self.plugins:
+            if plugin.start_shared_emulators and plugin.name not in self.replays:
+                kinds.setdefault(plugin.package, []).append(plugin)
+        publishes = {}
+        for plugins in kinds.values():
+            if len(plugins) < 2:
+                continue
+            names = [plugin.name for plugin in plugins]
+            self.emulators.update(plugins[0].start_shared_emulators(names, world=self.world))
+            publishes.update({name: name == names[0] for name in names})
+        return publishes
+
     def start(self):
+        shared = self._start_shared_worlds() if self.sim and self.world else {}
         for plugin in self.plugins:
             overrides = []
-            if plugin.name in self.replays:
+            if plugin.name in shared:
+                emulator = self.emulators[plugin.name]
+                overrides = self._emulator_parameters(plugin, emulator.parameters)
+            elif plugin.name in self.replays:
                 emulator = self.replays[plugin.name].start()
                 self.emulators[plugin.name] = emulator
                 overrides = [Parameter(k, value=v) for k, v in emulator.parameters.items()]
@@ -127,7 +148,9 @@ class Composition:
             self.executor.add_node(node)
             world_map = getattr(self.emulators.get(plugin.name), 'world_map', None)
             if world_map is not None:
-                map_node = WorldMapNode(world_map, _odom_frame(node), namespace, cli_args)
+                # a shared world's one map on /map, from the first robot's node
+                topic = {True: '/map', False: None}.get(shared.get(plugin.name), 'map')
+                map_node = WorldMapNode(world_map, _odom_frame(node), namespace, cli_args, topic)
                 self.map_nodes.append(map_node)
                 self.executor.add_node(map_node)
         if self.foxglove is not None:
@@ -253,7 +276,8 @@ def build_parser():
         '--world',
         metavar='FILE',
         help='with --sim: the world the emulators drive in (P2OS: an ARIA .map or a ROS '
-        'map.yaml; default: the office floor shipped with p2os_driver)',
+        'map.yaml; default: the office floor shipped with p2os_driver); several P2OS robots '
+        '(p2os:r1 p2os:r2) share it, each seeing the others, with one map on /map',
     )
     parser.add_argument(
         '--replay',

@@ -340,6 +340,9 @@ class Fleet:
             emulator.advance()
 
     def stop(self):
+        """Every robot; once (each robot's holder may ask)."""
+        if self._physics_stop.is_set():
+            return
         self._physics_stop.set()
         if self._physics is not None:
             self._physics.join(2.0)
