@@ -369,3 +369,17 @@ def test_robots_stop_against_each_other_with_a_stall():
     for _ in range(20):
         shared.step(0.02)
     assert not a.stalled and b.pose[0] - a.pose[0] > 2 * radius
+
+
+def test_the_shared_world_picture_shows_r2_in_r1s_scan(tmp_path):
+    from p2os_driver import shared_world_picture as picture
+
+    office = world.load_world(world.default_world_path())
+    _, robots, paths = picture.drive_two(office)
+    assert robots['r1'].stalled and robots['r2'].stalled  # they met and push against each other
+    sx, sy = picture.scan_points(robots['r1'])
+    x2, y2 = robots['r2'].pose[0] / 1000.0, robots['r2'].pose[1] / 1000.0
+    on_r2 = np.hypot(sx - x2, sy - y2) < 0.35  # within r2's footprint's half diagonal
+    assert on_r2.sum() >= 10
+    assert picture.main([str(tmp_path / 'shared.png')]) == 0
+    assert (tmp_path / 'shared.png').stat().st_size > 10_000
