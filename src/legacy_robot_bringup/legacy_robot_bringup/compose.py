@@ -73,10 +73,12 @@ class Composition:
         user_params_files=(),
         foxglove=None,
         world=None,
+        starts=None,
     ):
         self.plugins = list(plugins)
         self.sim = sim
         self.world = world  # --world FILE for the emulators that take one (plugin.world_option)
+        self.starts = dict(starts or {})  # --start: robot name → 'x,y,th' in a shared world
         self.map_nodes = []  # a WorldMapNode per emulator with a world
         self.user_params_files = list(user_params_files)  # they win over the emulators' values
         self.record_folder = record_folder  # each driver records to <folder>/<robot>.mcap
@@ -104,17 +106,28 @@ class Composition:
         for plugin in self.plugins:
             if plugin.start_shared_emulators and plugin.name not in self.replays:
                 kinds.setdefault(plugin.package, []).append(plugin)
+        kinds = {package: plugins for package, plugins in kinds.items() if len(plugins) > 1}
+        sharing = [plugin.name for plugins in kinds.values() for plugin in plugins]
+        strangers = sorted(set(self.starts) - set(sharing))
+        if strangers:
+            raise WorldError(
+                f'--start {", ".join(strangers)}: not a robot in a shared world '
+                f'({", ".join(sharing) or "none here"}; two or more P2OS robots with --sim '
+                '--world share one)'
+            )
         publishes = {}
         for plugins in kinds.values():
-            if len(plugins) < 2:
-                continue
             names = [plugin.name for plugin in plugins]
-            self.emulators.update(plugins[0].start_shared_emulators(names, world=self.world))
+            starts = {name: self.starts[name] for name in names if name in self.starts}
+            started = plugins[0].start_shared_emulators(names, world=self.world, starts=starts)
+            self.emulators.update(started)
             publishes.update({name: name == names[0] for name in names})
         return publishes
 
     def start(self):
         shared = self._start_shared_worlds() if self.sim and self.world else {}
+        if self.starts and not shared:
+            raise WorldError('--start: only for robots in a shared world (--sim --world)')
         for plugin in self.plugins:
             overrides = []
             if plugin.name in shared:
@@ -280,6 +293,14 @@ def build_parser():
         '(p2os:r1 p2os:r2) share it, each seeing the others, with one map on /map',
     )
     parser.add_argument(
+        '--start',
+        action='append',
+        default=[],
+        metavar='NAME=x,y,th',
+        help='with --sim --world and several P2OS robots: where robot NAME starts (mm, mm, '
+        "degrees; default: spread out from the map's home); may repeat",
+    )
+    parser.add_argument(
         '--replay',
         action='append',
         default=[],
@@ -433,6 +454,7 @@ def main(argv=None):
             use_sim_time=args.use_sim_time,
             foxglove=foxglove_option(args),
             world=args.world,
+            starts=dict(start.partition('=')[::2] for start in args.start),
         ) as composition:
             for name, emulator in composition.emulators.items():
                 print(f'{name}: emulator {emulator.description}', flush=True)

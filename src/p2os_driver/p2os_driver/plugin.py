@@ -30,7 +30,7 @@ from legacy_robot_interfaces.srv import GripperCommand
 from . import description
 from .emulator import EmulatorOptions, Fleet, P2osEmulator, world_summary
 from .protocol import is_handshake_request
-from .world import default_world_path, load_world
+from .world import default_world_path, load_world, parse_pose
 
 MAP_RESOLUTION = 0.05  # m per cell of the map bringup publishes
 
@@ -82,11 +82,14 @@ class SharedEmulator:
         self.fleet.stop()
 
 
-def shared_emulators(names, world=None):
+def shared_emulators(names, world=None, starts=None):
     """{name: SharedEmulator}: p2dx robots in one world (the office floor, or world=FILE), on
-    free TCP ports, each at a free place spread out from the map's home."""
+    free TCP ports, each at its start ({name: 'x,y,th'}, mm, mm, degrees) or at a free place
+    spread out from the map's home."""
+    starts = starts or {}
     options = EmulatorOptions(model='p2dx', world=world or default_world_path())
-    fleet = Fleet(options, [(name, None) for name in names])
+    poses = [(name, parse_pose(starts[name]) if name in starts else None) for name in names]
+    fleet = Fleet(options, poses)
     fleet.start_tcp(port=0)
     return {name: SharedEmulator(fleet, name) for name in names}
 
