@@ -149,3 +149,9 @@ def test_shared_world_start_poses_bad_input(tmp_path, arguments, message):
         '1',
     )
     assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_several_p2os_robots_under_sim_share_the_office_world():
+    result = run_module(BRINGUP, 'p2os:r1', 'p2os:r2', '--sim', '--duration', '2')
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count('in a world shared by 2 robots, office.map') == 2, result.stdout

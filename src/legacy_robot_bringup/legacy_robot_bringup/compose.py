@@ -99,9 +99,9 @@ class Composition:
         return robot_namespace(plugin, self.namespace, self.namespace_per_robot)
 
     def _start_shared_worlds(self):
-        """--sim --world with several robots of a kind that can share a world: one emulator
-        world for them all (they see each other); {robot name: True for the one whose node
-        publishes the map}."""
+        """--sim with several robots of a kind that can share a world: one emulator world for
+        them all (--world's, else the kind's default), in which they see each other; {robot
+        name: True for the one whose node publishes the map}."""
         kinds = {}
         for plugin in self.plugins:
             if plugin.start_shared_emulators and plugin.name not in self.replays:
@@ -113,7 +113,7 @@ class Composition:
             raise WorldError(
                 f'--start {", ".join(strangers)}: not a robot in a shared world '
                 f'({", ".join(sharing) or "none here"}; two or more P2OS robots with --sim '
-                '--world share one)'
+                'share one)'
             )
         publishes = {}
         for plugins in kinds.values():
@@ -125,9 +125,9 @@ class Composition:
         return publishes
 
     def start(self):
-        shared = self._start_shared_worlds() if self.sim and self.world else {}
+        shared = self._start_shared_worlds() if self.sim else {}
         if self.starts and not shared:
-            raise WorldError('--start: only for robots in a shared world (--sim --world)')
+            raise WorldError('--start: only for robots in a shared world (--sim)')
         for plugin in self.plugins:
             overrides = []
             if plugin.name in shared:
@@ -297,7 +297,7 @@ def build_parser():
         action='append',
         default=[],
         metavar='NAME=x,y,th',
-        help='with --sim --world and several P2OS robots: where robot NAME starts (mm, mm, '
+        help='with --sim and several P2OS robots: where robot NAME starts (mm, mm, '
         "degrees; default: spread out from the map's home); may repeat",
     )
     parser.add_argument(
