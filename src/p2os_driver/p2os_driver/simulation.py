@@ -386,21 +386,25 @@ class SimulatedPioneer:
         self.encoders[1] += (odistance + half_track) / self.model.dist_conv
 
     def _blocks(self, x, y, heading, distance, th):
-        """True when moving distance along heading from (x, y) runs into an obstacle (one the
-        robot is already inside may be left); sets the bumper bits of the contact."""
+        """True when moving distance along heading from (x, y) runs into a wall or another
+        robot (one the robot already touches may be left); sets the bumper bits of the contact.
+        Walls and robots are asked apart: getting away from one is no licence to near the
+        other."""
         radius = self.model.radius
         px, py = x + distance * math.cos(heading), y + distance * math.sin(heading)
-        ahead = self._contact_ahead(px, py, radius)
-        robot_contact = getattr(self.room, 'robot_contact', None)  # a SharedWorld's robots
-        if robot_contact is not None:
-            ahead = _nearer(ahead, robot_contact(px, py, radius))
-        if ahead is None:
-            return False
-        here = self.room.contact(x, y, radius)
-        if here is not None and ahead.clearance >= here.clearance:
-            return False
-        self._touch(ahead, th)
-        return True
+        walls_at = getattr(self.room, 'wall_contact', self.room.contact)
+        checks = [(self._contact_ahead(px, py, radius), walls_at)]
+        robots_at = getattr(self.room, 'robot_contact', None)  # a SharedWorld's other robots
+        if robots_at is not None:
+            checks.append((robots_at(px, py, radius), robots_at))
+        for ahead, contact_at in checks:
+            if ahead is None:
+                continue
+            here = contact_at(x, y, radius)
+            if here is None or ahead.clearance < here.clearance:
+                self._touch(ahead, th)
+                return True
+        return False
 
     def _contact_ahead(self, x, y, radius):
         """room.contact(x, y, radius), asked only when the robot may have come within reach:
@@ -650,8 +654,11 @@ class _RobotView:
             return None
         return Contact(float(max(gaps[i], 0.0)), math.atan2(poses[i, 1] - y, poses[i, 0] - x))
 
+    def wall_contact(self, x, y, radius):
+        return self._shared.world.contact(x, y, radius)
+
     def contact(self, x, y, radius):
-        return _nearer(self._shared.world.contact(x, y, radius), self.robot_contact(x, y, radius))
+        return _nearer(self.wall_contact(x, y, radius), self.robot_contact(x, y, radius))
 
 
 def _nearer(a, b):

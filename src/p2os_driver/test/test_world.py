@@ -383,3 +383,17 @@ def test_the_shared_world_picture_shows_r2_in_r1s_scan(tmp_path):
     assert on_r2.sum() >= 10
     assert picture.main([str(tmp_path / 'shared.png')]) == 0
     assert (tmp_path / 'shared.png').stat().st_size > 10_000
+
+
+def test_a_robot_scraping_a_wall_still_stops_at_another_robot():
+    """Leaving a wall it touches is no licence to drive into a robot: walls and robots are
+    each asked whether the step nears them."""
+    shared = SharedWorld(World([(-5000, 240, 5000, 240), (-5000, -3000, 5000, -3000)]))
+    a = shared.add(MODELS['p3dx'], start=(0.0, 40.0, 0.0), noise=False)  # 200 mm from the wall
+    b = shared.add(MODELS['p3dx'], start=(1200.0, 0.0, 0.0), noise=False)
+    a.enabled = True
+    a.set_velocity(300)
+    for _ in range(300):
+        shared.step(0.02)
+    gap = math.hypot(b.pose[0] - a.pose[0], b.pose[1] - a.pose[1])
+    assert gap == pytest.approx(2 * MODELS['p3dx'].radius, abs=10) and a.stalled
