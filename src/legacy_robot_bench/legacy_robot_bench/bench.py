@@ -76,6 +76,13 @@ TOOLS = (
         ('--seconds', '5'),
         'legacy_robot_bench.p2os_driver.world_bench',
     ),
+    Robot(
+        'P2OS shared world',
+        'p2os_driver',
+        'p2os_fleet',
+        ('--seconds', '5'),
+        'legacy_robot_bench.p2os_driver.fleet_bench',
+    ),
 )
 if 'nabaztag' in discover_plugins():  # the rabbit's speech: engines, cache, pings while it talks
     TOOLS += (

@@ -73,10 +73,12 @@ class Composition:
         user_params_files=(),
         foxglove=None,
         world=None,
+        starts=None,
     ):
         self.plugins = list(plugins)
         self.sim = sim
         self.world = world  # --world FILE for the emulators that take one (plugin.world_option)
+        self.starts = dict(starts or {})  # --start: robot name → 'x,y,th' in a shared world
         self.map_nodes = []  # a WorldMapNode per emulator with a world
         self.user_params_files = list(user_params_files)  # they win over the emulators' values
         self.record_folder = record_folder  # each driver records to <folder>/<robot>.mcap
@@ -96,10 +98,42 @@ class Composition:
     def robot_namespace(self, plugin):
         return robot_namespace(plugin, self.namespace, self.namespace_per_robot)
 
+    def _start_shared_worlds(self):
+        """--sim with several robots of a kind that can share a world: one emulator world for
+        them all (--world's, else the kind's default), in which they see each other; {robot
+        name: True for the one whose node publishes the map}."""
+        kinds = {}
+        for plugin in self.plugins:
+            if plugin.start_shared_emulators and plugin.name not in self.replays:
+                kinds.setdefault(plugin.package, []).append(plugin)
+        kinds = {package: plugins for package, plugins in kinds.items() if len(plugins) > 1}
+        sharing = [plugin.name for plugins in kinds.values() for plugin in plugins]
+        strangers = sorted(set(self.starts) - set(sharing))
+        if strangers:
+            raise WorldError(
+                f'--start {", ".join(strangers)}: not a robot in a shared world '
+                f'({", ".join(sharing) or "none here"}; two or more P2OS robots with --sim '
+                'share one)'
+            )
+        publishes = {}
+        for plugins in kinds.values():
+            names = [plugin.name for plugin in plugins]
+            starts = {name: self.starts[name] for name in names if name in self.starts}
+            started = plugins[0].start_shared_emulators(names, world=self.world, starts=starts)
+            self.emulators.update(started)
+            publishes.update({name: name == names[0] for name in names})
+        return publishes
+
     def start(self):
+        shared = self._start_shared_worlds() if self.sim else {}
+        if self.starts and not shared:
+            raise WorldError('--start: only for robots in a shared world (--sim)')
         for plugin in self.plugins:
             overrides = []
-            if plugin.name in self.replays:
+            if plugin.name in shared:
+                emulator = self.emulators[plugin.name]
+                overrides = self._emulator_parameters(plugin, emulator.parameters)
+            elif plugin.name in self.replays:
                 emulator = self.replays[plugin.name].start()
                 self.emulators[plugin.name] = emulator
                 overrides = [Parameter(k, value=v) for k, v in emulator.parameters.items()]
@@ -127,7 +161,9 @@ class Composition:
             self.executor.add_node(node)
             world_map = getattr(self.emulators.get(plugin.name), 'world_map', None)
             if world_map is not None:
-                map_node = WorldMapNode(world_map, _odom_frame(node), namespace, cli_args)
+                # a shared world's one map on /map, from the first robot's node
+                topic = {True: '/map', False: None}.get(shared.get(plugin.name), 'map')
+                map_node = WorldMapNode(world_map, _odom_frame(node), namespace, cli_args, topic)
                 self.map_nodes.append(map_node)
                 self.executor.add_node(map_node)
         if self.foxglove is not None:
@@ -253,7 +289,16 @@ def build_parser():
         '--world',
         metavar='FILE',
         help='with --sim: the world the emulators drive in (P2OS: an ARIA .map or a ROS '
-        'map.yaml; default: the office floor shipped with p2os_driver)',
+        'map.yaml; default: the office floor shipped with p2os_driver); several P2OS robots '
+        '(p2os:r1 p2os:r2) share it, each seeing the others, with one map on /map',
+    )
+    parser.add_argument(
+        '--start',
+        action='append',
+        default=[],
+        metavar='NAME=x,y,th',
+        help='with --sim and several P2OS robots: where robot NAME starts (mm, mm, '
+        "degrees; default: spread out from the map's home); may repeat",
     )
     parser.add_argument(
         '--replay',
@@ -409,6 +454,7 @@ def main(argv=None):
             use_sim_time=args.use_sim_time,
             foxglove=foxglove_option(args),
             world=args.world,
+            starts=dict(start.partition('=')[::2] for start in args.start),
         ) as composition:
             for name, emulator in composition.emulators.items():
                 print(f'{name}: emulator {emulator.description}', flush=True)

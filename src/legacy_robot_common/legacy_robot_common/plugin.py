@@ -115,6 +115,11 @@ class RobotPlugin:
     # start_emulator(world=FILE) loads a world (`bringup --sim --world FILE`); an emulator with a
     # world_map (legacy_robot_common.world_map.WorldMap) gets its map published by bringup
     world_option: bool = False
+    # start_shared_emulators(names, world=FILE, starts={name: 'x,y,th'}) -> {name: emulator}:
+    # several robots of this kind in one world, seeing each other (`bringup p2os:r1 p2os:r2
+    # --sim --world FILE [--start r1=x,y,th]`); bringup
+    # publishes the first one's world_map as the one map, and every robot's map → odom
+    start_shared_emulators: Optional[Callable[..., dict]] = None
     # the GIL switch interval (s, sys.setswitchinterval) its node needs in its process; a
     # process hosting several robots takes the smallest (driver_node.prepare_process)
     switch_interval: Optional[float] = None

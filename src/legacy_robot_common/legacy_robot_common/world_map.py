@@ -52,8 +52,10 @@ def occupancy_grid(world_map, frame_id, stamp):
 class WorldMapNode(Node):
     """Publishes one world map and its map → odom transform (node `world_map`)."""
 
-    def __init__(self, world_map, odom_frame, namespace='', cli_args=None):
+    def __init__(self, world_map, odom_frame, namespace='', cli_args=None, map_topic='map'):
         # cli_args: the robot node's remappings (--frames namespace moves /tf into its namespace)
+        # map_topic: where the grid goes; None: only the transform (a robot in a world whose map
+        # another robot's node publishes)
         super().__init__('world_map', namespace=namespace, cli_args=cli_args)
         self.map_frame = declare(
             self,
@@ -63,9 +65,11 @@ class WorldMapNode(Node):
             read_only=True,
         )
         self.world_map = world_map
-        self.publisher = self.create_publisher(OccupancyGrid, 'map', MAP_QOS)
+        self.publisher = None
         stamp = self.get_clock().now().to_msg()
-        self.publisher.publish(occupancy_grid(world_map, self.map_frame, stamp))
+        if map_topic is not None:
+            self.publisher = self.create_publisher(OccupancyGrid, map_topic, MAP_QOS)
+            self.publisher.publish(occupancy_grid(world_map, self.map_frame, stamp))
         x, y, yaw = world_map.start
         self.static = StaticTransformPublisher(self)
         self.static.sendTransform(
@@ -75,8 +79,8 @@ class WorldMapNode(Node):
     def describe(self):
         height, width = self.world_map.grid.shape
         x, y, yaw = self.world_map.start
+        where = 'a shared map' if self.publisher is None else self.publisher.topic_name
         return (
-            f'{width}x{height} cells of {self.world_map.resolution:g} m on '
-            f'{self.resolve_topic_name("map")}; start ({x:.2f}, {y:.2f}, '
-            f'{math.degrees(yaw):.0f}°)'
+            f'{width}x{height} cells of {self.world_map.resolution:g} m on {where}; '
+            f'start ({x:.2f}, {y:.2f}, {math.degrees(yaw):.0f}°)'
         )

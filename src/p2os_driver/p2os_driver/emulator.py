@@ -29,7 +29,7 @@ from legacy_robot_common.errors import MalformedFrame
 
 from . import protocol as p
 from .models import MODELS, laser_mount, model_key
-from .simulation import Room, SimulatedPioneer
+from .simulation import Room, SharedWorld, SimulatedPioneer
 from .world import WorldError, default_world_path, load_world, parse_pose
 
 C = p.Command
@@ -128,31 +128,30 @@ class EmulatorOptions:
 
 
 class P2osEmulator:
-    def __init__(self, options=None):
+    """One emulated robot. shared: a SharedWorld the robot joins (a Fleet's); its physics is
+    then the Fleet's to run, and the start pose the Fleet's to check."""
+
+    def __init__(self, options=None, shared=None):
         self.options = options or EmulatorOptions()
         self.model = MODELS[self.options.model]
         o = self.options
-        if o.world:
-            self.world = load_world(o.world, o.geometry)
-        else:
-            self.world = Room(o.room_width * 1000, o.room_height * 1000)
+        self.world = shared.world if shared is not None else open_world(o)
         start = o.start if o.start is not None else self.world.start
-        if self.world.contact(start[0], start[1], self.model.radius) is not None:
-            raise WorldError(
-                f'the start pose ({start[0]:.0f} mm, {start[1]:.0f} mm) is inside or touching '
-                f'a wall of {self.world.name}; give another with --start'
-            )
+        if shared is None:
+            check_start(self.world, start, self.model.radius)
         mount = o.laser_mount if o.laser_mount is not None else laser_mount(self.model)
         physics = {name: getattr(o, name) for name in PHYSICS_OPTIONS}
-        self.robot = SimulatedPioneer(
-            self.model,
-            self.world,
-            o.battery,
-            o.sonar_per_cycle,
+        physics.update(
+            battery=o.battery,
+            sonar_per_cycle=o.sonar_per_cycle,
             start=start,
             laser_mount=(mount[0], mount[1], math.radians(mount[2])),
-            **physics,
         )
+        if shared is None:
+            self.robot = SimulatedPioneer(self.model, self.world, **physics)
+        else:
+            self.robot = shared.add(self.model, **physics)
+        self._own_physics = shared is None
         self.faults = FaultInjector(
             self.options.drop_rate, self.options.corrupt_rate, self.options.seed
         )
@@ -192,7 +191,7 @@ class P2osEmulator:
     def _start_physics(self):
         """The robot moves whether or not a client is connected (it coasts to a stop after
         CLOSE)."""
-        if self._physics is None:
+        if self._physics is None and self._own_physics:
             self._physics = threading.Thread(
                 target=self._run_physics, daemon=True, name='p2os-emulator-physics'
             )
@@ -274,6 +273,129 @@ class P2osEmulator:
                 self.robot.halted = False
                 if self.options.watchdog_mode == 'stop':
                     self.robot.stop()
+
+
+def open_world(options):
+    """The options' world: its .map / map.yaml file, else the room."""
+    if options.world:
+        return load_world(options.world, options.geometry)
+    return Room(options.room_width * 1000, options.room_height * 1000)
+
+
+def check_start(world, start, radius, robot=''):
+    """WorldError when a robot of this radius at start would touch a wall."""
+    if world.contact(start[0], start[1], radius) is not None:
+        who = f'robot {robot}: ' if robot else ''
+        raise WorldError(
+            f'{who}the start pose ({start[0]:.0f} mm, {start[1]:.0f} mm) is inside or touching '
+            f'a wall of {world.name}; give another with --start'
+            + (' or --robot NAME=x,y,th' if robot else '')
+        )
+
+
+class Fleet:
+    """Several emulated robots in one world, as AMRISim runs them (`-r p3dx:r1 -r p3dx:r2`):
+    each robot on its own TCP port counting up from the first, each robot's sonar, laser and
+    motion meeting the others, and one physics thread stepping them all.
+
+    robots: [(name, start pose (x mm, y mm, th rad) or None)]; a robot without a start pose
+    gets the first free place spread out from the map's home (AMRISim puts each further robot
+    1 m lower in y; here the nearest place, that way first, that touches no wall or robot).
+    """
+
+    def __init__(self, options, robots):
+        names = [name for name, _ in robots]
+        if len(set(names)) != len(names):
+            raise WorldError(f'robot names must differ: {", ".join(names)}')
+        self.options = options
+        self.shared = SharedWorld(open_world(options))
+        radius = MODELS[options.model].radius
+        starts = fleet_starts(self.shared.world, robots, radius)
+        self.emulators = {
+            name: P2osEmulator(dataclasses.replace(options, name=name, start=start), self.shared)
+            for name, start in zip(names, starts, strict=True)
+        }
+        self._physics_stop = threading.Event()
+        self._physics = None
+
+    def start_tcp(self, host='127.0.0.1', port=8101):
+        """Listen for every robot, on port, port + 1, ... (0: any free ports); {name: port}."""
+        ports = {}
+        for i, (name, emulator) in enumerate(self.emulators.items()):
+            ports[name] = emulator.start_tcp(host, port + i if port else 0)
+        if self._physics is None:
+            self._physics = threading.Thread(
+                target=self._run_physics, daemon=True, name='p2os-fleet-physics'
+            )
+            self._physics.start()
+        return ports
+
+    def _run_physics(self):
+        while not self._physics_stop.wait(PHYSICS_PERIOD):
+            self.advance()
+
+    def advance(self):
+        """Every robot's physics up to now, in one cycle."""
+        for emulator in self.emulators.values():
+            emulator.advance()
+
+    def stop(self):
+        """Every robot; once (each robot's holder may ask)."""
+        if self._physics_stop.is_set():
+            return
+        self._physics_stop.set()
+        if self._physics is not None:
+            self._physics.join(2.0)
+        for emulator in self.emulators.values():
+            emulator.stop()
+
+
+def fleet_starts(world, robots, radius):
+    """Start poses for [(name, pose or None)] robots of this radius: the given ones checked
+    (no wall, no overlap; WorldError naming the robot), the others placed in free spots."""
+    placed = []  # (name, pose)
+    for name, start in robots:
+        if start is None:
+            continue
+        check_start(world, start, radius, name)
+        for other, pose in placed:
+            if math.hypot(pose[0] - start[0], pose[1] - start[1]) < 2 * radius:
+                raise WorldError(
+                    f'robot {name}: its start pose ({start[0]:.0f} mm, {start[1]:.0f} mm) '
+                    f'overlaps robot {other}; give another with --robot {name}=x,y,th'
+                )
+        placed.append((name, start))
+    spots = _free_spots(world, radius, [pose for _, pose in placed])
+    starts = []
+    for name, start in robots:
+        if start is None:
+            try:
+                start = next(spots)
+            except StopIteration:
+                raise WorldError(
+                    f'robot {name}: no free place near the home of {world.name}'
+                ) from None
+        starts.append(start)
+    return starts
+
+
+def _free_spots(world, radius, taken, rings=20):
+    """Places spread out from the world's home (its heading kept), nearest first and straight
+    below it (-y, AMRISim's direction) first among equals: touching no wall and no place
+    taken, each a robot's width plus a margin from the others."""
+    hx, hy, hth = world.start
+    spacing = 2 * radius + 200.0
+    taken = list(taken)
+    grid = [(i, j) for i in range(-rings, rings + 1) for j in range(-rings, rings + 1)]
+    grid.sort(key=lambda c: (math.hypot(*c), c[0] != 0, c[1] > 0, abs(c[0]), c[0]))
+    for i, j in grid:
+        x, y = hx + i * spacing, hy + j * spacing
+        if world.contact(x, y, radius + 50.0) is not None:
+            continue
+        if any(math.hypot(x - tx, y - ty) < spacing for tx, ty, _ in taken):
+            continue
+        taken.append((x, y, hth))
+        yield (x, y, hth)
 
 
 class _Session:
@@ -676,6 +798,17 @@ WORLD_ARGUMENTS = (  # (flag, argparse options) of the world group
             help="exact: lines as drawn; grid: AMRISim's 20 mm cells (walls up to 20 mm short)",
         ),
     ),
+    (
+        '--robot',
+        dict(
+            action='append',
+            default=[],
+            metavar='NAME[=x,y,th]',
+            help="one more robot in the same world (AMRISim's -r), with its start pose in mm, "
+            'mm, degrees (default: a free place near home); may repeat; the robots listen on '
+            '--port, --port + 1, ...',
+        ),
+    ),
     ('--simulator', dict(action='store_true', help='SIM_* and laser commands in --room too')),
     ('--no-bumpers', dict(action='store_true', help='no bumper bits on contact (as AMRISim)')),
     (
@@ -831,8 +964,50 @@ def options_from_args(args):
     return EmulatorOptions(**values)
 
 
+def parse_robots(values):
+    """--robot NAME[=x,y,th] values → [(name, start pose or None)]."""
+    robots = []
+    for value in values:
+        name, _, pose = value.partition('=')
+        if not name.strip():
+            raise WorldError(f'--robot takes NAME or NAME=x,y,th, not {value!r}')
+        robots.append((name.strip(), parse_pose(pose) if pose else None))
+    return robots
+
+
+def main_fleet(args):
+    """Several robots in one world (--robot): one process, one port each."""
+    if args.no_tcp or args.pty or args.start:
+        print(
+            'error: --robot serves TCP only and takes each start pose as NAME=x,y,th',
+            file=sys.stderr,
+        )
+        return 2
+    stop = stop_on_signal()
+    try:
+        fleet = Fleet(options_from_args(args), parse_robots(args.robot))
+        if fleet.options.world:
+            print(f'P2OS emulator world: {world_summary(fleet.shared.world)}', flush=True)
+        ports = fleet.start_tcp(args.host, args.port)
+    except (ValueError, OSError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 2
+    for name, port in ports.items():
+        x, y, th = fleet.emulators[name].robot.initial_pose
+        print(
+            f'P2OS emulator {name} ({fleet.options.model}) listening on tcp://{args.host}:{port}'
+            f', start ({x:.0f} mm, {y:.0f} mm, {math.degrees(th):.0f}°)',
+            flush=True,
+        )
+    stop.wait()
+    fleet.stop()
+    return 0
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if args.robot:
+        return main_fleet(args)
     if args.no_tcp and not args.pty:
         print('error: nothing to serve: --no-tcp needs --pty', file=sys.stderr)
         return 2

@@ -28,9 +28,9 @@ from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState,
 from legacy_robot_interfaces.srv import GripperCommand
 
 from . import description
-from .emulator import EmulatorOptions, P2osEmulator, world_summary
+from .emulator import EmulatorOptions, Fleet, P2osEmulator, world_summary
 from .protocol import is_handshake_request
-from .world import default_world_path, load_world
+from .world import default_world_path, load_world, parse_pose
 
 MAP_RESOLUTION = 0.05  # m per cell of the map bringup publishes
 
@@ -61,6 +61,37 @@ class DemoEmulator:
 
     def stop(self):
         self.emulator.stop()
+
+
+class SharedEmulator:
+    """One robot of a Fleet as bringup sees it (parameters, description, world_map, stop)."""
+
+    def __init__(self, fleet, name):
+        self.fleet = fleet
+        self.emulator = fleet.emulators[name]
+        self.parameters = {**self.emulator.parameters, **DEMO_PARAMETERS}
+        x, y, th = self.emulator.robot.initial_pose
+        self.description = (
+            f'{self.emulator.description} in a world shared by {len(fleet.emulators)} robots, '
+            f'{world_summary(fleet.shared.world)}, start ({x:.0f} mm, {y:.0f} mm, '
+            f'{math.degrees(th):.0f}°)'
+        )
+        self.world_map = world_map(self.emulator)
+
+    def stop(self):
+        self.fleet.stop()
+
+
+def shared_emulators(names, world=None, starts=None):
+    """{name: SharedEmulator}: p2dx robots in one world (the office floor, or world=FILE), on
+    free TCP ports, each at its start ({name: 'x,y,th'}, mm, mm, degrees) or at a free place
+    spread out from the map's home."""
+    starts = starts or {}
+    options = EmulatorOptions(model='p2dx', world=world or default_world_path())
+    poses = [(name, parse_pose(starts[name]) if name in starts else None) for name in names]
+    fleet = Fleet(options, poses)
+    fleet.start_tcp(port=0)
+    return {name: SharedEmulator(fleet, name) for name in names}
 
 
 def follow_wall(ranges, angle_min, increment, range_max):
@@ -242,6 +273,7 @@ PLUGIN = RobotPlugin(
     start_emulator=DemoEmulator,
     emulator_arguments=('--port', '8101', '--world', 'default'),
     world_option=True,
+    start_shared_emulators=shared_emulators,
     sim_parameters={'port': 'tcp://127.0.0.1:8101', **DEMO_PARAMETERS},
     replay_links=(
         ReplayLink('p2os', 'port', address='tcp://{host}:{port}', gate=is_handshake_request),

@@ -350,16 +350,14 @@ class SimulatedPioneer:
         x, y, th = self.pose
         heading = th + turn / 2
         nx, ny = x + distance * math.cos(heading), y + distance * math.sin(heading)
-        blocked = False
-        if distance:
-            # a translation into an obstacle does not happen; turning in place always does
-            radius = self.model.radius
-            ahead = self._contact_ahead(nx, ny, radius)
-            if ahead is not None:
-                here = self.room.contact(x, y, radius)
-                blocked = here is None or ahead.clearance < here.clearance
-                if blocked:
-                    self._touch(ahead, th)
+        probe = distance
+        if self.stalled and target_v:
+            # pinned against an obstacle: test the step the command asks for, not the one ramped
+            # up from the stop the stall forced (a slow or short step fits into the gap the
+            # blocked one left, and the stall flag would flicker)
+            probe = math.copysign(max(abs(distance), abs(target_v) * SUBSTEP), target_v)
+        # a translation into an obstacle does not happen; turning in place always does
+        blocked = bool(probe) and self._blocks(x, y, heading, probe, th)
         if not blocked:
             self.bumper_bits = (0, 0)
         self.stalled = blocked and self.enabled
@@ -386,6 +384,27 @@ class SimulatedPioneer:
         half_track = self.w * self.axle / 2 * dt
         self.encoders[0] += (odistance - half_track) / self.model.dist_conv
         self.encoders[1] += (odistance + half_track) / self.model.dist_conv
+
+    def _blocks(self, x, y, heading, distance, th):
+        """True when moving distance along heading from (x, y) runs into a wall or another
+        robot (one the robot already touches may be left); sets the bumper bits of the contact.
+        Walls and robots are asked apart: getting away from one is no licence to near the
+        other."""
+        radius = self.model.radius
+        px, py = x + distance * math.cos(heading), y + distance * math.sin(heading)
+        walls_at = getattr(self.room, 'wall_contact', self.room.contact)
+        checks = [(self._contact_ahead(px, py, radius), walls_at)]
+        robots_at = getattr(self.room, 'robot_contact', None)  # a SharedWorld's other robots
+        if robots_at is not None:
+            checks.append((robots_at(px, py, radius), robots_at))
+        for ahead, contact_at in checks:
+            if ahead is None:
+                continue
+            here = contact_at(x, y, radius)
+            if here is None or ahead.clearance < here.clearance:
+                self._touch(ahead, th)
+                return True
+        return False
 
     def _contact_ahead(self, x, y, radius):
         """room.contact(x, y, radius), asked only when the robot may have come within reach:
@@ -563,3 +582,121 @@ def _ramp(current, target, accel, decel, dt):
     if abs(target - current) <= step:
         return target
     return current + math.copysign(step, target - current)
+
+
+class SharedWorld:
+    """One world (a World or a Room) with several robots in it, as AMRISim runs them: each
+    robot's sonar, laser and motion meet the others' bodies. Bodies are the model table's
+    footprint (length × width, centred on the pose) for the sensors and its radius for
+    contact, as for walls. add() gives each robot its own view, which leaves its own body out.
+    """
+
+    def __init__(self, world):
+        self.world = world
+        self.robots = []
+
+    def add(self, model, start=None, **options):
+        """A SimulatedPioneer of this model in the shared world (start: its pose, mm, rad)."""
+        view = _RobotView(self, len(self.robots))
+        robot = SimulatedPioneer(model, view, start=start, **options)
+        self.robots.append(robot)
+        return robot
+
+    def step(self, dt):
+        """Every robot moves by dt, one after the other (each meets the others where they are
+        now)."""
+        for robot in self.robots:
+            with robot.lock:
+                robot.step(dt)
+
+    def bodies(self, leave_out=None):
+        """(poses (n, 3) mm / rad, half sizes (n, 2) along and across, radii (n,)) of every
+        robot but leave_out (an index)."""
+        others = [r for i, r in enumerate(self.robots) if i != leave_out]
+        if not others:
+            return np.zeros((0, 3)), np.zeros((0, 2)), np.zeros(0)
+        poses = np.array([r.pose for r in others], np.float64)
+        halves = np.array([(r.model.length / 2, r.model.width / 2) for r in others])
+        radii = np.array([r.model.radius for r in others], np.float64)
+        return poses, halves, radii
+
+
+class _RobotView:
+    """The shared world as one robot sees it: the walls plus every other robot's body."""
+
+    def __init__(self, shared, index):
+        self._shared = shared
+        self._index = index
+
+    def __getattr__(self, name):  # start, name, segments, nearest, ...: the walls' own
+        return getattr(self._shared.world, name)
+
+    def cast(self, x, y, angles, max_range, sensor='laser', min_range=0.0):
+        ranges, returns, incidence = self._shared.world.cast(x, y, angles, max_range, sensor)
+        poses, halves, _ = self._shared.bodies(self._index)
+        if len(poses):
+            angles = np.atleast_1d(np.asarray(angles, np.float64))
+            t, body_incidence = _ray_footprints(x, y, angles, poses, halves)
+            nearer = t < ranges
+            ranges = np.where(nearer, t, ranges)
+            returns = np.where(nearer, 1, returns)  # a robot's body returns 1, as a wall
+            incidence = np.where(nearer, body_incidence, incidence)
+        return np.maximum(ranges, min_range), returns, incidence
+
+    def robot_contact(self, x, y, radius):
+        """The nearest other robot within radius of (x, y) (its contact circle), or None."""
+        poses, _, radii = self._shared.bodies(self._index)
+        if not len(poses):
+            return None
+        gaps = np.hypot(poses[:, 0] - x, poses[:, 1] - y) - radii
+        i = int(np.argmin(gaps))
+        if gaps[i] >= radius:
+            return None
+        return Contact(float(max(gaps[i], 0.0)), math.atan2(poses[i, 1] - y, poses[i, 0] - x))
+
+    def wall_contact(self, x, y, radius):
+        return self._shared.world.contact(x, y, radius)
+
+    def contact(self, x, y, radius):
+        return _nearer(self.wall_contact(x, y, radius), self.robot_contact(x, y, radius))
+
+
+def _nearer(a, b):
+    if a is None or b is None:
+        return a or b
+    return a if a.clearance <= b.clearance else b
+
+
+def _ray_footprints(x, y, angles, poses, halves):
+    """(distance to the first footprint each ray meets, inf for none; incidence) for rays from
+    (x, y) (scalars or arrays like angles) against boxes of half sizes halves at poses: every
+    ray against every box at once, in each box's own frame (a slab test)."""
+    n = len(angles)
+    ox = np.broadcast_to(np.asarray(x, np.float64), (n,))[:, None]
+    oy = np.broadcast_to(np.asarray(y, np.float64), (n,))[:, None]
+    dx, dy = np.cos(angles)[:, None], np.sin(angles)[:, None]
+    c, s = np.cos(poses[:, 2]), np.sin(poses[:, 2])
+    rx, ry = ox - poses[:, 0], oy - poses[:, 1]
+    px, py = rx * c + ry * s, -rx * s + ry * c  # ray origins in each box's frame
+    ddx, ddy = dx * c + dy * s, -dx * s + dy * c
+    a, b = halves[:, 0], halves[:, 1]
+    with np.errstate(divide='ignore', invalid='ignore'):
+        lo_x, hi_x = _slab(px, ddx, a)
+        lo_y, hi_y = _slab(py, ddy, b)
+    enter, leave = np.maximum(lo_x, lo_y), np.minimum(hi_x, hi_y)
+    t = np.where((enter <= leave) & (enter >= 0), enter, np.inf)
+    through_x = lo_x > lo_y  # the ray enters through an end (x = ±half length) of the box
+    incidence = np.arccos(np.clip(np.abs(np.where(through_x, ddx, ddy)), 0, 1))
+    best = np.argmin(t, axis=1)
+    rows = np.arange(n)
+    return t[rows, best], incidence[rows, best]
+
+
+def _slab(origin, direction, half):
+    """(entry, exit) ray parameters of the slab -half..half; ±inf when parallel."""
+    t1, t2 = (-half - origin) / direction, (half - origin) / direction
+    inside = np.abs(origin) <= half
+    parallel = direction == 0
+    lo = np.where(parallel, np.where(inside, -np.inf, np.inf), np.minimum(t1, t2))
+    hi = np.where(parallel, np.where(inside, np.inf, -np.inf), np.maximum(t1, t2))
+    return lo, hi

@@ -1,5 +1,6 @@
 """The emulator as a robot: raw packets over a real TCP socket (spec §3.1, §3.8)."""
 
+import math
 import time
 
 import pytest
@@ -7,8 +8,9 @@ from helpers import wait_for
 from p2os_raw_client import RawClient
 
 from p2os_driver import protocol as p
-from p2os_driver.emulator import EmulatorOptions, P2osEmulator
+from p2os_driver.emulator import EmulatorOptions, Fleet, P2osEmulator
 from p2os_driver.emulator import main as emulator_main
+from p2os_driver.models import MODELS
 
 C = p.Command
 
@@ -178,8 +180,81 @@ def test_amigo_has_a_playlist_and_8_sonar():
         (['--no-tcp'], 'nothing to serve'),
         (['--room', 'big'], '--room must look like'),
         (['--sip-cycle', '5'], 'sip_cycle must be within'),
+        (['--robot', 'r1=0,0,0', '--robot', 'r2=100,0,0'], 'robot r2: its start pose'),
+        (['--robot', 'r1', '--robot', 'r2=4900,0,0'], 'robot r2: the start pose'),
+        (['--robot', 'r1', '--robot', 'r1'], 'robot names must differ'),
+        (['--robot', '=1,2,3'], '--robot takes NAME'),
+        (['--robot', 'r1=1,2'], 'a start pose looks like'),
     ],
 )
 def test_emulator_command_line_errors(argv, message, capsys):
     assert emulator_main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_robot_pushing_into_a_wall_reports_the_stall_in_every_sip():
+    """At 0.4 m/s into a wall, a stall that flickers (each blocked step stops the robot, the next
+    ramps up from rest and creeps into the gap left) misleads a driver; the stall must hold in
+    every SIP while the robot pushes, and clear once it backs off."""
+    emulator = P2osEmulator(EmulatorOptions(model='p3dx', room_width=2.0, room_height=4.0))
+    client = RawClient(emulator.start_tcp())
+    try:
+        client.sync()
+        client.send(C.ENABLE, 1)
+        client.send(C.VEL, 400)
+        sip = client.sip()
+        deadline = time.monotonic() + 10
+        while not (sip.left_stall and sip.right_stall):
+            assert time.monotonic() < deadline, 'no SIP reported a stall at the wall'
+            client.send(C.VEL, 400)  # the client keeps commanding (and feeds the watchdog)
+            sip = client.sip()
+        pushing = []
+        for count in range(40):  # 4 s of SIPs against the wall
+            if count % 5 == 0:
+                client.send(C.VEL, 400)
+            sip = client.sip()
+            pushing.append(sip.left_stall and sip.right_stall)
+        assert all(pushing), f'{pushing.count(False)} of 40 SIPs lost the stall while pushing'
+        client.send(C.VEL, -200)
+        assert wait_for(lambda: not client.sip().left_stall, 3)
+    finally:
+        client.close()
+        emulator.stop()
+
+
+def test_two_robots_in_one_world_on_two_ports_stop_against_each_other():
+    """A Fleet: r1 on the first port, r2 on the next; r1 driving at r2 stops at their contact
+    circles and reports the stall in every SIP while it pushes; SIMSTAT gives both true poses
+    in the one world's frame."""
+    fleet = Fleet(
+        EmulatorOptions(model='p3dx', room_width=10.0, room_height=6.0, simulator=True),
+        [('r1', (-1000.0, 0.0, 0.0)), ('r2', (1000.0, 0.0, math.pi))],
+    )
+    ports = fleet.start_tcp(port=0)
+    clients = {name: RawClient(port) for name, port in ports.items()}
+    try:
+        assert len(set(ports.values())) == 2
+        assert clients['r1'].sync() == ('r1', 'Pioneer', 'p3dx')
+        assert clients['r2'].sync()[0] == 'r2'
+        r1 = clients['r1']
+        r1.send(C.ENABLE, 1)
+        sip = r1.sip()
+        deadline = time.monotonic() + 15
+        while not sip.left_stall:
+            assert time.monotonic() < deadline, 'r1 never stalled against r2'
+            r1.send(C.VEL, 400)
+            sip = r1.sip()
+        for _ in range(10):
+            r1.send(C.VEL, 400)
+            assert r1.sip().left_stall
+        a, b = fleet.emulators['r1'].robot.pose, fleet.emulators['r2'].robot.pose
+        radius = MODELS['p3dx'].radius
+        assert b[0] - a[0] == pytest.approx(2 * radius, abs=10)
+        assert b[:2] == pytest.approx([1000.0, 0.0])  # r2 is not pushed
+        clients['r2'].send(C.SIM_STAT, 1)
+        stat = p.decode_simstat(clients['r2'].packet(kind=p.PacketType.SIMSTAT))
+        assert (stat.true_x, stat.true_y) == (1000, 0)
+    finally:
+        for client in clients.values():
+            client.close()
+        fleet.stop()

@@ -8,7 +8,7 @@ import pytest
 
 from p2os_driver import emulator, world
 from p2os_driver.models import MODELS
-from p2os_driver.simulation import Room, SimulatedPioneer
+from p2os_driver.simulation import Room, SharedWorld, SimulatedPioneer
 from p2os_driver.world import World, WorldError, parse_armap
 
 # the spec's example map (§8.1.7), its sections in another order and with junk lines
@@ -318,3 +318,82 @@ def test_the_bucket_index_misses_nothing_against_brute_force(geometry, bucket, m
             prims,
         )
         assert got == pytest.approx(min(t.min(), 32767))
+
+
+def _two_robots_facing(gap):
+    """Two p3dx in a 20 x 20 m room on the x axis, noses gap mm apart, facing each other."""
+    shared = SharedWorld(Room(20000, 20000))
+    half = MODELS['p3dx'].length / 2
+    a = shared.add(MODELS['p3dx'], start=(-half - gap / 2, 0.0, 0.0), noise=False)
+    b = shared.add(MODELS['p3dx'], start=(half + gap / 2, 0.0, math.pi), noise=False)
+    return shared, a, b
+
+
+def test_robots_in_one_world_see_each_other_in_laser_and_sonar():
+    shared, a, b = _two_robots_facing(1000)
+    ranges, reflect = a.laser_scan()
+    angles = a.laser.angles()
+    half, width = MODELS['p3dx'].length / 2, MODELS['p3dx'].width
+    nose = 1000 + half - a.laser.mount[0]  # from a's laser to the plane of b's nose
+    edge = math.degrees(math.atan2(width / 2, nose))  # b's nose is width wide
+    inside = np.abs(np.degrees(angles)) < edge - 2
+    outside = np.abs(np.degrees(angles)) > edge + 2
+    assert inside.sum() >= 15
+    assert np.all(np.abs(ranges[inside] - nose / np.cos(angles[inside])) < 50)
+    assert np.all(ranges[outside] > 5000)  # past b: the room's far wall
+    assert not reflect[inside].any()
+    # sonar disc 4 (10° right of ahead), from its mount to the plane of the other's nose
+    shared, a, b = _two_robots_facing(600)
+    sx, sy, sth = MODELS['p3dx'].sonar[4]
+    expected = (600 + half - sx) / math.cos(math.radians(sth))
+    assert a.sonar_ranges([4])[0] == pytest.approx(expected, abs=50)
+    assert b.sonar_ranges([4])[0] == pytest.approx(expected, abs=50)
+    lone = SharedWorld(Room(20000, 20000)).add(MODELS['p3dx'], noise=False)
+    assert lone.sonar_ranges([4])[0] == 5000  # its own body is not an echo
+
+
+def test_robots_stop_against_each_other_with_a_stall():
+    shared, a, b = _two_robots_facing(600)
+    a.enabled = True
+    a.set_velocity(400)
+    stalls = []
+    for _ in range(150):
+        shared.step(0.02)
+        stalls.append(a.stalled)
+    radius = MODELS['p3dx'].radius
+    assert b.pose[0] - a.pose[0] == pytest.approx(2 * radius, abs=10)  # stopped at contact
+    first = stalls.index(True)
+    assert all(stalls[first:])  # and the stall holds while it pushes
+    assert b.pose[:2] == pytest.approx(list(b.initial_pose[:2]))  # b is not pushed
+    a.set_velocity(-200)
+    for _ in range(20):
+        shared.step(0.02)
+    assert not a.stalled and b.pose[0] - a.pose[0] > 2 * radius
+
+
+def test_the_shared_world_picture_shows_r2_in_r1s_scan(tmp_path):
+    from p2os_driver import shared_world_picture as picture
+
+    office = world.load_world(world.default_world_path())
+    _, robots, paths = picture.drive_two(office)
+    assert robots['r1'].stalled and robots['r2'].stalled  # they met and push against each other
+    sx, sy = picture.scan_points(robots['r1'])
+    x2, y2 = robots['r2'].pose[0] / 1000.0, robots['r2'].pose[1] / 1000.0
+    on_r2 = np.hypot(sx - x2, sy - y2) < 0.35  # within r2's footprint's half diagonal
+    assert on_r2.sum() >= 10
+    assert picture.main([str(tmp_path / 'shared.png')]) == 0
+    assert (tmp_path / 'shared.png').stat().st_size > 10_000
+
+
+def test_a_robot_scraping_a_wall_still_stops_at_another_robot():
+    """Leaving a wall it touches is no licence to drive into a robot: walls and robots are
+    each asked whether the step nears them."""
+    shared = SharedWorld(World([(-5000, 240, 5000, 240), (-5000, -3000, 5000, -3000)]))
+    a = shared.add(MODELS['p3dx'], start=(0.0, 40.0, 0.0), noise=False)  # 200 mm from the wall
+    b = shared.add(MODELS['p3dx'], start=(1200.0, 0.0, 0.0), noise=False)
+    a.enabled = True
+    a.set_velocity(300)
+    for _ in range(300):
+        shared.step(0.02)
+    gap = math.hypot(b.pose[0] - a.pose[0], b.pose[1] - a.pose[1])
+    assert gap == pytest.approx(2 * MODELS['p3dx'].radius, abs=10) and a.stalled
