@@ -95,3 +95,19 @@ def test_after_a_link_loss_the_laser_goes_off_before_it_is_set_up_again(strict_s
     finally:
         client.stop()
     assert laser_packet(emulator) == 0  # the orderly stop turned it off
+
+
+def test_a_robot_gone_silent_on_an_open_link_gets_the_laser_off(strict_simulator):
+    emulator, port = strict_simulator
+    client = P2osClient(Settings(port=f'tcp://127.0.0.1:{port}', read_timeout=0.5))
+    client.startup_state = lambda: {'motors': False}
+    client.start()
+    try:
+        assert wait_for(lambda: laser_packet(emulator) and client.connected_event.is_set(), 10)
+        emulator.faults.silent = True  # no SIP; the socket stays open
+        assert wait_for(lambda: laser_packet(emulator) == 0, 10)
+        assert (p.LASER_ENABLE, 0) in sent(emulator)[-3:]
+    finally:
+        emulator.faults.silent = False
+        client.stop()
+    assert emulator.laser_reconfigured_while_on == 0
