@@ -62,6 +62,7 @@ class Settings:
     baud: int = 9600
     baud_cycle: Tuple[int, ...] = ()  # bauds to try in turn on a silent serial port
     read_timeout: float = 2.0  # seconds without a SIP before the link counts as lost
+    close_wait: float = 1.0  # s the goodbye waits for the robot to close a TCP link
     pulse_interval: float = 0.5  # PULSE when nothing was sent for this long (watchdog 2 s)
     sync_timeout: float = 1.0  # wait for each SYNC echo (ARIA: 1000 ms)
     sync_retry: float = 0.25  # bytes but no valid echo this long: damaged, SYNC0 again
@@ -173,6 +174,7 @@ class P2osClient(ReconnectingClient):
         self.ignored_packets = 0
         self.last_sip_time = None
         self.laser_assembler = p.LaserAssembler()  # .dropped: partial scans thrown away
+        self.laser_on = False  # this session turned the simulated laser on
         self._bauds = settings.baud_cycle or (settings.baud,)
         self._baud_index = 0
         self._last_write = 0.0
@@ -206,6 +208,7 @@ class P2osClient(ReconnectingClient):
         self._receiver = p.PacketReceiver()
         self._bodies.clear()
         self.config = None
+        self.laser_on = False
         try:
             name, robot_class, subclass = self._handshake(link)
         except HandshakeFailed:
@@ -223,6 +226,9 @@ class P2osClient(ReconnectingClient):
         self.deliver(Connected(self.identity, self.config))
         try:
             self._read_loop(link)
+        except LinkTimeout:
+            self._laser_off_on_a_silent_link(link)
+            raise
         finally:
             self._fail_waiters(ConnectionLost('link lost'))
 
@@ -251,9 +257,14 @@ class P2osClient(ReconnectingClient):
 
     def _laser_packets(self):
         """The simulated laser on (§8.4.2): #231-#233 and #230 with 2 (0x61 packets), which
-        AMRISim takes with or without its SRISim compatibility (#35-#38)."""
+        AMRISim takes with or without its SRISim compatibility (#35-#38). Off first (#230 0):
+        the scan is never reconfigured while it runs, whatever an earlier client left on;
+        on AMRISim, which closes the laser when a client goes, the off is a no-op
+        (docs/p2os.md, "Restarting against AMRISim")."""
+        self.laser_on = True
         start, end, increment = self.settings.laser_scan
         return [
+            p.encode_command(p.LASER_ENABLE, 0),
             p.encode_command(p.LASER_START, int(round(start))),
             p.encode_command(p.LASER_END, int(round(end))),
             p.encode_command(p.LASER_RESOLUTION, int(round(increment * 100))),
@@ -630,8 +641,23 @@ class P2osClient(ReconnectingClient):
         link.write(packet)
         self._last_write = time.monotonic()
 
+    def _laser_off_on_a_silent_link(self, link):
+        """The robot went silent but the link is still open: the laser off, if it can still be
+        said, so the simulator is not left scanning for no one (best effort)."""
+        if not self.laser_on:
+            return
+        try:
+            self._write(link, p.encode_command(p.LASER_ENABLE, 0))
+            self.laser_on = False
+        except (ConnectionLost, OSError) as exc:
+            self.logger.info(f'p2os: laser off not delivered, the link is gone: {exc}')
+
     def close_session(self, link):
-        """Stop and disconnect the robot cleanly (§3.4); drained by the base class."""
+        """Stop and disconnect the robot cleanly (§3.4), the laser first if this session
+        turned it on (left as it was found); drained by the base class."""
+        if self.laser_on:
+            link.write(p.encode_command(p.LASER_ENABLE, 0))
+            self.laser_on = False
         for number, argument in (
             (p.Command.SONAR, 0),
             (p.Command.STOP, None),
@@ -639,3 +665,16 @@ class P2osClient(ReconnectingClient):
             (p.Command.CLOSE, None),
         ):
             link.write(p.encode_command(number, argument))
+        if self.is_tcp:
+            self._await_robot_close(link)
+
+    def _await_robot_close(self, link):
+        """TCP: read (and drop) until the robot closes after CLOSE, at most close_wait s.
+        Closing first with its SIPs unread resets the connection, and AMRISim, which writes
+        the next SIP before it reads, then loses the goodbye, laser off included."""
+        deadline = time.monotonic() + self.settings.close_wait
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                link.stream.read(65536, remaining)
+            except ConnectionLost:
+                return

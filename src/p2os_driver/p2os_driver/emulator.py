@@ -86,6 +86,11 @@ class EmulatorOptions:
     odometry_drift: float = 0.0  # rad of heading error per metre driven
     laser_mount: tuple = None  # x mm, y mm, th deg; None = the model table's
     laser_ideal_spacing: bool = False  # rays at start + k·inc instead of Stage's spacing
+    # a client's laser life cycle (docs/p2os.md, "Restarting against AMRISim"): the laser as
+    # the last client left it, on or off, settings kept (else each OPEN finds it off);
+    # strict_laser refuses, counts and logs a start / end / resolution sent while it is on
+    laser_outlives_client: bool = False
+    strict_laser: bool = False
 
     def __post_init__(self):
         self.model = model_key(self.model)
@@ -162,6 +167,7 @@ class P2osEmulator:
         self.laser_commands = 0  # #35-#38 taken as laser commands (laser_compat)
         self.sim_laser_commands = 0  # #230-#233 taken (a simulator)
         self.bad_sim_commands = 0  # SIM_SET_POSE / laser commands ignored as unusable
+        self.laser_reconfigured_while_on = 0  # refused under strict_laser
         self.config_replies_lost = 0  # CONFIGpacs lost so far (options.config_replies_lost)
         self.sent = SendLog()  # when each SIP cycle went out (benchmarks)
         self._commands = []
@@ -453,12 +459,38 @@ class _Session:
             self.emulator.laser_commands += 1
             return True
         if number == C.CLOSE:
-            with self.robot.lock:
-                self.robot.disconnect()
+            self._reset_robot()
             self.connected, self.sync_step, self.streams = False, 0, {}
             return not self.closes_connection
         with self.robot.lock:
             self._apply(number, argument)
+        return True
+
+    def _reset_robot(self):
+        """The robot as a new client finds it; the laser too unless it outlives clients."""
+        with self.robot.lock:
+            laser = self.robot.laser
+            self.robot.disconnect()
+            if self.emulator.options.laser_outlives_client:
+                self.robot.laser = laser
+
+    def _refuse_laser_reconfiguration(self, number, old):
+        """strict_laser: True (counted, logged) for a scan setting sent while the laser runs."""
+        settings = {p.LASER_START, p.LASER_END, p.LASER_RESOLUTION}
+        if old:
+            settings |= {C.GRIPPERVAL, C.GRIPREQUEST, C.OLD_LRF_CFG_INC}
+        strict = self.emulator.options.strict_laser
+        if not (strict and number in settings and self.robot.laser.packet):
+            return False
+        self.emulator.laser_reconfigured_while_on += 1
+        count = self.emulator.laser_reconfigured_while_on
+        if count <= 10 or count % 100 == 0:
+            print(
+                f'p2os_emulator: laser command #{int(number)} refused: the laser is on; turn it '
+                f'off (#230 0) before changing its scan ({count} so far)',
+                file=sys.stderr,
+                flush=True,
+            )
         return True
 
     def _simulator_command(self, number, argument, body):
@@ -477,6 +509,8 @@ class _Session:
         ):
             return False
         value = argument if isinstance(argument, int) else 0
+        if self._refuse_laser_reconfiguration(number, old):
+            return True
         try:
             with r.lock:
                 if number == C.SIM_SET_POSE:
@@ -517,8 +551,8 @@ class _Session:
             return  # unconnected P2OS only answers SYNCs
         if self.sync_step == 3 and number == C.OPEN:
             self.connected = True
+            self._reset_robot()  # motors start disabled (§3.1)
             with self.robot.lock:
-                self.robot.disconnect()  # motors start disabled (§3.1)
                 self.robot.sonar_enabled = bool(self.robot.model.sonar)
             self.emulator.command_arrived(number, None)
             return
@@ -829,6 +863,14 @@ WORLD_ARGUMENTS = (  # (flag, argparse options) of the world group
         '--laser-ideal-spacing',
         dict(action='store_true', help="rays at start + k·increment, not Stage's fov / count"),
     ),
+    (
+        '--laser-outlives-client',
+        dict(action='store_true', help='the laser stays on and set up when its client goes'),
+    ),
+    (
+        '--strict-laser',
+        dict(action='store_true', help='refuse (count, log) a scan change while the laser is on'),
+    ),
 )
 
 
@@ -932,6 +974,8 @@ def options_from_args(args):
         odometry_drift=math.radians(args.odometry_drift),
         laser_mount=mount,
         laser_ideal_spacing=args.laser_ideal_spacing,
+        laser_outlives_client=args.laser_outlives_client,
+        strict_laser=args.strict_laser,
         model=args.model,
         sip_cycle=args.sip_cycle,
         unthrottled=args.unthrottled,
