@@ -141,3 +141,26 @@ def tone(seconds, frequency=440.0, rate=SAMPLE_RATE, amplitude=8000):
     t = np.arange(int(seconds * rate)) / rate
     glide = frequency * (1 + t / max(seconds, 1e-9))
     return (amplitude * np.sin(2 * np.pi * np.cumsum(glide) / rate)).astype(np.int16)
+
+
+def resample(pcm, from_rate, to_rate):
+    """int16 samples at from_rate → float32 samples at to_rate (-1..1), through the spectrum:
+    going down, what lies above the new Nyquist frequency is cut as the rabbit's microphone
+    path would (no aliasing); going up, nothing is invented above the old one."""
+    x = np.asarray(pcm, dtype=np.float32) / 32768.0
+    if from_rate == to_rate or not len(x):
+        return x
+    count = max(1, round(len(x) * to_rate / from_rate))
+    spectrum = np.fft.rfft(x)
+    bins = count // 2 + 1
+    if bins <= len(spectrum):
+        spectrum = spectrum[:bins]
+    else:
+        spectrum = np.concatenate([spectrum, np.zeros(bins - len(spectrum), spectrum.dtype)])
+    return (np.fft.irfft(spectrum, count) * (count / len(x))).astype(np.float32)
+
+
+def as_rabbit_records(pcm, rate):
+    """Sound at any rate → the rabbit's upload: 8 kHz, IMA ADPCM, at most MAX_SECONDS."""
+    low = resample(pcm, rate, SAMPLE_RATE)[: int(MAX_SECONDS * SAMPLE_RATE)]
+    return encode_wav(np.clip(low * 32767.0, -32768, 32767).astype(np.int16))

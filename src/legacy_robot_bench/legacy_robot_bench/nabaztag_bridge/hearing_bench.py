@@ -1,0 +1,213 @@
+"""Speech-to-text benchmark of the Nabaztag bridge: one table, bench-output/nabaztag_hearing.json.
+
+  nabaztag_hearing_bench [--seconds 10] [--models tiny.en,base]
+
+* each model's word error rate on English sentences spoken by the neural voice (piper, joe)
+  and recorded the rabbit's way (8 kHz, IMA ADPCM), and its real-time factor: CPU seconds per
+  second of audio on one thread, in this process;
+* through the bridge (a real process, its default model): from the end of a 3-second
+  upload to record.jsp to its `heard` message, median of UPLOADS;
+* ping p99 of 100 rabbits pinging every second, without and while the recogniser works (an
+  upload every second from one rabbit).
+"""
+
+import argparse
+import pathlib
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import rclpy
+
+from legacy_robot_bench.common.bench import report, start_driver, stop_process, wait_ready
+from legacy_robot_common.emulator import free_port
+from legacy_robot_interfaces.msg import RabbitHeard
+from nabaztag_bridge import asr, recording, tts, tts_worker
+from nabaztag_bridge.asr_worker import Worker
+from nabaztag_bridge.emulator import rabbit_request
+
+from . import loadgen
+from .bench import IDLE_PING, _answers
+
+NAMESPACE = '/hearing_bench'
+SERIAL = '0019db000000'  # the first of rabbit_load's rabbits
+SENTENCES = (
+    'What time is it?',
+    'Please turn on the kitchen lights.',
+    'The rabbit moves its ears when the weather changes.',
+    'Tell me a story about the sea.',
+    'Wake me up at seven tomorrow morning.',
+    'How cold will it be this afternoon?',
+    'Play some quiet music in the living room.',
+    'My friend is coming to dinner on Friday evening.',
+)
+THREE_SECONDS = 'Could you tell me what the weather will be like tomorrow?'
+UPLOADS = 5
+TARGETS = {'wer': 0.15, 'rtf': 0.5, 'latency': 2.0, 'ping_delta_ms': 2.0}
+
+
+def spoken(text):
+    """text in the neural voice, as the rabbit uploads it (a WAV of 8 kHz IMA ADPCM)."""
+    voice = tts.VoiceCatalogue().resolve('piper', '', 'en')
+    rate, pcm = tts_worker.PiperEngine().synthesize({'model': voice.model, 'rate': 1.0}, text)
+    return recording.as_rabbit_records(pcm, rate)
+
+
+def model_figures(model, uploads):
+    """(word error rate over all sentences, real-time factor on one thread)."""
+    worker = Worker(threads=1)
+    worker.preload('whisper', model)
+    language = 'en' if model.endswith('.en') else ''
+    errors = words = audio = cpu = 0.0
+    for sentence, wav in zip(SENTENCES, uploads, strict=True):
+        started = time.process_time()
+        answer = worker.handle({'engine': 'whisper', 'model': model, 'language': language}, wav)
+        cpu += time.process_time() - started
+        audio += answer['seconds']
+        count = len(asr.words(sentence))
+        errors += asr.word_error_rate(sentence, answer['text']) * count
+        words += count
+    return errors / words, cpu / audio
+
+
+class HeardListener:
+    def __init__(self):
+        rclpy.init()
+        self.node = rclpy.create_node('hearing_bench')
+        self.heard = []
+        self.arrived = threading.Condition()
+        self.node.create_subscription(RabbitHeard, f'{NAMESPACE}/heard', self._on_heard, 10)
+        self._spinning = threading.Thread(target=rclpy.spin, args=(self.node,), daemon=True)
+        self._spinning.start()
+
+    def _on_heard(self, msg):
+        with self.arrived:
+            self.heard.append((time.monotonic(), msg))
+            self.arrived.notify_all()
+
+    def wait(self, count, timeout):
+        with self.arrived:
+            self.arrived.wait_for(lambda: len(self.heard) >= count, timeout)
+            return self.heard[count - 1] if len(self.heard) >= count else None
+
+    def close(self):
+        rclpy.shutdown()
+        self._spinning.join(5)
+
+
+def upload(port, wav):
+    rabbit_request(f'http://127.0.0.1:{port}/vl/record.jsp?sn={SERIAL}&v=65808&h=4&m=0', wav)
+
+
+def bridge_figures(program, seconds, wav):
+    port = free_port()
+    bridge = start_driver(
+        'nabaztag_bridge.node', NAMESPACE, {'host': '127.0.0.1', 'port': port, 'ping_interval': 1}
+    )
+    listener = None
+    try:
+        wait_ready(
+            bridge,
+            lambda: _answers(f'http://127.0.0.1:{port}{IDLE_PING}'),
+            'the bridge did not answer',
+            settle=1.0,
+        )
+        loadgen.open_loop(program, port, 100, 1, 2)  # registers the rabbits
+        listener = HeardListener()
+        latencies, texts = [], []
+        for count in range(1, UPLOADS + 2):  # the first warms the worker: not counted
+            upload(port, wav)
+            uploaded = time.monotonic()
+            got = listener.wait(count, 60)
+            if got is None:
+                raise RuntimeError('no heard message within 60 s of an upload')
+            if count > 1:
+                latencies.append(got[0] - uploaded)
+                texts.append(got[1].text)
+        quiet = loadgen.open_loop(program, port, 100, 1, seconds)
+        stop = threading.Event()
+
+        def keep_uploading():
+            while not stop.wait(1.0):
+                upload(port, wav)
+
+        uploading = threading.Thread(target=keep_uploading, daemon=True)
+        uploading.start()
+        busy = loadgen.open_loop(program, port, 100, 1, seconds)
+        stop.set()
+        uploading.join()
+        return {'latencies': latencies, 'texts': texts, 'quiet': quiet, 'busy': busy}
+    finally:
+        if listener is not None:
+            listener.close()
+        stop_process(bridge)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='nabaztag_hearing_bench', description=__doc__)
+    parser.add_argument('--seconds', type=float, default=10.0, help='open-loop run length')
+    parser.add_argument('--models', default='tiny.en,base', help='models to measure')
+    parser.add_argument('--output', default='bench-output', help='folder for the JSON')
+    args = parser.parse_args(argv)
+    models = [m for m in args.models.split(',') if m]
+    missing = [m for m in models if m not in asr.WHISPER_MODELS]
+    if args.seconds <= 0 or missing:
+        print(f'error: --seconds must be positive; unknown models {missing}', file=sys.stderr)
+        return 2
+    try:
+        uploads = [spoken(sentence) for sentence in SENTENCES]
+        models_seen = {m: model_figures(m, uploads) for m in models}
+        program = loadgen.build_rabbit_load(pathlib.Path(args.output) / 'bin')
+        bridge = bridge_figures(program, args.seconds, spoken(THREE_SECONDS))
+    except (asr.RecogniserError, tts_worker.EngineError, tts.SpeechError) as exc:
+        print(f'error: {exc} (requirements-speech.txt)', file=sys.stderr)
+        return 2
+    except (RuntimeError, subprocess.TimeoutExpired, loadgen.LoadError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        return 1
+    rows = []
+    for model, (wer, rtf) in models_seen.items():
+        rows += [
+            (f'whisper {model}: word error rate, 8 kHz ADPCM', wer, f'{wer:.3f}', None),
+            (
+                f'whisper {model}: real-time factor (CPU s per s, 1 thread)',
+                rtf,
+                f'{rtf:.2f}',
+                None,
+            ),
+        ]
+    rows[0] = (*rows[0][:3], ('<=', TARGETS['wer']))  # the default model carries the targets
+    rows[1] = (*rows[1][:3], ('<=', TARGETS['rtf']))
+    latency = statistics.median(bridge['latencies'])
+    quiet, busy = bridge['quiet']['p99_ms'], bridge['busy']['p99_ms']
+    failed = sum(bridge[k]['failed'] + bridge[k]['overruns'] for k in ('quiet', 'busy'))
+    rows += [
+        (
+            f'3-s utterance: upload to heard (s), median of {UPLOADS}',
+            latency,
+            f'{latency:.2f} s',
+            ('<=', TARGETS['latency']),
+        ),
+        ('100 rabbits/s, no recognition: ping p99 (ms)', quiet, f'{quiet:.1f}', None),
+        ('100 rabbits/s, recognising an upload a second: ping p99', busy, f'{busy:.1f}', None),
+        (
+            'ping p99 difference (ms)',
+            busy - quiet,
+            f'{busy - quiet:+.2f}',
+            ('<=', TARGETS['ping_delta_ms']),
+        ),
+        ('failed or late pings', failed, f'{failed}', ('<=', 0)),
+    ]
+    return report(
+        'Nabaztag speech-to-text benchmark',
+        rows,
+        args.output,
+        'nabaztag_hearing',
+        {'models': {m: list(f) for m, f in models_seen.items()}, 'bridge': bridge},
+    )
+
+
+if __name__ == '__main__':
+    sys.exit(main())
