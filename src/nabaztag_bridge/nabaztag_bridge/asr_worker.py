@@ -22,24 +22,17 @@ import numpy as np
 
 from legacy_robot_common.errors import MalformedFrame
 
-from . import asr, recording, tts
-from .tts_worker import set_priority
+from . import asr, recording, tts, tts_worker
 
 SILENCE_RMS = 60.0  # int16 RMS under which a recording is taken as silence (the mic's hiss)
 MIN_SECONDS = 0.1  # shorter than this, nothing can be said
 
 
-class Worker:
-    def __init__(self, threads=1):
-        self.threads = threads
-        self._engines = {}
+class Worker(tts_worker.Worker):
+    """The speech worker's engine keeping, with recognisers for engines."""
 
-    def engine(self, name):
-        engine = self._engines.get(name)
-        if engine is None:
-            engine = asr.make_engine(name, self.threads)
-            self._engines[name] = engine
-        return engine
+    def make_engine(self, name):
+        return asr.make_engine(name, self.threads)
 
     def preload(self, name, model):
         engine = self.engine(name)
@@ -124,7 +117,7 @@ def main(argv=None):
     # whole process group is not ours to act on, and SIGTERM ends it without a traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _quiet_exit)
-    problem = set_priority(args.priority)
+    problem = tts_worker.set_priority(args.priority)
     if problem:
         print(f'asr_worker: {problem}', file=sys.stderr)
     replies = os.fdopen(os.dup(1), 'wb')  # the engines' own prints go to standard error

@@ -685,14 +685,20 @@ def wav_recording(path):
     return recording.as_rabbit_records(pcm, rate)
 
 
-def spoken_recording(text, voice='en'):
-    """text spoken by the light engine (espeak-ng), downsampled and encoded as the rabbit
-    records it."""
-    from .tts_worker import EngineError, EspeakEngine
+def spoken_recording(text, voice='en', neural=False):
+    """text spoken by the light engine (espeak-ng), or the neural voice (piper, its bundled
+    English voice) if neural and installed, downsampled and encoded as the rabbit records it."""
+    from . import tts
+    from .tts_worker import EngineError, EspeakEngine, PiperEngine
 
+    catalogue = tts.VoiceCatalogue()
     try:
-        rate, pcm = EspeakEngine().synthesize({'voice': voice, 'rate': 1.0}, text)
-    except EngineError as exc:
+        if neural and catalogue.piper_installed and catalogue.piper_voices:
+            model = catalogue.resolve('piper', '', voice).model
+            rate, pcm = PiperEngine().synthesize({'model': model, 'rate': 1.0}, text)
+        else:
+            rate, pcm = EspeakEngine().synthesize({'voice': voice, 'rate': 1.0}, text)
+    except (EngineError, tts.SpeechError) as exc:
         raise ValueError(str(exc)) from None
     return recording.as_rabbit_records(pcm, rate)
 

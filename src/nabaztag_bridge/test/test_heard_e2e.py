@@ -10,9 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import wait_for
 
-from legacy_robot_common.emulator import free_port
 from legacy_robot_interfaces.msg import RabbitHeard, RabbitRecording
 from nabaztag_bridge import asr, recording, tts, tts_worker
 from nabaztag_bridge.asr import word_error_rate
@@ -34,44 +32,9 @@ def rabbit_recording(text):
     return recording.as_rabbit_records(pcm, rate)
 
 
-@pytest.fixture
-def bridge(tmp_path):
-    from ros_observer import DriverProcesses
-
-    from nabaztag_bridge import protocol as p
-    from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions
-
-    drivers = DriverProcesses()
-    (tmp_path / 'bytecode.bin').write_bytes(p.wrap_bytecode(b'test /vl/p4.jsp?sn='))
-
-    def start(**parameters):
-        port = free_port()
-        emulator = RabbitEmulator(
-            RabbitOptions(server=f'127.0.0.1:{port}/vl', time_scale=0.2)
-        ).start()
-        parameters = {
-            'host': '127.0.0.1',
-            'port': port,
-            'ping_interval': 1,
-            'bytecode_file': str(tmp_path / 'bytecode.bin'),
-            'tts_cache_dir': str(tmp_path / 'tts'),
-            'asr_model': MODEL,
-            **parameters,
-        }
-        emulator, process, ros = drivers.start(
-            'nabaztag_bridge.node', '/rabbit', emulator, parameters
-        )
-        rabbit = emulator.rabbits[0]
-        assert wait_for(lambda: rabbit.status()['state'] == 'idle', 20), 'rabbit not up'
-        return rabbit, ros
-
-    yield start
-    drivers.stop_all()
-
-
 @needs_asr
-def test_a_known_sentence_uploaded_by_the_rabbit_is_heard(bridge):
-    rabbit, ros = bridge()
+def test_a_known_sentence_uploaded_by_the_rabbit_is_heard(setup):
+    rabbit, process, ros = setup(asr_model=MODEL)
     heard = ros.listen(RabbitHeard, 'heard')
     recordings = ros.listen(RabbitRecording, 'recordings')
     rabbit.record_sound(rabbit_recording(SENTENCE))
@@ -86,16 +49,16 @@ def test_a_known_sentence_uploaded_by_the_rabbit_is_heard(bridge):
 
 
 @needs_asr
-def test_silence_is_heard_as_nothing_with_the_reason(bridge):
-    rabbit, ros = bridge()
+def test_silence_is_heard_as_nothing_with_the_reason(setup):
+    rabbit, process, ros = setup(asr_model=MODEL)
     heard = ros.listen(RabbitHeard, 'heard')
     rabbit.record_sound(recording.encode_wav(np.zeros(8000, np.int16)))
     assert ros.spin_until(lambda: heard, 60), 'nothing heard'
     assert heard[0].text == '' and 'silent' in heard[0].reason
 
 
-def test_a_missing_model_is_said_and_recordings_still_publish(bridge):
-    rabbit, ros = bridge(asr_model='/nonexistent/model')
+def test_a_missing_model_is_said_and_recordings_still_publish(setup):
+    rabbit, process, ros = setup(asr_model='/nonexistent/model')
     heard = ros.listen(RabbitHeard, 'heard')
     recordings = ros.listen(RabbitRecording, 'recordings')
     rabbit.record(0.5)
