@@ -20,6 +20,8 @@ class Hearing:
     def __init__(self, node, v):
         self.node = node
         self.engine, self.model = v.asr_engine, v.asr_model
+        if self.engine == 'false':  # `-p asr_engine:=off` arrives as the boolean false
+            self.engine = 'off'
         self.language = '' if v.asr_language == 'auto' else v.asr_language
         self.recogniser = None
         self.missing = ''

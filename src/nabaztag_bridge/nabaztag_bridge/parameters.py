@@ -206,8 +206,9 @@ PARAMETERS = (
     read_only(
         'asr_engine',
         'whisper',
-        'speech to text of every recording, published on heard: whisper, or off',
-        choices=('whisper', 'off'),
+        'speech to text of every recording, published on heard: whisper, or off (a bare off '
+        'on the command line reaches the node as false, which is off too)',
+        choices=('whisper', 'off', 'false'),
     ),
     read_only(
         'asr_language',

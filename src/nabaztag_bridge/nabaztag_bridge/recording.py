@@ -11,7 +11,7 @@ import struct
 import numpy as np
 
 from legacy_robot_common.errors import MalformedFrame
-from legacy_robot_common.ima_adpcm import MAX_INDEX, decode_nibble, encode_sample
+from legacy_robot_common.ima_adpcm import MAX_INDEX, decode_codes, encode_sample
 
 SAMPLE_RATE = 8000
 BLOCK_ALIGN = 256
@@ -36,7 +36,7 @@ MAX_UPLOAD_BYTES = upload_bytes(MAX_SECONDS + 1)
 
 def decode_blocks(data):
     """IMA ADPCM mono blocks (256 bytes, the last may be short) → int16 samples."""
-    samples = []
+    pieces = []
     for start in range(0, len(data), BLOCK_ALIGN):
         block = data[start : start + BLOCK_ALIGN]
         if len(block) < 4:
@@ -44,12 +44,10 @@ def decode_blocks(data):
         predictor, index = struct.unpack_from('<hB', block)
         if index > MAX_INDEX:
             raise MalformedFrame(f'ADPCM step index {index} is not 0..{MAX_INDEX}')
-        samples.append(predictor)
-        for byte in block[4:]:
-            for code in (byte & 0x0F, byte >> 4):
-                predictor, index = decode_nibble(code, predictor, index)
-                samples.append(predictor)
-    return np.array(samples, dtype=np.int16)
+        nibbles = np.frombuffer(block, dtype=np.uint8, offset=4)
+        codes = np.column_stack((nibbles & 0x0F, nibbles >> 4)).ravel().tolist()
+        pieces += [np.array([predictor], dtype=np.int16), decode_codes(codes, predictor, index)]
+    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int16)
 
 
 def encode_blocks(pcm):
