@@ -159,9 +159,17 @@ def make_engine(name, threads=1):
     raise RecogniserError(f'unknown asr_engine {name!r} ({", ".join(ENGINES)} or off)')
 
 
+NUMBER_WORDS = (
+    'zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen '
+    'fifteen sixteen seventeen eighteen nineteen twenty'
+).split()
+
+
 def words(text):
-    """Lower-case words, punctuation dropped: what a word error rate compares."""
-    return re.sub(r"[^\w' ]", ' ', text.lower()).split()
+    """Lower-case words, punctuation dropped, 0 to 20 in words (Whisper writes "7" for
+    "seven"): what a word error rate compares."""
+    found = re.sub(r"[^\w' ]", ' ', text.lower()).split()
+    return [NUMBER_WORDS[int(w)] if w.isdigit() and int(w) <= 20 else w for w in found]
 
 
 def word_error_rate(reference, heard):

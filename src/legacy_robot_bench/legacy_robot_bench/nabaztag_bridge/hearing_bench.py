@@ -58,11 +58,13 @@ def spoken(text):
 
 
 def model_figures(model, uploads):
-    """(word error rate over all sentences, real-time factor on one thread)."""
+    """(word error rate over all sentences, real-time factor on one thread, [(sentence,
+    heard)] of the sentences not heard exactly)."""
     worker = Worker(threads=1)
     worker.preload('whisper', model)
     language = 'en' if model.endswith('.en') else ''
     errors = words = audio = cpu = 0.0
+    misheard = []
     for sentence, wav in zip(SENTENCES, uploads, strict=True):
         started = time.process_time()
         answer = worker.handle({'engine': 'whisper', 'model': model, 'language': language}, wav)
@@ -70,8 +72,10 @@ def model_figures(model, uploads):
         audio += answer['seconds']
         count = len(asr.words(sentence))
         errors += asr.word_error_rate(sentence, answer['text']) * count
+        if asr.words(sentence) != asr.words(answer['text']):
+            misheard.append((sentence, answer['text']))
         words += count
-    return errors / words, cpu / audio
+    return errors / words, cpu / audio, misheard
 
 
 class HeardListener:
@@ -208,7 +212,7 @@ def main(argv=None):
         print(f'error: {exc}', file=sys.stderr)
         return 1
     rows = []
-    for model, (wer, rtf) in models_seen.items():
+    for model, (wer, rtf, _) in models_seen.items():
         rows += [
             (f'whisper {model}: word error rate, 8 kHz ADPCM', wer, f'{wer:.3f}', None),
             (
