@@ -96,6 +96,8 @@ class Recogniser:
                     return
                 serial, wav, done = self._waiting.popleft()
             answer = self._recognise(wav)
+            if self._stopping:  # the worker was ended under it: the node is going away
+                return
             if answer['reason'] and not answer['text']:
                 self.counters['unheard'] += 1
             else:

@@ -128,3 +128,11 @@ def test_the_recogniser_worker_exits_quietly(how):
 def test_unknown_engine_is_a_clear_message():
     with pytest.raises(asr.RecogniserError, match='unknown asr_engine'):
         asr.make_engine('nope')
+
+
+def test_asr_engine_off_hears_nothing_and_recordings_still_publish(setup):
+    rabbit, process, ros = setup(asr_engine='off')
+    recordings = ros.listen(RabbitRecording, 'recordings')
+    rabbit.record(0.5)
+    assert ros.spin_until(lambda: recordings, 30)
+    assert ros.node.count_publishers('/rabbit/heard') == 0
