@@ -51,6 +51,7 @@ OPTIONAL = {
     'espeakng_loader': 'nabaztag_bridge',  # GPL-3.0-or-later engine, only in the worker process
     'lameenc': 'nabaztag_bridge',  # the worker's MP3 encoder (LGPL-3.0-or-later)
     'miniaudio': 'nabaztag_bridge',  # the emulator's MP3 decoder: WAVs of --audio-dir, the demo
+    'faster_whisper': 'nabaztag_bridge',  # speech to text (MIT), only in the recogniser worker
 }
 # Keys declared though no module of the package imports them, and why
 NOT_IMPORTED = {
@@ -182,7 +183,11 @@ def test_optional_libraries_are_imported_only_where_needed(module):
     ]
     assert at_import == [], f'{module} is imported when these modules are: the package needs it'
     speech = ROOT.joinpath('requirements-speech.txt').read_text()
-    distribution = {'piper': 'piper-tts', 'espeakng_loader': 'espeakng-loader'}.get(module, module)
+    distribution = {
+        'piper': 'piper-tts',
+        'espeakng_loader': 'espeakng-loader',
+        'faster_whisper': 'faster-whisper',
+    }.get(module, module)
     assert re.search(rf'^{re.escape(distribution)}==', speech, re.M), (
         f'{distribution} is not in requirements-speech.txt'
     )

@@ -93,6 +93,13 @@ if 'nabaztag' in discover_plugins():  # the rabbit's speech: engines, cache, pin
             ('--seconds', '5', '--words', '300'),
             'legacy_robot_bench.nabaztag_bridge.speech_bench',
         ),
+        Robot(  # speech to text of the rabbit's recordings: accuracy, speed, pings meanwhile
+            'Nabaztag hearing',
+            'legacy_robot_bench',
+            'nabaztag_hearing',
+            ('--seconds', '5'),
+            'legacy_robot_bench.nabaztag_bridge.hearing_bench',
+        ),
     )
 ROBOTS = installed_robots()  # the soak and the fuzz tests take these too
 BENCHMARKS = ROBOTS + TOOLS

@@ -176,7 +176,14 @@ class VirtualRabbit:
 
     def record(self, seconds=2.0, double=False):
         """A long click held for seconds (at most 8): the recording is uploaded."""
-        self._actions.put(('record', min(seconds, recording.MAX_SECONDS), double))
+        self._actions.put(('record', min(seconds, recording.MAX_SECONDS), double, None))
+        self._wake.set()
+
+    def record_sound(self, wav, double=False):
+        """A long click while this sound is heard: wav (the rabbit's IMA ADPCM WAV, see
+        recording.as_rabbit_records) is uploaded as the recording, as the rabbit uploads."""
+        pcm, rate = recording.decode_wav(wav)
+        self._actions.put(('record', len(pcm) / rate, double, wav))
         self._wake.set()
 
     def status(self):
@@ -265,9 +272,10 @@ class VirtualRabbit:
             elif action[0] == 'record':
                 self._upload(*action[1:])
 
-    def _upload(self, seconds, double):
+    def _upload(self, seconds, double, wav):
         self._stop.wait(seconds * self.options.time_scale)  # the button is held
-        wav = recording.encode_wav(recording.tone(seconds, 330.0 if double else 440.0))
+        if wav is None:
+            wav = recording.encode_wav(recording.tone(seconds, 330.0 if double else 440.0))
         url = (
             f'{self.ping_base}/vl/record.jsp?sn={self.serial}'
             f'&v={self.options.bytecode_version}&h=4&m={int(double)}'
@@ -650,7 +658,8 @@ class Scenario:
 # ---- command line ----------------------------------------------------------------------
 CONSOLE_HELP = (
     'commands: click [n] | double-click [n] | ears <e0> <e1> [n] | rfid <16 hex> [n] '
-    '| record [seconds] [n] | status [n] | help   (n = rabbit index, default 0)'
+    '| record [seconds] [n] | record-wav <file.wav> [n] | record-say <text> (rabbit 0) '
+    '| status [n] | help   (n = rabbit index, default 0)'
 )
 
 
@@ -666,9 +675,44 @@ def console(emulator, lines=sys.stdin, out=sys.stdout):
             print(f'error: {exc}; {CONSOLE_HELP}', file=out, flush=True)
 
 
+def wav_recording(path):
+    """A WAV file (16-bit PCM or IMA ADPCM, mono, any rate) as the rabbit would upload it."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f'cannot read {path}: {exc.strerror or exc}') from None
+    pcm, rate = recording.decode_wav(data)
+    return recording.as_rabbit_records(pcm, rate)
+
+
+def spoken_recording(text, voice='en', neural=False):
+    """text spoken by the light engine (espeak-ng), or the neural voice (piper, its bundled
+    English voice) if neural and installed, downsampled and encoded as the rabbit records it."""
+    from . import tts
+    from .tts_worker import EngineError, EspeakEngine, PiperEngine
+
+    catalogue = tts.VoiceCatalogue()
+    try:
+        if neural and catalogue.piper_installed and catalogue.piper_voices:
+            model = catalogue.resolve('piper', '', voice).model
+            rate, pcm = PiperEngine().synthesize({'model': model, 'rate': 1.0}, text)
+        else:
+            rate, pcm = EspeakEngine().synthesize({'voice': voice, 'rate': 1.0}, text)
+    except (EngineError, tts.SpeechError) as exc:
+        raise ValueError(str(exc)) from None
+    return recording.as_rabbit_records(pcm, rate)
+
+
 def run_console_command(emulator, words):
     command, args = words[0], words[1:]
+    if command == 'record-say':
+        if not args:
+            raise ValueError('record-say needs the text to say')
+        rabbit = emulator.rabbits[0]
+        rabbit.record_sound(spoken_recording(' '.join(args)))
+        return f'ok: {command} on {rabbit.serial}'
     arity = {'click': 0, 'double-click': 0, 'ears': 2, 'rfid': 1, 'record': 1, 'status': 0}
+    arity['record-wav'] = 1
     if command == 'help' or command not in arity:
         return CONSOLE_HELP
     index = int(args[arity[command]]) if len(args) > arity[command] else 0
@@ -683,6 +727,8 @@ def run_console_command(emulator, words):
         rabbit.show_tag(args[0])
     elif command == 'record':
         rabbit.record(float(args[0]) if args else 2.0)
+    elif command == 'record-wav':
+        rabbit.record_sound(wav_recording(pathlib.Path(args[0])))
     else:
         return str(rabbit.status())
     return f'ok: {command} on {rabbit.serial}'

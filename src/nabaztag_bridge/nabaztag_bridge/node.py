@@ -20,6 +20,7 @@ from legacy_robot_interfaces.msg import RabbitEvent, RabbitList, RabbitRecording
 from . import conversions as convert
 from . import mp3, tts
 from . import protocol as p
+from .hearing import Hearing
 from .parameters import PARAMETERS
 from .rabbits import PROGRAM_ENDS, RabbitRegistry
 from .server import BridgeServer, RabbitsChanged, Recording, Settings
@@ -55,6 +56,7 @@ class NabaztagBridge(DriverNode):
         )
         self.settings = settings
         self.diagnostics.add_task('speech', partial(speech_status, self))
+        self.diagnostics.add_task('speech to text', self.hearing.status)
         self.create_timer(60.0, self.speaking.expire, callback_group=self.callback_group)
         self.begin()
 
@@ -65,6 +67,7 @@ class NabaztagBridge(DriverNode):
             super().start_links()
             if self.speech is not None:
                 self.speech.start()
+            self.hearing.start()
         except OSError as exc:
             raise ParameterError(
                 f'nabaztag_bridge: cannot listen on {settings.host}:'
@@ -81,6 +84,8 @@ class NabaztagBridge(DriverNode):
         super().stop_links()
         if getattr(self, 'speech', None) is not None:
             self.speech.stop()
+        if getattr(self, 'hearing', None) is not None:
+            self.hearing.stop()
 
     # ---- parameters -------------------------------------------------------------------
     def _declare_parameters(self):
@@ -104,6 +109,7 @@ class NabaztagBridge(DriverNode):
         except MalformedFrame as exc:
             raise ParameterError(f'nabaztag_bridge: allowed_serials: {exc}') from None
         speech_folder = self._speech_setup(v)
+        self.hearing = Hearing(self, v)
         settings = Settings(
             speech_folder=speech_folder,
             host=v.host,
@@ -218,12 +224,17 @@ class NabaztagBridge(DriverNode):
             self.recording_pub.publish(
                 convert.recording_msg(record, self.frame_id, self.clock_offset())
             )
+            self.hearing.hear(record)
         elif isinstance(record, RabbitsChanged):
             # a new rabbit is listed at once, unless a list just went out: then the timer's
             # next list has it (thousands of rabbits registering must not mean thousands of
             # lists of thousands)
             if time.monotonic() - self._rabbits_published >= RABBIT_LIST_MIN_GAP:
                 self._publish_rabbits()
+
+    def on_heard(self, msg):
+        """Called with each RabbitHeard just after it is published on `heard` (from the
+        recogniser's thread): the one hook for what reacts to the rabbit's words."""
 
     def _publish_rabbits(self):
         self._rabbits_published = time.monotonic()

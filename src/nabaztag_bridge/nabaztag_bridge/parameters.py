@@ -203,4 +203,31 @@ PARAMETERS = (
         minimum=1.0,
         maximum=3600.0,
     ),
+    read_only(
+        'asr_engine',
+        'whisper',
+        'speech to text of every recording, published on heard: whisper, or off (a bare off '
+        'on the command line reaches the node as false, which is off too)',
+        choices=('whisper', 'off', 'false'),
+    ),
+    read_only(
+        'asr_language',
+        'auto',
+        'language of the recordings: auto (detected; en with an English-only model) or a '
+        'code such as en, fr, de',
+    ),
+    read_only(
+        'asr_model',
+        'tiny.en',
+        'recogniser model: tiny.en (English), base (99 languages) or a folder holding a '
+        'CTranslate2 Whisper model',
+    ),
+    read_only(
+        'asr_queue',
+        4,
+        'recordings waiting for the recogniser; beyond it the oldest is dropped (counted)',
+        minimum=1,
+        maximum=1000,
+    ),
+    read_only('asr_max_seconds', 10.0, 'longest sound recognised; longer is cut', minimum=1.0),
 )

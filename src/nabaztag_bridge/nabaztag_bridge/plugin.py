@@ -4,11 +4,14 @@ In the demo an emulated rabbit boots from the bridge (a stand-in bytecode the
 emulator accepts; Violet's is not shipped), is clicked, has an ear turned, is
 shown a tag and records. The demo answers a click with a choreography and a tag
 with a sound from the media root; the echo plugin plays the recording back. The
-event log and the recording (WAV) go to demo-output/nabaztag/.
+rabbit is also asked the time by voice (the question spoken by the neural voice, uploaded
+as the rabbit records) and what the bridge heard goes on `heard` and into summary.txt. The
+event log, the question and the recording (WAV) go to demo-output/nabaztag/.
 """
 
 import pathlib
 import tempfile
+import threading
 
 from legacy_robot_common.artifacts import save_lines, save_wav
 from legacy_robot_common.emulator import free_port
@@ -20,12 +23,24 @@ from legacy_robot_common.plugin import (
     RobotPlugin,
     SoakPart,
 )
-from legacy_robot_interfaces.msg import ChoreographyStep, RabbitEvent, RabbitList, RabbitRecording
+from legacy_robot_interfaces.msg import (
+    ChoreographyStep,
+    RabbitEvent,
+    RabbitHeard,
+    RabbitList,
+    RabbitRecording,
+)
 from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSay, RabbitSound
 
 from . import protocol as p
 from . import recording
-from .emulator import RabbitEmulator, RabbitOptions, decode_audio, rabbit_request
+from .emulator import (
+    RabbitEmulator,
+    RabbitOptions,
+    decode_audio,
+    rabbit_request,
+    spoken_recording,
+)
 from .replay import NabaztagReplay
 
 KIND_NAMES = {
@@ -51,6 +66,8 @@ SIM_PORT = 8080
 DEMO_SOUND = 'hello.wav'
 DEMO_SPEECH = 'Hello! I am a Nabaztag rabbit, and I speak through ROS 2.'
 DEMO_SPEECH_AT = 3.0  # s into the demo
+DEMO_QUESTION = 'What time is it?'
+DEMO_QUESTION_AT = 5.0  # s after the emulator starts: the rabbit records the spoken question
 # one second of silence as MPEG-1 Layer III (the rabbit's format): 38 frames of 128 kbit/s at
 # 44.1 kHz, each a 4-byte header and 413 zero bytes (no side information: silence)
 SILENT_MP3 = (b'\xff\xfb\x90\x00' + bytes(413)) * 38
@@ -68,6 +85,12 @@ def describe(msg):
     if msg.rfid:
         text += f' tag {msg.rfid}'
     return text
+
+
+def describe_heard(msg):
+    if msg.text:
+        return f'heard {msg.text!r} from {msg.serial} ({msg.language}, {msg.duration:.1f} s)'
+    return f'heard nothing in {msg.duration:.1f} s from {msg.serial}: {msg.reason}'
 
 
 class DemoEmulator:
@@ -94,8 +117,21 @@ class DemoEmulator:
             RabbitOptions(server=f'127.0.0.1:{port}/vl'), scenario=True
         ).start()
         self.description = self.emulator.description
+        self._question = threading.Timer(DEMO_QUESTION_AT, self.ask_the_time)
+        self._question.daemon = True
+        self._question.start()
+
+    def ask_the_time(self):
+        """The rabbit records someone asking the time (neural voice if installed)."""
+        try:
+            wav = spoken_recording(DEMO_QUESTION, neural=True)
+        except ValueError as exc:  # no speech engine: the demo goes on without the question
+            print(f'nabaztag demo: cannot speak the question: {exc}')
+            return
+        self.emulator.rabbits[0].record_sound(wav)
 
     def stop(self):
+        self._question.cancel()
         self.emulator.stop()
         self.folder.cleanup()
 
@@ -117,9 +153,11 @@ class RabbitKeeper(DemoScript):
         super().__init__()
         self.log = []
         self.recording = None
+        self.recordings = []  # one heard message each, in the same order
         self.pending = []
         self.speech = None  # the say call's future, then its MP3 bytes
         self.speech_files = []
+        self.heard = []
 
     def setup(self, node, namespace):
         self.choreography = node.create_client(
@@ -144,6 +182,9 @@ class RabbitKeeper(DemoScript):
                 )
         elif topic == 'recordings':
             self.recording = msg
+            self.recordings.append(msg)
+        elif topic == 'heard':
+            self.heard.append(msg)
 
     def act(self, elapsed):
         while self.pending and self.pending[0][0].service_is_ready():
@@ -166,9 +207,12 @@ class RabbitKeeper(DemoScript):
 
     def summary_lines(self):
         said = [line for line in self.log if line.startswith('say: ')]
+        lines = [describe_heard(msg) for msg in self.heard]
+        if not self.heard:
+            lines.append(f'heard nothing (asked {DEMO_QUESTION!r}; is asr_engine on?)')
         if not self.speech_files:
-            return ['did not speak (no answer from the say service)']
-        return [f'said {DEMO_SPEECH!r} (speech.mp3, speech.wav); {said[-1]}']
+            return ['did not speak (no answer from the say service)', *lines]
+        return [f'said {DEMO_SPEECH!r} (speech.mp3, speech.wav); {said[-1]}', *lines]
 
     def write_artifacts(self, folder):
         paths = [save_lines(folder / 'events.txt', self.log)]
@@ -176,6 +220,12 @@ class RabbitKeeper(DemoScript):
             (folder / 'speech.mp3').write_bytes(b''.join(self.speech_files))
             pcm, rate = decode_audio(self.speech_files)
             paths += [folder / 'speech.mp3', save_wav(folder / 'speech.wav', pcm, rate)]
+        if self.heard:
+            paths.append(save_lines(folder / 'heard.txt', map(describe_heard, self.heard)))
+        spoken = [rec for rec, msg in zip(self.recordings, self.heard, strict=False) if msg.text]
+        if spoken:  # the question (the scenario's tone has no words)
+            rate = spoken[0].sample_rate
+            paths.append(save_wav(folder / 'question.wav', bytes(spoken[0].pcm), rate, 1))
         if self.recording is not None:
             paths.append(
                 save_wav(
@@ -203,6 +253,7 @@ PLUGIN = RobotPlugin(
             RabbitRecording,
             lambda m: f'{len(m.pcm) / max(m.sample_rate, 1):.1f} s from {m.serial}',
         ),
+        DemoTopic('heard', RabbitHeard, describe_heard),
         DemoTopic(
             'rabbits', RabbitList, lambda m: ', '.join(f'{r.serial} {r.state}' for r in m.rabbits)
         ),

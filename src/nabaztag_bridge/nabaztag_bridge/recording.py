@@ -11,7 +11,7 @@ import struct
 import numpy as np
 
 from legacy_robot_common.errors import MalformedFrame
-from legacy_robot_common.ima_adpcm import MAX_INDEX, decode_nibble, encode_sample
+from legacy_robot_common.ima_adpcm import MAX_INDEX, decode_codes, encode_sample
 
 SAMPLE_RATE = 8000
 BLOCK_ALIGN = 256
@@ -36,7 +36,7 @@ MAX_UPLOAD_BYTES = upload_bytes(MAX_SECONDS + 1)
 
 def decode_blocks(data):
     """IMA ADPCM mono blocks (256 bytes, the last may be short) → int16 samples."""
-    samples = []
+    pieces = []
     for start in range(0, len(data), BLOCK_ALIGN):
         block = data[start : start + BLOCK_ALIGN]
         if len(block) < 4:
@@ -44,12 +44,10 @@ def decode_blocks(data):
         predictor, index = struct.unpack_from('<hB', block)
         if index > MAX_INDEX:
             raise MalformedFrame(f'ADPCM step index {index} is not 0..{MAX_INDEX}')
-        samples.append(predictor)
-        for byte in block[4:]:
-            for code in (byte & 0x0F, byte >> 4):
-                predictor, index = decode_nibble(code, predictor, index)
-                samples.append(predictor)
-    return np.array(samples, dtype=np.int16)
+        nibbles = np.frombuffer(block, dtype=np.uint8, offset=4)
+        codes = np.column_stack((nibbles & 0x0F, nibbles >> 4)).ravel().tolist()
+        pieces += [np.array([predictor], dtype=np.int16), decode_codes(codes, predictor, index)]
+    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int16)
 
 
 def encode_blocks(pcm):
@@ -141,3 +139,26 @@ def tone(seconds, frequency=440.0, rate=SAMPLE_RATE, amplitude=8000):
     t = np.arange(int(seconds * rate)) / rate
     glide = frequency * (1 + t / max(seconds, 1e-9))
     return (amplitude * np.sin(2 * np.pi * np.cumsum(glide) / rate)).astype(np.int16)
+
+
+def resample(pcm, from_rate, to_rate):
+    """int16 samples at from_rate → float32 samples at to_rate (-1..1), through the spectrum:
+    going down, what lies above the new Nyquist frequency is cut as the rabbit's microphone
+    path would (no aliasing); going up, nothing is invented above the old one."""
+    x = np.asarray(pcm, dtype=np.float32) / 32768.0
+    if from_rate == to_rate or not len(x):
+        return x
+    count = max(1, round(len(x) * to_rate / from_rate))
+    spectrum = np.fft.rfft(x)
+    bins = count // 2 + 1
+    if bins <= len(spectrum):
+        spectrum = spectrum[:bins]
+    else:
+        spectrum = np.concatenate([spectrum, np.zeros(bins - len(spectrum), spectrum.dtype)])
+    return (np.fft.irfft(spectrum, count) * (count / len(x))).astype(np.float32)
+
+
+def as_rabbit_records(pcm, rate):
+    """Sound at any rate → the rabbit's upload: 8 kHz, IMA ADPCM, at most MAX_SECONDS."""
+    low = resample(pcm, rate, SAMPLE_RATE)[: int(MAX_SECONDS * SAMPLE_RATE)]
+    return encode_wav(np.clip(low * 32767.0, -32768, 32767).astype(np.int16))

@@ -171,9 +171,13 @@ class WorkerDied(Exception):
 
 
 class WorkerProcess:
-    """python -m nabaztag_bridge.tts_worker, spoken to over its standard input and output."""
+    """python -m nabaztag_bridge.tts_worker (or another worker module that takes the same
+    options: asr_worker), spoken to over its standard input and output."""
 
-    def __init__(self, threads=1, preload=(), priority=DEFAULT_PRIORITY):
+    def __init__(
+        self, threads=1, preload=(), priority=DEFAULT_PRIORITY, module='nabaztag_bridge.tts_worker'
+    ):
+        self.module = module
         self.threads = threads
         self.preload = tuple(preload)
         self.priority = priority
@@ -181,7 +185,7 @@ class WorkerProcess:
         self.starts = 0
 
     def start(self):
-        command = [sys.executable, '-m', 'nabaztag_bridge.tts_worker', '--threads']
+        command = [sys.executable, '-m', self.module, '--threads']
         command += [str(self.threads), '--priority', self.priority]
         for item in self.preload:
             command += ['--preload', item]
@@ -193,12 +197,12 @@ class WorkerProcess:
         if not hello[0].get('ready'):
             raise WorkerDied(f'the worker said {hello[0]!r} instead of ready')
 
-    def call(self, header):
+    def call(self, header, blobs=()):
         """The worker's answer (header, blobs), or WorkerDied with the reason."""
         if self.process is None or self.process.poll() is not None:
             raise WorkerDied(self._reason())
         try:
-            tts.write_message(self.process.stdin, header)
+            tts.write_message(self.process.stdin, header, blobs)
         except (OSError, ValueError):
             raise WorkerDied(self._reason()) from None
         return self._read()

@@ -256,16 +256,18 @@ class Worker:
         self._engines = {}
 
     def engine(self, name):
+        """The engine of that name, made once and kept (asr_worker's Worker makes others)."""
         engine = self._engines.get(name)
         if engine is None:
-            if name == 'piper':
-                engine = PiperEngine(self.threads)
-            elif name == 'espeak':
-                engine = EspeakEngine()
-            else:
-                raise EngineError(f'unknown engine {name!r} (piper or espeak)')
-            self._engines[name] = engine
+            engine = self._engines[name] = self.make_engine(name)
         return engine
+
+    def make_engine(self, name):
+        if name == 'piper':
+            return PiperEngine(self.threads)
+        if name == 'espeak':
+            return EspeakEngine()
+        raise EngineError(f'unknown engine {name!r} (piper or espeak)')
 
     def preload(self, engine, model):
         engine = self.engine(engine)

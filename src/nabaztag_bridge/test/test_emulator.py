@@ -3,18 +3,20 @@ against a server that misbehaves the ways the spec says the rabbit copes with.""
 
 import http.server
 import io
+import struct
 import subprocess
 import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 from helpers import run_module, start_module, wait_for
 
 from legacy_robot_common.emulator import free_port
 from nabaztag_bridge import choreography as chor
 from nabaztag_bridge import protocol as p
-from nabaztag_bridge import recording
+from nabaztag_bridge import recording, tts
 from nabaztag_bridge.emulator import (
     PLAYED_KEPT,
     RabbitEmulator,
@@ -391,3 +393,38 @@ def test_without_the_mp3_decoder_audio_dir_says_what_to_install(monkeypatch, cap
     monkeypatch.setattr(emulator.importlib.util, 'find_spec', lambda name: None)
     assert emulator.main(['--audio-dir', '/tmp']) == 2
     assert 'pip install miniaudio' in capsys.readouterr().err
+
+
+def test_console_records_a_wav_file_and_a_spoken_text_as_the_rabbit_does(world, tmp_path):
+    server, _ = world
+    # a 16-bit PCM WAV at 22,050 Hz: arrives as the rabbit's 8 kHz IMA ADPCM, the same length
+    rate, seconds = 22050, 0.6
+    pcm = (8000 * np.sin(2 * np.pi * 300 * np.arange(int(rate * seconds)) / rate)).astype('<i2')
+    wav = b'RIFF' + struct.pack('<I', 36 + 2 * len(pcm)) + b'WAVE'
+    wav += b'fmt ' + struct.pack('<IHHIIHH', 16, 1, 1, rate, 2 * rate, 2, 16)
+    wav += b'data' + struct.pack('<I', 2 * len(pcm)) + pcm.tobytes()
+    (tmp_path / 'tone.wav').write_bytes(wav)
+    emulator = RabbitEmulator(
+        RabbitOptions(server=f'127.0.0.1:{server.port}/vl', boot=False, time_scale=0.1)
+    ).start()
+    try:
+        out = io.StringIO()
+        lines = [f'record-wav {tmp_path / "tone.wav"}\n', 'record-wav /no/such.wav\n']
+        if tts.VoiceCatalogue().espeak_installed:
+            lines.append('record-say What time is it?\n')
+        console(emulator, lines, out)
+        answers = out.getvalue().splitlines()
+        assert answers[0] == 'ok: record-wav on 0019db000001', answers
+        assert answers[1].startswith('error: cannot read /no/such.wav')
+
+        def uploads():
+            return [r for r in server.records if isinstance(r, Recording)]
+
+        assert wait_for(lambda: len(uploads()) == len(lines) - 1, 20), answers
+        first = uploads()[0]
+        assert first.wav[20:22] == struct.pack('<H', recording.IMA_ADPCM)
+        assert first.sample_rate == 8000 and abs(len(first.pcm) / 8000 - seconds) < 0.07
+        for upload in uploads()[1:]:  # the spoken text: speech, not silence
+            assert np.sqrt(np.mean(upload.pcm.astype(float) ** 2)) > 100
+    finally:
+        emulator.stop()

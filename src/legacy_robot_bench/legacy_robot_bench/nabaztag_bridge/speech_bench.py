@@ -104,24 +104,15 @@ def _say_into(client, text, answers):
     answers.append(client.call(text))
 
 
-def bridge_figures(program, seconds, word_count, output, rounds=ROUNDS):
-    """say round trips (uncached, cached) and ping p99 without / with a long synthesis."""
+def start_bridge(program, namespace, parameters):
+    """(the bridge's process, its port): a bridge on loopback, answering, with rabbit_load's
+    100 rabbits registered."""
     port = free_port()
-    cache = pathlib.Path(output) / 'speech-bench-cache'
-    shutil.rmtree(cache, ignore_errors=True)  # nothing cached by an earlier run
     bridge = start_driver(
         'nabaztag_bridge.node',
-        NAMESPACE,
-        {
-            'host': '127.0.0.1',
-            'port': port,
-            'ping_interval': 1,
-            'tts_cache_dir': str(cache),
-            'tts_max_chars': 20_000,
-            'tts_timeout': 3600.0,
-        },
+        namespace,
+        {'host': '127.0.0.1', 'port': port, 'ping_interval': 1, **parameters},
     )
-    client = None
     try:
         wait_ready(
             bridge,
@@ -130,6 +121,20 @@ def bridge_figures(program, seconds, word_count, output, rounds=ROUNDS):
             settle=1.0,
         )
         loadgen.open_loop(program, port, 100, 1, 2)  # registers the rabbits
+    except BaseException:
+        stop_process(bridge)
+        raise
+    return bridge, port
+
+
+def bridge_figures(program, seconds, word_count, output, rounds=ROUNDS):
+    """say round trips (uncached, cached) and ping p99 without / with a long synthesis."""
+    cache = pathlib.Path(output) / 'speech-bench-cache'
+    shutil.rmtree(cache, ignore_errors=True)  # nothing cached by an earlier run
+    parameters = {'tts_cache_dir': str(cache), 'tts_max_chars': 20_000, 'tts_timeout': 3600.0}
+    bridge, port = start_bridge(program, NAMESPACE, parameters)
+    client = None
+    try:
         client = SayClient()
         client.call('Warming up.')  # the worker is started and its voice loaded
         says = []
