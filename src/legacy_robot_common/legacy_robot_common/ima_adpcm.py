@@ -102,6 +102,13 @@ MAX_INDEX = len(STEPS) - 1
 
 def decode_nibble(code, predictor, index):
     """One 4-bit code → (new predictor, new step index)."""
+    predictor = max(-32768, min(32767, predictor + _difference(code, index)))
+    index = max(0, min(MAX_INDEX, index + INDEX_CHANGE[code & 7]))
+    return predictor, index
+
+
+def _difference(code, index):
+    """The signed change a code makes to the predictor at a step index (before clamping)."""
     step = STEPS[index]
     difference = step >> 3
     if code & 4:
@@ -110,10 +117,7 @@ def decode_nibble(code, predictor, index):
         difference += step >> 1
     if code & 1:
         difference += step >> 2
-    predictor += -difference if code & 8 else difference
-    predictor = max(-32768, min(32767, predictor))
-    index = max(0, min(MAX_INDEX, index + INDEX_CHANGE[code & 7]))
-    return predictor, index
+    return -difference if code & 8 else difference
 
 
 def encode_sample(sample, predictor, index):
@@ -136,9 +140,8 @@ def _tables():
     following, differences = [], []
     for index in range(MAX_INDEX + 1):
         for code in range(16):
-            difference, following_index = decode_nibble(code, 0, index)
-            following.append(following_index)
-            differences.append(difference)
+            following.append(decode_nibble(code, 0, index)[1])
+            differences.append(_difference(code, index))  # unclamped: the sums are checked
     return tuple(following), differences
 
 

@@ -9,7 +9,6 @@ import pytest
 from helpers import start_module, wait_for
 from p2os_raw_client import RawClient
 
-from legacy_robot_bench.common.bench import ros_args
 from p2os_driver import protocol as p
 from p2os_driver.client import P2osClient, Settings
 from p2os_driver.emulator import EmulatorOptions, P2osEmulator
@@ -66,7 +65,8 @@ def test_driver_restarted_ten_times_never_reconfigures_a_running_laser(strict_si
     emulator, port = strict_simulator
     for start in range(10):
         process = start_module(
-            'p2os_driver.node', *ros_args('/pioneer', {'port': f'tcp://127.0.0.1:{port}'})
+            'p2os_driver.node',
+            *('--ros-args', '-r', '__ns:=/pioneer', '-p', f'port:=tcp://127.0.0.1:{port}'),
         )
         try:
             assert wait_for(lambda: laser_packet(emulator), 30), f'start {start}: laser never on'
