@@ -1,0 +1,165 @@
+"""The move and turn actions: p2os_driver as a real process against the emulator, goals sent
+by a real action client over DDS; the emulator's true pose is the ground truth."""
+
+import math
+
+import pytest
+from geometry_msgs.msg import Twist
+from helpers import wait_for
+from nav_msgs.msg import Odometry
+from rclpy.action import ActionClient
+from ros_observer import DriverProcesses
+
+from legacy_robot_interfaces.action import Move, Turn
+from legacy_robot_interfaces.msg import MotorState
+from p2os_driver import protocol as p
+from p2os_driver.emulator import EmulatorOptions, P2osEmulator
+
+C = p.Command
+
+
+@pytest.fixture
+def pioneer():
+    drivers = DriverProcesses()
+    emulator = P2osEmulator(EmulatorOptions(room_width=20000, room_height=20000))
+    port = emulator.start_tcp()
+    emulator_, process, ros = drivers.start(
+        'p2os_driver.node',
+        '/pioneer',
+        emulator,
+        {'port': f'tcp://127.0.0.1:{port}', 'enable_motors_on_start': True},
+    )
+    motor = ros.listen(MotorState, 'motor_state')
+    odom = ros.listen(Odometry, 'odom')
+    ready = ros.spin_until(lambda: motor and motor[-1].motors_enabled and odom, 20)
+    assert ready, process.stderr.read() if process.poll() is not None else 'no motor state'
+    clients = {
+        kind: ActionClient(ros.node, kind, f'/pioneer/{name}')
+        for kind, name in ((Move, 'move'), (Turn, 'turn'))
+    }
+    assert ros.spin_until(lambda: all(c.server_is_ready() for c in clients.values()), 10)
+    yield emulator, ros, clients
+    for client in clients.values():
+        client.destroy()
+    drivers.stop_all()
+
+
+def send(ros, client, goal, feedback=None):
+    """Send goal; → the goal handle, accepted."""
+    sent = client.send_goal_async(
+        goal,
+        feedback_callback=lambda m: feedback.append(m.feedback) if feedback is not None else None,
+    )
+    assert ros.spin_until(sent.done, 10) and sent.result().accepted
+    return sent.result()
+
+
+def result_of(ros, handle, timeout=30):
+    """→ (status, result) of a goal."""
+    future = handle.get_result_async()
+    assert ros.spin_until(future.done, timeout), 'no result'
+    return future.result().status, future.result().result
+
+
+def true_pose(emulator):
+    with emulator.robot.lock:
+        return tuple(emulator.robot.pose)
+
+
+def test_move_1_m_and_turn_90_degrees_end_on_target_with_feedback(pioneer):
+    emulator, ros, clients = pioneer
+    x0, y0, th0 = true_pose(emulator)
+    feedback = []
+    handle = send(ros, clients[Move], Move.Goal(distance_m=1.0), feedback)
+    status, result = result_of(ros, handle)
+    assert result.success, result.message
+    x1, y1, th1 = true_pose(emulator)
+    travelled = math.hypot(x1 - x0, y1 - y0) / 1000.0
+    assert travelled == pytest.approx(1.0, abs=0.02)
+    assert result.travelled_m == pytest.approx(1.0, abs=0.02)
+    assert len(feedback) >= 10  # about one per SIP over the move
+    assert feedback[0].remaining_m > 0.8 and feedback[-1].remaining_m < 0.05
+    sent = [(n, a) for _, n, a in emulator.received_commands() if n in (C.MOVE, C.SETV)]
+    assert (C.MOVE, 1000) in sent  # the robot's own move, not a velocity loop
+    assert not [a for _, n, a in emulator.received_commands() if n == C.VEL and a]
+
+    turns = []
+    handle = send(
+        ros, clients[Turn], Turn.Goal(mode=Turn.Goal.RELATIVE, angle_rad=math.pi / 2), turns
+    )
+    status, result = result_of(ros, handle)
+    assert result.success, result.message
+    turned = math.degrees(true_pose(emulator)[2] - th1)
+    assert turned == pytest.approx(90.0, abs=2.0)
+    assert turns and abs(turns[-1].remaining_rad) < math.radians(5)
+    assert (C.DHEAD, 90) in [(n, a) for _, n, a in emulator.received_commands()]
+
+
+def test_cancel_stops_the_robot_with_stop(pioneer):
+    emulator, ros, clients = pioneer
+    handle = send(ros, clients[Move], Move.Goal(distance_m=5.0, speed_m_s=0.3))
+    assert wait_for(lambda: emulator.robot.v > 100, 10)
+    cancel = handle.cancel_goal_async()
+    assert ros.spin_until(cancel.done, 10)
+    status, result = result_of(ros, handle)
+    assert not result.success and 'cancel' in result.message
+    assert C.STOP in [n for _, n, _ in emulator.received_commands()]
+    assert wait_for(lambda: emulator.robot.v == 0, 5)
+
+
+def test_cmd_vel_pre_empts_a_move_and_a_new_goal_replaces_one(pioneer):
+    emulator, ros, clients = pioneer
+    first = send(ros, clients[Move], Move.Goal(distance_m=5.0, speed_m_s=0.3))
+    assert wait_for(lambda: emulator.robot.v > 100, 10)
+    second = send(ros, clients[Turn], Turn.Goal(mode=Turn.Goal.ABSOLUTE, heading_rad=1.0))
+    status, result = result_of(ros, first)
+    assert not result.success and result.message == 'replaced by a new goal'
+    assert wait_for(lambda: emulator.robot.w > 0.1, 10)
+    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
+    cmd.publish(Twist())
+    status, result = result_of(ros, second)
+    assert not result.success and result.message == 'pre-empted by cmd_vel'
+
+
+def test_bad_goals_are_refused_and_nothing_is_sent(pioneer):
+    emulator, ros, clients = pioneer
+    emulator.clear_commands()
+    for client, goal, words in (
+        (clients[Move], Move.Goal(distance_m=math.nan), 'distance_m is nan'),
+        (clients[Move], Move.Goal(distance_m=math.inf), 'distance_m is inf'),
+        (clients[Move], Move.Goal(distance_m=40.0), 'several goals'),
+        (clients[Move], Move.Goal(distance_m=1.0, speed_m_s=-1.0), 'negative'),
+        (clients[Turn], Turn.Goal(mode=1, angle_rad=4.0), 'beyond'),
+        (clients[Turn], Turn.Goal(mode=7), 'neither'),
+    ):
+        status, result = result_of(ros, send(ros, client, goal))
+        assert not result.success and words in result.message, result.message
+    moving = (C.MOVE, C.HEAD, C.DHEAD, C.SETV, C.SETRV)
+    assert not [n for _, n, _ in emulator.received_commands() if n in moving]
+
+
+def test_speed_is_clamped_to_the_robot(pioneer):
+    emulator, ros, clients = pioneer
+    handle = send(ros, clients[Move], Move.Goal(distance_m=0.3, speed_m_s=9.0))
+    status, result = result_of(ros, handle)
+    assert result.success, result.message
+    setv = [a for _, n, a in emulator.received_commands() if n == C.SETV]
+    assert setv[0] == int(emulator.robot.model.max_velocity)
+
+
+def test_motors_off_and_link_loss_abort_and_leave_the_robot_still(pioneer):
+    emulator, ros, clients = pioneer
+    handle = send(ros, clients[Move], Move.Goal(distance_m=5.0, speed_m_s=0.3))
+    assert wait_for(lambda: emulator.robot.v > 100, 10)
+    with emulator.robot.lock:
+        emulator.robot.enabled = False
+    status, result = result_of(ros, handle)
+    assert not result.success and 'motors' in result.message
+    with emulator.robot.lock:
+        emulator.robot.enabled = True
+    handle = send(ros, clients[Move], Move.Goal(distance_m=5.0, speed_m_s=0.3))
+    assert wait_for(lambda: emulator.robot.v > 100, 10)
+    emulator.drop_clients()
+    status, result = result_of(ros, handle)
+    assert not result.success and 'link lost' in result.message
+    assert wait_for(lambda: emulator.robot.trans_mode == 'vel' and emulator.robot.v == 0, 10)
