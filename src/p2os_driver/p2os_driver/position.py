@@ -9,6 +9,7 @@ velocities are both zero, so the result is where the robot came to rest.
 
 import dataclasses
 import math
+import time
 
 from legacy_robot_common.actions import ABORTED, SUCCEEDED, ExclusiveGoals
 from legacy_robot_common.errors import ConnectionLost
@@ -20,17 +21,24 @@ MOVE_MAX_MM = 32767  # MOVE's argument: ARIA sends a signed 16-bit mm value
 DEFAULT_ROT_TOP = 360  # deg/s when the CONFIG packet has no RotVelTop
 DEFAULT_ROT_MAX = 100  # deg/s when the CONFIG packet has no RotVelMax
 TIMEOUT_SLACK = 5.0  # s a goal may take beyond its distance at top speed, times 2
+# s the wheels may stand still short of the target, after moving, before the goal aborts (the
+# robot gave up: a stall or bumper the SIPs did not catch, a stop from elsewhere)
+REST_SHORT_SECONDS = 1.0
 
 
 @dataclasses.dataclass
 class MoveState:
     start: tuple  # odometry (x, y) in m when the goal began
     distance: float  # m, signed
+    moved: bool = False  # a SIP has shown the wheels turning
+    rest_since: float = None  # monotonic time the wheels stopped, short of the target
 
 
 @dataclasses.dataclass
 class TurnState:
     target: float  # rad, odometry frame
+    moved: bool = False
+    rest_since: float = None
 
 
 class PositionMoves:
@@ -144,13 +152,28 @@ class PositionMoves:
             return
         remaining = self._remaining(running.state)
         running.feedback(self._feedback(running.state, remaining))
+        state = running.state
         settled = sip.left_velocity == 0 and sip.right_velocity == 0
-        tolerance = (
-            self.move_tolerance if isinstance(running.state, MoveState) else self.heading_tolerance
-        )
+        state.moved = state.moved or not settled
+        tolerance = self.move_tolerance if isinstance(state, MoveState) else self.heading_tolerance
         if settled and abs(remaining) <= tolerance:
             self._restore_speeds()
             running.end(SUCCEEDED, 'done: the robot reports it has stopped at the target')
+        elif self._rested_short(state, settled):
+            self._stop()
+            unit = 'm' if isinstance(state, MoveState) else 'rad'
+            running.end(
+                ABORTED, f'the robot stopped short of the target: {remaining:.3f} {unit} left'
+            )
+
+    def _rested_short(self, state, settled):
+        if not (settled and state.moved):
+            state.rest_since = None
+            return False
+        now = time.monotonic()
+        if state.rest_since is None:
+            state.rest_since = now
+        return now - state.rest_since >= REST_SHORT_SECONDS
 
     def _trouble(self, sip):
         if not sip.motors_enabled:

@@ -21,7 +21,7 @@ C = p.Command
 @pytest.fixture
 def pioneer():
     drivers = DriverProcesses()
-    emulator = P2osEmulator(EmulatorOptions(room_width=20000, room_height=20000))
+    emulator = P2osEmulator(EmulatorOptions(room_width=20.0, room_height=20.0))
     port = emulator.start_tcp()
     emulator_, process, ros = drivers.start(
         'p2os_driver.node',
@@ -163,3 +163,55 @@ def test_motors_off_and_link_loss_abort_and_leave_the_robot_still(pioneer):
     status, result = result_of(ros, handle)
     assert not result.success and 'link lost' in result.message
     assert wait_for(lambda: emulator.robot.trans_mode == 'vel' and emulator.robot.v == 0, 10)
+
+
+def test_timeout_aborts_and_stops(pioneer):
+    emulator, ros, clients = pioneer
+    handle = send(ros, clients[Move], Move.Goal(distance_m=2.0, speed_m_s=0.2, timeout_s=1.0))
+    status, result = result_of(ros, handle)
+    assert not result.success and result.message == 'timed out after 1.0 s'
+    assert C.STOP in [n for _, n, _ in emulator.received_commands()]
+    assert wait_for(lambda: emulator.robot.v == 0, 5)
+
+
+def test_the_cmd_vel_watchdog_never_stops_a_move(pioneer):
+    """A cmd_vel just before a goal: its cmd_vel_timeout (0.5 s) passes during the move, and
+    no stop (VEL 0) goes out; the move ends on target."""
+    emulator, ros, clients = pioneer
+    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
+    twist = Twist()
+    twist.linear.x = 0.1
+    cmd.publish(twist)
+    assert wait_for(lambda: emulator.robot.vel_setpoint == 100, 5)
+    begun = max(t for t, n, a in emulator.received_commands() if (n, a) == (C.VEL, 100))
+    handle = send(ros, clients[Move], Move.Goal(distance_m=0.6, speed_m_s=0.3))
+    status, result = result_of(ros, handle)
+    assert result.success, result.message
+    moved = min(t for t, n, _ in emulator.received_commands() if n == C.MOVE)
+    stops = [t for t, n, a in emulator.received_commands() if (n, a) == (C.VEL, 0) and t > begun]
+    assert not [t for t in stops if t > moved], 'a velocity stop landed in the move'
+
+
+def test_a_wall_aborts_the_move():
+    drivers = DriverProcesses()
+    emulator = P2osEmulator(EmulatorOptions(room_width=2.0, room_height=2.0))
+    port = emulator.start_tcp()
+    try:
+        _, process, ros = drivers.start(
+            'p2os_driver.node',
+            '/pioneer',
+            emulator,
+            {'port': f'tcp://127.0.0.1:{port}', 'enable_motors_on_start': True},
+        )
+        motor = ros.listen(MotorState, 'motor_state')
+        assert ros.spin_until(lambda: motor and motor[-1].motors_enabled, 20)
+        client = ActionClient(ros.node, Move, '/pioneer/move')
+        assert ros.spin_until(client.server_is_ready, 10)
+        status, result = result_of(ros, send(ros, client, Move.Goal(distance_m=3.0)))
+        # the emulator stalls for the instant of contact, which a SIP may or may not catch
+        reasons = ('stalled', 'bumper contact', 'the robot stopped short of the target')
+        assert not result.success and result.message.startswith(reasons), result.message
+        assert result.travelled_m < 1.0
+        client.destroy()
+    finally:
+        drivers.stop_all()
