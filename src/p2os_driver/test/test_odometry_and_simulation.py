@@ -183,3 +183,14 @@ def test_emulated_sip_reports_new_sonar_readings_only():
     sips = list(emulated_sips(emulator.robot, emulator, 0.4))
     discs = [d for sip in sips for d, _ in sip.sonar]
     assert discs == list(range(16))  # 4 new discs per cycle, in order
+
+
+@pytest.mark.parametrize('model', sorted(MODELS))
+def test_every_model_turns_to_a_heading(model):
+    robot = make_robot(model, room=Room(20000, 20000))
+    robot.head(90, relative=True)
+    robot.step(5.0)
+    assert robot.w == 0 and robot.pose[2] == pytest.approx(math.pi / 2, abs=math.radians(0.5))
+    robot.move(-300)
+    robot.step(5.0)
+    assert robot.v == 0 and robot.pose[1] == pytest.approx(-300, abs=2)
