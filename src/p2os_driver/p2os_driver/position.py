@@ -41,6 +41,19 @@ class TurnState:
     rest_since: float = None
 
 
+def motion_trouble(sip, model):
+    """Why a position move must end at this SIP (motors off, a wheel stalled, a bumper
+    pressed), or None."""
+    if not sip.motors_enabled:
+        return 'the motors are off or disabled'
+    if sip.left_stall or sip.right_stall:
+        return 'stalled'
+    front, rear = sip.bumpers(model.front_bumpers, model.rear_bumpers)
+    if any(front) or any(rear):
+        return 'bumper contact'
+    return None
+
+
 class PositionMoves:
     """node: the P2OS driver (client, odometry, identity, last_config, log)."""
 
@@ -145,7 +158,7 @@ class PositionMoves:
         running = self.goals.running
         if running is None:
             return
-        trouble = self._trouble(sip)
+        trouble = motion_trouble(sip, self.node.identity.model)
         if trouble is not None:
             self._stop()
             running.end(ABORTED, trouble)
@@ -174,18 +187,6 @@ class PositionMoves:
         if state.rest_since is None:
             state.rest_since = now
         return now - state.rest_since >= REST_SHORT_SECONDS
-
-    def _trouble(self, sip):
-        if not sip.motors_enabled:
-            return 'the motors are off or disabled'
-        if sip.left_stall or sip.right_stall:
-            return 'stalled'
-        front, rear = sip.bumpers(
-            self.node.identity.model.front_bumpers, self.node.identity.model.rear_bumpers
-        )
-        if any(front) or any(rear):
-            return 'bumper contact'
-        return None
 
     def on_link_lost(self, reason):
         self.goals.end(ABORTED, f'link lost: {reason}')
