@@ -7,6 +7,7 @@ import pytest
 from geometry_msgs.msg import Twist
 from helpers import wait_for
 from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import Log
 from rclpy.action import ActionClient
 from ros_observer import DriverProcesses
 
@@ -138,13 +139,19 @@ def test_bad_goals_are_refused_and_nothing_is_sent(pioneer):
     assert not [n for _, n, _ in emulator.received_commands() if n in moving]
 
 
-def test_speed_is_clamped_to_the_robot(pioneer):
+def test_speed_is_clamped_to_the_robot_with_a_warn(pioneer):
     emulator, ros, clients = pioneer
+    logs = []
+    ros.node.create_subscription(Log, '/rosout', logs.append, 100)
     handle = send(ros, clients[Move], Move.Goal(distance_m=0.3, speed_m_s=9.0))
     status, result = result_of(ros, handle)
     assert result.success, result.message
     setv = [a for _, n, a in emulator.received_commands() if n == C.SETV]
-    assert setv[0] == int(emulator.robot.model.max_velocity)
+    top = int(emulator.robot.model.max_velocity)  # the emulator's CONFIG TransVelTop
+    assert setv[0] == top and setv[-1] == top  # clamped; then the default back
+    assert ros.spin_until(
+        lambda: any(m.level == Log.WARN and 'speed_m_s clamped' in m.msg for m in logs), 5
+    )
 
 
 def test_motors_off_and_link_loss_abort_and_leave_the_robot_still(pioneer):
