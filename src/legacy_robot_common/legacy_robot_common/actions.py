@@ -57,7 +57,8 @@ class ExclusiveGoals:
     def add_server(self, action_type, name, start, finish):
         """start(request, running) → (timeout in s, None) after sending the commands (its
         state in running.state), or (None, refusal text) with nothing sent.
-        finish(request, running or None, outcome) → the Result message."""
+        finish(request, running, outcome) → the Result message (success and message are
+        filled in from the outcome)."""
 
         async def execute(goal_handle):
             return await self._execute(goal_handle, start, finish)

@@ -18,6 +18,7 @@ from rcl_interfaces.msg import SetParametersResult
 from sensor_msgs.msg import BatteryState, JointState, LaserScan, PointCloud2, Range
 from std_msgs.msg import Header
 
+from legacy_robot_common.actions import ABORTED
 from legacy_robot_common.diagnostics import RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.errors import ConnectionLost
@@ -152,7 +153,7 @@ class P2osNode(DriverNode):
         self.truth_pub = pub(OdometryMsg, 'ground_truth')
 
     def stop_robot(self):
-        self.position.goals.end('aborted', 'the driver was deactivated')
+        self.position.goals.end(ABORTED, 'the driver was deactivated')
         self.base.stop()
 
     # ---- cmd_vel ------------------------------------------------------------------------
