@@ -222,3 +222,17 @@ def test_a_wall_aborts_the_move():
         client.destroy()
     finally:
         drivers.stop_all()
+
+
+def test_a_refused_goal_leaves_the_running_one_running(pioneer):
+    emulator, ros, clients = pioneer
+    running = send(ros, clients[Move], Move.Goal(distance_m=5.0, speed_m_s=0.3))
+    assert wait_for(lambda: emulator.robot.v > 100, 10)
+    status, result = result_of(ros, send(ros, clients[Turn], Turn.Goal(heading_rad=math.nan)))
+    assert not result.success and 'heading_rad is nan' in result.message
+    ros.spin_until(lambda: False, 0.5)
+    assert emulator.robot.trans_mode == 'move' and emulator.robot.v > 100
+    cancel = running.cancel_goal_async()
+    assert ros.spin_until(cancel.done, 10)
+    status, result = result_of(ros, running)
+    assert result.message == 'cancelled: the robot was stopped'
