@@ -114,7 +114,7 @@ def test_cancel_stops_the_robot_with_stop(pioneer):
     assert ros.spin_until(cancel.done, 10)
     status, result = result_of(ros, handle)
     assert not result.success and 'cancel' in result.message
-    assert C.STOP in [n for _, n, _ in emulator.received_commands()]
+    assert wait_for(lambda: C.STOP in [n for _, n, _ in emulator.received_commands()], 5)
     assert wait_for(lambda: emulator.robot.v == 0, 5)
 
 
@@ -157,9 +157,12 @@ def test_speed_is_clamped_to_the_robot_with_a_warn(pioneer):
     handle = send(ros, clients[Move], Move.Goal(distance_m=0.3, speed_m_s=9.0))
     status, result = result_of(ros, handle)
     assert result.success, result.message
-    setv = [a for _, n, a in emulator.received_commands() if n == C.SETV]
+
+    def setv():
+        return [a for _, n, a in emulator.received_commands() if n == C.SETV]
+
     top = int(emulator.robot.model.max_velocity)  # the emulator's CONFIG TransVelTop
-    assert setv[0] == top and setv[-1] == top  # clamped; then the default back
+    assert wait_for(lambda: setv() == [top, top], 5), setv()  # clamped; the default back
     assert ros.spin_until(
         lambda: any(m.level == Log.WARN and 'speed_m_s clamped' in m.msg for m in logs), 5
     )
@@ -188,7 +191,7 @@ def test_timeout_aborts_and_stops(pioneer):
     handle = send(ros, clients[Move], Move.Goal(distance_m=2.0, speed_m_s=0.2, timeout_s=1.0))
     status, result = result_of(ros, handle)
     assert not result.success and result.message == 'timed out after 1.0 s'
-    assert C.STOP in [n for _, n, _ in emulator.received_commands()]
+    assert wait_for(lambda: C.STOP in [n for _, n, _ in emulator.received_commands()], 5)
     assert wait_for(lambda: emulator.robot.v == 0, 5)
 
 
