@@ -145,6 +145,13 @@ class Connected:
 
 
 @dataclasses.dataclass
+class LinkLost:
+    """The session ended with the link lost (the node aborts a running position move)."""
+
+    reason: str
+
+
+@dataclasses.dataclass
 class Encoders:
     left: int
     right: int
@@ -226,8 +233,10 @@ class P2osClient(ReconnectingClient):
         self.deliver(Connected(self.identity, self.config))
         try:
             self._read_loop(link)
-        except LinkTimeout:
-            self._laser_off_on_a_silent_link(link)
+        except (ConnectionLost, TimeoutError) as exc:
+            if isinstance(exc, LinkTimeout):
+                self._laser_off_on_a_silent_link(link)
+            self.deliver(LinkLost(str(exc)))  # a running move or turn aborts
             raise
         finally:
             self._fail_waiters(ConnectionLost('link lost'))
@@ -512,6 +521,28 @@ class P2osClient(ReconnectingClient):
         """STOP (or E_STOP); the motion command is forgotten, so no resend undoes it."""
         self.motion.clear()
         return self.command(C.E_STOP if emergency else C.STOP)
+
+    def move(self, mm, top_mm_s):
+        """MOVE: the robot drives mm (signed 16-bit) at up to top_mm_s (SETV) on its own
+        position control. The velocity command is forgotten first, so neither its resend
+        nor its watchdog stop lands in the middle of the move."""
+        packets = p.encode_command(C.SETV, top_mm_s) + p.encode_command(C.MOVE, mm)
+        self.motion.clear()
+        self.send(packets)
+        return C.MOVE.name
+
+    def turn(self, degrees, top_deg_s, relative):
+        """HEAD (absolute, odometry frame) or DHEAD (relative, counter-clockwise +) in whole
+        degrees at up to top_deg_s (SETRV); the velocity command is forgotten as for move()."""
+        number = C.DHEAD if relative else C.HEAD
+        packets = p.encode_command(C.SETRV, top_deg_s) + p.encode_command(number, degrees)
+        self.motion.clear()
+        self.send(packets)
+        return number.name
+
+    def set_top_speeds(self, mm_s, deg_s):
+        """SETV and SETRV: the top speeds of position moves (restored after each goal)."""
+        self.send(p.encode_command(C.SETV, mm_s) + p.encode_command(C.SETRV, deg_s))
 
     def set_true_pose(self, x_mm, y_mm, th_deg):
         """SIM_SET_POSE (§8.5): move a simulated robot (its odometry stays); ValueError for a

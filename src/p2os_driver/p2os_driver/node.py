@@ -18,6 +18,7 @@ from rcl_interfaces.msg import SetParametersResult
 from sensor_msgs.msg import BatteryState, JointState, LaserScan, PointCloud2, Range
 from std_msgs.msg import Header
 
+from legacy_robot_common.actions import ABORTED
 from legacy_robot_common.diagnostics import RateMeter
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.errors import ConnectionLost
@@ -39,9 +40,10 @@ from legacy_robot_interfaces.msg import (
 from . import conversions as convert
 from . import description
 from . import protocol as p
-from .client import STREAMS, AuxBytes, Connected, Encoders, P2osClient
+from .client import STREAMS, AuxBytes, Connected, Encoders, LinkLost, P2osClient
 from .odometry import Odometry
 from .parameters import PARAMETERS, client_settings
+from .position import PositionMoves
 from .services import P2osServices, send
 from .status import robot_status
 
@@ -63,6 +65,8 @@ class P2osNode(DriverNode):
         self.diagnostics.add_task('robot', partial(robot_status, self))
         self._create_publishers()
         P2osServices(self).create()
+        self.position = PositionMoves(self, self.move_done_tolerance, self.heading_done_tolerance)
+        self.position.create()
         self.add_on_set_parameters_callback(self._on_parameters)
         self.identity = None
         self.last_config = None
@@ -85,6 +89,8 @@ class P2osNode(DriverNode):
         self.sonar_prefix = self.frames.prefixed(v.sonar_frame_prefix)
         self.max_linear, self.max_angular = v.max_linear_speed, v.max_angular_speed
         self.cmd_vel_timeout = v.cmd_vel_timeout
+        self.move_done_tolerance = v.move_done_tolerance
+        self.heading_done_tolerance = v.heading_done_tolerance
         self.ticks_per_revolution = v.wheel_ticks_per_revolution
         self.restore_state = v.restore_state_on_reconnect
         self.laser_scan = (v.laser_start, v.laser_end, v.laser_increment)
@@ -147,6 +153,7 @@ class P2osNode(DriverNode):
         self.truth_pub = pub(OdometryMsg, 'ground_truth')
 
     def stop_robot(self):
+        self.position.goals.end(ABORTED, 'the driver was deactivated')
         self.base.stop()
 
     # ---- cmd_vel ------------------------------------------------------------------------
@@ -160,6 +167,7 @@ class P2osNode(DriverNode):
                 'cmd-vel-disabled',
                 'cmd_vel has no effect: the motors are disabled (call the enable_motors service)',
             )
+        self.position.on_cmd_vel()
         try:
             self.client.drive(linear * 1000.0, angular)
         except ConnectionLost:
@@ -177,6 +185,7 @@ class P2osNode(DriverNode):
             p.ConfigPacket: self._publish_info,
             p.LaserPacket: self._publish_scan,
             p.SimStat: self._publish_truth,
+            LinkLost: lambda lost: self.position.on_link_lost(lost.reason),
         }.get(type(record))
         if handler is not None:
             handler(record)
@@ -257,6 +266,7 @@ class P2osNode(DriverNode):
         header = self._header()
         self._publish_odometry(sip, header)
         self._publish_sonar(sip, header)
+        self.position.on_sip(sip)
         # Slow-changing state: on change, else once per state_period (saves CPU at 10-20 Hz).
         if self._due('battery', sip.battery_decivolts, now):
             self.battery_pub.publish(convert.battery_msg(sip, header))

@@ -130,6 +130,16 @@ PARAMETERS = (
     Parameter('max_linear_speed', 1.0, 'cmd_vel clamp, m/s', minimum=0.0, maximum=2.2),
     Parameter('max_angular_speed', 1.75, 'cmd_vel clamp, rad/s', minimum=0.0, maximum=6.3),
     read_only(
+        'move_done_tolerance',
+        0.04,
+        'move action: succeeds at rest within this many m of its distance (ARIA: 40 mm)',
+    ),
+    read_only(
+        'heading_done_tolerance',
+        0.0524,
+        'turn action: succeeds at rest within this many rad of its heading (ARIA: 3 deg)',
+    ),
+    read_only(
         'wheel_mode',
         False,
         'send cmd_vel as VEL2 wheel speeds instead of VEL + RVEL',

@@ -10,6 +10,7 @@ import math
 import numpy as np
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+from rclpy.action import ActionClient
 from sensor_msgs.msg import BatteryState, LaserScan, PointCloud2
 from std_srvs.srv import Trigger
 
@@ -24,11 +25,13 @@ from legacy_robot_common.plugin import (
 )
 from legacy_robot_common.replay import ReplayLink
 from legacy_robot_common.world_map import WorldMap
+from legacy_robot_interfaces.action import Move, Turn
 from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState, SonarArray
 from legacy_robot_interfaces.srv import GripperCommand
 
 from . import description
 from .emulator import EmulatorOptions, Fleet, P2osEmulator, world_summary
+from .odometry import normalize_angle
 from .protocol import is_handshake_request
 from .world import default_world_path, load_world, parse_pose
 
@@ -114,13 +117,65 @@ def follow_wall(ranges, angle_min, increment, range_max):
     return min(CRUISE, 0.5 * ahead), steer
 
 
+# the demo's first moves, by the move and turn actions (1 m forward, a turn of 90 degrees, and
+# back to the start): (what, action type, goal)
+DEMO_MOVES = (
+    ('move 1 m forward', Move, Move.Goal(distance_m=1.0)),
+    ('turn 90 deg left', Turn, Turn.Goal(mode=Turn.Goal.RELATIVE, angle_rad=math.pi / 2)),
+    ('turn back to heading 0', Turn, Turn.Goal(mode=Turn.Goal.ABSOLUTE, heading_rad=0.0)),
+    ('move 1 m back', Move, Move.Goal(distance_m=-1.0)),  # the way it came: free of walls
+)
+
+
+class ActionMoves:
+    """The DEMO_MOVES one after another; each line of .lines says what the robot reported and
+    what the emulator's true pose (ground_truth) measured."""
+
+    def __init__(self, node, namespace):
+        self.clients = {
+            kind: ActionClient(node, kind, f'{namespace}/{name}')
+            for kind, name in ((Move, 'move'), (Turn, 'turn'))
+        }
+        self.step = 0
+        self.pending = None  # (future of the goal handle or of its result, true pose at send)
+        self.lines = []
+
+    @property
+    def done(self):
+        return self.step >= len(DEMO_MOVES)
+
+    def act(self, true_pose):
+        what, kind, goal = DEMO_MOVES[self.step]
+        if self.pending is None:
+            if true_pose is not None and self.clients[kind].server_is_ready():
+                self.pending = (self.clients[kind].send_goal_async(goal), true_pose)
+            return
+        future, start = self.pending
+        if not future.done():
+            return
+        answer = future.result()
+        if hasattr(answer, 'get_result_async'):  # the goal handle: now wait for its result
+            self.pending = (answer.get_result_async(), start) if answer.accepted else None
+            return
+        result = answer.result
+        distance = math.hypot(true_pose[0] - start[0], true_pose[1] - start[1])
+        turned = math.degrees(normalize_angle(true_pose[2] - start[2]))
+        self.lines.append(
+            f'{what}: {"done" if result.success else "failed"} ({result.message}); '
+            f'true travel {distance:.3f} m, true turn {turned:.1f} deg'
+        )
+        self.pending, self.step = None, self.step + 1
+
+
 class OfficeTour(DemoScript):
-    """Follows the left wall through the office world on the laser scan (a reactive demo, not
+    """First 1 m forward, a 90 degree turn and 1 m back by the move and turn actions; then
+    follows the left wall through the office world on the laser scan (a reactive demo, not
     part of the driver); records the true path (ground_truth), the odometry path and the last
     scan for the picture."""
 
     def __init__(self):
         super().__init__()
+        self.moves = None  # ActionMoves, from setup
         self.path = []  # (x, y) from odom
         self.truth = []  # (x, y) from ground_truth, in the map frame
         self.scan = None
@@ -143,6 +198,10 @@ class OfficeTour(DemoScript):
         self.cmd_pub = node.create_publisher(Twist, f'{namespace}/cmd_vel', 10)
         self.enable = node.create_client(Trigger, f'{namespace}/enable_motors')
         self.gripper = node.create_client(GripperCommand, f'{namespace}/gripper')
+        self.moves = ActionMoves(node, namespace)
+
+    def summary_lines(self):
+        return list(self.moves.lines) if self.moves is not None else []
 
     def act(self, elapsed):
         if self.scan is None:
@@ -152,6 +211,9 @@ class OfficeTour(DemoScript):
             'gripper', self.gripper, GripperCommand.Request(command=GripperCommand.Request.STORE)
         )
         if not self.motors_enabled:
+            return
+        if not self.moves.done:
+            self.moves.act(self.truth_pose)
             return
         s = self.scan
         linear, angular = follow_wall(s.ranges, s.angle_min, s.angle_increment, s.range_max)

@@ -22,6 +22,8 @@ SONAR_NOISE = 0.5  # mm, uniform ± (Stage's ranger noise 0.0005 m)
 LASER_MAX_RANGE = 32767.0  # mm (SICK LMS200 in AMRISim, spec §8.4.6)
 SEARCH = 500.0  # mm beyond the robot's radius a contact query looks (fewer queries)
 SUBSTEP = 0.02  # s; motion integration step
+MOVE_DEADBAND = 1.0  # mm: a MOVE this close to its end stops
+HEADING_DEADBAND = math.radians(0.25)  # a HEAD / DHEAD this close to its heading stops
 
 
 @dataclasses.dataclass
@@ -488,17 +490,18 @@ class SimulatedPioneer:
             left, right = self.wheel_setpoints
             return (left + right) / 2, (right - left) / 2 * self.model.diff_conv
         if self.trans_mode == 'move':
-            speed = min(
-                self.max_velocity, math.sqrt(2 * self.trans_decel * abs(self.move_remaining))
-            )
-            target_v = (
-                math.copysign(speed, self.move_remaining) if abs(self.move_remaining) > 1 else 0.0
+            target_v = _position_speed(
+                self.move_remaining, self.max_velocity, self.trans_decel, MOVE_DEADBAND
             )
         else:
             target_v = self.vel_setpoint
         if self.rot_mode == 'heading':
-            error = normalize_angle(self.heading_target - self.odometry[2])
-            target_w = _clamp(3.0 * error, self.max_rot_velocity)
+            target_w = _position_speed(
+                normalize_angle(self.heading_target - self.odometry[2]),
+                self.max_rot_velocity,
+                self.rot_decel,
+                HEADING_DEADBAND,
+            )
         else:
             target_w = self.rvel_setpoint
         return target_v, target_w
@@ -573,6 +576,15 @@ class SimulatedPioneer:
 
 def _clamp(value, limit):
     return max(-limit, min(limit, value))
+
+
+def _position_speed(remaining, top_speed, decel, deadband):
+    """The speed of a position move (MOVE, HEAD, DHEAD) with remaining to go: the top speed
+    until the deceleration ramp (v² = 2·decel·remaining) reaches it, so the robot stops on
+    the target with its own acceleration profile; 0 inside the deadband."""
+    if abs(remaining) <= deadband:
+        return 0.0
+    return math.copysign(min(top_speed, math.sqrt(2 * decel * abs(remaining))), remaining)
 
 
 def _ramp(current, target, accel, decel, dt):

@@ -10,6 +10,7 @@ from p2os_driver import conversions as convert
 from p2os_driver import protocol as p
 from p2os_driver.client import Identity
 from p2os_driver.models import MODELS, wheel_units
+from p2os_driver.position import motion_trouble
 
 
 def sip(**fields):
@@ -121,3 +122,18 @@ def test_ground_truth_from_simstat():
     assert (msg.pose.pose.position.x, msg.pose.pose.position.y) == (-8.5, 0.25)
     assert msg.pose.pose.orientation.z == pytest.approx(math.sqrt(0.5))
     assert msg.child_frame_id == 'base_link'
+
+
+@pytest.mark.parametrize(
+    'fields, reason',
+    [
+        ({'flags': 0x01, 'stall_bumpers': 0}, None),
+        ({'flags': 0x00, 'stall_bumpers': 0}, 'the motors are off or disabled'),
+        ({'flags': 0x01, 'stall_bumpers': 0x0001}, 'stalled'),  # left wheel
+        ({'flags': 0x01, 'stall_bumpers': 0x0100}, 'stalled'),  # right wheel
+        ({'flags': 0x01, 'stall_bumpers': 0x0200}, 'bumper contact'),  # front bar, switch 0
+        ({'flags': 0x01, 'stall_bumpers': 0x0002}, 'bumper contact'),  # rear bar, switch 0
+    ],
+)
+def test_what_ends_a_position_move(fields, reason):
+    assert motion_trouble(sip(**fields), MODELS['p2pb']) == reason  # 5 + 5 bumpers

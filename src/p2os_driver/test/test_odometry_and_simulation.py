@@ -116,6 +116,33 @@ def test_move_and_head_reach_their_targets():
     assert robot.pose[2] == pytest.approx(math.pi / 2, abs=0.02)
 
 
+def test_position_moves_follow_the_acceleration_profile_and_stop_on_target():
+    """MOVE and HEAD/DHEAD ramp with SETA/SETRA, cruise at SETV/SETRV and decelerate onto
+    the target, as the firmware does (no proportional creep)."""
+    robot = make_robot(room=Room(20000, 20000))
+    robot.set_max(400)
+    robot.set_acceleration(200)  # mm/s², accel
+    robot.move(1000)
+    speeds = []
+    for _ in range(300):
+        robot.step(0.05)
+        speeds.append(robot.v)
+    assert speeds[19] == pytest.approx(200, abs=1)  # 1 s at 200 mm/s²
+    assert max(speeds) == pytest.approx(400)  # the SETV top
+    assert robot.v == 0 and robot.pose[0] == pytest.approx(1000, abs=2)
+    robot.set_max(45, rotational=True)
+    robot.head(45, relative=True)
+    turns = []
+    for _ in range(200):
+        robot.step(0.05)
+        turns.append(robot.w)
+    assert max(turns) == pytest.approx(math.radians(45))
+    assert robot.w == 0 and robot.pose[2] == pytest.approx(math.pi / 4, abs=math.radians(0.5))
+    robot.head(-90)  # absolute, the short way round
+    robot.step(6.0)
+    assert robot.w == 0 and robot.pose[2] == pytest.approx(-math.pi / 2, abs=math.radians(0.5))
+
+
 def test_wall_stops_the_robot_with_stall_and_front_bumpers():
     robot = make_robot('p2pb', room=Room(2000, 2000))
     robot.set_velocity(500)
@@ -156,3 +183,14 @@ def test_emulated_sip_reports_new_sonar_readings_only():
     sips = list(emulated_sips(emulator.robot, emulator, 0.4))
     discs = [d for sip in sips for d, _ in sip.sonar]
     assert discs == list(range(16))  # 4 new discs per cycle, in order
+
+
+@pytest.mark.parametrize('model', sorted(MODELS))
+def test_every_model_turns_to_a_heading(model):
+    robot = make_robot(model, room=Room(20000, 20000))
+    robot.head(90, relative=True)
+    robot.step(5.0)
+    assert robot.w == 0 and robot.pose[2] == pytest.approx(math.pi / 2, abs=math.radians(0.5))
+    robot.move(-300)
+    robot.step(5.0)
+    assert robot.v == 0 and robot.pose[1] == pytest.approx(-300, abs=2)
