@@ -22,6 +22,8 @@ from . import mp3, tts
 from . import protocol as p
 from .parameters import PARAMETERS
 from .rabbits import PROGRAM_ENDS, RabbitRegistry
+from .rule_actions import NodeRules
+from .rules import RulesError
 from .server import BridgeServer, RabbitsChanged, Recording, Settings
 from .server import RabbitEvent as EventRecord
 from .services import NabaztagServices
@@ -55,6 +57,14 @@ class NabaztagBridge(DriverNode):
         )
         self.settings = settings
         self.diagnostics.add_task('speech', partial(speech_status, self))
+        self.rules = NodeRules(self, self.rules_file)
+        try:
+            self.rules.reload()
+        except (RulesError, OSError, UnicodeDecodeError) as exc:
+            raise ParameterError(
+                f'nabaztag_bridge: rules_file {self.rules_file!r}: {exc}'
+            ) from None
+        self.diagnostics.add_task('rules', self.rules.status)
         self.create_timer(60.0, self.speaking.expire, callback_group=self.callback_group)
         self.begin()
 
@@ -87,6 +97,7 @@ class NabaztagBridge(DriverNode):
         v = declare_table(self, PARAMETERS)
         self.max_rabbit_statuses = v.diagnostics_max_rabbits
         self.rabbits_period = v.rabbits_period
+        self.rules_file = v.rules_file
         self.frame_id = self.frames.prefixed(v.frame_id)
         for name in ('path_prefix', 'locate_ping', 'locate_broad'):
             value = getattr(v, name)
@@ -214,6 +225,7 @@ class NabaztagBridge(DriverNode):
                 self.speaking.tell_waiter(record.serial, record.program_id, 'say_fetched')
             if record.kind in PROGRAM_ENDS and self.speaking.programs:
                 self.speaking.program_ended(record.serial, record.program_id, True)
+            self.rules.on_event(record)
         elif isinstance(record, Recording):
             self.recording_pub.publish(
                 convert.recording_msg(record, self.frame_id, self.clock_offset())
