@@ -31,6 +31,7 @@ TRIGGERS = (*EVENT_TRIGGERS, 'phrase', 'regex', 'time')
 ACTIONS = ('say', 'play', 'ears', 'nose', 'choreography', 'publish', 'call')
 RULE_KEYS = ('name', 'when', 'rabbit', 'cooldown', 'do')
 SAY_FIELDS = ('time', 'date', 'heard')
+SAMPLE_WORD = 'word'  # what a field stands for when a say is checked for loops
 
 
 class RulesError(ValueError):
@@ -186,7 +187,7 @@ def _words(text):
 
 def _check_say(text, trigger, argument, line):
     """The text's {fields} must be known; a say that its own heard trigger would hear again
-    loops."""
+    (its fields filled with a word) loops."""
     groups = argument.groups if trigger == 'regex' else 0
     names = set(SAY_FIELDS) | set(argument.groupindex if trigger == 'regex' else ())
     names |= {str(i) for i in range(groups + 1)} if trigger == 'regex' else set()
@@ -194,13 +195,15 @@ def _check_say(text, trigger, argument, line):
     try:
         for prefix, field, _spec, _conv in string.Formatter().parse(text):
             literal.append(prefix)
+            if field is not None:
+                literal.append(SAMPLE_WORD)  # a filled field is some word
             if field is not None and field.split('.')[0].split('[')[0] not in names:
                 raise RulesError(
                     line, f'say: unknown field {{{field}}} ({", ".join(sorted(names))})'
                 )
     except ValueError as exc:
         raise RulesError(line, f'say: {exc}') from None
-    spoken = ' '.join(literal)
+    spoken = ''.join(literal)
     if trigger in ('phrase', 'regex') and (
         '{heard}' in text
         or (trigger == 'phrase' and f' {argument} ' in f' {_words(spoken)} ')
@@ -333,7 +336,7 @@ class RuleEngine:
             by_kind.setdefault(rule.trigger, []).append(rule)
         self.rules = tuple(rules)
         self._events = {k: tuple(v) for k, v in by_kind.items() if k in EVENT_TRIGGERS}
-        self._heard = tuple(by_kind.get('phrase', ()) + by_kind.get('regex', ()))
+        self._heard = tuple(by_kind.get('phrase', []) + by_kind.get('regex', []))
         self._timed = tuple(by_kind.get('time', ()))
         self._last_fired = {}  # (rule name, serial) → monotonic time
         self._last_minute = self._minute()

@@ -81,7 +81,7 @@ def test_the_example_file_loads():
         (rule('click', '      - choreography: moonwalk\n'), 5, 'moonwalk'),
         (rule('click', '      - say: hi\n', '    cooldown: -1\n'), 4, 'cooldown'),
         (rule('click', '      - say: hi\n', '    shell: rm -rf /\n'), 4, 'unknown rule key'),
-        ('rules:\n  - name: r\n    when: [click\n', 3, 'not YAML'),
+        ('rules:\n  - name: r\n    when: click: click\n', 3, 'not YAML'),
     ],
 )
 def test_a_bad_file_is_refused_with_its_line(text, line, words):
