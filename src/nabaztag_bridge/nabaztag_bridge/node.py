@@ -35,7 +35,8 @@ RABBIT_LIST_MIN_GAP = 0.2  # s between rabbit lists sent because a rabbit regist
 
 
 class NabaztagBridge(DriverNode):
-    def __init__(self, **kwargs):
+    def __init__(self, rule_clock=time.time, **kwargs):
+        """rule_clock: the time of day of the time rules (a test moves it)."""
         super().__init__('nabaztag_bridge', hardware_id='Nabaztag/tag rabbits', **kwargs)
         settings, registry = self._declare_parameters()
         self.name_hardware(f'{settings.host}:{settings.port}')
@@ -57,7 +58,7 @@ class NabaztagBridge(DriverNode):
         )
         self.settings = settings
         self.diagnostics.add_task('speech', partial(speech_status, self))
-        self.rules = NodeRules(self, self.rules_file)
+        self.rules = NodeRules(self, self.rules_file, clock=rule_clock)
         try:
             self.rules.reload()
         except (RulesError, OSError, UnicodeDecodeError) as exc:

@@ -2,17 +2,23 @@
 that clicks, turns its ears and shows a tag over HTTP on loopback, this process watching the
 firings, the published intents and what the rabbit does."""
 
+import time
+
 import pytest
-from helpers import wait_for
+import rclpy
+from helpers import spin_until, wait_for
+from rclpy.parameter import Parameter
 from ros_observer import DriverProcesses
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from legacy_robot_common.driver_node import make_executor
 from legacy_robot_common.emulator import free_port
 from legacy_robot_interfaces.msg import RuleFired
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge import recording
 from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions
+from nabaztag_bridge.node import NabaztagBridge
 
 SERIAL = '0019db000001'
 TAG = 'd0021a0352b7e2f4'
@@ -114,3 +120,58 @@ def test_a_bad_reload_keeps_the_old_rules(bridge):
     assert answer.success, answer.message
     rabbit.double_click()
     assert ros.spin_until(lambda: [i.data for i in intents] == ['start', 'go'], 10)
+
+
+HEARD_AND_TIMED = """rules:
+  - name: nose on request
+    when: {phrase: nose please}
+    do:
+      - nose: 2
+  - name: morning ears
+    when: {time: "07:30"}
+    do:
+      - ears: [7, 9]
+"""
+
+
+@pytest.fixture
+def bridge_here(tmp_path):
+    """The bridge in this process (its clock in the test's hands, heard text handed to its
+    hook as the speech recogniser will), the emulated rabbit polling it over HTTP."""
+    rules_file = tmp_path / 'rules.yaml'
+    rules_file.write_text(HEARD_AND_TIMED)
+    port = free_port()
+    wall = [time.mktime((2026, 3, 1, 7, 29, 58, 0, 0, -1))]
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    parameters = {'host': '127.0.0.1', 'port': port, 'ping_interval': 1}
+    parameters['rules_file'] = str(rules_file)
+    node = NabaztagBridge(
+        rule_clock=lambda: wall[0],
+        context=context,
+        parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()],
+    )
+    executor = make_executor(context)
+    executor.add_node(node)
+    emulator = RabbitEmulator(
+        RabbitOptions(server=f'127.0.0.1:{port}/vl', boot=False, time_scale=0.2)
+    ).start()
+    rabbit = emulator.rabbits[0]
+    try:
+        assert spin_until(executor, lambda: rabbit.status()['state'] == 'idle', 20)
+        yield node, executor, rabbit, wall
+    finally:
+        emulator.stop()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def test_heard_text_and_the_time_fire_their_rules(bridge_here):
+    node, executor, rabbit, wall = bridge_here
+    node.rules.on_heard(SERIAL, 'Rabbit, nose please!')
+    assert spin_until(executor, lambda: rabbit.status()['nose_blinks'] == 2, 10)
+    assert rabbit.status()['ears'] != (7, 9)
+    wall[0] += 2  # 07:30:00: the next look at the clock fires the time rule
+    assert spin_until(executor, lambda: rabbit.status()['ears'] == (7, 9), 10), rabbit.status()
+    assert node.rules.counters.fired == 2
