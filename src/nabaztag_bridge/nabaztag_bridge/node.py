@@ -59,12 +59,6 @@ class NabaztagBridge(DriverNode):
         self.settings = settings
         self.diagnostics.add_task('speech', partial(speech_status, self))
         self.rules = NodeRules(self, self.rules_file, clock=rule_clock)
-        try:
-            self.rules.reload()
-        except (RulesError, OSError, UnicodeDecodeError) as exc:
-            raise ParameterError(
-                f'nabaztag_bridge: rules_file {self.rules_file!r}: {exc}'
-            ) from None
         self.diagnostics.add_task('rules', self.rules.status)
         self.create_timer(60.0, self.speaking.expire, callback_group=self.callback_group)
         self.begin()
@@ -76,6 +70,7 @@ class NabaztagBridge(DriverNode):
             super().start_links()
             if self.speech is not None:
                 self.speech.start()
+            self._load_rules()
         except OSError as exc:
             raise ParameterError(
                 f'nabaztag_bridge: cannot listen on {settings.host}:'
@@ -87,6 +82,15 @@ class NabaztagBridge(DriverNode):
             f'{settings.path_prefix}); locate answers ping '
             f'{self.bridge.locate_ping}, broad {self.bridge.locate_broad}'
         )
+
+    def _load_rules(self):
+        """The rules file, checked when the server listens (a bad file: exit 2)."""
+        try:
+            self.rules.reload()
+        except (RulesError, OSError, UnicodeDecodeError) as exc:
+            raise ParameterError(
+                f'nabaztag_bridge: rules_file {self.rules_file!r}: {exc}'
+            ) from None
 
     def stop_links(self):
         super().stop_links()

@@ -30,7 +30,8 @@ class RuleCounters:
 
 
 class NodeRules:
-    """node: the bridge. clock: time.time-like, for the time of day (tests inject one)."""
+    """node: the bridge. clock: time.time-like, for the time of day (tests inject one).
+    The rules are loaded when the bridge listens (configure): media URLs need its address."""
 
     def __init__(self, node, path, **clocks):
         self.node, self.path = node, path
@@ -79,6 +80,10 @@ class NodeRules:
                 destroy(entity)
 
     def _reload_service(self, request, response):
+        if not self.node.bridge.connected:
+            response.success = False
+            response.message = 'the bridge is not configured (lifecycle): it loads the rules then'
+            return response
         try:
             count = self.reload()
         except (rules.RulesError, OSError, UnicodeDecodeError) as exc:
@@ -140,7 +145,9 @@ class NodeRules:
         self.node.executor.create_task(say())
 
     def _do_play(self, action, firing):
-        commands = [('MU', action.value), ('MW', '')]
+        kind, text = action.value
+        url = self.node.bridge.media_url(text) if kind == 'media_file' else text
+        commands = [('MU', url), ('MW', '')]
         self.node.registry.queue_program(self._rabbits(firing), commands)
 
     def _do_ears(self, action, firing):

@@ -45,7 +45,7 @@ class RulesError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Action:
     kind: str
-    value: object  # say: text; play: (url, media_file); ears: (e0, e1); nose: blinks;
+    value: object  # say: text; play: ('url' or 'media_file', text); ears: (e0, e1); nose: blinks;
     # choreography: .chor bytes; publish: (topic, type, message); call: (service, type, request)
     line: int
 
@@ -232,11 +232,13 @@ def _action(node, trigger, argument, media_url, own_topics, resolve_topic):
             url = fields['url'].text('url')
             if not url.startswith(('http://', 'https://')):
                 raise RulesError(line, f'play url {url!r} is not http(s)')
-            return Action(kind, url, line)
+            return Action(kind, ('url', url), line)
+        name = fields['media_file'].text('media_file')
         try:
-            return Action(kind, media_url(fields['media_file'].text('media_file')), line)
+            media_url(name)  # checked now; resolved again when played (the port may change)
         except ValueError as exc:
             raise RulesError(line, f'play: {exc}') from None
+        return Action(kind, ('media_file', name), line)
     if kind == 'ears':
         ears = arg.value()
         if not isinstance(ears, list) or len(ears) != 2:

@@ -73,7 +73,7 @@ def bridge(tmp_path):
 def test_each_event_rule_fires_and_acts(bridge):
     rabbit, ros, _ = bridge
     fired = ros.listen(RuleFired, 'rules_fired')
-    intents = ros.listen(String, '/intents')
+    intents = absolute(ros, String, '/intents')
     moved = ros.listen(String, 'moved')
     assert ros.spin_until(lambda: ros.node.count_publishers('/intents') == 1, 10)
 
@@ -92,6 +92,8 @@ def test_each_event_rule_fires_and_acts(bridge):
     # the rabbit fetched the choreography over HTTP and played it
     assert wait_for(lambda: played(rabbit, '/chorlibrary/'), 10), list(rabbit.played)
 
+    # hands turn the ears of a rabbit that is not playing
+    assert wait_for(lambda: rabbit.status()['playing'] is None, 10), rabbit.status()
     rabbit.move_ears(3, 4)
     assert ros.spin_until(lambda: [m.data for m in moved] == ['ears'], 10), names()
     assert wait_for(lambda: tuple(rabbit.status()['ears']) == (16, 16), 10), rabbit.status()
@@ -101,13 +103,20 @@ def test_each_event_rule_fires_and_acts(bridge):
     assert wait_for(lambda: played(rabbit, '/local/tone.wav'), 10), list(rabbit.played)
 
 
+def absolute(ros, msg_type, topic):
+    """Messages on a topic outside the bridge's namespace."""
+    messages = []
+    ros.node.create_subscription(msg_type, topic, messages.append, 10)
+    return messages
+
+
 def played(rabbit, part):
     return any(part in url for _, url, _ in list(rabbit.played))
 
 
 def test_a_bad_reload_keeps_the_old_rules(bridge):
     rabbit, ros, rules_file = bridge
-    intents = ros.listen(String, '/intents')
+    intents = absolute(ros, String, '/intents')
     rules_file.write_text('rules:\n  - name: x\n    when: {sneeze: 1}\n    do:\n      - say: a\n')
     answer = ros.call(Trigger, 'reload_rules', Trigger.Request())
     assert not answer.success and 'line 3' in answer.message and 'sneeze' in answer.message
