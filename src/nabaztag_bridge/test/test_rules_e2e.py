@@ -16,11 +16,12 @@ from legacy_robot_common.driver_node import make_executor
 from legacy_robot_common.emulator import free_port
 from legacy_robot_interfaces.msg import RuleFired
 from nabaztag_bridge import protocol as p
-from nabaztag_bridge import recording
+from nabaztag_bridge import recording, tts
 from nabaztag_bridge.emulator import RabbitEmulator, RabbitOptions
 from nabaztag_bridge.node import NabaztagBridge
 
 SERIAL = '0019db000001'
+CATALOGUE = tts.VoiceCatalogue()
 TAG = 'd0021a0352b7e2f4'
 RULES = f"""rules:
   - name: dance on the tag
@@ -132,6 +133,10 @@ def test_a_bad_reload_keeps_the_old_rules(bridge):
 
 
 HEARD_AND_TIMED = """rules:
+  - name: tell the time
+    when: {phrase: what time is it}
+    do:
+      - say: It is {time}.
   - name: nose on request
     when: {phrase: nose please}
     do:
@@ -154,6 +159,8 @@ def bridge_here(tmp_path):
     context = rclpy.Context()
     rclpy.init(context=context)
     parameters = {'host': '127.0.0.1', 'port': port, 'ping_interval': 1}
+    parameters['tts_engine'] = 'espeak'
+    parameters['tts_cache_dir'] = str(tmp_path / 'tts')
     parameters['rules_file'] = str(rules_file)
     node = NabaztagBridge(
         rule_clock=lambda: wall[0],
@@ -184,3 +191,11 @@ def test_heard_text_and_the_time_fire_their_rules(bridge_here):
     wall[0] += 2  # 07:30:00: the next look at the clock fires the time rule
     assert spin_until(executor, lambda: rabbit.status()['ears'] == (7, 9), 10), rabbit.status()
     assert node.rules.counters.fired == 2
+
+
+@pytest.mark.skipif(not CATALOGUE.espeak_installed, reason='espeakng-loader not installed')
+def test_what_time_is_it_is_answered_with_the_time(bridge_here):
+    node, executor, rabbit, wall = bridge_here
+    node.rules.on_heard(SERIAL, 'What time is it?')
+    assert spin_until(executor, lambda: played(rabbit, '/tts/'), 60), list(rabbit.played)
+    assert node.rules.counters.failed_actions == 0, node.rules.counters.last_error
