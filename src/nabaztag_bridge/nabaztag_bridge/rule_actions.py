@@ -8,6 +8,8 @@ on_heard, the time through a timer. A service call is sent and never waited for.
 import dataclasses
 import pathlib
 
+from rclpy.exceptions import NameValidationException
+from rclpy.validate_topic_name import validate_topic_name
 from std_srvs.srv import Trigger
 
 from legacy_robot_common.diagnostics import OK, WARN
@@ -53,7 +55,7 @@ class NodeRules:
             return 0
         text = pathlib.Path(self.path).read_text(encoding='utf-8')
         own = {self.node.resolve_topic_name(t) for t in LISTENED_TOPICS}
-        loaded = rules.load(text, self.node.bridge.media_url, own, self.node.resolve_topic_name)
+        loaded = rules.load(text, self.node.bridge.media_url, own, self._resolve_name)
         publishers, clients = {}, {}
         for rule in loaded:
             for action in rule.actions:
@@ -72,6 +74,16 @@ class NodeRules:
         self._publishers, self._clients = publishers, clients
         self.engine.load(loaded)
         return len(loaded)
+
+    def _resolve_name(self, name, service=False):
+        """The full name of a topic or service, ValueError for a name ROS refuses."""
+        try:
+            validate_topic_name(name, is_service=service)  # resolving a bad name is an RCLError
+            if service:
+                return self.node.resolve_service_name(name)
+            return self.node.resolve_topic_name(name)
+        except NameValidationException as exc:
+            raise ValueError(str(exc).splitlines()[0].rstrip(':')) from None
 
     @staticmethod
     def _retire(old, new, destroy):

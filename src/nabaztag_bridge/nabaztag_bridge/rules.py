@@ -160,7 +160,10 @@ def _trigger(node):
     if kind in ('click', 'double_click', 'ears_moved'):
         return kind, None
     if kind == 'rfid':
-        return kind, p.normalize_rfid(argument.text('rfid')) if argument else ''
+        try:
+            return kind, p.normalize_rfid(argument.text('rfid')) if argument else ''
+        except ValueError as exc:
+            raise RulesError(argument.line, str(exc)) from None
     if argument is None:
         raise RulesError(node.line, f'trigger {kind} needs a value')
     text = argument.text(kind)
@@ -212,7 +215,7 @@ def _check_say(text, trigger, argument, line):
         raise RulesError(line, 'say: the rabbit would hear its own trigger again (a loop)')
 
 
-def _action(node, trigger, argument, media_url, own_topics, resolve_topic):
+def _action(node, trigger, argument, media_url, own_topics, resolve_name):
     items = node.mapping('each action')
     if len(items) != 1:
         raise RulesError(node.line, f'an action has one kind ({", ".join(ACTIONS)})')
@@ -272,15 +275,32 @@ def _action(node, trigger, argument, media_url, own_topics, resolve_topic):
     message = fill_message(
         interface() if kind == 'publish' else interface.Request(), values or {}, line
     )
-    if kind == 'publish' and resolve_topic(name) in own_topics:
+    try:
+        resolved = resolve_name(name, kind == 'call')
+    except ValueError as exc:
+        raise RulesError(fields[target].line, f'{target} {name!r}: {exc}') from None
+    if kind == 'publish' and resolved in own_topics:
         raise RulesError(line, f'publish on {name!r}: the rules listen to it (a loop)')
     return Action(kind, (name, interface, message), line)
 
 
-def load(text, media_url, own_topics=(), resolve_topic=str):
+def _as_given(name, service=False):
+    return name
+
+
+def load(text, media_url, own_topics=(), resolve_name=_as_given):
     """The rules of a YAML text → [Rule]; RulesError (with the line) for the first problem.
     media_url(name) → URL or ValueError (a file outside media_root); own_topics: resolved
-    names the rules listen to (a publish there would loop)."""
+    names the rules listen to (a publish there would loop); resolve_name(name, service) →
+    the full name, or ValueError for a name ROS refuses."""
+    try:
+        return _load(text, media_url, own_topics, resolve_name)
+    except yaml.YAMLError as exc:  # a value PyYAML cannot construct (a bad tag, ...)
+        mark = getattr(exc, 'problem_mark', None)
+        raise RulesError(mark.line + 1 if mark else 1, f'not YAML: {exc}') from None
+
+
+def _load(text, media_url, own_topics, resolve_name):
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
@@ -312,7 +332,7 @@ def load(text, media_url, own_topics=(), resolve_topic=str):
         if not isinstance(cooldown, int | float) or isinstance(cooldown, bool) or cooldown < 0:
             raise RulesError(fields['cooldown'].line, 'cooldown is seconds, 0 or more')
         actions = tuple(
-            _action(a, trigger, argument, media_url, set(own_topics), resolve_topic)
+            _action(a, trigger, argument, media_url, set(own_topics), resolve_name)
             for a in fields['do'].sequence('do')
         )
         if not actions:

@@ -39,6 +39,13 @@ def test_the_example_file_loads():
     assert loaded[2].actions[0].value[2].data == 'start'
 
 
+def refuse_spaces(name, service=False):
+    """What the node's resolver does with a name ROS refuses."""
+    if ' ' in name:
+        raise ValueError('a name has no spaces')
+    return name
+
+
 @pytest.mark.parametrize(
     'text, line, words',
     [
@@ -82,10 +89,17 @@ def test_the_example_file_loads():
         (rule('click', '      - say: hi\n', '    cooldown: -1\n'), 4, 'cooldown'),
         (rule('click', '      - say: hi\n', '    shell: rm -rf /\n'), 4, 'unknown rule key'),
         ('rules:\n  - name: r\n    when: click: click\n', 3, 'not YAML'),
+        (rule('{rfid: 12zz}', '      - say: hi\n'), 3, 'RFID'),
+        (
+            rule('click', '      - publish: {topic: a b, type: std_msgs/msg/String}\n'),
+            5,
+            'topic',
+        ),
+        (rule('click', '      - say: !!python/name:os.system hi\n'), 5, 'not YAML'),
     ],
 )
 def test_a_bad_file_is_refused_with_its_line(text, line, words):
-    error = refusal(text, own_topics={'/events'}, resolve_topic=lambda t: t)
+    error = refusal(text, own_topics={'/events'}, resolve_name=refuse_spaces)
     assert error.line == line, error
     assert words in str(error)
     assert str(error).startswith(f'line {line}:')

@@ -121,6 +121,9 @@ def test_a_bad_reload_keeps_the_old_rules(bridge):
     rules_file.write_text('rules:\n  - name: x\n    when: {sneeze: 1}\n    do:\n      - say: a\n')
     answer = ros.call(Trigger, 'reload_rules', Trigger.Request())
     assert not answer.success and 'line 3' in answer.message and 'sneeze' in answer.message
+    rules_file.write_text(RULES.replace('topic: moved', 'topic: "no spaces"'))
+    answer = ros.call(Trigger, 'reload_rules', Trigger.Request())
+    assert not answer.success and 'line 14' in answer.message, answer.message
     assert ros.spin_until(lambda: ros.node.count_publishers('/intents') == 1, 10)
     rabbit.double_click()
     assert ros.spin_until(lambda: [i.data for i in intents] == ['start'], 10)
