@@ -10,7 +10,7 @@ from helpers import spin_until, wait_for
 from rclpy.parameter import Parameter
 from ros_observer import DriverProcesses
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 
 from legacy_robot_common.driver_node import make_executor
 from legacy_robot_common.emulator import free_port
@@ -41,6 +41,7 @@ RULES = f"""rules:
     when: click
     do:
       - play: {{media_file: tone.wav}}
+      - call: {{service: /rules_test/arm, type: std_srvs/srv/SetBool, request: {{data: true}}}}
 """
 
 
@@ -99,8 +100,19 @@ def test_each_event_rule_fires_and_acts(bridge):
     assert ros.spin_until(lambda: [m.data for m in moved] == ['ears'], 10), names()
     assert wait_for(lambda: tuple(rabbit.status()['ears']) == (16, 16), 10), rabbit.status()
 
-    rabbit.click()
-    assert ros.spin_until(lambda: 'click plays' in names(), 10), names()
+    calls = []
+
+    def arm(request, response):
+        calls.append(request.data)
+        response.success = True
+        return response
+
+    ros.node.create_service(SetBool, '/rules_test/arm', arm)
+    for _ in range(5):  # until the bridge has discovered the new service (else: counted)
+        rabbit.click()
+        if ros.spin_until(lambda: calls, 3):
+            break
+    assert calls and all(calls), names()
     assert wait_for(lambda: played(rabbit, '/local/tone.wav'), 10), list(rabbit.played)
 
 
