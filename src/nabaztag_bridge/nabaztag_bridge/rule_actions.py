@@ -184,7 +184,9 @@ class NodeRules:
         if not client.service_is_ready():
             raise ValueError(f'service {name} is not available')
         future = client.call_async(request)
-        future.add_done_callback(lambda f: f.exception() and self._failed(firing, action, f))
+        future.add_done_callback(
+            lambda done: done.exception() and self._failed(firing, action, done.exception())
+        )
 
     # ---- diagnostics ------------------------------------------------------------------
     def status(self):
