@@ -15,7 +15,7 @@ from functools import partial
 from legacy_robot_common.driver_node import LATCHED, DriverNode, run_node
 from legacy_robot_common.errors import MalformedFrame
 from legacy_robot_common.params import ParameterError, declare_table
-from legacy_robot_interfaces.msg import RabbitEvent, RabbitList, RabbitRecording
+from legacy_robot_interfaces.msg import RabbitEvent, RabbitHeard, RabbitList, RabbitRecording
 
 from . import conversions as convert
 from . import mp3, tts
@@ -23,6 +23,8 @@ from . import protocol as p
 from .hearing import Hearing
 from .parameters import PARAMETERS
 from .rabbits import PROGRAM_ENDS, RabbitRegistry
+from .rule_actions import NodeRules
+from .rules import RulesError
 from .server import BridgeServer, RabbitsChanged, Recording, Settings
 from .server import RabbitEvent as EventRecord
 from .services import NabaztagServices
@@ -34,7 +36,8 @@ RABBIT_LIST_MIN_GAP = 0.2  # s between rabbit lists sent because a rabbit regist
 
 
 class NabaztagBridge(DriverNode):
-    def __init__(self, **kwargs):
+    def __init__(self, rule_clock=time.time, **kwargs):
+        """rule_clock: the time of day of the time rules (a test moves it)."""
         super().__init__('nabaztag_bridge', hardware_id='Nabaztag/tag rabbits', **kwargs)
         settings, registry = self._declare_parameters()
         self.name_hardware(f'{settings.host}:{settings.port}')
@@ -57,6 +60,8 @@ class NabaztagBridge(DriverNode):
         self.settings = settings
         self.diagnostics.add_task('speech', partial(speech_status, self))
         self.diagnostics.add_task('speech to text', self.hearing.status)
+        self.rules = NodeRules(self, self.rules_file, clock=rule_clock)
+        self.diagnostics.add_task('rules', self.rules.status)
         self.create_timer(60.0, self.speaking.expire, callback_group=self.callback_group)
         self.begin()
 
@@ -68,6 +73,7 @@ class NabaztagBridge(DriverNode):
             if self.speech is not None:
                 self.speech.start()
             self.hearing.start()
+            self._load_rules()
         except OSError as exc:
             raise ParameterError(
                 f'nabaztag_bridge: cannot listen on {settings.host}:'
@@ -79,6 +85,15 @@ class NabaztagBridge(DriverNode):
             f'{settings.path_prefix}); locate answers ping '
             f'{self.bridge.locate_ping}, broad {self.bridge.locate_broad}'
         )
+
+    def _load_rules(self):
+        """The rules file, checked when the server listens (a bad file: exit 2)."""
+        try:
+            self.rules.reload()
+        except (RulesError, OSError, UnicodeDecodeError) as exc:
+            raise ParameterError(
+                f'nabaztag_bridge: rules_file {self.rules_file!r}: {exc}'
+            ) from None
 
     def stop_links(self):
         super().stop_links()
@@ -92,6 +107,7 @@ class NabaztagBridge(DriverNode):
         v = declare_table(self, PARAMETERS)
         self.max_rabbit_statuses = v.diagnostics_max_rabbits
         self.rabbits_period = v.rabbits_period
+        self.rules_file = v.rules_file
         self.frame_id = self.frames.prefixed(v.frame_id)
         for name in ('path_prefix', 'locate_ping', 'locate_broad'):
             value = getattr(v, name)
@@ -220,11 +236,14 @@ class NabaztagBridge(DriverNode):
                 self.speaking.tell_waiter(record.serial, record.program_id, 'say_fetched')
             if record.kind in PROGRAM_ENDS and self.speaking.programs:
                 self.speaking.program_ended(record.serial, record.program_id, True)
+            self.rules.on_event(record)
         elif isinstance(record, Recording):
             self.recording_pub.publish(
                 convert.recording_msg(record, self.frame_id, self.clock_offset())
             )
             self.hearing.hear(record)
+        elif isinstance(record, RabbitHeard):
+            self.rules.on_heard(record.serial, record.text)
         elif isinstance(record, RabbitsChanged):
             # a new rabbit is listed at once, unless a list just went out: then the timer's
             # next list has it (thousands of rabbits registering must not mean thousands of
@@ -234,7 +253,9 @@ class NabaztagBridge(DriverNode):
 
     def on_heard(self, msg):
         """Called with each RabbitHeard just after it is published on `heard` (from the
-        recogniser's thread): the one hook for what reacts to the rabbit's words."""
+        recogniser's thread): the words go to the rules in the executor, as events do."""
+        if msg.text:
+            self._enqueue(msg)
 
     def _publish_rabbits(self):
         self._rabbits_published = time.monotonic()

@@ -45,6 +45,11 @@ PARAMETERS = (
         'folder served under /local/ and /broadcast/ ("" = none)',
     ),
     read_only(
+        'rules_file',
+        '',
+        'YAML rules: trigger -> actions ("" = none; reload with the reload_rules service)',
+    ),
+    read_only(
         'diagnostics_max_rabbits',
         100,
         'rabbits with a diagnostics status of their own (the most recently seen)',

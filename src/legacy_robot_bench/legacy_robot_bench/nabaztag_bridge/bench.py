@@ -41,7 +41,7 @@ from legacy_robot_bench.common.bench import (
     wait_ready,
 )
 from legacy_robot_common.emulator import SendLog, free_port
-from legacy_robot_interfaces.msg import RabbitEvent
+from legacy_robot_interfaces.msg import RabbitEvent, RuleFired
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge.emulator import RabbitOptions, ping_url, rabbit_request
 from nabaztag_bridge.rabbits import RabbitRegistry
@@ -50,6 +50,7 @@ from . import loadgen
 
 NAMESPACE = '/bench'
 EVENTS = f'{NAMESPACE}/events'
+RULES_FIRED = f'{NAMESPACE}/rules_fired'
 REAL_REQUEST_RATE = 1.0  # per s: one rabbit at the shortest ping interval
 CLICK = p.SD_VALUES['click']
 SENDERS = 4
@@ -164,13 +165,15 @@ def closed_loop(requests, drain):
 
 
 @contextlib.contextmanager
-def bridge_and_listener(namespace, topics, name):
-    """The bridge as its own process on a free port (rabbits ping every second) and a Listener
-    on topics {full name: class} in this process; yields (port, bridge, listener), and stops
-    both on leaving."""
+def bridge_and_listener(namespace, topics, name, parameters=None):
+    """The bridge as its own process on a free port (rabbits ping every second; more
+    parameters for it) and a Listener on topics {full name: class} in this process; yields
+    (port, bridge, listener), and stops both on leaving."""
     port = free_port()
     bridge = start_driver(
-        'nabaztag_bridge.node', namespace, {'host': '127.0.0.1', 'port': port, 'ping_interval': 1}
+        'nabaztag_bridge.node',
+        namespace,
+        {'host': '127.0.0.1', 'port': port, 'ping_interval': 1, **(parameters or {})},
     )
     listener = None
     try:
@@ -183,13 +186,11 @@ def bridge_and_listener(namespace, topics, name):
 
 
 @contextlib.contextmanager
-def _clicking():
-    """The bridge publishing events; yields (click URL of rabbit n, listener)."""
-    with bridge_and_listener(NAMESPACE, {EVENTS: RabbitEvent}, 'nabaztag_bench_listener') as (
-        port,
-        bridge,
-        listener,
-    ):
+def _clicking(topic=EVENTS, msg_type=RabbitEvent, parameters=None):
+    """The bridge publishing events (or topic); yields (click URL of rabbit n, listener)."""
+    with bridge_and_listener(
+        NAMESPACE, {topic: msg_type}, 'nabaztag_bench_listener', parameters
+    ) as (port, bridge, listener):
 
         def click(n):
             return ping_url(
@@ -202,7 +203,7 @@ def _clicking():
 
         wait_ready(
             bridge,
-            lambda: _answers(click(0)) and listener.counts[EVENTS],
+            lambda: _answers(click(0)) and listener.counts[topic],
             'the bridge did not answer or publish',
         )
         yield click, listener
@@ -236,9 +237,10 @@ def unthrottled_event_rate(seconds):
                 sender.join(5)
 
 
-def click_latency(seconds, interval=0.1):
-    """A clicking ping every interval s; wire -> subscriber latency of its event."""
-    with _clicking() as (click, listener):
+def click_latency(seconds, interval=0.1, topic=EVENTS, msg_type=RabbitEvent, parameters=None):
+    """A clicking ping every interval s; wire -> subscriber latency of its event (or of what
+    topic publishes for it)."""
+    with _clicking(topic, msg_type, parameters) as (click, listener):
         sent, url = SendLog(), click(0)
         listener.forget_receipts()
         deadline = time.monotonic() + seconds
@@ -247,7 +249,27 @@ def click_latency(seconds, interval=0.1):
             rabbit_request(url)
             time.sleep(interval)
         time.sleep(0.5)  # the last events arrive
-        return listener.wire_latency(EVENTS, sent)
+        return listener.wire_latency(topic, sent)
+
+
+CLICK_RULE = """rules:
+  - name: bench click
+    when: click
+    do:
+      - nose: 1
+"""
+RULE_LATENCY_TARGET = 50.0  # ms: issue 55, a rule fires at most 50 ms after its trigger
+
+
+def rule_latency(seconds, folder):
+    """A clicking ping every 0.1 s and a rule on clicks: wire -> subscriber latency of its
+    rules_fired message (the firing and its publication included)."""
+    rules_file = pathlib.Path(folder) / 'nabaztag_bench_rules.yaml'
+    rules_file.parent.mkdir(parents=True, exist_ok=True)
+    rules_file.write_text(CLICK_RULE)
+    return click_latency(
+        seconds, topic=RULES_FIRED, msg_type=RuleFired, parameters={'rules_file': str(rules_file)}
+    )
 
 
 def main(argv=None):
@@ -301,6 +323,7 @@ def main(argv=None):
         )
         events = unthrottled_event_rate(args.seconds)
         wire = click_latency(args.seconds)
+        fired = rule_latency(args.seconds, args.output)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         print(f'error: {exc}', file=sys.stderr)
         return 1
@@ -311,6 +334,15 @@ def main(argv=None):
             f'{replies:,.0f} /s',
             ('>=', 10_000),
         )
+    ]
+    rows += [
+        (
+            f'rule fired: clicking ping -> rules_fired p{q} (ms)',
+            fired[f'p{q}_ms'],
+            f'{fired[f"p{q}_ms"]:.2f} ms',
+            ('<=', RULE_LATENCY_TARGET) if q == 99 else None,
+        )
+        for q in (50, 99)
     ]
     for (rabbits, interval, p99_target), result in opened:
         fleet = f'open loop, {rabbits:,} rabbits pinging every {interval} s'

@@ -1,0 +1,192 @@
+"""Rules files: loading (line-numbered refusals) and matching (no ROS graph)."""
+
+import pathlib
+import time
+
+import pytest
+
+from nabaztag_bridge import rules
+
+SERIAL = '0013d3849e1a'
+TAG = 'd0021a0352b7e2f4'
+EXAMPLE = pathlib.Path(__file__).resolve().parents[3] / 'config' / 'nabaztag_rules.yaml'
+
+
+def media_url(name):
+    """The server's answer for a media root holding only jingle.mp3."""
+    if name != 'jingle.mp3':
+        raise ValueError(f'{name!r} is not a file under the media root')
+    return f'http://127.0.0.1:1/local/{name}'
+
+
+def load(text, **kwargs):
+    return rules.load(text, media_url, **kwargs)
+
+
+def refusal(text, **kwargs):
+    with pytest.raises(rules.RulesError) as info:
+        load(text, **kwargs)
+    return info.value
+
+
+def rule(when, do, extra=''):
+    return f'rules:\n  - name: r\n    when: {when}\n{extra}    do:\n{do}'
+
+
+def test_the_example_file_loads():
+    loaded = load(EXAMPLE.read_text())
+    assert [r.trigger for r in loaded] == ['phrase', 'rfid', 'double_click']
+    assert loaded[2].actions[0].value[2].data == 'start'
+
+
+def refuse_spaces(name, service=False):
+    """What the node's resolver does with a name ROS refuses."""
+    if ' ' in name:
+        raise ValueError('a name has no spaces')
+    return name
+
+
+@pytest.mark.parametrize(
+    'text, line, words',
+    [
+        (rule('{sneeze: 1}', '      - say: hi\n'), 3, 'unknown trigger'),
+        (rule('click', '      - dance: 1\n'), 5, 'unknown action'),
+        (rule('{regex: "(unclosed"}', '      - say: hi\n'), 3, 'bad regular expression'),
+        (
+            rule(
+                'click',
+                '      - publish: {topic: /x, type: nosuch_msgs/msg/Thing, fields: {}}\n',
+            ),
+            5,
+            'does not import',
+        ),
+        (
+            rule(
+                'click',
+                '      - publish: {topic: /x, type: std_msgs/msg/String, fields: {dta: a}}\n',
+            ),
+            5,
+            'no field',
+        ),
+        (
+            rule('{phrase: what time is it}', '      - say: "what time is it, you ask"\n'),
+            5,
+            'loop',
+        ),
+        (rule('{regex: "hello (\\\\w+)"}', '      - say: "hello {1}"\n'), 5, 'loop'),
+        (rule('{phrase: hi}', '      - say: "{heard}"\n'), 5, 'loop'),
+        (
+            rule('click', '      - publish: {topic: /events, type: std_msgs/msg/String}\n'),
+            5,
+            'loop',
+        ),
+        (rule('click', '      - play: {media_file: ../../etc/passwd}\n'), 5, 'media root'),
+        (rule('click', '      - play: {url: "file:///etc/passwd"}\n'), 5, 'http'),
+        (rule('click', '      - say: "{uptime}"\n'), 5, 'unknown field'),
+        (rule('{time: "25:00"}', '      - say: hi\n'), 3, 'HH:MM'),
+        (rule('click', '      - ears: [3, 40]\n'), 5, 'ears'),
+        (rule('click', '      - choreography: moonwalk\n'), 5, 'moonwalk'),
+        (rule('click', '      - say: hi\n', '    cooldown: -1\n'), 4, 'cooldown'),
+        (rule('click', '      - say: hi\n', '    shell: rm -rf /\n'), 4, 'unknown rule key'),
+        ('rules:\n  - name: r\n    when: click: click\n', 3, 'not YAML'),
+        (rule('{rfid: 12zz}', '      - say: hi\n'), 3, 'RFID'),
+        (
+            rule('click', '      - publish: {topic: a b, type: std_msgs/msg/String}\n'),
+            5,
+            'topic',
+        ),
+        (rule('click', '      - say: !!python/name:os.system hi\n'), 5, 'not YAML'),
+    ],
+)
+def test_a_bad_file_is_refused_with_its_line(text, line, words):
+    error = refusal(text, own_topics={'/events'}, resolve_name=refuse_spaces)
+    assert error.line == line, error
+    assert words in str(error)
+    assert str(error).startswith(f'line {line}:')
+
+
+def test_a_service_type_is_imported_and_its_request_filled():
+    (loaded,) = load(
+        rule(
+            'click',
+            '      - call: {service: /arm, type: std_srvs/srv/SetBool, request: {data: true}}\n',
+        )
+    )
+    name, cls, request = loaded.actions[0].value
+    assert (name, cls.__name__, request.data) == ('/arm', 'SetBool', True)
+
+
+class Recorder:
+    def __init__(self, now=0.0):
+        self.firings, self.now, self.wall = [], now, time.mktime((2026, 3, 1, 7, 29, 0, 0, 0, -1))
+
+    def engine(self, text):
+        engine = rules.RuleEngine(
+            self.firings.append, clock=lambda: self.wall, monotonic=lambda: self.now
+        )
+        engine.load(load(text))
+        return engine
+
+
+def test_a_tag_fires_its_rule_only_for_that_tag():
+    recorder = Recorder()
+    engine = recorder.engine(rule(f'{{rfid: {TAG}}}', '      - choreography: nod\n'))
+    assert engine.listens('rfid') and not engine.listens('click')
+    engine.on_event(SERIAL, 'rfid', 'd0021a0352b7e2f5')
+    assert recorder.firings == []
+    engine.on_event(SERIAL, 'rfid', TAG)
+    assert [(f.rule.name, f.serial, f.detail) for f in recorder.firings] == [('r', SERIAL, TAG)]
+
+
+def test_the_cooldown_holds_a_rule_back_per_rabbit():
+    recorder = Recorder()
+    engine = recorder.engine(rule('click', '      - nose: 1\n', '    cooldown: 5\n'))
+    engine.on_event(SERIAL, 'click')
+    engine.on_event(SERIAL, 'click')
+    engine.on_event('0013d3849e1b', 'click')
+    recorder.now = 5.0
+    engine.on_event(SERIAL, 'click')
+    assert [f.serial for f in recorder.firings] == [SERIAL, '0013d3849e1b', SERIAL]
+
+
+def test_a_rule_for_one_rabbit_ignores_the_others():
+    recorder = Recorder()
+    engine = recorder.engine(rule('ears_moved', '      - nose: 0\n', f'    rabbit: "{SERIAL}"\n'))
+    engine.on_event('0013d3849e1b', 'ears_moved')
+    engine.on_event(SERIAL, 'ears_moved')
+    assert [f.serial for f in recorder.firings] == [SERIAL]
+
+
+def test_a_phrase_is_heard_whatever_the_case_and_punctuation():
+    recorder = Recorder()
+    engine = recorder.engine(rule('{phrase: what time is it}', '      - say: "It is {time}"\n'))
+    engine.on_heard(SERIAL, 'What timed is it')
+    engine.on_heard(SERIAL, 'Hey rabbit, WHAT time is it?')
+    (firing,) = recorder.firings
+    assert rules.say_text(firing.rule.actions[0], firing) == 'It is 07:29'
+
+
+def test_regex_groups_fill_the_say_text():
+    recorder = Recorder()
+    engine = recorder.engine(
+        rule(
+            r'{regex: "my name is (?P<name>\\w+)"}',
+            '      - say: "Hello {name}, {1}. Today is {date}"\n',
+        )
+    )
+    engine.on_heard(SERIAL, 'my name is Ada')
+    (firing,) = recorder.firings
+    assert rules.say_text(firing.rule.actions[0], firing) == (
+        'Hello Ada, Ada. Today is Sunday 01 March 2026'
+    )
+
+
+def test_a_time_rule_fires_once_when_its_minute_begins():
+    recorder = Recorder()
+    engine = recorder.engine(rule('{time: "7:30"}', '      - ears: [0, 0]\n'))
+    engine.tick()
+    assert recorder.firings == []
+    recorder.wall += 60
+    engine.tick()
+    engine.tick()
+    assert [(f.detail, f.serial) for f in recorder.firings] == [('07:30', '')]
