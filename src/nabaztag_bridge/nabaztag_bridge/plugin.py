@@ -6,7 +6,10 @@ shown a tag and records. The demo answers a click with a choreography and a tag
 with a sound from the media root; the echo plugin plays the recording back. The
 rabbit is also asked the time by voice (the question spoken by the neural voice, uploaded
 as the rabbit records) and what the bridge heard goes on `heard` and into summary.txt. The
-event log, the question and the recording (WAV) go to demo-output/nabaztag/.
+bridge runs the demo's rules (DEMO_RULES): the heard question is answered with the time, the
+scenario's tag starts a choreography, a double click publishes on /intents; the rules that
+fired go into summary.txt too. The event log, the question and the recording (WAV) go to
+demo-output/nabaztag/.
 """
 
 import pathlib
@@ -29,6 +32,7 @@ from legacy_robot_interfaces.msg import (
     RabbitHeard,
     RabbitList,
     RabbitRecording,
+    RuleFired,
 )
 from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSay, RabbitSound
 
@@ -68,6 +72,24 @@ DEMO_SPEECH = 'Hello! I am a Nabaztag rabbit, and I speak through ROS 2.'
 DEMO_SPEECH_AT = 3.0  # s into the demo
 DEMO_QUESTION = 'What time is it?'
 DEMO_QUESTION_AT = 5.0  # s after the emulator starts: the rabbit records the spoken question
+DEMO_TAG = 'd0021a0352d64cec'  # the one the emulator's scenario shows
+# the shipped example (config/nabaztag_rules.yaml) with the scenario's tag
+DEMO_RULES = f"""rules:
+  - name: tell the time
+    when: {{phrase: what time is it}}
+    cooldown: 5
+    do:
+      - say: It is {{time}}.
+  - name: the dancing tag
+    when: {{rfid: {DEMO_TAG}}}
+    cooldown: 2
+    do:
+      - choreography: wiggle
+  - name: double click starts
+    when: double_click
+    do:
+      - publish: {{topic: /intents, type: std_msgs/msg/String, fields: {{data: start}}}}
+"""
 # one second of silence as MPEG-1 Layer III (the rabbit's format): 38 frames of 128 kbit/s at
 # 44.1 kHz, each a 4-byte header and 413 zero bytes (no side information: silence)
 SILENT_MP3 = (b'\xff\xfb\x90\x00' + bytes(413)) * 38
@@ -93,6 +115,11 @@ def describe_heard(msg):
     return f'heard nothing in {msg.duration:.1f} s from {msg.serial}: {msg.reason}'
 
 
+def describe_firing(msg):
+    detail = f' {msg.detail!r}' if msg.detail else ''
+    return f'rule {msg.rule!r} fired on {msg.trigger}{detail}'
+
+
 class DemoEmulator:
     """One rabbit with a scenario, calling a bridge on a free loopback port; the bridge gets
     the stand-in bytecode and a media root with one sound."""
@@ -104,6 +131,7 @@ class DemoEmulator:
         (folder / 'media').mkdir()
         (folder / 'media' / DEMO_SOUND).write_bytes(recording.encode_wav(recording.tone(1.0)))
         (folder / 'media' / 'hello.mp3').write_bytes(SILENT_MP3)  # the README's example
+        (folder / 'rules.yaml').write_text(DEMO_RULES)
         port = free_port()
         self.parameters = {
             'host': '127.0.0.1',
@@ -112,6 +140,7 @@ class DemoEmulator:
             'plugin': 'echo',
             'bytecode_file': str(folder / 'bytecode.bin'),
             'media_root': str(folder / 'media'),
+            'rules_file': str(folder / 'rules.yaml'),
         }
         self.emulator = RabbitEmulator(
             RabbitOptions(server=f'127.0.0.1:{port}/vl'), scenario=True
@@ -158,6 +187,7 @@ class RabbitKeeper(DemoScript):
         self.speech = None  # the say call's future, then its MP3 bytes
         self.speech_files = []
         self.heard = []
+        self.fired = []  # RuleFired messages
 
     def setup(self, node, namespace):
         self.choreography = node.create_client(
@@ -185,6 +215,8 @@ class RabbitKeeper(DemoScript):
             self.recordings.append(msg)
         elif topic == 'heard':
             self.heard.append(msg)
+        elif topic == 'rules_fired':
+            self.fired.append(msg)
 
     def act(self, elapsed):
         while self.pending and self.pending[0][0].service_is_ready():
@@ -210,6 +242,7 @@ class RabbitKeeper(DemoScript):
         lines = [describe_heard(msg) for msg in self.heard]
         if not self.heard:
             lines.append(f'heard nothing (asked {DEMO_QUESTION!r}; is asr_engine on?)')
+        lines += [describe_firing(msg) for msg in self.fired] or ['no rule fired']
         if not self.speech_files:
             return ['did not speak (no answer from the say service)', *lines]
         return [f'said {DEMO_SPEECH!r} (speech.mp3, speech.wav); {said[-1]}', *lines]
@@ -254,6 +287,7 @@ PLUGIN = RobotPlugin(
             lambda m: f'{len(m.pcm) / max(m.sample_rate, 1):.1f} s from {m.serial}',
         ),
         DemoTopic('heard', RabbitHeard, describe_heard),
+        DemoTopic('rules_fired', RuleFired, describe_firing),
         DemoTopic(
             'rabbits', RabbitList, lambda m: ', '.join(f'{r.serial} {r.state}' for r in m.rabbits)
         ),
