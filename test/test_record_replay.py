@@ -96,13 +96,18 @@ STIMULI = {
 
 
 # ---- messages as comparable values -------------------------------------------------------
+# durations this host measured of its own work, as host-clock times are: not the robot's data
+HOST_MEASURED_FIELDS = {'recogniser_seconds'}  # the rabbit's speech recogniser's wall time
+
+
 def canonical(value):
-    """A message as nested tuples: host-clock times left out, floats as their repr."""
+    """A message as nested tuples: host-clock times and host-measured durations left out,
+    floats as their repr."""
     if hasattr(value, 'get_fields_and_field_types'):
         return tuple(
             (name, canonical(getattr(value, name)))
             for name in value.get_fields_and_field_types()
-            if not isinstance(getattr(value, name), Time)
+            if not isinstance(getattr(value, name), Time) and name not in HOST_MEASURED_FIELDS
         )
     if isinstance(value, float):
         return 'nan' if math.isnan(value) else repr(value)
