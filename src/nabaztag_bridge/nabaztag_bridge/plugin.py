@@ -161,6 +161,9 @@ class DemoEmulator:
 
     def stop(self):
         self._question.cancel()
+        # a question being spoken finishes first: the neural voice runs in onnxruntime, whose
+        # threads still working when the process exits abort it (std::terminate)
+        self._question.join()
         self.emulator.stop()
         self.folder.cleanup()
 
