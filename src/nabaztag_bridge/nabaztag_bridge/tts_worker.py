@@ -126,7 +126,6 @@ class EspeakEngine:
             ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
         )
         self._callback = callback_type(self._collect)  # kept: the library holds the pointer
-        library.espeak_SetSynthCallback(self._callback)
         library.espeak_Synth.argtypes = [
             ctypes.c_void_p,
             ctypes.c_size_t,
@@ -158,6 +157,9 @@ class EspeakEngine:
             self._voice = request['voice']
         library.espeak_SetParameter(self.RATE, int(ESPEAK_WORDS_PER_MINUTE * request['rate']), 0)
         self._chunks = []
+        # the library has one callback for the process: set ours for each text, since another
+        # engine made since (the emulator's, a test's) set its own and may be gone by now
+        library.espeak_SetSynthCallback(self._callback)
         data = text.encode()
         status = library.espeak_Synth(
             data, len(data) + 1, 0, self.POSITION_CHARACTER, 0, self.CHARS_UTF8, None, None

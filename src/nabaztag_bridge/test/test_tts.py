@@ -1,6 +1,7 @@
 """Speech without ROS: MP3 frames, text checks, voices, the split under the cap, the cache, and
 the worker process (real engines; a test of an engine skips only when its package is absent)."""
 
+import gc
 import os
 import signal
 import subprocess
@@ -192,6 +193,20 @@ def test_long_sentence_is_cut_at_a_pause():
 
 
 @needs_espeak
+def test_an_espeak_engine_still_speaks_after_another_one_is_gone():
+    """espeak-ng has one synthesis callback per process: an engine made, used and dropped
+    (the emulator's record-say makes one) left the library calling freed memory the next time
+    an older engine spoke (a segmentation fault of the whole test process in CI)."""
+    request = {'voice': 'en', 'rate': 1.0}
+    first = tts_worker.EspeakEngine()
+    first.synthesize(request, 'One.')
+    tts_worker.EspeakEngine().synthesize(request, 'Two.')  # made, used, dropped
+    gc.collect()
+    reused = [bytearray(64) for _ in range(100_000)]  # the freed callback's memory taken again
+    rate, pcm = first.synthesize(request, 'This is sentence number three.')
+    assert len(pcm) > rate // 2 and reused
+
+
 def test_long_text_is_split_under_the_cap_into_valid_mp3s():
     worker = tts_worker.Worker()
     text = ' '.join(f'This is sentence number {i}.' for i in range(12))
