@@ -13,6 +13,7 @@ stay loaded between requests (the process is kept warm); one request is synthesi
 
 import argparse
 import ctypes
+import functools
 import os
 import pathlib
 import signal
@@ -99,6 +100,27 @@ class PiperEngine:
         return voice.config.sample_rate, pcm
 
 
+# espeak-ng keeps one synthesis callback per process, so there is one, never freed: an engine's
+# own, dropped with it (the emulator's record-say makes one per text), left the library
+# calling freed memory when an older engine spoke next. It collects into the list of the
+# engine speaking now.
+_ESPEAK_CHUNKS = [[]]
+
+
+def _collect_espeak_samples(samples, count, events):
+    if count > 0 and samples:
+        _ESPEAK_CHUNKS[0].append(ctypes.string_at(samples, count * 2))
+    return 0
+
+
+@functools.lru_cache(maxsize=1)
+def _espeak_callback():
+    callback_type = ctypes.CFUNCTYPE(
+        ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
+    )
+    return callback_type(_collect_espeak_samples)
+
+
 class EspeakEngine:
     """espeak-ng's C library (as espeakng-loader ships it, with its data) through ctypes."""
 
@@ -122,10 +144,7 @@ class EspeakEngine:
         self.sample_rate = library.espeak_Initialize(self.SYNCHRONOUS, 0, str(data).encode(), 0)
         if self.sample_rate <= 0:
             raise EngineError(f'engine espeak could not start (data in {data})')
-        callback_type = ctypes.CFUNCTYPE(
-            ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
-        )
-        self._callback = callback_type(self._collect)  # kept: the library holds the pointer
+        self._callback = _espeak_callback()
         library.espeak_Synth.argtypes = [
             ctypes.c_void_p,
             ctypes.c_size_t,
@@ -141,11 +160,6 @@ class EspeakEngine:
         self._chunks = []
         self._voice = None
 
-    def _collect(self, samples, count, events):
-        if count > 0 and samples:
-            self._chunks.append(ctypes.string_at(samples, count * 2))
-        return 0
-
     def synthesize(self, request, text):
         library = self._library
         if request['voice'] != self._voice:
@@ -156,9 +170,7 @@ class EspeakEngine:
                 )
             self._voice = request['voice']
         library.espeak_SetParameter(self.RATE, int(ESPEAK_WORDS_PER_MINUTE * request['rate']), 0)
-        self._chunks = []
-        # the library has one callback for the process: set ours for each text, since another
-        # engine made since (the emulator's, a test's) set its own and may be gone by now
+        self._chunks = _ESPEAK_CHUNKS[0] = []
         library.espeak_SetSynthCallback(self._callback)
         data = text.encode()
         status = library.espeak_Synth(
