@@ -105,6 +105,8 @@ class PiperEngine:
 # calling freed memory when an older engine spoke next. It collects into the list of the
 # engine speaking now.
 _ESPEAK_CHUNKS = [[]]
+# the voice the library has now (process-wide too: a newer engine's espeak_Initialize resets it)
+_ESPEAK_VOICE = [None]
 
 
 def _collect_espeak_samples(samples, count, events):
@@ -158,17 +160,17 @@ class EspeakEngine:
         library.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
         self._library = library
         self._chunks = []
-        self._voice = None
+        _ESPEAK_VOICE[0] = None  # espeak_Initialize above starts the library afresh
 
     def synthesize(self, request, text):
         library = self._library
-        if request['voice'] != self._voice:
+        if request['voice'] != _ESPEAK_VOICE[0]:
             if library.espeak_SetVoiceByName(request['voice'].encode()) != 0:
                 raise EngineError(
                     f'unknown espeak voice or language {request["voice"]!r} (espeak-ng names '
                     'languages like en, en-us, de, fr, es, it, pt, nl, pl, ru, cmn)'
                 )
-            self._voice = request['voice']
+            _ESPEAK_VOICE[0] = request['voice']
         library.espeak_SetParameter(self.RATE, int(ESPEAK_WORDS_PER_MINUTE * request['rate']), 0)
         self._chunks = _ESPEAK_CHUNKS[0] = []
         library.espeak_SetSynthCallback(self._callback)
