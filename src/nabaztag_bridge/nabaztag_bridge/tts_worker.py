@@ -18,6 +18,7 @@ import os
 import pathlib
 import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -100,31 +101,59 @@ class PiperEngine:
         return voice.config.sample_rate, pcm
 
 
-# espeak-ng keeps one synthesis callback per process, so there is one, never freed: an engine's
-# own, dropped with it (the emulator's record-say makes one per text), left the library
-# calling freed memory when an older engine spoke next. It collects into the list of the
-# engine speaking now.
-_ESPEAK_CHUNKS = [[]]
-# the voice the library has now (process-wide too: a newer engine's espeak_Initialize resets it)
-_ESPEAK_VOICE = [None]
+# espeak-ng's state belongs to the process, not to an engine: one synthesis callback, one voice,
+# and espeak_Initialize starts it all afresh. An engine made, used and dropped (the emulator's
+# record-say makes one per text) used to free its callback or reset the voice under an older
+# engine, and the library then crashed the process. So the library is set up once, its callback
+# is never freed, and one text at a time is spoken (the lock), whichever engine asks.
+_ESPEAK = {'chunks': [], 'voice': None}
+_ESPEAK_LOCK = threading.Lock()
 
 
 def _collect_espeak_samples(samples, count, events):
     if count > 0 and samples:
-        _ESPEAK_CHUNKS[0].append(ctypes.string_at(samples, count * 2))
+        _ESPEAK['chunks'].append(ctypes.string_at(samples, count * 2))
     return 0
 
 
+_ESPEAK_CALLBACK = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
+)(_collect_espeak_samples)
+
+
 @functools.lru_cache(maxsize=1)
-def _espeak_callback():
-    callback_type = ctypes.CFUNCTYPE(
-        ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
-    )
-    return callback_type(_collect_espeak_samples)
+def _espeak_library():
+    """espeak-ng's C library (as espeakng-loader ships it, with its data), started once."""
+    try:
+        import espeakng_loader
+
+        library = ctypes.CDLL(espeakng_loader.get_library_path())
+        data = pathlib.Path(espeakng_loader.get_data_path()).parent
+    except (ImportError, OSError, RuntimeError) as exc:
+        raise EngineError(
+            f'engine espeak is not installed ({exc}): pip install {tts.ESPEAK_PACKAGE}'
+        ) from None
+    library.espeak_Initialize.restype = ctypes.c_int
+    sample_rate = library.espeak_Initialize(EspeakEngine.SYNCHRONOUS, 0, str(data).encode(), 0)
+    if sample_rate <= 0:
+        raise EngineError(f'engine espeak could not start (data in {data})')
+    library.espeak_Synth.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_uint,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.c_uint,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+    ]
+    library.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
+    library.espeak_SetSynthCallback(_ESPEAK_CALLBACK)
+    return library, sample_rate
 
 
 class EspeakEngine:
-    """espeak-ng's C library (as espeakng-loader ships it, with its data) through ctypes."""
+    """espeak-ng through ctypes; every engine of a process shares the one library."""
 
     name = 'espeak'
     SYNCHRONOUS = 2  # AUDIO_OUTPUT_SYNCHRONOUS: samples go to the callback
@@ -133,58 +162,34 @@ class EspeakEngine:
     RATE = 1  # espeakRATE, words per minute
 
     def __init__(self):
-        try:
-            import espeakng_loader
-
-            library = ctypes.CDLL(espeakng_loader.get_library_path())
-            data = pathlib.Path(espeakng_loader.get_data_path()).parent
-        except (ImportError, OSError, RuntimeError) as exc:
-            raise EngineError(
-                f'engine espeak is not installed ({exc}): pip install {tts.ESPEAK_PACKAGE}'
-            ) from None
-        library.espeak_Initialize.restype = ctypes.c_int
-        self.sample_rate = library.espeak_Initialize(self.SYNCHRONOUS, 0, str(data).encode(), 0)
-        if self.sample_rate <= 0:
-            raise EngineError(f'engine espeak could not start (data in {data})')
-        self._callback = _espeak_callback()
-        library.espeak_Synth.argtypes = [
-            ctypes.c_void_p,
-            ctypes.c_size_t,
-            ctypes.c_uint,
-            ctypes.c_int,
-            ctypes.c_uint,
-            ctypes.c_uint,
-            ctypes.c_void_p,
-            ctypes.c_void_p,
-        ]
-        library.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
-        self._library = library
-        self._chunks = []
-        _ESPEAK_VOICE[0] = None  # espeak_Initialize above starts the library afresh
+        self._library, self.sample_rate = _espeak_library()
 
     def synthesize(self, request, text):
-        library = self._library
-        if request['voice'] != _ESPEAK_VOICE[0]:
-            if library.espeak_SetVoiceByName(request['voice'].encode()) != 0:
-                raise EngineError(
-                    f'unknown espeak voice or language {request["voice"]!r} (espeak-ng names '
-                    'languages like en, en-us, de, fr, es, it, pt, nl, pl, ru, cmn)'
-                )
-            _ESPEAK_VOICE[0] = request['voice']
-        library.espeak_SetParameter(self.RATE, int(ESPEAK_WORDS_PER_MINUTE * request['rate']), 0)
-        self._chunks = _ESPEAK_CHUNKS[0] = []
-        library.espeak_SetSynthCallback(self._callback)
-        data = text.encode()
-        status = library.espeak_Synth(
-            data, len(data) + 1, 0, self.POSITION_CHARACTER, 0, self.CHARS_UTF8, None, None
-        )
-        library.espeak_Synchronize()
+        with _ESPEAK_LOCK:
+            self._set_voice(request['voice'])
+            rate = int(ESPEAK_WORDS_PER_MINUTE * request['rate'])
+            self._library.espeak_SetParameter(self.RATE, rate, 0)
+            chunks = _ESPEAK['chunks'] = []
+            data = text.encode()
+            status = self._library.espeak_Synth(
+                data, len(data) + 1, 0, self.POSITION_CHARACTER, 0, self.CHARS_UTF8, None, None
+            )
+            self._library.espeak_Synchronize()
         if status != 0:
             raise EngineError(f'engine espeak failed (espeak_Synth error {status})')
-        return self.sample_rate, np.frombuffer(b''.join(self._chunks), np.int16)
+        return self.sample_rate, np.frombuffer(b''.join(chunks), np.int16)
+
+    def _set_voice(self, voice):
+        if voice == _ESPEAK['voice']:
+            return
+        if self._library.espeak_SetVoiceByName(voice.encode()) != 0:
+            raise EngineError(
+                f'unknown espeak voice or language {voice!r} (espeak-ng names '
+                'languages like en, en-us, de, fr, es, it, pt, nl, pl, ru, cmn)'
+            )
+        _ESPEAK['voice'] = voice
 
 
-# ---- MP3 files under the cap ------------------------------------------------------------
 def plan_files(segments, sample_rate, seconds_per_file):
     """Group sentences (text, int16 PCM) into files of at most seconds_per_file of audio:
     whole sentences where they fit, a sentence longer than a file cut at its quietest moments.

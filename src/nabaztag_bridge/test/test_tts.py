@@ -1,6 +1,7 @@
 """Speech without ROS: MP3 frames, text checks, voices, the split under the cap, the cache, and
 the worker process (real engines; a test of an engine skips only when its package is absent)."""
 
+import concurrent.futures
 import gc
 import os
 import signal
@@ -26,6 +27,7 @@ needs_espeak = pytest.mark.skipif(
     not CATALOGUE.espeak_installed,
     reason='espeakng-loader not installed (requirements-speech.txt)',
 )
+ENGLISH = {'voice': 'en', 'rate': 1.0}
 
 
 def espeak_request(text, language='en', max_file_bytes=mp3.PRELOAD_CAP, rate=1.0):
@@ -194,17 +196,28 @@ def test_long_sentence_is_cut_at_a_pause():
 
 @needs_espeak
 def test_an_espeak_engine_still_speaks_after_another_one_is_gone():
-    """espeak-ng has one synthesis callback per process: an engine made, used and dropped
-    (the emulator's record-say makes one) left the library calling freed memory the next time
-    an older engine spoke (a segmentation fault of the whole test process in CI)."""
-    request = {'voice': 'en', 'rate': 1.0}
+    """espeak-ng's callback and voice are the process's: an engine made, used and dropped (the
+    emulator's record-say makes one) left the library calling freed memory, or speaking with no
+    voice, the next time an older engine spoke (a segmentation fault of the test process in CI)."""
     first = tts_worker.EspeakEngine()
-    first.synthesize(request, 'One.')
-    tts_worker.EspeakEngine().synthesize(request, 'Two.')  # made, used, dropped
+    first.synthesize({'voice': 'en', 'rate': 1.0}, 'One.')
+    tts_worker.EspeakEngine().synthesize({'voice': 'fr', 'rate': 1.0}, 'Deux.')  # then dropped
     gc.collect()
-    reused = [bytearray(64) for _ in range(100_000)]  # the freed callback's memory taken again
-    rate, pcm = first.synthesize(request, 'This is sentence number three.')
+    reused = [bytearray(64) for _ in range(100_000)]  # a freed callback's memory taken again
+    rate, pcm = first.synthesize({'voice': 'en', 'rate': 1.0}, 'This is sentence number three.')
     assert len(pcm) > rate // 2 and reused
+
+
+@needs_espeak
+def test_espeak_engines_on_several_threads_each_get_their_own_text():
+    texts = [f'Sentence number {n}.' * (n + 1) for n in range(4)]
+    alone = [len(tts_worker.EspeakEngine().synthesize(ENGLISH, t)[1]) for t in texts]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        together = pool.map(
+            lambda t: len(tts_worker.EspeakEngine().synthesize(ENGLISH, t)[1]), texts
+        )
+    # no text's samples went into another's (espeak-ng's length varies by a few samples)
+    assert all(abs(a - b) < 0.02 * a for a, b in zip(alone, together, strict=True))
 
 
 def test_long_text_is_split_under_the_cap_into_valid_mp3s():

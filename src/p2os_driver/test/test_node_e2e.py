@@ -56,6 +56,8 @@ def setup():
 def drive(ros, linear_x, messages):
     """Publish cmd_vel at 10 Hz, as a teleop node would."""
     cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
+    # a message sent before discovery matches the driver is lost (slow on a loaded machine)
+    assert ros.spin_until(lambda: cmd.get_subscription_count() > 0, 20), 'driver never matched'
     twist = Twist()
     twist.linear.x = linear_x
     for _ in range(messages):
