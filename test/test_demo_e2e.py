@@ -1,8 +1,11 @@
-"""The demo as a real process against the tick robot's emulator."""
+"""The demo as a real process: against the tick robot's emulator, and the Nabaztag's."""
 
 import argparse
 import pathlib
+import re
+import wave
 
+import numpy as np
 from helpers import run_module
 
 from legacy_robot_bringup.demo import run_demo
@@ -66,3 +69,27 @@ def test_demo_with_no_robots_installed_says_so(tmp_path, capsys):
 def test_demo_rejects_a_nonsense_duration():
     result = run_module(DEMO, '--duration', '0')
     assert result.returncode == 2 and '--duration must be positive' in result.stderr
+
+
+def test_the_rabbit_is_asked_the_time_by_voice_and_its_answer_is_kept(tmp_path):
+    """The Nabaztag demo's question goes through the recogniser and the rules, and the answer
+    the rabbit played is kept as answer.wav; the recogniser, hearing it, finds the answer (not
+    the demo's other sentence)."""
+    from nabaztag_bridge import asr
+
+    result = run_module(
+        DEMO, 'nabaztag', '--duration', '25', '--output', str(tmp_path), '--plain', timeout=120
+    )
+    summary = (tmp_path / 'summary.txt').read_text()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "nabaztag: heard 'What time is it?'" in summary
+    assert "nabaztag: rule 'tell the time' fired on phrase 'What time is it?'" in summary
+    assert "nabaztag: played the spoken answer to 'What time is it?' (answer.wav)" in summary
+    with wave.open(str(tmp_path / 'nabaztag' / 'answer.wav')) as answer:
+        rate = answer.getframerate()
+        pcm = np.frombuffer(answer.readframes(answer.getnframes()), np.int16)
+    at_16_khz = np.interp(np.arange(0, len(pcm), rate / 16000), np.arange(len(pcm)), pcm)
+    heard = asr.make_engine('whisper').transcribe(
+        'tiny.en', (at_16_khz / 32768).astype(np.float32), 'en'
+    )
+    assert re.match(r'it is \w', heard.text.lower()), heard  # 'It is for 15.' at 4:15

@@ -273,14 +273,17 @@ def _run(args, output, composition, monitor):
     ok, problems = verdict(composition, monitor.stats)
     paths = []
     for name, script in monitor.scripts.items():
+        # the emulator can keep what only the robot saw (the rabbit's played audio)
+        emulator = composition.emulators.get(name)
         try:
-            if script is not None and hasattr(script, 'write_artifacts'):
-                paths += script.write_artifacts(output / name)
+            for source in (script, emulator):
+                if hasattr(source, 'write_artifacts'):
+                    paths += source.write_artifacts(output / name)
             paths += monitor.models.write(name, output / name, script)
         except Exception as exc:  # one robot's broken output must not hide the others'
             ok = False
             problems.append(f'{name}: writing its output files failed: {exc!r}')
-    done = what_the_robots_did(monitor.scripts)
+    done = what_the_robots_did(monitor.scripts, composition.emulators)
     paths.insert(
         0,
         save_lines(
@@ -299,12 +302,14 @@ def _run(args, output, composition, monitor):
     return 0 if ok else 1
 
 
-def what_the_robots_did(scripts):
-    """Each demo script's summary lines ("nabaztag: said ..."), prefixed by its robot."""
+def what_the_robots_did(scripts, emulators=None):
+    """Each demo script's and emulator's summary lines ("nabaztag: said ..."), prefixed by
+    its robot."""
     lines = []
     for name, script in scripts.items():
-        if script is not None and hasattr(script, 'summary_lines'):
-            lines += [f'{name}: {line}' for line in script.summary_lines()]
+        for source in (script, (emulators or {}).get(name)):
+            if hasattr(source, 'summary_lines'):
+                lines += [f'{name}: {line}' for line in source.summary_lines()]
     return lines
 
 

@@ -40,6 +40,14 @@ PLAYED_KEPT = 100  # resources remembered per rabbit: a fleet runs for days
 
 
 @dataclasses.dataclass(frozen=True)
+class PlayedAudio:
+    """A program's audio as audio_dir received it: the WAV and the URLs it came from."""
+
+    path: pathlib.Path
+    urls: tuple
+
+
+@dataclasses.dataclass(frozen=True)
 class RabbitOptions:
     server: str = '127.0.0.1:8080/vl'  # the rabbit's "Violet Platform" setting
     serial: str = '0019db000001'
@@ -131,7 +139,7 @@ class VirtualRabbit:
         )
         self.audio_seconds = 0.0  # of MU/MC audio played, over all programs
         self.last_audio_error = ''
-        self.wav_files = []  # what audio_dir received
+        self.played_audio = []  # PlayedAudio: what audio_dir received, in playing order
 
     # ---- life cycle ---------------------------------------------------------------------
     def start(self):
@@ -371,7 +379,7 @@ class VirtualRabbit:
     # ---- playing a program --------------------------------------------------------------
     def _play(self, program, stopped):
         resources = {}
-        heard = []  # the audio this program played, for audio_dir
+        heard = []  # (url, audio) this program played, for audio_dir
         for key, url in program.commands:  # everything is downloaded before playing
             if key in p.PRELOADED_COMMANDS and url not in resources:
                 resources[url] = self._download(url, p.PRELOADED_COMMANDS[key])
@@ -381,7 +389,7 @@ class VirtualRabbit:
             if key in ('MU', 'MC'):
                 self._note_played(key, value, resources[value])
                 seconds = self._duration(resources[value])
-                heard.append(resources[value])
+                heard.append((value, resources[value]))
                 with self._lock:
                     self.audio_seconds += seconds
                     self.audio_until = time.monotonic() + seconds * self.options.time_scale
@@ -404,10 +412,10 @@ class VirtualRabbit:
             self._write_wav(program.id, heard)
         self._end_program(program.id, stopped)
 
-    def _write_wav(self, program_id, files):
+    def _write_wav(self, program_id, heard):
         """What a program played, as one WAV (MP3s decoded with miniaudio)."""
         try:
-            pcm, rate = decode_audio(files)
+            pcm, rate = decode_audio([audio for _, audio in heard])
         except (ImportError, ValueError) as exc:
             with self._lock:
                 self.last_audio_error = f'no WAV of program {program_id:x}: {exc}'
@@ -415,7 +423,7 @@ class VirtualRabbit:
         path = pathlib.Path(self.options.audio_dir) / f'{self.serial}-{program_id:x}.wav'
         save_wav(path, pcm, rate)
         with self._lock:
-            self.wav_files.append(path)
+            self.played_audio.append(PlayedAudio(path, tuple(url for url, _ in heard)))
 
     def _end_program(self, program_id, stopped):
         with self._lock:
@@ -623,7 +631,8 @@ class RabbitEmulator:
 
 class Scenario:
     """A rabbit with someone next to it: every period it is clicked, has an ear turned,
-    is shown a tag and records a short message."""
+    is shown a tag and records a short message (actions: (s into the period, the rabbit's
+    method, its arguments))."""
 
     PERIOD = 14.0
     ACTIONS = (
@@ -633,8 +642,9 @@ class Scenario:
         (11.0, 'record', (1.5,)),
     )
 
-    def __init__(self, rabbit):
+    def __init__(self, rabbit, actions=ACTIONS, period=PERIOD):
         self.rabbit = rabbit
+        self.actions, self.period = actions, period
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name='rabbit-scenario', daemon=True)
 
@@ -648,11 +658,11 @@ class Scenario:
     def _run(self):
         start = time.monotonic()
         while not self._stop.is_set():
-            for at, action, args in self.ACTIONS:
+            for at, action, args in self.actions:
                 if self._stop.wait(max(0.0, start + at - time.monotonic())):
                     return
                 getattr(self.rabbit, action)(*args)
-            start += self.PERIOD
+            start += self.period
 
 
 # ---- command line ----------------------------------------------------------------------

@@ -8,11 +8,12 @@ rabbit is also asked the time by voice (the question spoken by the neural voice,
 as the rabbit records) and what the bridge heard goes on `heard` and into summary.txt. The
 bridge runs the demo's rules (DEMO_RULES): the heard question is answered with the time, the
 scenario's tag starts a choreography, a double click publishes on /intents; the rules that
-fired go into summary.txt too. The event log, the question and the recording (WAV) go to
-demo-output/nabaztag/.
+fired go into summary.txt too. The event log, the question, the recording and the spoken answer
+as the rabbit played it (WAVs) go to demo-output/nabaztag/.
 """
 
 import pathlib
+import shutil
 import tempfile
 import threading
 
@@ -41,11 +42,13 @@ from . import recording
 from .emulator import (
     RabbitEmulator,
     RabbitOptions,
+    Scenario,
     decode_audio,
     rabbit_request,
     spoken_recording,
 )
 from .replay import NabaztagReplay
+from .server import SPEECH_PATH
 
 KIND_NAMES = {
     getattr(RabbitEvent, name): name.lower()
@@ -71,8 +74,18 @@ DEMO_SOUND = 'hello.wav'
 DEMO_SPEECH = 'Hello! I am a Nabaztag rabbit, and I speak through ROS 2.'
 DEMO_SPEECH_AT = 3.0  # s into the demo
 DEMO_QUESTION = 'What time is it?'
-DEMO_QUESTION_AT = 5.0  # s after the emulator starts: the rabbit records the spoken question
 DEMO_TAG = 'd0021a0352d64cec'  # the one the emulator's scenario shows
+# The demo's scene (s after the emulator starts): a new program interrupts the one a rabbit
+# plays, so the spoken question has the rabbit to itself until its answer has played (the
+# rabbit pings 4 s after an upload, gets the echo of the question, then the answer).
+DEMO_SCENE = (
+    (2.0, 'move_ears', (5, 12)),
+    (4.0, 'click', ()),
+    (6.0, 'show_tag', (DEMO_TAG,)),
+    (18.0, 'record', (1.5,)),  # a tone: heard, no words
+)
+DEMO_SCENE_PERIOD = 24.0
+DEMO_QUESTION_AT = 8.0  # the rabbit records the spoken question
 # the shipped example (config/nabaztag_rules.yaml) with the scenario's tag
 DEMO_RULES = f"""rules:
   - name: tell the time
@@ -142,9 +155,14 @@ class DemoEmulator:
             'media_root': str(folder / 'media'),
             'rules_file': str(folder / 'rules.yaml'),
         }
+        (folder / 'played').mkdir()
         self.emulator = RabbitEmulator(
-            RabbitOptions(server=f'127.0.0.1:{port}/vl'), scenario=True
-        ).start()
+            RabbitOptions(server=f'127.0.0.1:{port}/vl', audio_dir=str(folder / 'played'))
+        )
+        self.rabbit = self.emulator.rabbits[0]
+        self.emulator.scenario = Scenario(self.rabbit, DEMO_SCENE, DEMO_SCENE_PERIOD)
+        self.emulator.start()
+        self.asked_after = None  # how many programs the rabbit had played when asked
         self.description = self.emulator.description
         self._question = threading.Timer(DEMO_QUESTION_AT, self.ask_the_time)
         self._question.daemon = True
@@ -157,7 +175,32 @@ class DemoEmulator:
         except ValueError as exc:  # no speech engine: the demo goes on without the question
             print(f'nabaztag demo: cannot speak the question: {exc}')
             return
-        self.emulator.rabbits[0].record_sound(wav)
+        self.asked_after = len(self.rabbit.played_audio)
+        self.rabbit.record_sound(wav)
+
+    def answer(self):
+        """The rabbit's spoken answer to the question: the last program of speech only that it
+        played after it was asked (PlayedAudio), or None."""
+        if self.asked_after is None:
+            return None
+        spoken = [
+            played
+            for played in self.rabbit.played_audio[self.asked_after :]
+            if all(SPEECH_PATH in url for url in played.urls)
+        ]
+        return spoken[-1] if spoken else None
+
+    def write_artifacts(self, folder):
+        answer = self.answer()
+        if answer is None:
+            return []
+        folder.mkdir(parents=True, exist_ok=True)
+        return [pathlib.Path(shutil.copyfile(answer.path, folder / 'answer.wav'))]
+
+    def summary_lines(self):
+        if self.answer() is None:
+            return [f'played no spoken answer to {DEMO_QUESTION!r}']
+        return [f'played the spoken answer to {DEMO_QUESTION!r} (answer.wav)']
 
     def stop(self):
         self._question.cancel()
