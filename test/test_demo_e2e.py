@@ -93,3 +93,21 @@ def test_the_rabbit_is_asked_the_time_by_voice_and_its_answer_is_kept(tmp_path):
         'tiny.en', (at_16_khz / 32768).astype(np.float32), 'en'
     )
     assert re.match(r'it is \w', heard.text.lower()), heard  # 'It is for 15.' at 4:15
+
+
+def test_two_pioneers_in_one_world_get_one_picture_and_one_sees_the_other(tmp_path):
+    """p2os:r1 p2os:r2 share the emulator's office world: after the scripts' moves both
+    follow the corridor wall, r2 behind r1, so one robot's last scan has points on the
+    other's body; the demo draws them in one picture and says so in the summary."""
+    result = run_module(
+        DEMO, 'p2os:r1', 'p2os:r2', '--duration', '20', '--output', str(tmp_path), '--plain'
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    picture = tmp_path / 'shared_world.png'
+    assert picture in artifact_paths(result.stdout) and picture.stat().st_size > 20_000
+    summary = (tmp_path / 'summary.txt').read_text()
+    seen = re.findall(r"^(r\d)'s last scan has (\d+) points on (r\d) \(within 5 cm", summary, re.M)
+    assert seen, summary
+    assert all(seer != other and int(count) >= 3 for seer, count, other in seen), seen
+    rows = (tmp_path / 'shared_world_hits.csv').read_text().splitlines()[1:]
+    assert sorted(row.split(',')[:2] for row in rows) == [['r1', 'r2'], ['r2', 'r1']]

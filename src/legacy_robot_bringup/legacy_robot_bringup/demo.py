@@ -8,6 +8,7 @@ Exit code 0 only if every robot connected and every required topic carried data.
 
 import argparse
 import collections
+import functools
 import pathlib
 import sys
 import time
@@ -284,6 +285,15 @@ def _run(args, output, composition, monitor):
             ok = False
             problems.append(f'{name}: writing its output files failed: {exc!r}')
     done = what_the_robots_did(monitor.scripts, composition.emulators)
+    for package, write in group_writers(composition.plugins, monitor.scripts, composition.replays):
+        try:
+            group_paths, lines = write(output)
+        except Exception as exc:  # as for one robot: the others' output still counts
+            ok = False
+            problems.append(f'{package}: writing the group output failed: {exc!r}')
+            continue
+        paths += group_paths
+        done += lines
     paths.insert(
         0,
         save_lines(
@@ -300,6 +310,22 @@ def _run(args, output, composition, monitor):
     for path in paths:
         print(f'  {path}')
     return 0 if ok else 1
+
+
+def group_writers(plugins, scripts, replays=()):
+    """[(package, write(folder) -> (paths, lines))]: each package with two or more robots run
+    from emulators (not replays: those share no world) and a write_group_artifacts, given
+    those robots' demo scripts by robot name."""
+    groups = collections.defaultdict(dict)
+    for plugin in plugins:
+        script = scripts.get(plugin.name)
+        if plugin.write_group_artifacts and script is not None and plugin.name not in replays:
+            groups[(plugin.package, plugin.write_group_artifacts)][plugin.name] = script
+    return [
+        (package, functools.partial(write, members))
+        for (package, write), members in groups.items()
+        if len(members) >= 2
+    ]
 
 
 def what_the_robots_did(scripts, emulators=None):

@@ -97,6 +97,10 @@ class RobotPlugin:
     # on_message(topic, msg), write_artifacts(output_dir) -> list of paths and
     # summary_lines() -> lines for the demo's summary (what the robot did: "said ...")
     make_demo_script: Optional[Callable[[], Any]] = None
+    # write_group_artifacts({robot name: demo script}, output_dir) -> (paths, summary lines):
+    # the demo's output for two or more robots of this package run together (the Pioneers'
+    # shared world: one picture of them all); called once per package, after each robot's own
+    write_group_artifacts: Optional[Callable[[dict, Any], Tuple[list, list]]] = None
     # `make bench` and `make soak` (package legacy_robot_bench): the robot's bench module
     # (`legacy_robot_bench.<package>.bench`, main(argv)) and soak module
     # (`legacy_robot_bench.<package>.soak`: fuzz_targets(), restart_spec(folder)) by convention

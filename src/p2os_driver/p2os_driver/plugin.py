@@ -5,6 +5,7 @@ wall through the office world on the laser scan (cmd_vel), then draws the map, t
 path, the odometry path and the last scan.
 """
 
+import collections
 import math
 
 import numpy as np
@@ -31,11 +32,15 @@ from legacy_robot_interfaces.srv import GripperCommand
 
 from . import description
 from .emulator import EmulatorOptions, Fleet, P2osEmulator, world_summary
+from .fleet_picture import draw_walls, write_fleet_picture
+from .models import MODELS
 from .odometry import normalize_angle
 from .protocol import is_handshake_request
 from .world import default_world_path, load_world, parse_pose
 
 MAP_RESOLUTION = 0.05  # m per cell of the map bringup publishes
+DEMO_MODEL = 'p2dx'  # the emulated robot of the demo and of bringup --sim
+TRUTH_HISTORY = 100  # ground_truth poses kept (10 s at 10 Hz): another robot's at a scan's time
 
 WALL_DISTANCE = 0.7  # m kept to the wall on the left
 CRUISE = 0.45  # m/s
@@ -56,7 +61,9 @@ class DemoEmulator:
     shipped with the package, or world=FILE), plus the demo's streams."""
 
     def __init__(self, world=None):
-        options = EmulatorOptions(model='p2dx', name='demo', world=world or default_world_path())
+        options = EmulatorOptions(
+            model=DEMO_MODEL, name='demo', world=world or default_world_path()
+        )
         self.emulator = P2osEmulator(options).start()
         self.parameters = {**self.emulator.parameters, **DEMO_PARAMETERS}
         self.description = f'{self.emulator.description}, {world_summary(self.emulator.world)}'
@@ -90,7 +97,7 @@ def shared_emulators(names, world=None, starts=None):
     free TCP ports, each at its start ({name: 'x,y,th'}, mm, mm, degrees) or at a free place
     spread out from the map's home."""
     starts = starts or {}
-    options = EmulatorOptions(model='p2dx', world=world or default_world_path())
+    options = EmulatorOptions(model=DEMO_MODEL, world=world or default_world_path())
     poses = [(name, parse_pose(starts[name]) if name in starts else None) for name in names]
     fleet = Fleet(options, poses)
     fleet.start_tcp(port=0)
@@ -183,6 +190,9 @@ class OfficeTour(DemoScript):
         self.motors_enabled = False
         self.sonar = None  # the last SonarArray: beams in the model picture
         self.scan_pose = None  # the true pose when the last scan arrived
+        self.scan_stamp = None  # s, the last scan's header stamp
+        self.truth_poses = collections.deque(maxlen=TRUTH_HISTORY)  # (stamp s, (x, y, th))
+        self.model = MODELS[DEMO_MODEL]  # its body, for the other robots' scans
 
     def model_overlays(self):
         """Each sonar beam of the last reading, as long as its echo (model.png)."""
@@ -230,13 +240,21 @@ class OfficeTour(DemoScript):
             p = msg.pose.pose.position
             self.truth_pose = (p.x, p.y, 2 * math.atan2(q.z, q.w))
             self.truth.append((p.x, p.y))
+            self.truth_poses.append((_seconds(msg.header.stamp), self.truth_pose))
         elif topic == 'scan':
             self.scan = msg
             self.scan_pose = self.truth_pose
+            self.scan_stamp = _seconds(msg.header.stamp)
         elif topic == 'motor_state':
             self.motors_enabled = msg.motors_enabled
         elif topic == 'sonar':
             self.sonar = msg
+
+    def pose_at(self, stamp):
+        """The true pose (ground_truth) nearest in time to stamp (s), or None before any."""
+        if not self.truth_poses:
+            return None
+        return min(self.truth_poses, key=lambda kept: abs(kept[0] - stamp))[1]
 
     def scan_points(self):
         """The last scan's hits in the map frame (true pose; the laser mount is small)."""
@@ -253,10 +271,7 @@ class OfficeTour(DemoScript):
         figure = new_figure(8.0, 5.5)
         axes = figure.add_subplot()
         world = load_world(default_world_path())
-        for x1, y1, x2, y2 in world.segments / 1000.0:
-            axes.plot([x1, x2], [y1, y2], c='black', lw=1)
-        for x1, y1, x2, y2 in world.boxes / 1000.0:  # the map's points, merged into boxes
-            axes.fill([x1, x2, x2, x1], [y1, y1, y2, y2], c='black', lw=0.5)
+        draw_walls(axes, world)
         start = np.array(world.start[:2]) / 1000.0
         if self.truth:
             tx, ty = zip(*self.truth, strict=False)
@@ -299,6 +314,16 @@ def world_map(emulator, resolution=MAP_RESOLUTION):
     return WorldMap(grid, resolution, origin, (x / 1000.0, y / 1000.0, th))
 
 
+def write_shared_world(scripts, folder):
+    """The demo's picture of several Pioneers sharing the office world (RobotPlugin.
+    write_group_artifacts): (paths, summary lines)."""
+    return write_fleet_picture(scripts, folder, load_world(default_world_path()))
+
+
+def _seconds(stamp):
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
 def _stamp(msg):
     return (msg.header.stamp.sec, msg.header.stamp.nanosec)
 
@@ -336,6 +361,7 @@ PLUGIN = RobotPlugin(
     emulator_arguments=('--port', '8101', '--world', 'default'),
     world_option=True,
     start_shared_emulators=shared_emulators,
+    write_group_artifacts=write_shared_world,
     sim_parameters={'port': 'tcp://127.0.0.1:8101', **DEMO_PARAMETERS},
     replay_links=(
         ReplayLink('p2os', 'port', address='tcp://{host}:{port}', gate=is_handshake_request),

@@ -13,6 +13,7 @@ import numpy as np
 
 from legacy_robot_common.artifacts import new_figure, save_figure
 
+from .fleet_picture import body_outline, draw_walls
 from .models import MODELS
 from .simulation import SharedWorld
 from .world import WorldError, default_world_path, load_world
@@ -58,24 +59,14 @@ def scan_points(robot):
 
 def footprint(robot):
     """The robot's body outline (m), as the others' sensors see it."""
-    half_l, half_w = robot.model.length / 2, robot.model.width / 2
     x, y, th = robot.pose
-    corners = np.array(
-        [(half_l, half_w), (-half_l, half_w), (-half_l, -half_w), (half_l, -half_w)]
-    )
-    c, s = math.cos(th), math.sin(th)
-    xs = (x + corners[:, 0] * c - corners[:, 1] * s) / 1000.0
-    ys = (y + corners[:, 0] * s + corners[:, 1] * c) / 1000.0
-    return np.r_[xs, xs[0]], np.r_[ys, ys[0]]
+    return body_outline((x / 1000.0, y / 1000.0, th), robot.model)
 
 
 def draw(world, robots, paths, output):
     figure = new_figure(8.0, 5.5)
     axes = figure.add_subplot()
-    for x1, y1, x2, y2 in world.segments / 1000.0:
-        axes.plot([x1, x2], [y1, y2], c='black', lw=1)
-    for x1, y1, x2, y2 in world.boxes / 1000.0:
-        axes.fill([x1, x2, x2, x1], [y1, y1, y2, y2], c='black', lw=0.5)
+    draw_walls(axes, world)
     for (name, path), colour in zip(paths.items(), ('tab:blue', 'tab:green'), strict=True):
         xs, ys = zip(*path, strict=True)
         axes.plot(xs, ys, c=colour, label=f'{name} true path')
