@@ -525,17 +525,28 @@ class P2osClient(ReconnectingClient):
     def move(self, mm, top_mm_s):
         """MOVE: the robot drives mm (signed 16-bit) at up to top_mm_s (SETV) on its own
         position control. The velocity command is forgotten first, so neither its resend
-        nor its watchdog stop lands in the middle of the move."""
-        packets = p.encode_command(C.SETV, top_mm_s) + p.encode_command(C.MOVE, mm)
+        nor its watchdog stop lands in the middle of the move. Translation and rotation are
+        separate on the robot (MOVE leaves a running HEAD or RVEL going), so RVEL 0 goes
+        first: the move drives straight."""
+        packets = (
+            p.encode_command(C.RVEL, 0)
+            + p.encode_command(C.SETV, top_mm_s)
+            + p.encode_command(C.MOVE, mm)
+        )
         self.motion.clear()
         self.send(packets)
         return C.MOVE.name
 
     def turn(self, degrees, top_deg_s, relative):
         """HEAD (absolute, odometry frame) or DHEAD (relative, counter-clockwise +) in whole
-        degrees at up to top_deg_s (SETRV); the velocity command is forgotten as for move()."""
+        degrees at up to top_deg_s (SETRV); the velocity command is forgotten as for move(),
+        and VEL 0 goes first (a running MOVE or VEL would go on): the turn is on the spot."""
         number = C.DHEAD if relative else C.HEAD
-        packets = p.encode_command(C.SETRV, top_deg_s) + p.encode_command(number, degrees)
+        packets = (
+            p.encode_command(C.VEL, 0)
+            + p.encode_command(C.SETRV, top_deg_s)
+            + p.encode_command(number, degrees)
+        )
         self.motion.clear()
         self.send(packets)
         return number.name

@@ -133,6 +133,42 @@ def test_cmd_vel_pre_empts_a_move_and_a_new_goal_replaces_one(pioneer):
     assert not result.success and result.message == 'pre-empted by cmd_vel'
 
 
+def test_a_turn_replacing_a_move_stops_the_translation(pioneer):
+    """Translation and rotation are separate on the robot: a DHEAD alone leaves the MOVE
+    going (against AMRISim the replaced 2 m move drove on to its end during the turn)."""
+    emulator, ros, clients = pioneer
+    first = send(ros, clients[Move], Move.Goal(distance_m=5.0, speed_m_s=0.3))
+    assert wait_for(lambda: emulator.robot.v > 100, 10)
+    x0, y0, _ = true_pose(emulator)
+    second = send(ros, clients[Turn], Turn.Goal(mode=Turn.Goal.RELATIVE, angle_rad=math.pi / 2))
+    status, result = result_of(ros, first)
+    assert result.message == 'replaced by a new goal'
+    status, result = result_of(ros, second)
+    assert result.success, result.message
+    x1, y1, _ = true_pose(emulator)
+    # 0.3 m/s stops within 0.15 m at the emulator's 300 mm/s²; the move had 4 m to go
+    assert math.hypot(x1 - x0, y1 - y0) < 300.0
+    assert emulator.robot.trans_mode == 'vel' and emulator.robot.v == 0
+
+
+def test_a_move_after_a_turning_cmd_vel_drives_straight(pioneer):
+    """A goal forgets the cmd_vel in the driver; the robot's rotation must end too, or the
+    move drives an arc and never comes to rest (against AMRISim: a timeout)."""
+    emulator, ros, clients = pioneer
+    cmd = ros.node.create_publisher(Twist, '/pioneer/cmd_vel', 10)
+    twist = Twist()
+    twist.angular.z = 0.3
+    publish_until(ros, cmd, twist, lambda: emulator.robot.w > 0.2)
+    _, _, th0 = true_pose(emulator)
+    handle = send(ros, clients[Move], Move.Goal(distance_m=0.5))
+    status, result = result_of(ros, handle)
+    assert result.success, result.message
+    _, _, th1 = true_pose(emulator)
+    # the rotation at 0.3 rad/s stops within 0.03 rad at 100°/s²
+    assert abs(math.degrees(th1 - th0)) < 5.0
+    assert emulator.robot.w == 0
+
+
 def test_bad_goals_are_refused_and_nothing_is_sent(pioneer):
     emulator, ros, clients = pioneer
     emulator.clear_commands()
