@@ -5,6 +5,17 @@ Pleo's sounds (a headerless stream, high nibble first); the container and the
 nibble order belong to each robot's codec, the per-sample arithmetic is here.
 """
 
+import warnings
+
+import numpy as np
+
+with warnings.catch_warnings():  # deprecated in the standard library; audioop-lts from 3.13
+    warnings.simplefilter('ignore', DeprecationWarning)
+    try:
+        import audioop
+    except ImportError as exc:
+        raise ImportError(f'{exc}: pip install audioop-lts (Python 3.13 on)') from None
+
 STEPS = (
     7,
     8,
@@ -135,38 +146,14 @@ def encode_sample(sample, predictor, index):
     return code, predictor, index
 
 
-def _tables():
-    """(next index, signed difference) for every (index, code), flattened as index * 16 + code."""
-    following, differences = [], []
-    for index in range(MAX_INDEX + 1):
-        for code in range(16):
-            following.append(decode_nibble(code, 0, index)[1])
-            differences.append(_difference(code, index))  # unclamped: the sums are checked
-    return tuple(following), differences
+# WAV's IMA ADPCM packs the first code of a byte in its low nibble; audioop's (DVI) in its high
+_NIBBLES_SWAPPED = bytes(((b & 0x0F) << 4) | (b >> 4) for b in range(256))
 
 
-_NEXT_INDEX, _DIFFERENCES = _tables()
-
-
-def decode_codes(codes, predictor, index):
-    """A run of 4-bit codes → their int16 samples (NumPy), the same as decode_nibble one by
-    one, some 4 times faster: the step indices depend on the codes alone (one short loop of
-    table look-ups), the samples are the running sum of the differences they give, and only a
-    run whose sum leaves the 16-bit range (clamped at each sample) takes the slow way."""
-    import numpy as np
-
-    keys = []
-    append = keys.append
-    at = index * 16
-    for code in codes:
-        append(at + code)
-        at = _NEXT_INDEX[at + code] * 16
-    steps = np.asarray(_DIFFERENCES, dtype=np.int64)[np.asarray(keys, dtype=np.int64)]
-    samples = predictor + np.cumsum(steps)
-    if len(samples) and (samples.min() < -32768 or samples.max() > 32767):
-        out = []
-        for code in codes:
-            predictor, index = decode_nibble(code, predictor, index)
-            out.append(predictor)
-        return np.asarray(out, dtype=np.int16)
-    return samples.astype(np.int16)
+def decode_packed(data, predictor, index):
+    """Bytes of two 4-bit codes each (low nibble first, as in WAV files) → their int16 samples
+    (NumPy), the same as decode_nibble code by code, in C: audioop's IMA (DVI) decoder, the
+    standard library's up to Python 3.12 and the audioop-lts package from 3.13 on, some 30
+    times faster than a Python loop (a rabbit's upload is decoded on the bridge's HTTP loop)."""
+    samples, _ = audioop.adpcm2lin(bytes(data).translate(_NIBBLES_SWAPPED), 2, (predictor, index))
+    return np.frombuffer(samples, dtype='<i2').astype(np.int16)

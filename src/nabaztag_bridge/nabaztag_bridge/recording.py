@@ -11,7 +11,7 @@ import struct
 import numpy as np
 
 from legacy_robot_common.errors import MalformedFrame
-from legacy_robot_common.ima_adpcm import MAX_INDEX, decode_codes, encode_sample
+from legacy_robot_common.ima_adpcm import MAX_INDEX, decode_packed, encode_sample
 
 SAMPLE_RATE = 8000
 BLOCK_ALIGN = 256
@@ -44,9 +44,10 @@ def decode_blocks(data):
         predictor, index = struct.unpack_from('<hB', block)
         if index > MAX_INDEX:
             raise MalformedFrame(f'ADPCM step index {index} is not 0..{MAX_INDEX}')
-        nibbles = np.frombuffer(block, dtype=np.uint8, offset=4)
-        codes = np.column_stack((nibbles & 0x0F, nibbles >> 4)).ravel().tolist()
-        pieces += [np.array([predictor], dtype=np.int16), decode_codes(codes, predictor, index)]
+        pieces += [
+            np.array([predictor], dtype=np.int16),
+            decode_packed(block[4:], predictor, index),
+        ]
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int16)
 
 
