@@ -39,7 +39,7 @@ class Hearing:
             self.language,
             v.asr_max_seconds,
             v.asr_queue,
-            priority=v.tts_worker_priority,
+            priority=v.asr_worker_priority,
         )
 
     def start(self):

@@ -235,4 +235,12 @@ PARAMETERS = (
         maximum=1000,
     ),
     read_only('asr_max_seconds', 10.0, 'longest sound recognised; longer is cut', minimum=1.0),
+    read_only(
+        'asr_worker_priority',
+        'idle',
+        'CPU priority of the recogniser worker process: idle (SCHED_IDLE: the pings first; '
+        'recognition waits while other processes keep every core busy), low (niceness +10) or '
+        'normal',
+        choices=WORKER_PRIORITIES,
+    ),
 )

@@ -4,6 +4,7 @@ bridge in its own process, comes back on `heard` within the word error rate targ
 uploads come back with empty text and a reason; the recogniser's worker ends quietly."""
 
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -46,6 +47,22 @@ def test_a_known_sentence_uploaded_by_the_rabbit_is_heard(setup):
     assert 0.0 < msg.confidence <= 1.0
     assert abs(msg.duration - len(recordings[0].pcm) / 8000) < 0.01
     assert 0.0 < msg.recogniser_seconds < 60.0
+    # the recogniser runs at asr_worker_priority, idle by default: the pings come first
+    assert os.sched_getscheduler(child_running(process.pid, ASR_MODULE)) == os.SCHED_IDLE
+
+
+def child_running(pid, module):
+    """The pid of a process under pid (child, grandchild, ...) that runs `python -m module`."""
+    waiting = [pid]
+    while waiting:
+        parent = waiting.pop()
+        for task in pathlib.Path(f'/proc/{parent}/task').iterdir():
+            for child in map(int, (task / 'children').read_text().split()):
+                command = pathlib.Path(f'/proc/{child}/cmdline').read_bytes().split(b'\0')
+                if module.encode() in command:
+                    return child
+                waiting.append(child)
+    raise AssertionError(f'no process under {pid} runs {module}')
 
 
 @needs_asr

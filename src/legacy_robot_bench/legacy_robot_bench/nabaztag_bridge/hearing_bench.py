@@ -129,7 +129,7 @@ def warm_up(listener, port, wav, attempts=5):
 
 
 def bridge_figures(program, seconds, wav, priority):
-    bridge, port = start_bridge(program, NAMESPACE, {'tts_worker_priority': priority})
+    bridge, port = start_bridge(program, NAMESPACE, {'asr_worker_priority': priority})
     listener = None
     try:
         listener = HeardListener()
@@ -190,9 +190,9 @@ def main(argv=None):
     parser.add_argument('--output', default='bench-output', help='folder for the JSON')
     parser.add_argument(
         '--priority',
-        default='low',
+        default='idle',
         choices=('low', 'idle', 'normal'),
-        help="the workers' CPU priority (the bridge's tts_worker_priority)",
+        help="the recogniser worker's CPU priority (the bridge's asr_worker_priority)",
     )
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(',') if m]
@@ -261,7 +261,7 @@ def main(argv=None):
         ('failed or late pings', failed, f'{failed}', ('<=', 0)),
     ]
     return report(
-        f'Nabaztag speech-to-text benchmark (workers at priority {args.priority})',
+        f'Nabaztag speech-to-text benchmark (recogniser at priority {args.priority})',
         rows,
         args.output,
         'nabaztag_hearing',
