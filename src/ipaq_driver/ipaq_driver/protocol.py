@@ -98,7 +98,7 @@ class Terminate:
 
 
 class FrameReceiver:
-    """Bytes → unstuffed packet bodies (§3.1 receiver state machine).
+    """Bytes → unstuffed packet bodies (the receiver of §2.2).
 
     feed() returns bodies (bytes), Terminate(), or MalformedFrame instances for
     bytes that did not form a packet; the caller counts those and goes on.

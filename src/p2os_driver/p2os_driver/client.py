@@ -22,7 +22,7 @@ from legacy_robot_common.velocity import VelocityWatchdog
 from . import protocol as p
 from .models import MODELS, RobotModel, closest_models, find_model, model_key, wheel_units
 
-# The Player / ROS order of bauds to try on a serial port (§3.2).
+# The Player / ROS order of bauds to try on a serial port (§3.1).
 DEFAULT_BAUD_CYCLE = (9600, 38400, 19200, 115200, 57600)
 MIN_WAIT = 0.002  # s; shortest read wait of the connected loop
 SIP_TYPES = (p.PacketType.SIP_STOPPED, p.PacketType.SIP_MOVING)
