@@ -4,7 +4,7 @@ No rclpy here. ControlClient sends one command at a time and matches each
 response to it; between commands it polls with a P packet (mask = what the
 drive state needs) whose FullResponse carries range, wheel power and pose.
 StreamClient reads one stream port and recognises what it carries by content.
-Section numbers refer to ../shared/specs/ipaq.md.
+Section numbers (§) refer to docs/protocols/ipaq.md.
 """
 
 import collections
@@ -38,8 +38,8 @@ class Settings:
     poll_period: float = 0.1  # s between P polls for range, wheel power and pose
     response_timeout: float = 1.0  # s to wait for each response
     missed_responses: int = 3  # consecutive timeouts before reconnecting
-    framed_responses: bool = True  # §4: responses framed like commands (unconfirmed)
-    checksum_over_stuffed: bool = False  # §4: checksum before stuffing (inferred)
+    framed_responses: bool = True  # §4.1: responses framed like commands (unconfirmed)
+    checksum_over_stuffed: bool = False  # §4.1: checksum before stuffing (inferred)
     mask_bits: p.MaskBits = p.MaskBits()
     camera: p.CameraFormat = p.CameraFormat()
     vel_timeout: int = -1  # raw vel_timeout sent with each drive command; -1 = none

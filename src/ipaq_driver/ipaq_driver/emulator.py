@@ -2,11 +2,11 @@
 
     ros2 run ipaq_driver ipaq_emulator            # ports 5000 (control), 5001, 5002
 
-Plays spec §3.6: commands on the control port answered with the documented
-responses and status codes; a tricycle that drives and steers, pan/tilt, an IR
-ranger with the safety stop; a CMUcam1 whose synthetic scene holds a ball that
-colour and window tracking follow; frame dumps; line mode; CMUcam and
-BrainStem pass-through. Options play the spec's variants (port assignment,
+Plays docs/protocols/ipaq.md §3.6 (whose section numbers the § below refer to): commands on the
+control port answered with the documented responses and status codes; a tricycle that drives and
+steers, pan/tilt, an IR ranger with the safety stop; a CMUcam1 whose synthetic scene holds a ball
+that colour and window tracking follow; frame dumps; line mode; CMUcam and
+BrainStem pass-through. Options play the document's unsettled variants (port assignment,
 unframed responses, checksum after stuffing, CMUcam2) and faults. No rclpy here.
 """
 
@@ -45,7 +45,7 @@ SERVOS = ('steering', 'pan', 'tilt')  # the GP's servo numbers on the Trikebot (
 class EmulatorOptions:
     host: str = '127.0.0.1'
     control_port: int = 5000
-    frame_dump_port: int = 5001  # the seed's port table (§2.1) ...
+    frame_dump_port: int = 5001  # the document's port table (§2.1) ...
     tracking_port: int = 5002
     swap_stream_ports: bool = False  # ... or its packet descriptions: tracking 5001, dumps 5002
     units: Units = Units()
@@ -129,7 +129,7 @@ class IpaqEmulator:
         self.control = TcpEmulatorServer(
             self._serve_control, o.host, o.control_port, name='ipaq-control'
         )
-        # the two stream ports by their names in the seed's port table (5001, 5002)
+        # the two stream ports by their names in the document's port table (5001, 5002)
         self.dump_port = StreamPort(o.host, o.frame_dump_port, 'ipaq-5001', self.faults)
         self.tracking_port = StreamPort(o.host, o.tracking_port, 'ipaq-5002', self.faults)
         self.frame_stream, self.tracking_stream = self.dump_port, self.tracking_port
@@ -172,7 +172,7 @@ class IpaqEmulator:
 
     @property
     def ports(self):
-        """The listening ports by their names in the seed's port table."""
+        """The listening ports by their names in the document's port table."""
         return {
             'control_port': self.control.port,
             'frame_dump_port': self.dump_port.server.port,
@@ -411,7 +411,7 @@ class IpaqEmulator:
     def _cmucam(self, text):
         """The CMUcam's output up to its ':' prompt, as a StringResponse (§3.5)."""
         if self.options.camera_timeout:
-            return p.string_body(S.CAMERA_TIMEOUT, b'')  # the seed's Mini/String choice: String
+            return p.string_body(S.CAMERA_TIMEOUT, b'')  # a String, not a Mini (§2.3)
         words = text.strip().upper().split()
         name, arguments = (words[0], words[1:]) if words else ('', [])
         if name in ('GV', 'RS'):
@@ -507,7 +507,7 @@ def build_parser():
     parser.add_argument(
         '--swap-stream-ports',
         action='store_true',
-        help="the seed's packet descriptions: tracking on 5001, frame dumps on 5002",
+        help="the protocol document's packet descriptions: tracking on 5001, frame dumps on 5002",
     )
     parser.add_argument('--cmucam2', action='store_true', help='CMUcam2 frame and bitmap formats')
     parser.add_argument(

@@ -31,8 +31,8 @@ from .status import robot_status
 from .units import Units
 
 # Odometry variances (pose/twist_covariance_diagonal): the integrated pose's scales are
-# themselves guesses (spec §4), so larger than a Pioneer's: pose σ 0.2 m and 0.2 rad, speed
-# σ 0.1 m/s and 0.2 rad/s.
+# themselves guesses (docs/protocols/ipaq.md §4.2), so larger than a Pioneer's: pose σ 0.2 m and
+# 0.2 rad, speed σ 0.1 m/s and 0.2 rad/s.
 POSE_COVARIANCE = planar_covariance(0.04, 0.04)
 TWIST_COVARIANCE = planar_covariance(0.01, 0.04)
 

@@ -17,8 +17,8 @@ PORTS = tuple(
     read_only(name, default, f'TCP port: {what}', minimum=1, maximum=65535)
     for name, default, what in (
         ('control_port', 5000, 'commands and responses'),
-        ('frame_dump_port', 5001, 'a stream port (seed: frame dumps)'),
-        ('tracking_port', 5002, 'a stream port (seed: tracking)'),
+        ('frame_dump_port', 5001, "a stream port (the document's port table: frame dumps)"),
+        ('tracking_port', 5002, "a stream port (the document's port table: tracking)"),
     )
 )
 UNITS = (  # the fields of Units, each with its default
@@ -87,11 +87,9 @@ PARAMETERS = (
     read_only(
         'framed_responses',
         True,
-        'responses framed with 255,56 ... 255,55 (spec: implied, unconfirmed)',
+        'responses framed with 255,56 ... 255,55 (implied, unconfirmed)',
     ),
-    read_only(
-        'checksum_over_stuffed', False, 'checksums sum the stuffed bytes (spec: inferred not)'
-    ),
+    read_only('checksum_over_stuffed', False, 'checksums sum the stuffed bytes (inferred: not)'),
     read_only(
         'p_mask_bits',
         [0, 1, 2, 3, 4, 5, 6],

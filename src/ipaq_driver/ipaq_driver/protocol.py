@@ -1,9 +1,9 @@
 """iPaq robot-control protocol: framing, checksums, packets, streams
-(spec ../shared/specs/ipaq.md).
+(docs/protocols/ipaq.md).
 
 Pure codec: bytes in, typed records out, and back. Values stay raw (servo
 settings, 16-bit words); units are the conversion layer's business. Section
-numbers refer to the spec.
+numbers (§) refer to docs/protocols/ipaq.md.
 """
 
 import dataclasses
@@ -59,8 +59,8 @@ class PacketError(MalformedFrame):
 def checksum(data, over_stuffed=False):
     """Sum mod 256 of the bytes between START and the checksum (§2.2).
 
-    over_stuffed: sum the bytes as sent, each 255 counted twice (the spec's
-    "checksum after stuffing" variant; the default sums the unstuffed bytes).
+    over_stuffed: sum the bytes as sent, each 255 counted twice (the
+    "checksum after stuffing" reading, §4.1; the default sums the unstuffed bytes).
     """
     total = sum(data)
     if over_stuffed:
@@ -98,7 +98,7 @@ class Terminate:
 
 
 class FrameReceiver:
-    """Bytes → unstuffed packet bodies (§3.1 receiver state machine).
+    """Bytes → unstuffed packet bodies (the receiver of §2.2).
 
     feed() returns bodies (bytes), Terminate(), or MalformedFrame instances for
     bytes that did not form a packet; the caller counts those and goes on.
@@ -344,7 +344,7 @@ def decode_command(body, over_stuffed=False):
     else:
         expected = FIXED_LENGTH[letter]
     if len(fields) != expected:
-        # the seed has no "bad length" status: the packet cannot be parsed
+        # the document has no "bad length" status: the packet cannot be parsed (§4.1)
         raise PacketError(
             f'{letter.name} packet has {len(fields)} field bytes, expected {expected}',
             Status.UNKNOWN_TYPE,
@@ -407,7 +407,7 @@ RESPONSE_KIND = {
 
 
 def response_kind(letter):
-    """Which response a command gets when the iPaq parses it (§2.3; Z assumed Mini, §4)."""
+    """Which response a command gets when the iPaq parses it (§2.3; Z assumed Mini, §4.1)."""
     return RESPONSE_KIND.get(Letter(letter), ResponseKind.MINI)
 
 
@@ -481,7 +481,7 @@ def decode_response(body, over_stuffed=False):
 
 
 def unframed_response_length(kind, head):
-    """Total length of an unframed response (the §4 "responses not framed" variant), or None
+    """Total length of an unframed response (the §4.1 "responses not framed" variant), or None
     while too few bytes are known. head: the bytes received so far."""
     if not head:
         return None
@@ -621,7 +621,7 @@ def decode_frame_dump(data, camera=CameraFormat()):
 class StreamDecoder:
     """Bytes from port 5001 or 5002 → TrackingPacket, Bitmap, FrameDump or MalformedFrame.
 
-    Either port may carry either stream (the seed contradicts itself, §5.1), so
+    Either port may carry either stream (the document contradicts itself, §4.1), so
     each item is recognised by its content (§3.4): 255,56 starts a framed
     tracking or bitmap packet; "ACK" starts a frame dump, which ends with 3 then ':'.
     """

@@ -1,7 +1,7 @@
 """Raw iPaq values ↔ SI units (REP-103), shared by the node and the emulator.
 
-The spec (§4) knows no units or signedness for vel, dir, the integrated pose,
-the wheel voltage/current, range or vel_timeout: every factor here is a
+No document (docs/protocols/ipaq.md §4.2) gives units or signedness for vel, dir, the integrated
+pose, the wheel voltage/current, range or vel_timeout: every factor here is a
 parameter, and the emulator plays whatever the driver is configured for.
 No ROS here.
 """
@@ -151,7 +151,8 @@ class Units:
 
 
 def gp2d02_inches(raw):
-    """Acroname's conversion of a raw GP2D02 byte (spec §2.8); None when out of range."""
+    """Acroname's conversion of a raw GP2D02 byte (docs/protocols/ipaq.md §2.8); None when out of
+    range."""
     if raw > 150:
         return 6.0 - (raw - 150) / 20.0
     if raw > 115:

@@ -1,4 +1,5 @@
-"""The iPaq codec against the spec's vectors, round trips, and property/fuzz tests."""
+"""The iPaq codec against the worked packets of docs/protocols/ipaq.md §2.2, round trips, and
+property/fuzz tests."""
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from legacy_robot_common.errors import MalformedFrame
 L = p.Letter
 
 
-# ---- framing: the spec's computed examples (§2.2) ---------------------------------------
+# ---- framing: the worked packets (§2.2) -------------------------------------------------
 @pytest.mark.parametrize(
     'packet, wire',
     [

@@ -3,8 +3,8 @@
 No rclpy here. Records handed to ``on_record`` are the decoded packets of
 protocol.py plus Connected (once per session) and Encoders / AuxBytes.
 The node asks for what it wants in robot terms (``drive(mm_s, rad_s)``, ``set_sonar(on)``,
-``gripper(command)``, ...); the packets are built here. Section numbers refer to
-../shared/specs/p2os.md.
+``gripper(command)``, ...); the packets are built here. Section numbers (§) refer to
+docs/protocols/p2os.md.
 """
 
 import collections
@@ -22,7 +22,7 @@ from legacy_robot_common.velocity import VelocityWatchdog
 from . import protocol as p
 from .models import MODELS, RobotModel, closest_models, find_model, model_key, wheel_units
 
-# The Player / ROS order of bauds to try on a serial port (§3.2).
+# The Player / ROS order of bauds to try on a serial port (§3.1).
 DEFAULT_BAUD_CYCLE = (9600, 38400, 19200, 115200, 57600)
 MIN_WAIT = 0.002  # s; shortest read wait of the connected loop
 SIP_TYPES = (p.PacketType.SIP_STOPPED, p.PacketType.SIP_MOVING)
@@ -53,7 +53,7 @@ class HandshakeFailed(ConnectionLost):
 
 
 class CommandRefused(ValueError):
-    """Not sent: this robot would misread the command (a simulator's laser commands, §5.2)."""
+    """Not sent: this robot would misread the command (a simulator's laser commands, §4.2)."""
 
 
 @dataclasses.dataclass
@@ -70,7 +70,7 @@ class Settings:
     resync_wait: float = 2.5  # after CLOSE to a robot still sending SIPs: outlast its watchdog
     config_timeout: float = 1.0  # wait for the CONFIGpac after OPEN
     config_retry: float = 0.25  # ask again for a CONFIGpac lost on the line this soon
-    gripper_in_high_byte: bool = True  # SIP gripper/ANPORT order (§5.1 item 1)
+    gripper_in_high_byte: bool = True  # SIP gripper/ANPORT order (§6.2 item 1)
     model: str = ''  # force a model instead of the SYNC2 subclass
     factor_overrides: Optional[dict] = None  # models.FACTOR_NAMES → value; <= 0 keeps the model's
     wheel_mode: bool = False  # drive() sends VEL2 wheel speeds instead of VEL + RVEL
@@ -81,7 +81,7 @@ class Settings:
     bump_stall: int = -1  # BUMP_STALL_VALUES key sent after OPEN; -1 keeps the robot's
     motion_timeout: float = 0.5  # s without drive() before the stop; 0 = never (run time too)
     repeat_period: float = 0.5  # s between resends of the motion command (not of the stop)
-    # the simulated laser (§8.4): auto = on a simulator; its start, end, increment in degrees
+    # the simulated laser (§4.2): auto = on a simulator; its start, end, increment in degrees
     laser: str = 'auto'
     laser_scan: Tuple[float, float, float] = (-90.0, 90.0, 1.0)
 
@@ -265,7 +265,7 @@ class P2osClient(ReconnectingClient):
         return packets
 
     def _laser_packets(self):
-        """The simulated laser on (§8.4.2): #231-#233 and #230 with 2 (0x61 packets), which
+        """The simulated laser on (§4.2): #231-#233 and #230 with 2 (0x61 packets), which
         AMRISim takes with or without its SRISim compatibility (#35-#38). Off first (#230 0):
         the scan is never reconfigured while it runs, whatever an earlier client left on;
         on AMRISim, which closes the laser when a client goes, the off is a no-op
@@ -287,11 +287,11 @@ class P2osClient(ReconnectingClient):
             return self.is_simulator
         return self.settings.laser == 'true'
 
-    # ---- simulators (spec §5.2) --------------------------------------------------
+    # ---- simulators (§4) ---------------------------------------------------------
     @property
     def is_simulator(self):
         """auto: a robot named AMRISim or MobileSim, or one whose CONFIGpac serial number is
-        "SIM" (what ARIA looks at, §8.4.1)."""
+        "SIM" (what ARIA looks at, §4.1)."""
         if self.settings.simulator == 'auto':
             named = self.identity is not None and self.identity.name in p.SIMULATOR_NAMES
             serial = self.config is not None and self.config.values['serial_number'] == 'SIM'
@@ -556,7 +556,7 @@ class P2osClient(ReconnectingClient):
         self.send(p.encode_command(C.SETV, mm_s) + p.encode_command(C.SETRV, deg_s))
 
     def set_true_pose(self, x_mm, y_mm, th_deg):
-        """SIM_SET_POSE (§8.5): move a simulated robot (its odometry stays); ValueError for a
+        """SIM_SET_POSE (§4.7): move a simulated robot (its odometry stays); ValueError for a
         pose that does not fit the packet."""
         data = p.encode_sim_set_pose(x_mm, y_mm, th_deg)
         self.send(data)

@@ -46,7 +46,8 @@ IOPAC_ANALOG_VOLTS = 5.0 / 2047.0  # IOpac A/D: 0-2047 = 0-5 V (PeopleBot AROS)
 
 
 def sip_voltage(sip):
-    """Battery volts: the later-firmware BATTERYX10 field (16-bit decivolts, §2.6) when present."""
+    """Battery volts: the later-firmware BATTERYX10 field (decivolts, docs/protocols/p2os.md §2.6)
+    when present."""
     return sip.tail.get('battery_x10', sip.battery_decivolts) / 10.0
 
 
@@ -235,9 +236,9 @@ def laser_scan_msg(scan, settings, header, range_max, period=0.1):
     """A reassembled simulator scan (protocol.LaserPacket with every reading) → LaserScan.
 
     settings: (start, end, increment in degrees, ideal spacing) as sent to the simulator; the
-    angles are the ones it casts (§8.4.3), so a scan of another length than the settings give
-    is described by its own count on the same spacing. Readings at or above range_max (no echo)
-    read +inf (REP-117); intensities are the reflectance bytes (0x61)."""
+    angles are the ones it casts (docs/protocols/p2os.md §4.4), so a scan of another length than
+    the settings give is described by its own count on the same spacing. Readings at or above
+    range_max (no echo) read +inf (REP-117); intensities are the reflectance bytes (0x61)."""
     start, end, increment, ideal = settings
     first, step, _ = p.laser_angles(start, end, increment, ideal)
     count = len(scan.ranges)

@@ -2,7 +2,8 @@
 
     ros2 run p2os_driver p2os_emulator --model p2pb --pty
 
-Behaves as spec §3.8 describes a faithful P2OS server: waits unconnected, echoes
+Behaves as a faithful P2OS server (docs/protocols/p2os.md §3.8, whose section numbers
+the § below refer to): waits unconnected, echoes
 SYNC0/1/2, starts SIPs on OPEN with motors disabled, applies the 2 s watchdog
 (stop, then resume on the next command), closes on CLOSE. Options give the
 AMRISim-like variants and fault injection. No rclpy here.
@@ -35,7 +36,7 @@ from .world import WorldError, default_world_path, load_world, parse_pose
 C = p.Command
 PHYSICS_PERIOD = 0.02  # s
 AMIGO_PLAYLIST = [('hello', 0, 9600), ('beep', 9600, 1600), ('goodbye', 11200, 8000)]
-# AMRISim logs and ignores these (spec §5.2)
+# AMRISim logs and ignores these (§4.8)
 AMRISIM_IGNORED = (C.ENCODER, C.IOREQUEST, C.PLAYLIST, C.GRIPPER, C.SOUND)
 # EmulatorOptions fields handed to SimulatedPioneer as they are
 PHYSICS_OPTIONS = (
@@ -56,7 +57,7 @@ class EmulatorOptions:
     sip_cycle: float = 0.1  # 100 ms, or 50 ms (§3.5)
     unthrottled: bool = False  # benchmarks: SIPs back to back, no cycle wait
     later_firmware_tail: bool = False  # P2OS ends the SIP after DIGOUT (§2.6)
-    gripper_in_high_byte: bool = True  # P2OS order; False = ARCOS / AMRISim (§5.1 item 1)
+    gripper_in_high_byte: bool = True  # P2OS order; False = ARCOS / AMRISim (§6.2 item 1)
     watchdog: float = 2.0  # s; 0 disables
     watchdog_mode: str = 'resume'  # 'resume' (real robot), 'stop', or 'warn' (AMRISim)
     room_width: float = 10.0  # m
@@ -73,7 +74,7 @@ class EmulatorOptions:
     gripper: bool = None  # has a gripper; None = every model but the AmigoBots
     ignored_commands: tuple = ()  # command numbers the robot ignores (AMRISIM_IGNORED)
     laser_compat: bool = False  # #35-#38 are laser commands (AMRISim's default)
-    # the world (spec §8): a .map / map.yaml file ('' = the room above), its geometry,
+    # the world (§5): a .map / map.yaml file ('' = the room above), its geometry,
     # a start pose (x mm, y mm, th rad; None = the map's RobotHome / Dock, else the origin)
     world: str = ''
     geometry: str = 'exact'  # or 'grid' (AMRISim's 20 mm cells)
@@ -112,7 +113,7 @@ class EmulatorOptions:
 
     @classmethod
     def amrisim(cls, **overrides):
-        """The simulator as spec §5.2 describes it: name AMRISim, a watchdog that only warns,
+        """AMRISim as §4.8 describes it: name AMRISim, a watchdog that only warns,
         ARCOS gripper byte order, unsupported commands ignored, #35-#37 read as laser commands."""
         values = dict(
             model='p3dx',
@@ -494,7 +495,7 @@ class _Session:
         return True
 
     def _simulator_command(self, number, argument, body):
-        """SIM_* and laser commands (spec §8.4, §8.5); True when number was one. A command with
+        """SIM_* and laser commands (§4.2, §4.7); True when number was one. A command with
         an unusable argument is counted, logged and ignored."""
         options, r = self.emulator.options, self.robot
         old = options.laser_compat and number in (*p.SIMULATOR_LASER_COMMANDS, C.OLD_LRF_CFG_INC)
@@ -666,7 +667,7 @@ class _Session:
         return sip_body(self.robot, self.emulator.options)
 
     def _laser_packets(self):
-        """The whole current scan after the SIP, in packets of 32 readings (spec §8.4.4)."""
+        """The whole current scan after the SIP, in packets of 32 readings (§4.3)."""
         r = self.robot
         if not r.laser.packet:
             return []
@@ -912,7 +913,7 @@ def build_parser():
     parser.add_argument(
         '--room', default='10x8', help='room size in metres, WIDTHxHEIGHT (without --world)'
     )
-    world = parser.add_argument_group('world (spec §8)')
+    world = parser.add_argument_group('world (docs/protocols/p2os.md §5)')
     for flag, options in WORLD_ARGUMENTS:
         world.add_argument(flag, **options)
     FaultInjector.add_arguments(parser)
@@ -940,7 +941,7 @@ def build_parser():
         '--amrisim',
         action='store_true',
         help='play AMRISim: name AMRISim, watchdog only warns, ARCOS gripper order, '
-        'unsupported commands ignored, #35-#37 as laser commands (spec §5.2)',
+        'unsupported commands ignored, #35-#37 as laser commands (docs/protocols/p2os.md §4.8)',
     )
     return parser
 

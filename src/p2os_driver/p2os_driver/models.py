@@ -1,4 +1,4 @@
-"""Robot models: conversion factors and geometry per SYNC2 subclass (spec §2.7).
+"""Robot models: conversion factors and geometry per SYNC2 subclass (docs/protocols/p2os.md §2.7).
 
 Data only. The client picks a model from the subclass the robot announces;
 each factor can be overridden by a node parameter.
@@ -177,7 +177,7 @@ def _patrol(subclass, description):
     )
 
 
-# Keys are lower case: SYNC2 subclasses arrive in any case (spec §2.7).
+# Keys are lower case: SYNC2 subclasses arrive in any case (docs/protocols/p2os.md §2.7).
 MODELS = {
     m.subclass.lower(): m
     for m in (
@@ -192,7 +192,7 @@ MODELS = {
         _p2('p2it', 'Pioneer 2-IT', 1.136, diff=0.0032, big=True),
         _peoplebot('p2pb', 'PeopleBot (P2)', 0.424, 0.0056),
         _peoplebot('p2pp', 'Performance PeopleBot', 0.485, 0.0060),
-        # 32 discs, but the spec gives no poses for 24-31: only the known 24 are modelled
+        # 32 discs, but no source gives poses for 24-31: only the known 24 are modelled
         _peoplebot(
             'perfpb', 'Performance PeopleBot (32 sonar)', 0.485, 0.0060, range_conv=1.0, radius=340
         ),
@@ -331,8 +331,9 @@ def wheel_units(model, mm_s, rad_s):
 
 
 # Laser mount (x mm, y mm, heading deg) as ARIA's parameter files give it (LaserX / LaserY,
-# spec §8.4.6); AMRISim mounts its simulated laser elsewhere on some models (p3dx: 0, 0), which
-# the driver's laser_mount parameter can follow. Other models: on the robot centre.
+# docs/protocols/p2os.md §5.5); AMRISim mounts its simulated laser elsewhere on some models
+# (p3dx: 0, 0), which the driver's laser_mount parameter can follow. Other models: on the robot
+# centre.
 LASER_MOUNTS = {'p3dx': (18.0, 0.0, 0.0), 'p3dx-sh': (21.0, 0.0, 0.0), 'p2de': (17.0, 8.0, 0.0)}
 
 

@@ -1,7 +1,8 @@
 """Odometry from SIPs in SI units (REP-103: metres, radians, x forward, y left, CCW positive).
 
 Pure arithmetic, no rclpy. Positions are 15-bit counters: deltas are unwrapped
-the ARIA way and never rejected for being large (spec §3.7, §5.1 item 2).
+the ARIA way and never rejected for being large (docs/protocols/p2os.md §3.7,
+§6.2 item 2).
 """
 
 import math

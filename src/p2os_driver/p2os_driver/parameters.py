@@ -30,7 +30,7 @@ ACCELERATIONS = tuple(
     )
 )
 
-# a simulator's laser and true pose (spec §8.4, §8.5)
+# a simulator's laser and true pose (docs/protocols/p2os.md §4.2, §4.6)
 LASER = (
     read_only(
         'laser',

@@ -1,7 +1,7 @@
 """P2OS wire format: framing, checksum, command encoding, server packet decoding.
 
 Pure functions and one small receiver state machine; no I/O, no rclpy. Section
-numbers refer to ../shared/specs/p2os.md. Malformed input raises MalformedFrame.
+numbers (§) refer to docs/protocols/p2os.md. Malformed input raises MalformedFrame.
 """
 
 import dataclasses
@@ -93,7 +93,7 @@ class Command(enum.IntEnum):
     SOUND = 90
     PLAYLIST = 91
     SOUNDTOG = 92
-    OLD_LRF_CFG_INC = 38  # AMRISim's SRISim laser commands reuse 35-37 too (§8.4.2)
+    OLD_LRF_CFG_INC = 38  # AMRISim's SRISim laser commands reuse 35-37 too (§4.2)
     SIM_SET_POSE = 224
     SIM_RESET = 225
     SIM_LRF_ENABLE = 230
@@ -107,12 +107,12 @@ class Command(enum.IntEnum):
     BATTEST = 250
 
 
-# Simulators announce themselves by the SYNC2 robot name (spec §5.2) ...
+# Simulators announce themselves by the SYNC2 robot name (§4.1) ...
 SIMULATOR_NAMES = ('AMRISim', 'MobileSim')
 # ... and AMRISim reads these three as its old SICK-laser commands unless started with
 # --no-srisim-laser-compat (#35 starts laser packets, #37 changes the laser's field of view).
 SIMULATOR_LASER_COMMANDS = (Command.ADSEL, Command.GRIPPERVAL, Command.GRIPREQUEST)
-# ... and with --no-srisim-laser-compat only these (§8.4.2)
+# ... and with --no-srisim-laser-compat only these (§4.2)
 LASER_ENABLE, LASER_START, LASER_END, LASER_RESOLUTION = (
     Command.SIM_LRF_ENABLE,
     Command.SIM_LRF_SET_FOV_START,
@@ -133,7 +133,7 @@ class PacketType(enum.IntEnum):
     PLAYLIST = 0xD0
     GRIPPER = 0xE0
     IO = 0xF0
-    LASER_POSE = 0x60  # simulated laser readings with the odometric pose (§8.4.4)
+    LASER_POSE = 0x60  # simulated laser readings with the odometric pose (§4.3)
     LASER_EXTENDED = 0x61  # simulated laser readings with reflectance (what ARIA asks for)
     SIMSTAT = 0x62
 
@@ -266,7 +266,7 @@ def decode_command(body) -> Tuple[int, Optional[object]]:
     kind = body[1]
     if kind in (ARG_INT, ARG_NEGATIVE_INT):
         if len(body) < 4:
-            return number, None  # e.g. SETO sent as 07 3B by old drivers (§5.1 item 4)
+            return number, None  # e.g. SETO sent as 07 3B by old drivers (§6.2 item 4)
         magnitude = struct.unpack_from('<H', body, 2)[0]
         return number, magnitude if kind == ARG_INT else -magnitude
     if kind == ARG_STRING:
@@ -359,7 +359,7 @@ def decode_sip(body, gripper_in_high_byte=True):
 
     gripper_in_high_byte: the P2OS layout of the 16-bit field after the sonar
     readings (high = gripper state, low = analog port); False for the ARCOS /
-    AMRISim order (§5.1 item 1).
+    AMRISim order (§6.2 item 1).
     """
     if len(body) < _SIP_HEAD.size + 5:
         raise MalformedFrame(f'SIP of {len(body)} bytes is too short')
@@ -472,7 +472,7 @@ class GripperPacket:
 
 
 def decode_gripper(body):
-    """GRIPPERpac (0xE0): HasGripper, state byte, grasp time (seed 001 Table 9)."""
+    """GRIPPERpac (0xE0): HasGripper, state byte, grasp time (§2.11)."""
     if len(body) < 4 or body[0] != PacketType.GRIPPER:
         raise MalformedFrame(f'not a GRIPPERpac ({len(body)} bytes)')
     return GripperPacket(body[1], body[2], body[3])
@@ -721,7 +721,7 @@ PLAYLIST_ENTRY = struct.Struct('<16sii')  # name, position, length (§2.13)
 def decode_playlist(body):
     """PLAYLISTpac (0xD0) → [(name, position, length)].
 
-    Assumed layout (the spec gives the 24-byte entries, not the header): a count
+    Assumed layout (no document shows the head, only the 24-byte entries, §6.4): a count
     byte, then that many entries. P2OS's 25 NUL bytes therefore read as empty.
     """
     if len(body) < 2 or body[0] != PacketType.PLAYLIST:
@@ -765,7 +765,7 @@ def unwrap_heading(previous, current):
     return delta - 4096 if delta > 2048 else delta
 
 
-# ---- simulator packets (§8.4.4, §8.5) -------------------------------------------------
+# ---- simulator packets (§4.3, §4.6) --------------------------------------------------
 @dataclasses.dataclass
 class LaserPacket:
     """One 0x60 / 0x61 packet: readings first .. first + len(ranges) - 1 of a scan of total."""
@@ -850,7 +850,7 @@ def decode_laser(body):
 
 
 class LaserAssembler:
-    """Packets → whole scans, as ARIA reassembles them (§8.4.5), but strict: a packet whose
+    """Packets → whole scans, as ARIA reassembles them (§4.5), but strict: a packet whose
     first is not where the scan stands, or whose total changes mid-scan, drops the partial scan
     (counted in .dropped); a packet with first = 0 always starts a new scan."""
 
@@ -883,7 +883,7 @@ class LaserAssembler:
 
 @dataclasses.dataclass
 class SimStat:
-    """SIMSTAT 0x62 (§8.5): the simulator's true pose and clocks."""
+    """SIMSTAT 0x62 (§4.6): the simulator's true pose and clocks."""
 
     flags: int = 0
     sim_interval: int = 100  # ms
@@ -954,7 +954,7 @@ def decode_sim_set_pose(body):
 
 def laser_angles(start, end, increment, ideal=False):
     """(first ray's angle, step between rays, ray count), degrees in the laser frame, of the scan
-    a simulator sends for the configured start / end / increment (§8.4.2, §8.4.3).
+    a simulator sends for the configured start / end / increment (§4.2, §4.4).
 
     Stage (AMRISim): a fan symmetric about the laser heading, fov = |abs(end + 360) -
     abs(start + 360)|, ceil(ceil(fov) / increment) + 1 rays spaced fov / count (181 rays of
@@ -976,7 +976,7 @@ def laser_angles(start, end, increment, ideal=False):
 
 def laser_enable_value(number, argument):
     """The packet type a laser-enable command asks for (0 = off): #230 takes 1 → 0x60,
-    2 → 0x61; the old #35 takes 2 → 0x61 and any other non-zero value → 0x60 (§8.4.2)."""
+    2 → 0x61; the old #35 takes 2 → 0x61 and any other non-zero value → 0x60 (§4.2)."""
     value = abs(argument) if number == Command.ADSEL else argument
     if not value:
         return 0

@@ -1,7 +1,8 @@
 """The physical robot behind the emulator: motion, odometry, sonar, bumpers, battery, gripper, AUX.
 
 No I/O and no protocol framing: the emulator turns commands into calls here and
-reads the state back into packets. World units are mm, mm/s and radians; the
+reads the state back into packets. Section numbers (§) refer to
+docs/protocols/p2os.md. World units are mm, mm/s and radians; the
 room is a rectangle centred on the robot's start pose.
 """
 
@@ -17,9 +18,9 @@ from .protocol import laser_angles
 from .world import Contact, World
 
 MAX_SONAR_RANGE = 5000.0  # mm; further echoes are reported at this range
-MIN_SONAR_RANGE = 100.0  # mm; closer echoes read this (AMRISim's sview, spec §8.2)
+MIN_SONAR_RANGE = 100.0  # mm; closer echoes read this (AMRISim's sview, §5.3)
 SONAR_NOISE = 0.5  # mm, uniform ± (Stage's ranger noise 0.0005 m)
-LASER_MAX_RANGE = 32767.0  # mm (SICK LMS200 in AMRISim, spec §8.4.6)
+LASER_MAX_RANGE = 32767.0  # mm (SICK LMS200 in AMRISim, §5.5)
 SEARCH = 500.0  # mm beyond the robot's radius a contact query looks (fewer queries)
 SUBSTEP = 0.02  # s; motion integration step
 MOVE_DEADBAND = 1.0  # mm: a MOVE this close to its end stops
@@ -170,7 +171,7 @@ def _approach(value, target, stroke):
 
 @dataclasses.dataclass
 class SimLaser:
-    """The simulated SICK laser's settings (commands 35-38 / 230-233, spec §8.4)."""
+    """The simulated SICK laser's settings (commands 35-38 / 230-233, §4.2)."""
 
     packet: int = 0  # 0 off, else the packet type it sends: 0x60 or 0x61
     start: float = -90.0  # degrees
@@ -189,7 +190,7 @@ class SimLaser:
 
 
 def reflectance(returns, ranges, incidence):
-    """Stage's LMS200 rules (spec §8.4.3): a return > 1 beyond 30 m or over 45° off the normal
+    """Stage's LMS200 rules (§5.5): a return > 1 beyond 30 m or over 45° off the normal
     becomes 1; return 2 becomes 33; the value sent is return - 1 when over 1, else 0."""
     ret = np.where((returns > 1) & ((ranges > 30000) | (incidence > math.pi / 4)), 1, returns)
     ret = np.where(ret == 2, 33, ret)
@@ -440,7 +441,7 @@ class SimulatedPioneer:
         bit = 2 << index
         self.bumper_bits = (bit, 0) if front else (0, bit)
 
-    # ---- simulator commands (spec §8.5) -----------------------------------------------
+    # ---- simulator commands (§4.7) ----------------------------------------------------
     def set_true_pose(self, x, y, th):
         """SIM_SET_POSE: move the true pose (odometry unchanged). False (pose kept) when the
         place is absurd or inside an obstacle."""
@@ -531,7 +532,7 @@ class SimulatedPioneer:
         return self.sonar_ranges([index])[0]
 
     def sonar_ranges(self, indices):
-        """Ranges (mm) of the given transducers now, all cast at once (spec §8.2)."""
+        """Ranges (mm) of the given transducers now, all cast at once (§5.3)."""
         table = np.array([self.model.sonar[i] for i in indices], np.float64).reshape(-1, 3)
         x, y, th = self.pose
         c, s = math.cos(th), math.sin(th)

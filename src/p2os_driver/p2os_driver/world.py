@@ -1,8 +1,9 @@
-"""The emulator's world: ARIA `.map` and ROS map files, ray casting, contact (spec §8).
+"""The emulator's world: ARIA `.map` and ROS map files, ray casting, contact
+(docs/protocols/p2os.md §5, whose section numbers the § below refer to).
 
 Pure code, no I/O but file reading, no rclpy. World units are mm and radians.
 
-A World holds two kinds of solid primitive, each with the Stage returns of spec §8.1.4
+A World holds two kinds of solid primitive, each with the Stage returns of §5.2
 (laser_return, seen by sonar, an obstacle to motion):
 - segments (x1, y1, x2, y2): ArMap LINES, reflectors, sector boxes, a room's walls;
 - axis-aligned boxes (xmin, ymin, xmax, ymax): ArMap DATA points and occupied ROS map cells.
@@ -74,7 +75,7 @@ class Cairn:
 
 @dataclasses.dataclass
 class ArMap:
-    """An ARIA map file as read (ARIA's rules, spec §8.1.1-8.1.3)."""
+    """An ARIA map file as read (ARIA's rules, §5.1)."""
 
     category: str = '2D-Map'
     header: dict = dataclasses.field(default_factory=dict)  # canonical key → list of args
@@ -141,7 +142,7 @@ def parse_armap(text):
             kind, default_source = section
             if not (_DATA_LINE if kind == 'DATA' else _LINES_LINE).match(line):
                 _skip(result, number, line)  # ARIA: digits and a leading '-' only, no blanks first
-            elif default_source:  # another sensor's data is not solid (spec §8.1.4)
+            elif default_source:  # another sensor's data is not solid (§5.2)
                 (points if kind == 'DATA' else segments).append(line)
             continue
         _parse_metadata(result, number, line)
@@ -773,7 +774,7 @@ def _yes(value):
 
 def _sector_returns(attributes):
     """(laser_return, sonar, obstacle) of a sector type; each attribute on its own (AMRISim's
-    loop lets only the last one count: a bug, not copied, spec §8.1.4)."""
+    loop lets only the last one count: a bug, not copied, §5.2)."""
     laser = 1
     if 'Sim.LaserReflect' in attributes:
         try:

@@ -79,7 +79,8 @@ def test_connects_identifies_the_model_and_streams(emulator, clients, transport)
 
 
 def test_stale_sips_during_sync_close_wait_and_retry(emulator, clients):
-    """A previous client died without CLOSE: the robot still sends SIPs (§3.2)."""
+    """A previous client died without CLOSE: the robot still sends SIPs
+    (docs/protocols/p2os.md §3.2)."""
     robot = emulator()
     device = robot.start_pty()
     fd = os.open(device, os.O_RDWR | os.O_NOCTTY)

@@ -1,4 +1,5 @@
-"""The emulator as a robot: raw packets over a real TCP socket (spec §3.1, §3.8)."""
+"""The emulator as a robot: raw packets over a real TCP socket
+(docs/protocols/p2os.md §3.1, §3.8)."""
 
 import math
 import time

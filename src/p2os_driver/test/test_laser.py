@@ -1,5 +1,5 @@
-"""The simulated laser and SIMSTAT (spec §8.4, §8.5): codec round trips, scan geometry, and the
-emulator answering the commands over a real TCP socket."""
+"""The simulated laser and SIMSTAT (docs/protocols/p2os.md §4.3, §4.6): codec round trips, scan
+geometry, and the emulator answering the commands over a real TCP socket."""
 
 import math
 import struct
@@ -25,7 +25,7 @@ def test_laser_packets_round_trip_and_split_in_32s(kind):
     bodies = p.encode_laser_packets(kind, ranges, reflect, pose=(-12, 3400, -90), flags=1)
     assert len(bodies) == 6  # 5 × 32 + 21
     full = [len(p.build_packet(b)) for b in bodies]
-    assert full[0] == (81 if kind == T.LASER_POSE else 173)  # spec §8.4.4 sizes
+    assert full[0] == (81 if kind == T.LASER_POSE else 173)  # §4.3 sizes
     packets = [p.decode_laser(b) for b in bodies]
     assert [q.first for q in packets] == [0, 32, 64, 96, 128, 160]
     assert all(q.total == 181 for q in packets) and packets[-1].complete
@@ -71,7 +71,7 @@ def test_laser_packet_bad_counts_and_out_of_order_first():
 def test_simstat_and_set_pose_round_trip():
     stat = p.SimStat(flags=4, true_x=-1234, true_y=5678, true_th=-45, dop=-1, odom_error=(1, 2, 3))
     body = p.encode_simstat(stat)
-    assert len(body) == 1 + 56  # two empty strings and 54 bytes of fields (§8.5)
+    assert len(body) == 1 + 56  # two empty strings and 54 bytes of fields (§4.6)
     assert p.decode_simstat(body) == stat
     with pytest.raises(MalformedFrame):
         p.decode_simstat(body[:30])
@@ -122,7 +122,7 @@ def _scan(client, kind):
 
 def test_emulator_laser_commands_packets_and_geometry(office):
     emulator, client = office
-    # ARIA's sequence (§8.4.1): start -90, end 90, increment 1°, enable 2 (0x61)
+    # ARIA's sequence (§4.2): start -90, end 90, increment 1°, enable 2 (0x61)
     emulator.options.laser_compat = True  # as AMRISim by default
     client.send(C.GRIPPERVAL, -90)
     client.send(C.GRIPREQUEST, 90)

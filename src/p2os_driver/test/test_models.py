@@ -1,5 +1,5 @@
-"""The Pioneer 3 / ARCOS model table (spec §2.7), its lookup, and every model end to end:
-the emulator plays the model, the client identifies it, and odometry and sonar decode to
+"""The Pioneer 3 / ARCOS model table (docs/protocols/p2os.md §2.7), its lookup, and every model end
+to end: the emulator plays the model, the client identifies it, and odometry and sonar decode to
 the simulated robot's own truth."""
 
 import math
@@ -16,7 +16,7 @@ from p2os_driver.odometry import Odometry
 
 C = p.Command
 
-# spec §2.7, Pioneer 3 table: DistConv, DiffConv, radius/width/length mm, bumpers front/rear;
+# §2.7, Pioneer 3 rows: DistConv, DiffConv, radius/width/length mm, bumpers front/rear;
 # sonar count and MaxVelocity from the same parameter files. VelConv, RangeConv 1.0, Vel2Div 20.
 P3_TABLE = {
     'p3dx': (0.485, 0.0056, (250, 425, 511), False, 16, 2200),

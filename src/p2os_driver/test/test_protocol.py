@@ -1,4 +1,4 @@
-"""P2OS codec against the worked examples of specs/p2os.md §2.3, plus property tests."""
+"""P2OS codec against the worked examples of docs/protocols/p2os.md §2.3, plus property tests."""
 
 import struct
 

@@ -1,5 +1,5 @@
-"""Worlds (spec §8.1): ArMap and ROS map parsing, ray casting against hand-worked distances,
-contact and stall, and the world commands' bad input (exit code 2)."""
+"""Worlds (docs/protocols/p2os.md §5.1): ArMap and ROS map parsing, ray casting against hand-worked
+distances, contact and stall, and the world commands' bad input (exit code 2)."""
 
 import math
 
@@ -11,7 +11,7 @@ from p2os_driver.models import MODELS
 from p2os_driver.simulation import Room, SharedWorld, SimulatedPioneer
 from p2os_driver.world import World, WorldError, parse_armap
 
-# the spec's example map (§8.1.7), its sections in another order and with junk lines
+# an example map of every kind of line (§5.1), its sections in another order and with junk lines
 EXAMPLE = """2D-Map
 MinPos: -1000 0
 MaxPos: 3020 1000
@@ -122,7 +122,7 @@ def test_ray_cast_exact_and_amrisim_grid_against_hand_worked_distances():
     grid = World.from_armap(m, 'grid')
     # from Home (0, 0): -90° to y = -1500, 180° to x = -2000, 0° to the L wall at x = 2500
     assert _cast(exact, 0, 0, [-90, 180, 0]) == pytest.approx([1500, 2000, 2500])
-    # the grid: a wall seen from its cell's far side reads 20 mm short (§8.1.4)
+    # the grid: a wall seen from its cell's far side reads 20 mm short (§5.2)
     assert _cast(grid, 0, 0, [-90, 180, 0]) == pytest.approx([1480, 1980, 2500])
     # the point (-1000, 1000): exact, a 20 mm square around it; grid, the cell [-1000, -980)
     assert _cast(exact, -1000, 0, [90]) == pytest.approx([990])

@@ -1,5 +1,5 @@
-"""The driver against the emulator's world (spec §8): LaserScan against the world's true
-geometry, ground_truth and set_pose, end to end over TCP and DDS (one short run)."""
+"""The driver against the emulator's world (docs/protocols/p2os.md §5): LaserScan against the
+world's true geometry, ground_truth and set_pose, end to end over TCP and DDS (one short run)."""
 
 import math
 

@@ -1,5 +1,5 @@
 """The Pleo monitor link: open the USB serial port, sync on the prompt, run one command at
-a time, poll the battery, and hand log and dump lines to the node (spec §3.2).
+a time, poll the battery, and hand log and dump lines to the node (docs/protocols/pleo.md §3.3).
 
 No rclpy here. Records handed to ``on_record``: Connected (once per session),
 protocol.LogLine / SensorDump / JointDump, and Battery.

@@ -1,6 +1,6 @@
 """A Pleo on a pseudo-terminal: the USB serial monitor with its prompt, joints that move at
 their speeds within their limits, sensor and joint dumps, a battery that runs down, log
-lines, and the motions and sounds of a loaded URF (spec §3.5).
+lines, and the motions and sounds of a loaded URF (docs/protocols/pleo.md §3.7).
 
     pleo_emulator [--urf build/sample.urf] [--dump-rate 10] [--echo] ...
 

@@ -154,7 +154,8 @@ class PleoNode(DriverNode):
     @staticmethod
     def _app_load(request):
         name = p.name_argument(request.name, 'application')
-        # only from the SD card: writing to internal memory has bricked Pleos (spec §3.2)
+        # only from the SD card: writing to internal memory has bricked Pleos
+        # (docs/protocols/pleo.md §3.3)
         return f'APP LOAD {name if name.lower().startswith("a:") else "a:" + name}'
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""The Pleo's USB serial monitor, as text (spec §2.11, §3.2).
+"""The Pleo's USB serial monitor, as text (docs/protocols/pleo.md §3.2, §3.3).
 
 A command is one line (ISO-8859-1) ending in "\\n"; the answer ends when the
 stream ends with the prompt "> ". Asynchronous log lines ("LEVEL: type: text")
@@ -48,7 +48,7 @@ class Joint:
         return any(low <= degrees <= high for low, high in self.ranges)
 
 
-# Monitor joint IDs and limits, firmware 1.1 (spec §2.11 table)
+# Monitor joint IDs and limits, firmware 1.1 (docs/protocols/pleo.md §3.5)
 JOINTS = (
     Joint(0, 'right_shoulder', ((-30, 55),), 30),
     Joint(1, 'right_elbow', ((0, 90),), 70),
@@ -68,6 +68,7 @@ JOINTS = (
 JOINT_BY_NAME = {j.name: j for j in JOINTS}
 
 # Sensor IDs 0..40 (PPG and pleo/sensors.inc); the dump's 41 values are taken to be these
+# (docs/protocols/pleo.md §3.6)
 SENSOR_NAMES = {
     2: 'battery',
     3: 'ir',

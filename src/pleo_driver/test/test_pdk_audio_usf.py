@@ -67,7 +67,7 @@ def pcm8(values):
 
 
 def test_eight_bit_input_is_attenuated_as_if_signed():
-    """The quirk of spec §2.4: 0x80 (silence) → −128·0.98 → −125 → 0x83."""
+    """The quirk of docs/protocols/pleo.md §2.4: 0x80 (silence) → −128·0.98 → −125 → 0x83."""
     data = sample.wav_bytes(4, width=1)
     samples, width, channels, rate = usf.read_wav(data)
     body = usf.convert([-128, 0, 127, 1], 1, 1, 11025, usf.SoundOptions())

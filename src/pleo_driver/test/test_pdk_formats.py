@@ -14,8 +14,8 @@ from pleo_driver.pdk.errors import BuildError, MalformedResource
 
 # ---- Python 2 dict order ------------------------------------------------------------------
 def test_py2_dict_order_gives_the_pdk_joint_order():
-    """Inserting the joint table's keys reproduces csv2umf's order (spec §2.5), so the
-    string hash and the dict's probing and resizing are Python 2's."""
+    """Inserting the joint table's keys reproduces csv2umf's order (docs/protocols/pleo.md §2.5),
+    so the string hash and the dict's probing and resizing are Python 2's."""
     table_order = 'RS RE LS LE LH LK RH RK TO TH TV NH NV EY JW TR HD SD FS'.split()
     assert tuple(py2.dict_order(table_order)) == joints.UMF_ORDER
 
@@ -76,7 +76,8 @@ def test_a_ramp_is_one_vector_with_its_velocity():
     parsed = umf.parse(umf.csv_to_umf(text, 'ramp')[0])
     ramp = [v for v in parsed.vectors if v[0] == 'RS']
     # 31 frames: 0..30 → one vector, final angle 30; the PDK computes the velocity as
-    # 30·(1000.0/(1000.0/30))/30 = 29.999999999999996 and truncates: 29, not 30 (spec §2.5)
+    # 30·(1000.0/(1000.0/30))/30 = 29.999999999999996 and truncates: 29, not 30
+    # (docs/protocols/pleo.md §2.5)
     assert ramp == [('RS', 0, 30, 29, 30)]
 
 

@@ -7,7 +7,8 @@ Measures on this machine:
   * unthrottled frames per second: the emulator answers every GETYUV10 with a new frame,
     the aibo_driver process decodes and publishes it, and this process counts the
     camera/image_raw messages it receives;
-  * that rate over the dog's: YUV10 over TCP tops out at 10-12 fps (spec), so 12;
+  * that rate over the dog's: YUV10 over TCP tops out at 10-12 fps (Sony's OPEN-R
+    developer board), so 12;
   * driver CPU at real-dog rates (YUV10 10 fps, colour 10 Hz, audio in real time) as % of
     one core, with this process subscribed to the image, the colour mask and the audio; in
     the same run, wire -> subscriber latency of the images (reply written to arrival here);
@@ -48,7 +49,7 @@ CPU_TOPICS = {
     'color_detection': ColorDetection,
     'audio/audio_stamped': AudioDataStamped,
 }  # under NAMESPACE
-REAL_YUV10_RATE = 12.0  # fps: the TCP ceiling of YUV10 on the dog (spec: 10-12)
+REAL_YUV10_RATE = 12.0  # fps: the TCP ceiling of YUV10 on the dog (10-12, OPEN-R board)
 
 
 def yuv10_decode_ms(count=2000):

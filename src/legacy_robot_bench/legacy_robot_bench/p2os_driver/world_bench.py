@@ -1,4 +1,5 @@
-"""P2OS world benchmark: the emulator's simulated world (spec §8) and the driver's laser.
+"""P2OS world benchmark: the emulator's simulated world (docs/protocols/p2os.md §5) and the
+driver's laser.
 
     python -m legacy_robot_bench.p2os_driver.world_bench --seconds 20   (part of make bench)
 

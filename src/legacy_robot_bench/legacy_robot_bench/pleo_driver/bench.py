@@ -12,7 +12,7 @@ Measures on this machine:
     run, wire -> subscriber latency of joint_states;
   * joint_states per second reaching this process with the emulator unthrottled (dumps back
     to back), over 10 per second: the real Pleo's dump rate is not documented anywhere we
-    found (spec §2.11), so the emulator's default stands in for it;
+    found (docs/protocols/pleo.md §4.2), so the emulator's default stands in for it;
   * recording: driver CPU at the real dump rate without and with record_path.
 """
 

@@ -1,4 +1,4 @@
-"""AMX, the Pawn compiler's output (spec §2.8): only checked, never changed.
+"""AMX, the Pawn compiler's output (docs/protocols/pleo.md §2.8): only checked, never changed.
 
 Header: int32 size, uint16 magic 0xF1E0 (32-bit cells), uint8 file_version,
 uint8 amx_version, int16 flags, int16 defsize, then int32 cod, dat, hea, stp, ...

@@ -1,4 +1,5 @@
-"""The audioop operations wav2usf uses, with Python 2's integer semantics (spec §2.1, §2.4).
+"""The audioop operations wav2usf uses, with Python 2's integer semantics
+(docs/protocols/pleo.md §2.1, §2.4).
 
 Python 3's audioop floors where Python 2 truncated and resamples at a different
 scale (and is gone from 3.13), so these are written out here. Samples are lists of

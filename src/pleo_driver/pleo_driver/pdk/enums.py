@@ -1,4 +1,5 @@
-"""Resource IDs: the per-type enumeration XML files and the Pawn ``.inc`` files (spec §2.3).
+"""Resource IDs: the per-type enumeration XML files and the Pawn ``.inc`` files
+(docs/protocols/pleo.md §2.3).
 
 IDs survive rebuilds: names already in ``<type>.xml`` keep their IDs, names no
 longer in the project are dropped, new names get the next free ID after the last
@@ -147,7 +148,7 @@ def parse_inc(text, names=None):
     DROP_NORMAL = TILT_ON_FEET): names resolves those, and collects every entry read, so the
     include files of one build can share it. An entry whose value cannot be read is left out
     (with the implicit values after it) instead of failing the build: a look-up that needs it
-    reports it as missing, and no other look-up cares (spec §2.6).
+    reports it as missing, and no other look-up cares (docs/protocols/pleo.md §2.6).
     """
     names = {} if names is None else names
     enums = {}

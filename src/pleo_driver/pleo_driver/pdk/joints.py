@@ -1,4 +1,5 @@
-"""The Pleo's joints as the PDK tools and the monitor name them (spec §2.5, §2.11).
+"""The Pleo's joints as the PDK tools and the monitor name them (docs/protocols/pleo.md §2.5,
+§3.5).
 
 ``UMF_JOINTS``: CSV key → (uint16 code, id, special). The codes are the PPG's
 JID_* values; stored little-endian they read "TS", "HT", ... in a file.

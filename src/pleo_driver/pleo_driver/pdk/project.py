@@ -1,4 +1,5 @@
-"""The build driver: UPF → enumerations → USF/UMF/UCF/AMX → URF (spec §2.7, §3.1).
+"""The build driver: UPF → enumerations → USF/UMF/UCF/AMX → URF (docs/protocols/pleo.md §2.7,
+§2.9).
 
 ``build_project`` is what both the ``urf_builder`` command line and its ROS
 service call. Every step reports through ``log`` (the PDK's log lines) and
@@ -170,7 +171,8 @@ class Builder:
     def output_path(self, resource):
         """build/<id>.<ext>, or build/<folder>/<id>.<ext> with <folders/>; main.p, sensors.p,
         init.p and startup.p keep their stem, but only when written so in the UPF (after macro
-        expansion): ${SCRIPTS}/sensors.p is numbered like any script (spec §2.3)."""
+        expansion): ${SCRIPTS}/sensors.p is numbered like any script
+        (docs/protocols/pleo.md §2.3)."""
         extension = EXTENSIONS[resource.kind]
         written_stem, _ = os.path.splitext(resource.path)
         if resource.kind == 'script' and written_stem in STEM_NAMED_SCRIPTS:

@@ -1,7 +1,8 @@
 """The bits of Python 2 (2.5/2.6, 32-bit) arithmetic the PDK tools' output depends on.
 
 The tools ran on CPython 2, so byte-exact output needs C integer division and
-the order in which a Python 2 dict iterates its string keys (spec §2.1, §2.5, §2.6).
+the order in which a Python 2 dict iterates its string keys (docs/protocols/pleo.md §2.1, §2.5,
+§2.6).
 """
 
 MASK32 = 0xFFFFFFFF

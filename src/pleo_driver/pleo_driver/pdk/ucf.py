@@ -1,4 +1,4 @@
-"""UCF, the Pleo's command file, and csv2ucf's conversion from CSV (spec §2.6).
+"""UCF, the Pleo's command file, and csv2ucf's conversion from CSV (docs/protocols/pleo.md §2.6).
 
 A command is a table: each row an entry, each column a property (``mood``,
 ``motion``, ``age_min``, ...) and each cell a value or an enum name. Each entry

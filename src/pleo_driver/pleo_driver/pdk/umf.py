@@ -1,4 +1,5 @@
-"""UMF3, the Pleo's motion file, and csv2umf's conversion from exported CSV (spec §2.5).
+"""UMF3, the Pleo's motion file, and csv2umf's conversion from exported CSV
+(docs/protocols/pleo.md §2.5).
 
 csv2umf turns per-frame joint angles into straight-line "vectors" (start frame,
 goal frame, velocity, final angle): a joint's vector grows frame by frame until
@@ -170,7 +171,8 @@ class Segmenter:
         samples = vector.samples
         count = len(samples)
         # the PDK's own expression: at 30 fps 1000.0 / time_base is 29.999999999999996, so
-        # where the exact velocity is whole it writes one less than "* rate" would (spec §2.5)
+        # where the exact velocity is whole it writes one less than "* rate" would
+        # (docs/protocols/pleo.md §2.5)
         velocity = (samples[-1] - samples[0]) * (1000.0 / self.time_base) / (count - 1)
         position = samples[-1]
         # the PDK measures the fit one frame late (count - k, not count - 1 - k): kept

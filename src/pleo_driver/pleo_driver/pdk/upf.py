@@ -1,4 +1,4 @@
-"""The UPF project file (spec §2.7): macros, options and resources.
+"""The UPF project file (docs/protocols/pleo.md §2.7): macros, options and resources.
 
 Macro rules of xmlmacro: the key table starts as a copy of the environment;
 every ``<set>`` is applied in document order, then every ``<set-default>`` whose

@@ -1,4 +1,4 @@
-"""URF, the Ugobe Resource File the Pleo loads (spec §2.2).
+"""URF, the Ugobe Resource File the Pleo loads (docs/protocols/pleo.md §2.2).
 
 64-byte header (UGRF, 1, build time, version, the offsets of five indices,
 SIZE), then the groups sounds, motions, commands, scripts, properties (each

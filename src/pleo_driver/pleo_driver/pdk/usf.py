@@ -1,4 +1,4 @@
-"""USF, the Pleo's sound file, and wav2usf's conversion from WAV (spec §2.4).
+"""USF, the Pleo's sound file, and wav2usf's conversion from WAV (docs/protocols/pleo.md §2.4).
 
 48-byte header (UGSF, version 1, name, SFINFO, 8 bits, mono, rate, loop count 1,
 sample count 0xFFFFFFFF = "to the end of the file"), then unsigned 8-bit PCM or
