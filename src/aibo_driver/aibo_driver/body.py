@@ -1,4 +1,5 @@
-"""The emulated dog's body: R-CODE 1.2 statements played on a simulated ERS-210 (spec §2.11).
+"""The emulated dog's body: R-CODE 1.2 statements played on a simulated ERS-210
+(docs/protocols/aibo.md §4).
 
 No sockets, threads or rclpy: `Dog.run(line, now)` answers one statement, `Dog.advance(now)`
 plays the action queue up to now. Actions queue behind the one playing (`Wait` counts them);
@@ -211,7 +212,7 @@ class Dog:
                     break
                 action = self.queue.popleft()
                 if action.kind in ('walk', 'turn') and self.posture != 'stand':
-                    self.queue.appendleft(action)  # the dog stands up first (§2.11.7)
+                    self.queue.appendleft(action)  # the dog stands up first (aibo.md §4.5)
                     action = Action('STAND', (), 'posture')
                 self._start(action, self.time)
             end = self.playing.start + self.playing.duration

@@ -4,15 +4,15 @@
     aibo_calibrate --gait --host 192.168.0.20 [--rcode-port 21002] [--distance-mm 1000]
                    [--turn-deg 360] [--walked-mm N --turned-deg N]
 
-Gait (--gait): the references give no stride figures (spec §2.11.2), so the driver's
+Gait (--gait): the references give no stride figures (docs/protocols/aibo.md §6.2), so the driver's
 normal_speed, slow_speed, normal_turn_rate and slow_turn_rate are estimates. This stands the
 dog up, then walks --distance-mm with each gait and turns --turn-deg with each, timing each
 action from its line to the dog's `Wait` reaching 0, and prints the parameter lines. The dog
 times what it believes it walked: measure the floor with a tape after the normal walk and
 give --walked-mm (and --turned-deg after the normal turn) to scale by what it really did.
 
-The packing is not documented (spec §2.4: "calibrate against JPEG"). Keep the dog and the scene
-still: it grabs one YUV10 frame and one JPEG, decodes the YUV10 frame in every variant the spec
+The packing is not documented (docs/protocols/aibo.md §3.6). Keep the dog and the scene
+still: it grabs one YUV10 frame and one JPEG, decodes the YUV10 frame in every variant the page
 leaves open (layout, bit order, which 5 bits are Y, chroma order, the 5 → 8-bit scaling of Y and
 of chroma, colour matrix), ranks them by their mean error against the JPEG and prints the
 parameter lines of the best one, to paste into the driver's parameter file.
@@ -34,7 +34,7 @@ from . import protocol as p
 from . import rcode
 from .client import CameraFrame, PollValues, RcodeClient, Settings, TelemetryClient
 
-# every value each open question of spec §2.4 can take
+# every value each open question of docs/protocols/aibo.md §3.6 can take
 CHOICES = {
     'layout': ('interleaved', 'planar'),
     'bit_order': ('msb', 'lsb'),

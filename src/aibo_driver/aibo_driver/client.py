@@ -3,7 +3,7 @@
 No rclpy here. TelemetryClient keeps one request at a time on its socket and
 interleaves the polls by priority and rate: audio first (the dog keeps only 15
 chunks), then operations asked for by the node (SETPROPERTY, RPUT), then camera,
-colour image, voice and semantic data. Section numbers refer to ../shared/specs/aibo.md.
+colour image, voice and semantic data. Section numbers refer to docs/protocols/aibo.md.
 """
 
 import collections
@@ -33,10 +33,10 @@ class Settings:
     telemetry_port: int = 21001
     rcode_port: int = 21002
     product: str = 'auto'  # auto (from bType), rcodeplus, lifeplus
-    type_values: dict = dataclasses.field(  # §4: bType values unknown (assumption: 0, 1)
+    type_values: dict = dataclasses.field(  # §3.3: bType values unknown (assumption: 0, 1)
         default_factory=lambda: {p.Product.RCODEPLUS: 0, p.Product.LIFEPLUS: 1}
     )
-    version_size_prefix: bool = False  # §4: the seed says the version reply has none
+    version_size_prefix: bool = False  # §6.1: AiboPet's page says it has none
     opcodes: p.OpcodeMap = dataclasses.field(default_factory=p.OpcodeMap)
     camera_mode: str = 'yuv10'
     image_rate: float = 10.0  # requests per second while frames keep coming
@@ -206,7 +206,7 @@ class TelemetryClient(ReconnectingClient):
         self._build_pollers()
         self.audio_sequence.new_session()
         if Op.GET_AUDIO in self.pollers:
-            self._write_request(link, Op.FLUSH_AUDIO)  # §3.3
+            self._write_request(link, Op.FLUSH_AUDIO)  # §2.2, §3.8
         self.mark_connected(
             f'AiboPet {self.version} ({self.product.value}, bType {self.version.type_byte})'
         )
@@ -462,7 +462,7 @@ class TelemetryClient(ReconnectingClient):
             operation.resolve(error)
 
 
-# ---- the RCODE text pipe (§2.10, §2.11) ---------------------------------------------------------
+# ---- the RCODE text pipe (§4) -----------------------------------------------------------------
 @dataclasses.dataclass
 class RcodeLine:
     text: str

@@ -25,8 +25,8 @@ from legacy_robot_interfaces.msg import (
 from . import protocol as p
 
 JPEG_FORMAT = 'rgb8; jpeg compressed bgr8'  # image_transport's name for a colour JPEG
-FIELD_OF_VIEW = (math.radians(57.6), math.radians(47.8))  # ERS-2xx camera (spec §2.4)
-IR_RANGE = (0.0, 0.6)  # m: SENSOR.CFG's 0..600 mm (spec §2.11.5)
+FIELD_OF_VIEW = (math.radians(57.6), math.radians(47.8))  # ERS-2xx camera (aibo.md §3.5)
+IR_RANGE = (0.0, 0.6)  # m: SENSOR.CFG's 0..600 mm (aibo.md §4.6)
 IR_FIELD_OF_VIEW = math.radians(5.0)  # the PSD's beam: an estimate, not in the references
 
 

@@ -2,9 +2,9 @@
 per leg, the camera in the nose and the IR range finder beside it.
 
 Joint names are the R-CODE variables the driver polls (`Head_Tilt`, `LFLeg_1`, …), so its
-joint_states move this model; their limits are rcode.MODELS' (spec §2.11.6: the tighter of
-the AMS range and Tekkotsu's mechanical limit). Signs follow R-CODE: head pan and tail pan
-positive to the left, tilts positive up, `_1` positive swings the paw forward, `_2` positive
+joint_states move this model; their limits are rcode.MODELS' (docs/protocols/aibo.md §4.7: the
+tighter of the AMS range and Tekkotsu's mechanical limit). Signs follow R-CODE: head pan and tail
+pan positive to the left, tilts positive up, `_1` positive swings the paw forward, `_2` positive
 spreads the leg outwards, `_3` positive bends the knee. Sizes are estimates from the
 ERS-210's outer size (about 27 × 15 × 27 cm standing, body about 19 × 11 × 10 cm); the 220
 has the same frame under a different shell (no mouth, no tail joints).

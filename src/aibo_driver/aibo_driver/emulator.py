@@ -5,14 +5,14 @@ tests.
     ros2 run aibo_driver aibo_emulator --product lifeplus  # LifePlus: voice, semantic, no RCODE
     ros2 run aibo_driver aibo_emulator --speed-scale 5     # the dog walks 5 times as fast
 
-Plays spec §3.5: the TELEMVER reply, the auto-snapshot rule (the first image request
-of a connection answers size 0), JPEG / YUV10 / colour-detection pictures of a pink
+Plays docs/protocols/aibo.md §3 and §5: the TELEMVER reply, the auto-snapshot rule (the first
+image request of a connection answers size 0), JPEG / YUV10 / colour-detection pictures of a pink
 ball rolling over the floor, a 15-chunk audio ring that keeps the older chunks when
 full, voice and semantic records (LifePlus), SETPROPERTY and RPUT (logged), size 0
 for anything unsupported. The RCODE pipe plays R-CODE 1.2 on a simulated ERS-210 (body.py):
 actions queue, the dog walks, turns and moves its head, and the camera follows. Real-dog
 pacing by default; --unthrottled answers every
-image request with a new frame. Options play the spec's variants and faults.
+image request with a new frame. Options play the variants of §5 and faults.
 No rclpy here.
 """
 
@@ -370,7 +370,7 @@ class AiboEmulator:
         return b''  # GET_ARRAY_RAW: no arrays in this emulator
 
     def _image(self, op, session):
-        """Auto-snapshot (§3.2): the first request starts it and answers nothing."""
+        """Auto-snapshot (aibo.md §3.4): the first request starts it and answers nothing."""
         if op not in session.snapshot:
             session.snapshot.add(op)
             return b''
@@ -415,7 +415,7 @@ class AiboEmulator:
             return color_detection(rgb).tobytes()
         return p.encode_jpeg(rgb, self.options.jpeg_quality)
 
-    # ---- the RCODE pipe (§2.10) -----------------------------------------------------------------
+    # ---- the RCODE pipe (aibo.md §4) ------------------------------------------------------------
     def _serve_rcode(self, stream, stop):
         text = p.ConsoleText()
         ack = rcode.ACK.encode() if self.options.control_bytes else b''
@@ -487,7 +487,7 @@ def build_parser():
     parser.add_argument(
         '--left-channel-first',
         action='store_true',
-        help='audio samples left, right (the seed says right first)',
+        help='audio samples left, right (AiboPet says right first)',
     )
     parser.add_argument(
         '--close-on-unknown-request',

@@ -2,7 +2,7 @@
 
 No sockets, threads or rclpy: the driver feeds in commands, the dog's `Wait` and the outcome
 of each line sent; the planner answers with the lines to send and the body velocity the dog is
-believed to move at. Spec ../shared/specs/aibo.md §2.11.2 and §2.11.7:
+believed to move at. docs/protocols/aibo.md §4.4 and §4.8:
 
 - the dog has no velocity interface: a velocity becomes a WALK in the direction of travel
   (atan2(y, x), 0 = ahead, +90 = left) over a long distance, so it keeps walking while the

@@ -64,7 +64,7 @@ LIFEPLUS_HAS_NO_RCODE = (
     'LifePlus has no RCodePlus pipe: the RCODE link is not used '
     '(rcode_command refuses, rcode/output stays silent)'
 )
-# spec §2.11: estimates of legged odometry (no stride figures are published); the driver
+# aibo.md §6.2: estimates of legged odometry (no stride figures are published); the driver
 # replaces x, y and yaw with variances that grow with the distance walked
 POSE_COVARIANCE = planar_covariance(1e-4, 1e-4)
 TWIST_COVARIANCE = planar_covariance(0.02**2, 0.2**2)

@@ -156,7 +156,7 @@ PARAMETERS = (
     read_only(
         'version_size_prefix',
         False,
-        'the version reply has a 4-byte size prefix (the seed says no)',
+        'the version reply has a 4-byte size prefix (AiboPet says no)',
     ),
     *OPCODES.values(),
     read_only('camera_mode', 'yuv10', 'yuv10, jpeg or off', choices=('yuv10', 'jpeg', 'off')),

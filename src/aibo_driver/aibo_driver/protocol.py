@@ -1,7 +1,7 @@
 """AiboPet telemetry protocol (LifePlus / RCodePlus, TCP 21001): bytes ↔ records.
 
-No sockets, threads or rclpy. Section numbers refer to ../shared/specs/aibo.md.
-Every byte value the spec could not find (§4) is a setting here: the opcode map,
+No sockets, threads or rclpy. Section numbers refer to docs/protocols/aibo.md.
+Every byte value AiboPet's page leaves out (§6.1) is a setting here: the opcode map,
 the TELEMVER type values, the YUV10 packing, the audio channel order, the RPUT layout.
 """
 
@@ -16,7 +16,7 @@ from PIL import Image, UnidentifiedImageError
 
 from legacy_robot_common.errors import MalformedFrame
 
-MAX_REPLY = 32000  # §2.1: larger replies are not supported
+MAX_REPLY = 32000  # §3.1: larger replies are not supported
 SIGNATURE = b'AiboPet\0'
 VERSION_SIZE = 12
 
@@ -41,7 +41,7 @@ class StreamLost(MalformedFrame):
     """A size prefix over 32000: the reply boundaries are lost, the connection must restart."""
 
 
-# ---- opcodes (§2.2, §4: byte values not public) ---------------------------------------------
+# ---- opcodes (§3.2, §6.1: byte values not public) -------------------------------------------
 class Op(str, enum.Enum):
     GET_VERSION = 'get_version'
     GET_JPEG = 'get_jpeg'
@@ -56,11 +56,11 @@ class Op(str, enum.Enum):
     GET_ARRAY_RAW = 'get_array_raw'
 
 
-IMAGE_OPS = (Op.GET_JPEG, Op.GET_YUV10, Op.GET_COLOR_IMAGE)  # auto-snapshot requests (§3.2)
+IMAGE_OPS = (Op.GET_JPEG, Op.GET_YUV10, Op.GET_COLOR_IMAGE)  # auto-snapshot requests (§3.4)
 
 # Assumption (README "AIBO driver"): telem.h is not public, so these defaults are simply the
-# operations numbered 1..11 in the seed's table order. Override them with the opcodes.*
-# parameters once the real values are known (spec §3.4 describes a field probe).
+# operations numbered 1..11 in the order of AiboPet's table. Override them with the opcodes.*
+# parameters once the real values are known (§3.2 describes a field probe).
 DEFAULT_OPCODES = {op: number for number, op in enumerate(Op, start=1)}
 ALIASES = {
     'get_ver': Op.GET_VERSION,
@@ -94,14 +94,14 @@ class OpcodeMap:
         return bytes([self.byte[op]])
 
 
-# ---- products and version (§2.3, §3.1) --------------------------------------------------------
+# ---- products and version (§2.2, §3.3) --------------------------------------------------------
 class Product(str, enum.Enum):
     RCODEPLUS = 'rcodeplus'
     LIFEPLUS = 'lifeplus'
     UNKNOWN = 'unknown'
 
 
-SUPPORTED = {  # §2.2 feature matrix; UNKNOWN: try everything, gate on "size 0 forever"
+SUPPORTED = {  # §3.2 feature matrix; UNKNOWN: try everything, gate on "size 0 forever"
     Product.RCODEPLUS: set(Op) - {Op.GET_VOICE_DATA, Op.GET_SEMANTIC},
     Product.LIFEPLUS: set(Op) - {Op.RPUT, Op.GET_ARRAY_RAW},
     Product.UNKNOWN: set(Op),
@@ -140,14 +140,14 @@ def encode_version(version):
 
 
 def product_of(version, type_values):
-    """type_values: {Product: bType byte} (§4: the real values are not public)."""
+    """type_values: {Product: bType byte} (§3.3: the real values are not public)."""
     for product, value in type_values.items():
         if version.type_byte == value:
             return product
     return Product.UNKNOWN
 
 
-# ---- standard replies (§2.1) ------------------------------------------------------------------
+# ---- standard replies (§3.1) ------------------------------------------------------------------
 def encode_reply(data):
     return struct.pack('<I', len(data)) + bytes(data)
 
@@ -161,7 +161,7 @@ def reply_size(prefix):
 
 
 def check_size(op, size):
-    """MalformedFrame unless size (> 0) is one the spec allows for op (§2.4–2.6)."""
+    """MalformedFrame unless size (> 0) is one §3.4 allows for op."""
     if op is Op.GET_YUV10 and size != YUV10_SIZE:
         raise MalformedFrame(f'YUV10 reply of {size} bytes, expected {YUV10_SIZE}')
     if op is Op.GET_COLOR_IMAGE and size != COLOR_SIZE:
@@ -217,7 +217,7 @@ def encode_jpeg(rgb, quality=80):
     return buffer.getvalue()
 
 
-# ---- device control (§2.7) -------------------------------------------------------------------
+# ---- device control (§3.10) ------------------------------------------------------------------
 def encode_set_property(opcodes, index, value):
     if not (0 <= index <= 255 and 0 <= value <= 255):
         raise ValueError(f'property index and value must be bytes, got {index}, {value}')
@@ -236,13 +236,13 @@ def parse_preset(text):
     return name.strip(), index, value
 
 
-# ---- YUV10 (§2.4) -----------------------------------------------------------------------------
+# ---- YUV10 (§3.6) -----------------------------------------------------------------------------
 FIVE_TO_EIGHT = ('shift3', 'shift3_or_msb')
 
 
 @dataclasses.dataclass(frozen=True)
 class Yuv10Format:
-    """The variants §2.4 leaves open; the defaults are our documented assumption.
+    """The variants §3.6 leaves open; the defaults are our documented assumption.
 
     layout: 'interleaved' = one 10-bit value per pixel, 'planar' = 15840 bytes of one 5-bit
             code per pixel, then 15840 bytes of the other.
@@ -285,7 +285,7 @@ class Yuv10Format:
             raise ValueError('YUV10 chroma_offset must be within 0..255')
 
 
-# [R, G, B] = M · [Y, U − offset, V − offset]   (U ≈ Cb, V ≈ Cr: spec §2.4)
+# [R, G, B] = M · [Y, U − offset, V − offset]   (U ≈ Cb, V ≈ Cr: §3.6)
 MATRICES = {
     # Sony: R = Y + 2·dCr, G = Y − 1.02·dCr − 0.38·dCb, B = Y + 2·dCb
     'sony': np.array([[1.0, 0.0, 2.0], [1.0, -0.38, -1.02], [1.0, 2.0, 0.0]]),
@@ -425,7 +425,7 @@ def encode_yuv10(rgb, fmt=Yuv10Format()):
     return pack_yuv10(eight_to_five(y, fmt.five_to_eight), c5, fmt)
 
 
-# ---- colour detection (§2.4) ------------------------------------------------------------------
+# ---- colour detection (§3.7) ------------------------------------------------------------------
 DEFAULT_COLOR_LABELS = (
     'pink ball',
     'pink ball 2',
@@ -445,7 +445,7 @@ def decode_color_image(data):
     return np.frombuffer(data, dtype=np.uint8).reshape(COLOR_HEIGHT, COLOR_WIDTH)
 
 
-# ---- audio (§2.5) -----------------------------------------------------------------------------
+# ---- audio (§3.8) -----------------------------------------------------------------------------
 @dataclasses.dataclass
 class AudioChunk:
     sequence: int
@@ -520,7 +520,7 @@ class SequenceTracker:
         return missing
 
 
-# ---- LifePlus voice and semantic data (§2.6) ----------------------------------------------------
+# ---- LifePlus voice and semantic data (§3.9) ----------------------------------------------------
 def decode_voice(data):
     """80 bytes → [(dictionary id, confidence)] × 10, best first."""
     if len(data) != VOICE_SIZE:
@@ -548,7 +548,7 @@ def encode_semantic(sequence, raw):
     return struct.pack(f'<i{SEMANTIC_VALUES}i', sequence, *raw)
 
 
-# ---- RPUT (§2.8: wire format unknown → a configurable layout, experimental) ---------------------
+# ---- RPUT (§3.11: wire format unknown → a configurable layout, experimental) --------------------
 RPUT_FIELDS = {
     'name0': 'the file name, ASCII, then a NUL byte',
     'name8': 'the name length in one byte, then the name (name16, name32: 2 or 4 bytes, LE)',
@@ -624,7 +624,7 @@ class RputLayout:
         return name.decode('ascii', 'replace'), contents
 
 
-# ---- RCODE text pipe (§2.10) --------------------------------------------------------------------
+# ---- RCODE text pipe (§4.2) ---------------------------------------------------------------------
 IAC = 0xFF
 _TELNET_OPTION_VERBS = range(251, 255)  # WILL, WONT, DO, DONT take one option byte
 MAX_LINE = 4096

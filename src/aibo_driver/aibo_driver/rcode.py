@@ -1,6 +1,6 @@
 """R-CODE 1.2 (ERS-210/220/31x) over the text pipe, TCP 21002: lines out, replies in.
 
-No sockets, threads or rclpy. Spec ../shared/specs/aibo.md §2.11: motion is
+No sockets, threads or rclpy. Section numbers refer to docs/protocols/aibo.md. §4: motion is
 `PLAY:ACTION:<name>[:args]` (never the ERS-110 `MOVE:LEGS:`/`MOVE:HEAD:` forms), lines are at
 most 127 bytes with their newline, values are read with `PRINT:"fmt":var…` (at most 5
 variables, integer degrees), the dog may echo each line, print `ERROR: …` and `Stopped.`, and
@@ -11,10 +11,10 @@ import dataclasses
 import math
 import re
 
-MAX_LINE_BYTES = 127  # §2.11.1: counting the newline
-NEWLINE = b'\r\n'  # inference in §2.11.1: the ERS-7 interpreter parses CR+LF
+MAX_LINE_BYTES = 127  # §4.1: counting the newline
+NEWLINE = b'\r\n'  # §6.2 (not stated for the 2xx): the ERS-7 interpreter parses CR+LF
 MAX_PRINT_VARIABLES = 5
-INT16 = (-32768, 32767)  # §2.11.1: 16-bit variables on the 2xx
+INT16 = (-32768, 32767)  # §4.1: 16-bit variables on the 2xx
 ACK, NAK, SYN = '\x06', '\x15', '\x16'
 CONTROL_BYTES = ACK + NAK + SYN
 _WORD = re.compile(r'^[A-Za-z0-9_.+\-]+$')
@@ -54,7 +54,7 @@ def check_line(line):
     if size > MAX_LINE_BYTES:
         raise LineRefused(
             f'R-CODE line of {size} bytes with its newline: the dog takes at most '
-            f'{MAX_LINE_BYTES} (§2.11.1)'
+            f'{MAX_LINE_BYTES} (docs/protocols/aibo.md §4.1)'
         )
     return line
 
@@ -70,7 +70,7 @@ def play(action, *arguments):
 
 
 def print_line(fmt, variables):
-    """PRINT:"fmt":v1:…:v5 (§2.11.5)."""
+    """PRINT:"fmt":v1:…:v5 (§4.1, §4.6)."""
     if len(variables) > MAX_PRINT_VARIABLES:
         raise LineRefused(
             f'PRINT takes at most {MAX_PRINT_VARIABLES} variables, not {len(variables)}'
@@ -78,11 +78,11 @@ def print_line(fmt, variables):
     return check_line(':'.join(['PRINT', _quoted(fmt), *(_word(v) for v in variables)]))
 
 
-# ---- motion and actions (§2.11.2–4) -------------------------------------------------------------
+# ---- motion and actions (§4.4, §4.5) ------------------------------------------------------------
 WALK_ACTIONS = {'normal': 'WALK', 'slow': 'MOVE.MOVE.SLOW'}
 TURN_ACTIONS = {'normal': 'TURN', 'slow': 'MOVE.TURN.SLOW'}
 STOP_WALK = 'STOP_WALK'
-MAX_WALK_MM = INT16[1]  # inference in §2.11.2: the 16-bit limit caps a walk's distance
+MAX_WALK_MM = INT16[1]  # §6.2: the 16-bit limit caps a walk's distance
 
 
 def walk(direction_deg, distance_mm, gait='normal'):
@@ -102,7 +102,7 @@ def stop_walk():
 
 
 def move_head(pan_deg, tilt_deg):
-    """MOVE_HEAD:<pan>:<tilt>, pan positive left, tilt positive up (§2.11.3)."""
+    """MOVE_HEAD:<pan>:<tilt>, pan positive left, tilt positive up (§4.4)."""
     return play('MOVE_HEAD', pan_deg, tilt_deg)
 
 
@@ -128,7 +128,7 @@ ACTIONS = {
     'ears_stop': 'PALONE.AUTO.EARSTOP',
     'search_ball': 'SEARCH:PINK_BALL',
     'track_ball': 'TRACK_HEAD:PINK_BALL',
-    'stop': None,  # STOP: empties the queue, lets the playing action finish (§2.11.2)
+    'stop': None,  # STOP: empties the queue, lets the playing action finish (§4.4)
 }
 
 
@@ -145,7 +145,7 @@ def action_line(name):
     )
 
 
-# ---- joints per model (§2.11.5, §2.11.6) --------------------------------------------------------
+# ---- joints per model (§4.6, §4.7) --------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Joint:
     variable: str  # the R-CODE variable (integer degrees)
@@ -174,7 +174,7 @@ MODELS = {
         *LEG_JOINTS,
     ),
     'ers220': (
-        Joint('Head_Tilt', -85, 46),  # §2.11.6: −91.5…46 for the 220; the 210's tighter −85 kept
+        Joint('Head_Tilt', -85, 46),  # §6.2: −91.5…46 for the 220; the 210's tighter −85 kept
         Joint('Head_Pan', -92.6, 92.6),
         Joint('Head_Roll', -32, 32),
         *LEG_JOINTS,

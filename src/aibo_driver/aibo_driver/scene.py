@@ -11,7 +11,7 @@ from . import protocol as p
 
 PINK = np.array([235, 110, 190], dtype=np.float64)
 BLUE = np.array([40, 70, 200], dtype=np.float64)
-FIELD_OF_VIEW = (math.radians(57.6), math.radians(47.8))  # the ERS-2xx camera (spec §2.4)
+FIELD_OF_VIEW = (math.radians(57.6), math.radians(47.8))  # the ERS-2xx camera (aibo.md §3.5)
 LEFT_TONE, RIGHT_TONE = 440.0, 660.0  # Hz: the two ears hear different notes
 TONE_AMPLITUDE = 6000
 
@@ -70,7 +70,7 @@ class Scene:
 
 
 def color_detection(rgb):
-    """144×176×3 picture → 72×88 CDT bytes: bits 0+1 pink ball, bit 4 blue (spec §2.4 table)."""
+    """144×176×3 picture → 72×88 CDT bytes: bits 0+1 pink ball, bit 4 blue (aibo.md §3.7)."""
     cells = rgb.reshape(p.COLOR_HEIGHT, 2, p.COLOR_WIDTH, 2, 3).mean(axis=(1, 3))
     r, g, b = cells[..., 0], cells[..., 1], cells[..., 2]
     pink = (r > 130) & (r - g > 60) & (b - g > 30)

@@ -71,7 +71,8 @@ def dog_status(node):
 
 def link_cause(node, t):
     """What to change when the link keeps failing in one of the two ways a wrong guess of
-    spec §4 shows: the dog hangs up right after a request, or no version reply parses."""
+    docs/protocols/aibo.md §6.1 shows: the dog hangs up right after a request, or no version
+    reply parses."""
     if t.connected:
         return None
     if t.closed_after:

@@ -14,7 +14,7 @@ from legacy_robot_interfaces.msg import SensorEvent
 from . import conversions as convert
 from . import rcode
 
-STATUS_FALL = 1  # Status after the dog got up from a fall (§2.11.5)
+STATUS_FALL = 1  # Status after the dog got up from a fall (aibo.md §4.6)
 
 
 class Walking:
@@ -121,7 +121,7 @@ class Walking:
             if values.get(name):
                 self.node.touches[name] = self.node.touches.get(name, 0) + 1
                 self.event(stamp, name, 'touched', values[name])
-                # latched until cleared (§2.11.5): cleared, so the next poll sees a new touch
+                # latched until cleared (aibo.md §4.6): cleared, so the next poll sees a new touch
                 self.node.rcode.play(rcode.line('SET', name, 0), lambda _reply: None)
         self.node.dog_values.update(values)
 

@@ -1,5 +1,5 @@
-"""The AIBO telemetry codec against hand-built byte vectors, for every variant the spec leaves
-open."""
+"""The AIBO telemetry codec against hand-built byte vectors, for every variant AiboPet's page
+leaves open (docs/protocols/aibo.md §6.1)."""
 
 import io
 import struct

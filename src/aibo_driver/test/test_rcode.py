@@ -1,4 +1,5 @@
-"""R-CODE 1.2 lines and replies (spec §2.11): the ERS-2xx syntax, the 127-byte limit, matching."""
+"""R-CODE 1.2 lines and replies (docs/protocols/aibo.md §4): the ERS-2xx syntax, the 127-byte
+limit, matching."""
 
 import pytest
 

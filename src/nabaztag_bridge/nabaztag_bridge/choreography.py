@@ -1,4 +1,4 @@
-"""Nabaztag choreography files (.chor, spec §2.12): build, parse, time.
+"""Nabaztag choreography files (.chor, docs/protocols/nabaztag.md §5): build, parse, time.
 
 A file is a 4-byte header (the data length, big-endian; the rabbit ignores it),
 commands of wait byte + opcode + parameters, and 4 zero bytes. The rabbit

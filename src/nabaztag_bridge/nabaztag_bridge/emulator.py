@@ -3,9 +3,9 @@
     nabaztag_emulator --server 127.0.0.1:8080/vl --rabbits 3 --console
 
 Each rabbit boots (bc.jsp), locates (locate.jsp), pings (p4.jsp) with the sd /
-tc semantics of the spec, applies every reply by the rabbit's rules, plays
-message programs (resources downloaded first; LEDs, ears, audio and streams as
-state), reports the end of a program at once, and can be told to click,
+tc semantics of docs/protocols/nabaztag.md §3.4-3.5, applies every reply by the
+rabbit's rules, plays message programs (resources downloaded first; LEDs, ears, audio and
+streams as state), reports the end of a program at once, and can be told to click,
 double-click, move its ears, show an RFID tag or record (an IMA ADPCM WAV,
 uploaded with up to 3 attempts). Many rabbits run in one process for load tests.
 """
@@ -338,7 +338,8 @@ class VirtualRabbit:
         with self._lock:
             self.ambient = ambient
             # the ping-era firmware applies the ambient ears only while idle: after a program
-            # its tc stays that program's ID until a server sends the idle program (spec §3.3)
+            # its tc stays that program's ID until a server sends the idle program
+            # (nabaztag.md §7.3)
             if self.playing is None and self.tc == p.IDLE_ID:
                 self.ears = list(ambient.ears)
 

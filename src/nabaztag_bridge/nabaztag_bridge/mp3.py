@@ -1,6 +1,7 @@
 """MPEG audio Layer III files as the rabbit plays them: frame headers, length, duration (no I/O).
 
-The rabbit's MU command plays an MP3 it downloaded whole (at most 300,000 bytes, spec §2.11).
+The rabbit's MU command plays an MP3 it downloaded whole (at most 300,000 bytes,
+docs/protocols/nabaztag.md §4.6, §6.2).
 scan() walks the frames of such a file the way a decoder does, frame header to frame header,
 and says how long it plays; a file that is not MP3, or whose last frame is cut short (what
 the rabbit's truncation at the cap leaves), is refused with MalformedFrame.
@@ -10,7 +11,7 @@ import dataclasses
 
 from legacy_robot_common.errors import MalformedFrame
 
-PRELOAD_CAP = 300_000  # bytes the rabbit downloads of an MU or CH resource (spec §2.11)
+PRELOAD_CAP = 300_000  # bytes the rabbit downloads of an MU or CH resource (nabaztag.md §4.6)
 
 # bit rates (kbit/s) of Layer III by header index 1..14: MPEG-1, and MPEG-2 / 2.5
 _BITRATES = {

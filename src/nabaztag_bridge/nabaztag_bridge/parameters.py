@@ -74,7 +74,7 @@ PARAMETERS = (
         '',
         'ping-era bytecode served at bc.jsp (amber...Mind; not shipped: Violet copyright)',
     ),
-    read_only('xml_api', True, "serve the seed's XML API under /xml/"),
+    read_only('xml_api', True, "serve jNabServer's XML API under /xml/"),
     read_only('xml_token', '', 'token the XML API requires ("" = the API answers 403 to all)'),
     read_only(
         'max_body_bytes',

@@ -1,4 +1,4 @@
-"""The ping-era Nabaztag/tag protocol as bytes and text (spec: nabaztag.md §2).
+"""The ping-era Nabaztag/tag protocol as bytes and text (docs/protocols/nabaztag.md §3-4).
 
 Packets and their blocks, the message-program text and its obfuscation, the
 ping query (sd events, tc state), locate replies and the bytecode wrapper. No
@@ -43,7 +43,7 @@ SERVICES = {
     'taichi': 14,
 }
 
-# Message-program commands the last ping bytecode knows (§2.11); the resource
+# Message-program commands the last ping bytecode knows (nabaztag.md §4.6); the resource
 # commands name a URL, the first three of which are downloaded before playing.
 PRELOADED_COMMANDS = {'MU': MU_SIZE_CAP, 'CH': MU_SIZE_CAP, 'MC': MC_SIZE_CAP}
 STREAM_COMMANDS = ('ST', 'MS', 'SP')

@@ -1,6 +1,6 @@
 """What the bridge knows about each rabbit, and what it will tell it next (no I/O).
 
-A Rabbit holds the state the spec's server keeps per serial (§3.3): bytecode
+A Rabbit holds the state kept per serial (docs/protocols/nabaztag.md §7): bytecode
 version, last ping, tc, ping interval, ambient (services, ears, nose), a queue
 of forced packets and the per-rabbit plugin. RabbitRegistry is the thread-safe
 collection the HTTP handlers and the ROS services share; reply_packet() is the
@@ -57,7 +57,7 @@ class Rabbit:
     @property
     def needs_idle(self):
         """Booted, or a program ended and its ID is still the rabbit's state: until it is sent
-        the idle program it ignores the ambient ears and does not move them (spec §3.3 item 3)."""
+        the idle program it ignores the ambient ears and does not move them (nabaztag.md §7.3)."""
         return self.tc == p.BOOTED_TC or (
             self.tc == self.finished_program and self.tc not in (p.IDLE_ID, p.SLEEP_ID)
         )

@@ -1,4 +1,5 @@
-"""The rabbit's voice recordings (spec §2.5): RIFF/WAVE, IMA ADPCM, mono, 8 kHz.
+"""The rabbit's voice recordings (docs/protocols/nabaztag.md §6.1): RIFF/WAVE, IMA ADPCM,
+mono, 8 kHz.
 
 Blocks of 256 bytes: a 4-byte header (first sample, little-endian int16; step
 index; a zero byte) and 252 bytes of 4-bit codes, low nibble first, which with

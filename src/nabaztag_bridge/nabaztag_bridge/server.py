@@ -106,7 +106,7 @@ class Counters:
     events: int = 0
     recordings: int = 0
     duplicate_uploads: int = 0
-    unknown_events: int = 0  # sd values the spec does not define
+    unknown_events: int = 0  # sd values nabaztag.md §3.4 does not define
     dropped_clients: int = 0  # connections silent until client_timeout, closed unanswered
     # refusals by kind (each is also a bad request)
     refused_paths: int = 0  # outside the media or speech cache folder, path characters, NUL
@@ -192,7 +192,8 @@ class BridgeServer:
         self.locate_ping = self.settings.locate_ping or f'{host}:{self.port}'
         self.locate_broad = self.settings.locate_broad or f'{host}:{self.port}/broadcast'
         # program URLs (MU, CH, echo) reach the bridge the way the rabbit does: through the
-        # host:port locate advertises (a port forward or proxy), never the bind port (§3.3 item 8)
+        # host:port locate advertises (a port forward or proxy), never the bind port
+        # (nabaztag.md §7.4)
         self.base_url = f'http://{self.locate_ping}'
         self.registry.recordings_url = f'{self.base_url}/recordings/'
         return self
@@ -427,7 +428,7 @@ class BridgeServer:
             raise HttpError(404, f'no recording {name!r}')
         return 200, data, 'audio/wav'
 
-    # ---- the XML API of seed 002 --------------------------------------------------------
+    # ---- jNabServer's XML API (docs/protocols/nabaztag.md §8) -----------------------------
     def _check_token(self, query, headers):
         token = self.settings.xml_token
         if not token:  # it commands every rabbit, and the server faces the network
@@ -524,7 +525,7 @@ class BridgeServer:
         return root
 
     def _xml_answer(self, query, headers, action):
-        """The token check, then action(): its XML, or the seed's response forms
+        """The token check, then action(): its XML, or the manual's response forms
         <success>1</success> and <error><message>…</message></error>."""
         try:
             self._check_token(query, headers)
@@ -592,8 +593,9 @@ def _unquote(text):
 
 
 def _parse_xml(data, root_tag):
-    """Seed-style XML: entity declarations refused (no expansion, no external entities);
-    the DOCTYPE, whose DTDs in the seed are not valid, is dropped before parsing."""
+    """The jNabServer manual's XML: entity declarations refused (no expansion, no external
+    entities); the DOCTYPE, whose DTDs in the manual are not valid (nabaztag.md §10.1), is
+    dropped before parsing."""
     text = data.decode('utf-8', errors='replace')
     if re.search(r'<!ENTITY', text, re.IGNORECASE):
         raise MalformedFrame('XML entity declarations are not accepted')

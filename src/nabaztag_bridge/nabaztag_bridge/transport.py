@@ -1,8 +1,8 @@
 """HTTP/1.0 on an event loop: asyncio on uvloop, requests parsed by httptools (llhttp).
 
 The rabbit opens one connection per request, sends it, and reads the reply until the
-server closes (spec §3.1), so this serves exactly that: one request per connection, an
-HTTP/1.0 reply, then the close. What a request means is decided by respond(method,
+server closes (docs/protocols/nabaztag.md §2.1), so this serves exactly that: one request per
+connection, an HTTP/1.0 reply, then the close. What a request means is decided by respond(method,
 target, headers, read_body) → (status, bytes or a file path, content type); this module
 only parses, enforces the limits and writes. It runs its own loop on one thread, so the
 rclpy executor and the rabbits never wait for each other.

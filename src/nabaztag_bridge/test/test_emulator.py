@@ -1,5 +1,6 @@
 """The rabbit emulator against the bridge's HTTP server (real sockets, no ROS), and
-against a server that misbehaves the ways the spec says the rabbit copes with."""
+against a server that misbehaves the ways docs/protocols/nabaztag.md §4.1 says the rabbit
+copes with."""
 
 import http.server
 import io

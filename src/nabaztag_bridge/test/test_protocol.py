@@ -1,4 +1,5 @@
-"""The Nabaztag codec against the spec's byte vectors, and round trips for what has none."""
+"""The Nabaztag codec against the byte vectors of docs/protocols/nabaztag.md §4.7, and round
+trips for what has none."""
 
 import struct
 
@@ -12,7 +13,7 @@ from nabaztag_bridge import choreography as chor
 from nabaztag_bridge import protocol as p
 from nabaztag_bridge import recording
 
-# OpenNab's default reply (spec §2.11): a message block "ID 2147483647\n" with first byte 01,
+# OpenNab's default reply (nabaztag.md §4.7): a message block "ID 2147483647\n" with first byte 01,
 # an old-format ambient block of 23 bytes, ping interval 120 s, then FF 0A.
 OPENNAB_DEFAULT = bytes.fromhex(
     '7F 0A00000F 01 1E5B4FE10C6BCE3BA71289B3CEC5'
