@@ -1,8 +1,9 @@
-"""The README's commands as written: every command line of its bash blocks that can run on this
-machine (no ros2 CLI: `ros2 run legacy_robot_bringup bringup|recording` are run as the modules
-they start), and every `ros2 service call` of a robot section against that robot's emulator
-(made with rclpy, as the ros2 CLI would). A command with a placeholder (<...>, [...], DIR, a
-real robot's address) is a pattern, not a command, and is left out."""
+"""The commands of the README and of each robot's reference page (docs/<robot>.md), as written:
+every command line of their bash blocks that can run on this machine (no ros2 CLI: `ros2 run
+legacy_robot_bringup bringup|recording` are run as the modules they start), and every `ros2
+service call` of a robot's quick start against that robot's emulator (made with rclpy, as the
+ros2 CLI would). A command with a placeholder (<...>, [...], DIR, a real robot's address) is a
+pattern, not a command, and is left out."""
 
 import importlib
 import re
@@ -21,7 +22,12 @@ from rclpy.node import Node
 
 from pleo_driver.sample import SAMPLE_PROJECT
 
-README = (ROOT / 'README.md').read_text()
+# the guide and the robot pages it sends its readers to
+GUIDE_PAGES = [
+    ROOT / 'README.md',
+    *(ROOT / 'docs' / f'{page}.md' for page in ('p2os', 'ipaq', 'aibo', 'nabaztag', 'pleo')),
+    ROOT / 'docs' / 'urf_builder.md',
+]
 AS_MODULES = {
     'ros2 run legacy_robot_bringup bringup': 'python -m legacy_robot_bringup.compose',
     'ros2 run legacy_robot_bringup recording': 'python -m legacy_robot_bringup.recordings',
@@ -48,9 +54,14 @@ SERVICE_ROBOTS = {
 
 
 def readme_command_lines():
-    """Each command of the README's bash blocks: continuation lines joined, comments off."""
+    """Each command of the guide pages' bash blocks: continuation lines joined, comments off."""
     commands = []
-    for block in re.findall(r'^```bash\n(.*?)^```', README, re.S | re.M):
+    blocks = [
+        block
+        for page in GUIDE_PAGES
+        for block in re.findall(r'^```bash\n(.*?)^```', page.read_text(), re.S | re.M)
+    ]
+    for block in blocks:
         text = re.sub(r'\\\n\s*', ' ', block)
         for line in text.splitlines():
             line = re.sub(r'\s+#.*$', '', line).strip()
@@ -94,7 +105,7 @@ def test_every_runnable_readme_command_works_as_written(tmp_path):
         timeout=120,
         capture_output=True,
         text=True,
-    )  # as the README says
+    )  # as docs/urf_builder.md says
     assert built.returncode == 0, built.stderr
     ran = []
     for line in readme_command_lines():
@@ -114,8 +125,9 @@ def test_every_runnable_readme_command_works_as_written(tmp_path):
             )
             assert result.returncode == 0, (line, result.stdout[-2000:], result.stderr[-2000:])
         ran.append(line)
-    assert len(ran) >= 14, ran  # the README's bringup, recording and urf_builder commands
-    assert any('4096.usf' in line for line in ran)
+    assert len(ran) >= 14, ran  # the pages' bringup, recording and urf_builder commands
+    assert any('4096.usf' in line for line in ran)  # docs/urf_builder.md
+    assert any('p2os:r3' in line for line in ran)  # docs/p2os.md, several robots in one world
     assert (tmp_path / 'recordings-today' / 'p2os.mcap').is_file()
     assert (tmp_path / 'p2os.csv').stat().st_size > 0
 

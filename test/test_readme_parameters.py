@@ -1,6 +1,7 @@
-"""README.md's parameter tables follow the code: every parameter in a node's table
-(`<package>.parameters.PARAMETERS`) is documented in that robot's README section, with the
-default the code declares. Pure file reading and imports: no node is started."""
+"""Each robot's reference page follows the code: every parameter in a node's table
+(`<package>.parameters.PARAMETERS`) is documented in a parameter table of that robot's page,
+docs/<robot>.md, with the default the code declares. Pure file reading and imports: no node is
+started."""
 
 import ast
 import importlib
@@ -13,21 +14,20 @@ from rclpy.parameter import Parameter as RosParameter
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NUMBER = r'-?\d+(?:\.\d+)?(?:e-?\d+)?'
 
-# package -> the start of its README section's heading
-SECTIONS = {
-    'aibo_driver': '## AIBO driver',
-    'ipaq_driver': '## iPaq driver',
-    'nabaztag_bridge': '## Nabaztag bridge',
-    'p2os_driver': '## P2OS driver',
-    'pleo_driver': '## Pleo driver',
+# package -> its reference page (the README's quick starts point there)
+PAGES = {
+    'aibo_driver': 'docs/aibo.md',
+    'ipaq_driver': 'docs/ipaq.md',
+    'nabaztag_bridge': 'docs/nabaztag.md',
+    'p2os_driver': 'docs/p2os.md',
+    'pleo_driver': 'docs/pleo.md',
 }
 
 
-def section(heading):
-    text = (ROOT / 'README.md').read_text()
-    start = text.index(f'\n{heading}')
-    end = text.find('\n## ', start + 1)
-    return text[start : end if end >= 0 else None]
+def reference(package):
+    """The text of the package's reference page, outside its fenced code blocks."""
+    text = (ROOT / PAGES[package]).read_text()
+    return re.sub(r'^```.*?^```', '', text, flags=re.S | re.M)
 
 
 def split_top(cell):
@@ -49,7 +49,7 @@ def split_top(cell):
 
 
 def documented(text):
-    """{name: the README's default text} over the section's parameter tables.
+    """{name: the page's default text} over the page's parameter tables.
 
     A row may name several parameters (`a`, `b`) with one default each, or one default for all.
     """
@@ -71,7 +71,7 @@ def documented(text):
 
 
 def lookup(rows, name):
-    """The README's default text of `name`; a row `prefix.<name>` documents a family, its cell
+    """The page's default text of `name`; a row `prefix.<name>` documents a family, its cell
     naming each member's default (`` `member` 1, `other` 2 ``)."""
     if name in rows:
         return rows[name]
@@ -84,18 +84,18 @@ def lookup(rows, name):
 
 
 def literal(text):
-    """The README's rendering of a list, `[0, 1.5]`, `[""]` or `["nxp"]`, as a Python value."""
+    """The page's rendering of a list, `[0, 1.5]`, `[""]` or `["nxp"]`, as a Python value."""
     return ast.literal_eval(text.replace('true', 'True').replace('false', 'False'))
 
 
 def close(shown, value):
-    """Whether the README's number `shown` is `value` rounded to the digits it shows."""
+    """Whether the page's number `shown` is `value` rounded to the digits it shows."""
     decimals = len(shown.partition('.')[2].partition('e')[0])
     return abs(float(shown) - value) <= 0.5 * 10**-decimals + 1e-12
 
 
 def matches(default, text):
-    """Whether the README's default `text` (units and remarks may follow) states `default`."""
+    """Whether the page's default `text` (units and remarks may follow) states `default`."""
     text = text.strip()
     if isinstance(default, RosParameter.Type):  # declared by type alone: no value until given
         return text.startswith('unset')
@@ -118,25 +118,27 @@ def matches(default, text):
                 for a, b in zip(shown, default, strict=True)
             )
         return literal(found.group(1)) == default
-    raise AssertionError(f'no README rendering known for {default!r}')
+    raise AssertionError(f'no rendering known for {default!r}')
 
 
-@pytest.mark.parametrize('package', sorted(SECTIONS))
+@pytest.mark.parametrize('package', sorted(PAGES))
 def test_every_parameter_is_documented_with_its_default(package):
     table = importlib.import_module(f'{package}.parameters').PARAMETERS
-    rows = documented(section(SECTIONS[package]))
-    readme = {row.name: lookup(rows, row.name) for row in table}
-    missing = [name for name, text in readme.items() if text is None]
-    assert not missing, f'{package}: README.md does not document {missing}'
+    rows = documented(reference(package))
+    page = {row.name: lookup(rows, row.name) for row in table}
+    missing = [name for name, text in page.items() if text is None]
+    assert not missing, f'{package}: {PAGES[package]} does not document {missing}'
     wrong = [
-        f'{row.name}: code {row.default!r}, README {readme[row.name]!r}'
+        f'{row.name}: code {row.default!r}, {PAGES[package]} {page[row.name]!r}'
         for row in table
-        if not matches(row.default, readme[row.name])
+        if not matches(row.default, page[row.name])
     ]
-    assert not wrong, f'{package}: README.md defaults differ from the code:\n' + '\n'.join(wrong)
+    assert not wrong, f'{package}: {PAGES[package]} defaults differ from the code:\n' + '\n'.join(
+        wrong
+    )
 
 
-def test_the_readme_parser_reads_rows_of_several_names_and_lists():
+def test_the_table_parser_reads_rows_of_several_names_and_lists():
     rows = documented(
         '| parameter | default | meaning |\n|---|---|---|\n'
         '| `a`, `b` | 1.0 s, `x` | two |\n| `c`, `d` | false | both |\n'

@@ -142,7 +142,7 @@ def _gait(value, slow, normal, unit, doing, notes):
 # ---- odometry ---------------------------------------------------------------------------------
 @dataclasses.dataclass
 class OdometryModel:
-    """Variances that grow with what was walked: legs slip (estimates; see the README)."""
+    """Variances that grow with what was walked: legs slip (estimates; see docs/aibo.md)."""
 
     slip: float = 0.2  # standard deviation of the distance walked, as a fraction of it
     turn_slip: float = 0.2  # the same for the angle turned

@@ -2,7 +2,7 @@
 
     ros2 run aibo_driver aibo_driver --ros-args -p host:=192.168.0.20
 
-Topic, service and parameter tables: README.md ("AIBO driver").
+Topic, service and parameter tables: docs/aibo.md.
 """
 
 import sys

@@ -1,4 +1,4 @@
-"""The `aibo_driver` node's parameters, in declaration order (README.md's tables follow them).
+"""The `aibo_driver` node's parameters, in declaration order (docs/aibo.md's tables follow them).
 
 Every one is read-only but cmd_vel_timeout. The frame parameters are declared by `RobotFrames`,
 the odometry frames and covariances by `MobileBase` (the node).
@@ -198,7 +198,9 @@ PARAMETERS = (
     read_only('property_presets', [''], 'SETPROPERTY presets "name=index:value"'),
     read_only('rput_enabled', False, 'allow upload_file (experimental)'),
     read_only(
-        'rput_layout', ','.join(p.DEFAULT_RPUT_LAYOUT), 'RPUT fields after the opcode (README)'
+        'rput_layout',
+        ','.join(p.DEFAULT_RPUT_LAYOUT),
+        'RPUT fields after the opcode (docs/aibo.md)',
     ),
     read_only(
         'rput_grace',

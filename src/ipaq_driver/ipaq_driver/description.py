@@ -3,8 +3,8 @@ IR ranger.
 
 No document gives the Trikebot's geometry (docs/protocols/ipaq.md §1.3): the wheelbase is the
 driver's `wheelbase` parameter and the mounts are its `camera_mount` / `range_mount` parameters;
-the body and wheel sizes below are guesses for a small tricycle (README). base_link sits on the
-rear axle, the steered front wheel `wheelbase` ahead. The neck's joints are named as
+the body and wheel sizes below are guesses for a small tricycle (docs/ipaq.md). base_link sits on
+the rear axle, the steered front wheel `wheelbase` ahead. The neck's joints are named as
 camera/pan_tilt names them, `pan` (about z, positive left) and `tilt` (positive turns the camera
 up: a servo setting above `servo_center`, as the emulator's camera moves; the real neck's direction
 is on record nowhere), so joint_states and the pan/tilt command speak the same names and angles.

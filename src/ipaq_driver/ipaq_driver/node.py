@@ -2,7 +2,7 @@
 
     ros2 run ipaq_driver ipaq_driver --ros-args -p host:=192.168.0.5
 
-Topic, service and parameter tables: README.md ("iPaq driver").
+Topic, service and parameter tables: docs/ipaq.md.
 """
 
 import sys

@@ -1,4 +1,4 @@
-"""The `ipaq_driver` node's parameters (README.md's tables follow them). Every one is
+"""The `ipaq_driver` node's parameters (docs/ipaq.md's tables follow them). Every one is
 read-only; MobileBase (cmd_vel, odometry, base frames) and RobotFrames (camera and range
 frames) declare their own."""
 

@@ -166,7 +166,7 @@ class FoxgloveRelay(ExecutorHandoff, Node):
             self.get_logger().warning(
                 f'foxglove: clients on {host}:{self.port} may control the robots ({opened}): '
                 'the server has no TLS and no authentication; anyone who reaches this port can '
-                'do that (README: reaching the live view safely)'
+                'do that (docs/foxglove.md: reaching the live view safely)'
             )
         diagnostics = DiagnosticsPublisher(self, f'foxglove ws://{host}:{self.port}')
         diagnostics.add_task('foxglove', self._status)

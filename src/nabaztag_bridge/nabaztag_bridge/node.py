@@ -3,7 +3,7 @@
     ros2 run nabaztag_bridge nabaztag_bridge --ros-args -p port:=8080 \\
         -p bytecode_file:=/path/to/bootcode.bin -p media_root:=/srv/rabbit
 
-Topic, service and parameter tables: README.md ("Nabaztag bridge").
+Topic, service and parameter tables: docs/nabaztag.md.
 """
 
 import os
@@ -215,7 +215,7 @@ class NabaztagBridge(DriverNode):
             raise ParameterError(
                 f'nabaztag_bridge: bytecode_file {path!r}: {exc}. It must be '
                 'a ping-era Nabaztag/tag bytecode (amber + 8 hex digits ... '
-                'Mind); see README "Nabaztag bridge"'
+                'Mind); see docs/nabaztag.md "The bytecode"'
             ) from None
         if p.PING_BYTECODE_MARK not in data:
             self.get_logger().warning(

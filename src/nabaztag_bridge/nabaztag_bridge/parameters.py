@@ -1,5 +1,6 @@
-"""The `nabaztag_bridge` node's parameters, in declaration order (README.md's table follows
-them). The node checks what a range cannot say (URL parts, folders, serials) after declaring."""
+"""The `nabaztag_bridge` node's parameters, in declaration order (docs/nabaztag.md's
+tables follow them). The node checks what a range cannot say (URL parts, folders, serials) after
+declaring."""
 
 from legacy_robot_common.params import read_only
 
@@ -140,7 +141,7 @@ PARAMETERS = (
         True,
         'answer the first ping after boot with the wake-up program',
     ),
-    # speech (say, speak): README "Speech"
+    # speech (say, speak): docs/nabaztag.md "Speech"
     read_only(
         'tts_engine',
         'auto',

@@ -3,7 +3,7 @@
 Body length and width, the sonar poses and the bumper counts are the model table's (ARIA's
 parameter files, models.py). Wheel radius, wheel width and body height are in no parameter
 file: the numbers below are estimates from the robots' published outer dimensions (marked
-so in the README); the wheel_radius parameter overrides the radius. base_link sits on the
+so in docs/p2os.md); the wheel_radius parameter overrides the radius. base_link sits on the
 wheel axle (ARIA's robot centre) at base_height above the floor, so the drawing stands on the
 floor when base_height is the robot's.
 """

@@ -5,7 +5,7 @@
 Motors start disabled (as on the robot): call the `enable_motors` service, or set
 `enable_motors_on_start`. After a reconnect the driver restores what was last asked for
 (motors, sonar, packet streams) unless `restore_state_on_reconnect` is false.
-Topic, service and parameter tables: README.md.
+Topic, service and parameter tables: docs/p2os.md.
 """
 
 import math

@@ -1,4 +1,4 @@
-"""The `p2os_driver` node's parameters (README.md's table follows them) and the client
+"""The `p2os_driver` node's parameters (docs/p2os.md's table follows them) and the client
 settings they make. MobileBase (cmd_vel message type, odometry, base frames) and
 RobotStatePublisher declare their own; client_settings checks `model` against the model
 table."""
@@ -155,7 +155,7 @@ PARAMETERS = (
     read_only(
         'wheel_radius',
         0.0,
-        "m, for the robot model and the wheel joints (0 = the model's estimate, README)",
+        "m, for the robot model and the wheel joints (0 = the model's estimate, docs/p2os.md)",
         minimum=0.0,
     ),
     read_only(

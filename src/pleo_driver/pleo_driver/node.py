@@ -2,7 +2,7 @@
 
     ros2 run pleo_driver pleo_driver --ros-args -p port:=/dev/ttyACM0
 
-Topic, service and parameter tables: README.md ("Pleo driver").
+Topic, service and parameter tables: docs/pleo.md.
 """
 
 import math

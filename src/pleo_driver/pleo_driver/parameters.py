@@ -1,4 +1,5 @@
-"""The `pleo_driver` node's parameters, in declaration order (README.md's table follows them)."""
+"""The `pleo_driver` node's parameters, in declaration order (docs/pleo.md's
+table follows them)."""
 
 from legacy_robot_common.params import read_only
 

@@ -207,7 +207,7 @@ public on_sensor(time, sensor_name: sensor, value)
 
 
 def sample_project(folder):
-    """The repository's sample project (README "Pleo"): two sounds, two motions (one with a
+    """The repository's sample project (docs/urf_builder.md): two sounds, two motions (one with a
     sound cue), a command, a user property and a script with a stand-in prebuilt AMX."""
     write(
         os.path.join(folder, 'sounds', 'chirp.wav'), wav_bytes(11025, rate=22050, width=2, seed=1)

@@ -361,9 +361,9 @@ class Builder:
             os.path.join(self.project.folder, words[0])
         ):
             raise BuildError(
-                f"Pawn compiler '{words[0]}' not found. Install a Pawn 3.x compiler (see the "
-                f'README), put it on PATH or pass --pawncc PATH, or build from prebuilt .amx '
-                f'files (--amx-dir DIR or <script path="x.amx"/>)'
+                f"Pawn compiler '{words[0]}' not found. Install a Pawn 3.x compiler (see "
+                f'docs/urf_builder.md), put it on PATH or pass --pawncc PATH, or build from '
+                f'prebuilt .amx files (--amx-dir DIR or <script path="x.amx"/>)'
             )
         includes = ''.join(
             f' -i{shlex.quote(os.path.normpath(self.rel(d)))}' for d in self.project.include_dirs()
