@@ -102,9 +102,11 @@ class RabbitLink(abc.ABC):
     # ---- life cycle (the node's configure / cleanup) -------------------------------------
     def start(self):
         """Open what the kind needs (a connection, a worker thread); never blocks long."""
+        return None  # a kind with nothing to open (violet: the rabbit calls the bridge)
 
     def stop(self):
         """Close it; pending commands fail with RabbitUnreachable."""
+        return None
 
     @abc.abstractmethod
     def state(self):
@@ -119,11 +121,21 @@ class RabbitLink(abc.ABC):
     def play_url(self, url):
         """Play an MP3 the rabbit fetches from url (the bridge serves speech and media)."""
 
-    def play_urls(self, urls):
-        """Play several files one after another (speech split in parts)."""
+    def play_urls(self, urls, gesture_url=None, program_id=None):
+        """Play several files one after another (speech split in parts); gesture_url: a
+        choreography to play with the first (where the kind can); program_id: from
+        reserve_program_id."""
         if len(urls) == 1:
             return self.play_url(urls[0])
         raise KindCannot(self.kind, 'play several files in one go')
+
+    def reserve_program_id(self):
+        """An id the rabbit will report when the next play_urls ends, or None (it reports
+        no end)."""
+        return None
+
+    def stream_url(self, url):
+        raise KindCannot(self.kind, 'stream a sound')
 
     def set_nose(self, value):
         """The nose: 0 off, 1.. blinking (what the kind makes of it)."""
@@ -148,6 +160,21 @@ class RabbitLink(abc.ABC):
     @abc.abstractmethod
     def raw(self, text):
         """The kind's own escape: a Violet program, a Forth line, a nabd packet (JSON)."""
+
+    def set_ambient(self, ambient):
+        """Violet's ambient block (services, ears, nose blinks)."""
+        raise KindCannot(self.kind, 'take an ambient block')
+
+    def setting(self, name, value, text):
+        """Violet's settings: ping_interval, plugin, reboot."""
+        raise KindCannot(self.kind, f'change {name}')
+
+    def raw_packet(self, packet):
+        raise KindCannot(self.kind, 'take a Violet packet')
+
+    def accepts(self, address):
+        """Whether a request from address (a hook) comes from this rabbit."""
+        return False
 
     # ---- for the links ------------------------------------------------------------------
     def cannot(self, what):
