@@ -36,7 +36,12 @@ def bridge(tmp_path_factory):
     (folder / 'rabbits.yaml').write_text(
         f'rabbits:\n  - name: {NAME}\n    kind: serverless\n    address: 127.0.0.1:{rabbit.port}\n'
     )
+    (folder / 'rules.yaml').write_text(
+        'rules:\n  - name: tag turns the ears\n    when: {rfid: d0021a0352b7e2f4}\n'
+        f'    rabbit: {NAME}\n    do:\n      - ears: [7, 8]\n'
+    )
     parameters = {
+        'rules_file': str(folder / 'rules.yaml'),
         'host': '127.0.0.1',
         'port': port,
         'media_root': str(folder / 'media'),
@@ -139,3 +144,20 @@ def test_the_rabbits_topic_shows_its_kind_and_state(bridge):
 
     assert ros.spin_until(lambda: state() is not None and state().connected, 15)
     assert state().kind == 'serverless' and not state().asleep
+
+
+def test_a_tag_fires_a_rule_that_moves_the_ears(bridge):
+    rabbit, _, _, _, _, _ = bridge
+    assert rabbit.show_tag('d0021a0352b7e2f4') == 200
+    assert rabbit.wait_for(lambda r: r.ear_positions() == (7, 8), 10)
+
+
+def test_diagnostics_show_the_rabbit_by_kind(bridge):
+    _, _, ros, _, _, _ = bridge
+    status = ros.diagnostic_status(f'rabbit {NAME}')
+
+    def values():
+        return {v.key: v.value for v in status().values}
+
+    assert ros.spin_until(lambda: status() is not None and values().get('connected') == 'True', 15)
+    assert values()['kind'] == 'serverless' and status().message.startswith('serverless')
