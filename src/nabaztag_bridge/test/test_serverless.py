@@ -3,11 +3,14 @@ ServerlessNabaztag rabbit, the rabbit's hooks and boot files against the bridge'
 and the rabbits file."""
 
 import http.client
+import signal
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
+from helpers import start_module
 
 from nabaztag_bridge import recording
 from nabaztag_bridge.emulator_serverless import ServerlessRabbit
@@ -285,3 +288,28 @@ def test_a_hook_without_a_length_is_refused_and_the_server_goes_on(rig):
         connection.sendall(b'POST /hooks/click.php HTTP/1.0\r\nHost: x\r\n\r\n')
         assert b' 411 ' in connection.recv(4096)
     assert rabbit.click() == 200 and events.wait(1).event == 'click'
+
+
+def test_the_emulator_command_line_posts_hooks_from_its_console(rig):
+    rabbit, link, bridge, events = rig()
+    rabbit.stop()  # the command line's emulator takes its place at the same address
+    process = start_module(
+        'nabaztag_bridge.emulator',
+        '--kind', 'serverless', '--port', str(rabbit.port),
+        '--server', f'127.0.0.1:{bridge.port}', '--console',
+        stdin=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert f':{rabbit.port}' in process.stdout.readline()
+        process.stdin.write('click\nears 4 5\nrfid d0021a0353ab1c2f\n')
+        process.stdin.flush()
+        assert [process.stdout.readline().strip() for _ in range(3)] == [
+            'click: 200',
+            'ears: 200',
+            'rfid: 200',
+        ]
+        assert events.wait(3).rfid == 'd0021a0353ab1c2f'
+        assert result(link.set_nose(3)) == 'nose 3'
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=10)
