@@ -3,12 +3,15 @@ the services reach the rabbit's API, its hooks reach the events topic, its state
 topic. One bridge for the module: each start costs seconds."""
 
 import http.client
+import time
 
 import pytest
+from rclpy.action import ActionClient
 from ros_observer import DriverProcesses
 
 from legacy_robot_common.driver_node import LATCHED
 from legacy_robot_common.emulator import free_port
+from legacy_robot_interfaces.action import RabbitSpeak
 from legacy_robot_interfaces.msg import RabbitEvent, RabbitList
 from legacy_robot_interfaces.srv import (
     RabbitChoreography,
@@ -35,6 +38,7 @@ def bridge(tmp_path_factory):
     rabbit = ServerlessRabbit(f'127.0.0.1:{port}').start()
     (folder / 'rabbits.yaml').write_text(
         f'rabbits:\n  - name: {NAME}\n    kind: serverless\n    address: 127.0.0.1:{rabbit.port}\n'
+        f'  - {{name: gone, kind: serverless, address: "127.0.0.1:{free_port()}"}}\n'
     )
     (folder / 'rules.yaml').write_text(
         'rules:\n  - name: tag turns the ears\n    when: {rfid: d0021a0352b7e2f4}\n'
@@ -103,6 +107,26 @@ def test_say_plays_our_mp3_by_url(bridge):
     assert '/tts/' in url and 'translate' not in url
 
 
+@pytest.mark.skipif(not tts.VoiceCatalogue().espeak_installed, reason='espeakng-loader missing')
+def test_the_speak_action_ends_when_the_rabbit_has_the_url(bridge):
+    rabbit, _, ros, _, _, _ = bridge
+    client = ActionClient(ros.node, RabbitSpeak, '/rabbit/speak')
+    assert ros.spin_until(client.server_is_ready, 10), 'no speak action'
+    stages = []
+    sent = client.send_goal_async(
+        RabbitSpeak.Goal(serial=NAME, text='An action.'),
+        feedback_callback=lambda message: stages.append(message.feedback.stage),
+    )
+    assert ros.spin_until(sent.done, 10) and sent.result().accepted
+    result = sent.result().get_result_async()
+    assert ros.spin_until(result.done, 30), stages
+    assert result.result().result.success, result.result().result.message
+    assert RabbitSpeak.Feedback.QUEUED in stages
+    url = result.result().result.audio_urls[0]
+    assert rabbit.wait_for(lambda r: any(u == url for u, _ in r.played), 10)
+    client.destroy()
+
+
 def test_hooks_reach_the_events_topic(bridge):
     rabbit, _, ros, events, _, _ = bridge
 
@@ -161,3 +185,13 @@ def test_diagnostics_show_the_rabbit_by_kind(bridge):
 
     assert ros.spin_until(lambda: status() is not None and values().get('connected') == 'True', 15)
     assert values()['kind'] == 'serverless' and status().message.startswith('serverless')
+
+
+def test_a_rabbit_that_is_off_fails_the_call_with_the_reason(bridge):
+    _, _, ros, _, _, _ = bridge
+    started = time.monotonic()
+    reply = call(ros, RabbitEars, 'set_ears', serial='gone', ear0=1, ear1=2)
+    assert not reply.success and 'gone at 127.0.0.1' in reply.message, reply.message
+    assert time.monotonic() - started < 10
+    reply = call(ros, RabbitSetting, 'rabbit_setting', serial=NAME, name='wake')
+    assert reply.success, reply.message  # the other rabbit is not held up
