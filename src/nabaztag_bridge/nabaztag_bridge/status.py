@@ -29,15 +29,17 @@ def rabbit_statuses(node):
     recently seen first, at most diagnostics_max_rabbits."""
     now = time.time()
     rabbits = sorted(node.registry.snapshot(), key=lambda r: r.last_seen, reverse=True)
-    declared = [link_status(link.state()) for link in node.roster.links.values()]
+    declared = [link_status(link.state(), link.counters) for link in node.roster.links.values()]
     return declared + [
         rabbit_status(rabbit, now) for rabbit in rabbits[: node.max_rabbit_statuses]
     ]
 
 
-def link_status(state):
-    """A kinds.base.RabbitState → a diagnostics status (a rabbit the bridge calls)."""
+def link_status(state, counters):
+    """A kinds.base.RabbitState and its link's counters → a diagnostics status (a rabbit the
+    bridge calls)."""
     values = {
+        **counters,
         'serial': state.serial,
         'kind': state.kind,
         'address': state.address,

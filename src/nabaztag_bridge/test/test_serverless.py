@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from helpers import start_module
+from helpers import start_module, wait_for
 
 from nabaztag_bridge import recording
 from nabaztag_bridge.emulator_serverless import ServerlessRabbit
@@ -107,9 +107,7 @@ def test_nose_sleep_wakeup_and_forth(rig):
 def test_status_is_read_between_commands(rig):
     rabbit, link, _, _ = rig(status_period=1.0)
     rabbit._sleep(True)
-    deadline = time.monotonic() + 10
-    while not (link.state().asleep and link.state().connected) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert wait_for(lambda: link.state().asleep and link.state().connected, 10)
     state = link.state()
     assert state.asleep and state.connected and state.kind == 'serverless'
 
@@ -313,3 +311,29 @@ def test_the_emulator_command_line_posts_hooks_from_its_console(rig):
     finally:
         process.send_signal(signal.SIGINT)
         process.communicate(timeout=10)
+
+
+class GarbledStatus(ServerlessRabbit):
+    """A rabbit whose /status is not JSON (a firmware fault, a proxy's error page)."""
+
+    def answer(self, method, path, args):
+        if path == '/status':
+            return 200, b'<html>oops</html>', 'text/html'
+        return super().answer(method, path, args)
+
+
+def test_a_status_that_is_not_json_is_counted_and_the_link_goes_on(rig):
+    rabbit = GarbledStatus('127.0.0.1:1').start()
+    link = ServerlessLink(
+        Entry('odd', 'serverless', f'127.0.0.1:{rabbit.port}'), timeout=TIMEOUT, status_period=1.0
+    )
+    warnings = []
+    link.log = lambda key, text: warnings.append((key, text))
+    link.start()
+    try:
+        assert wait_for(lambda: link.counters['bad_status'] >= 2, 10)
+        assert warnings[0][0] == 'odd-bad-status' and 'not the JSON' in warnings[0][1]
+        assert result(link.set_nose(1)) == 'nose 1'
+    finally:
+        link.stop()
+        rabbit.stop()

@@ -98,6 +98,7 @@ class RabbitLink(abc.ABC):
     def __init__(self, serial, on_event=None):
         self.serial = serial
         self.on_event = on_event or (lambda event: None)
+        self.counters = {}  # name → count, shown in the rabbit's diagnostics status
 
     # ---- life cycle (the node's configure / cleanup) -------------------------------------
     def start(self):
