@@ -19,7 +19,7 @@ from nabaztag_bridge.kinds.base import KindCannot, RabbitUnreachable
 from nabaztag_bridge.kinds.roster import Entry, RabbitsFileError, Roster, load_entries
 from nabaztag_bridge.kinds.serverless import ServerlessLink
 from nabaztag_bridge.kinds.serverless_hooks import HOOKS_FORTH, ServerlessHooks
-from nabaztag_bridge.rabbits import RabbitRegistry
+from nabaztag_bridge.rabbits import RabbitRegistry, UnknownRabbit
 from nabaztag_bridge.server import BridgeServer, Settings
 
 TIMEOUT = 2.0
@@ -337,3 +337,23 @@ def test_a_status_that_is_not_json_is_counted_and_the_link_goes_on(rig):
     finally:
         link.stop()
         rabbit.stop()
+
+
+def test_the_roster_addresses_declared_and_calling_rabbits():
+    registry = RabbitRegistry(allowed=['0013d3000002'])
+    link = ServerlessLink(Entry('kitchen', 'serverless', '127.0.0.1:9'))
+    roster = Roster(registry, [link], violet_serials=['0013d3000002'])
+    states = roster.states()
+    assert [(s.serial, s.kind, s.connected) for s in states] == [
+        ('kitchen', 'serverless', False),
+        ('0013d3000002', 'violet', False),
+    ]
+    assert 'not called' in states[1].detail
+    with pytest.raises(UnknownRabbit, match='has called'):
+        roster.select('0013d3000002')  # declared, but a violet rabbit is reached once it calls
+    registry.seen('0013d3000002')
+    assert [link.kind for link in roster.select('')] == ['serverless', 'violet']
+    assert roster.select('00:13:D3:00:00:02')[0].serial == '0013d3000002'
+    assert roster.select('kitchen') == [link]
+    with pytest.raises(UnknownRabbit, match='no rabbit is declared as'):
+        roster.select('pantry')
