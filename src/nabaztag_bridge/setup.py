@@ -5,7 +5,7 @@ package_name = 'nabaztag_bridge'
 setup(
     name=package_name,
     version='0.2.0',
-    packages=[package_name],
+    packages=[package_name, f'{package_name}.kinds'],
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -1,10 +1,15 @@
 """Bridge records ↔ ROS messages (plain functions, testable without a graph)."""
 
+import time
+
+from diagnostic_msgs.msg import KeyValue
+
 from legacy_robot_common.messages import int16_array, time_msg, uint8_array
 from legacy_robot_interfaces.msg import RabbitEvent, RabbitList, RabbitRecording, RabbitState
 
 from . import choreography as chor
 from . import protocol as p
+from .rabbits import is_online
 
 EVENT_KINDS = {
     'boot': RabbitEvent.BOOT,
@@ -21,6 +26,8 @@ EVENT_KINDS = {
     'say_queued': RabbitEvent.SAY_QUEUED,
     'say_fetched': RabbitEvent.SAY_FETCHED,
     'say_done': RabbitEvent.SAY_DONE,
+    'intent': RabbitEvent.INTENT,
+    'rfid_removed': RabbitEvent.RFID_REMOVED,
 }
 
 
@@ -41,6 +48,26 @@ def event_msg(event, frame_id='', offset=0.0):
     return msg
 
 
+def link_event_msg(event, frame_id='', offset=0.0):
+    """kinds.base.RabbitEvent → RabbitEvent (the same message as the violet rabbits'), or
+    None for an event the message has no constant for."""
+    kind = EVENT_KINDS.get(event.event)
+    if kind is None:
+        return None
+    msg = RabbitEvent(
+        serial=event.serial,
+        kind=kind,
+        rfid=event.rfid,
+        double_click=event.double_click,
+        intent=event.intent,
+        slots=[KeyValue(key=str(k), value=str(v)) for k, v in event.slots],
+    )
+    msg.header.stamp = time_msg(event.time + offset)
+    msg.header.frame_id = frame_id
+    msg.ear0, msg.ear1 = event.ears if event.ears else (-1, -1)
+    return msg
+
+
 def recording_msg(record, frame_id='', offset=0.0):
     msg = RabbitRecording(
         serial=record.serial, sample_rate=record.sample_rate, double_click=record.double_click
@@ -52,10 +79,14 @@ def recording_msg(record, frame_id='', offset=0.0):
     return msg
 
 
-def rabbit_state_msg(rabbit):
+def rabbit_state_msg(rabbit, now=None):
     """A RabbitView (RabbitRegistry.snapshot) → RabbitState."""
+    now = time.time() if now is None else now
     return RabbitState(
         serial=rabbit.serial,
+        kind='violet',
+        connected=is_online(rabbit.last_seen, rabbit.ping_interval, now),
+        asleep=rabbit.state == 'asleep',
         bytecode_version=rabbit.bytecode_version,
         last_seen=time_msg(rabbit.last_seen),
         state=rabbit.state,
@@ -68,8 +99,27 @@ def rabbit_state_msg(rabbit):
     )
 
 
-def rabbit_list_msg(rabbits, stamp):
-    msg = RabbitList(rabbits=[rabbit_state_msg(r) for r in rabbits])
+def link_state_msg(state):
+    """A kinds.base.RabbitState (a rabbit the bridge calls) → RabbitState."""
+    return RabbitState(
+        serial=state.serial,
+        kind=state.kind,
+        connected=state.connected,
+        asleep=state.asleep,
+        last_seen=time_msg(state.last_seen),
+        state='asleep' if state.asleep else ('idle' if state.connected else 'unreachable'),
+        ear0=state.ears[0],
+        ear1=state.ears[1],
+    )
+
+
+def rabbit_list_msg(rabbits, stamp, others=()):
+    """rabbits: RabbitViews of the violet rabbits; others: RabbitStates of the declared
+    rabbits of other kinds."""
+    now = time.time()
+    msg = RabbitList(
+        rabbits=[rabbit_state_msg(r, now) for r in rabbits] + [link_state_msg(s) for s in others]
+    )
     msg.header.stamp = stamp
     return msg
 

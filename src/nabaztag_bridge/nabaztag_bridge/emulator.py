@@ -756,6 +756,16 @@ def build_parser():
         default='127.0.0.1:8080/vl',
         help='the rabbits\' "Violet Platform" setting: host[:port]/path (default %(default)s)',
     )
+    parser.add_argument(
+        '--kind',
+        choices=('violet', 'serverless'),
+        default='violet',
+        help='violet: ping-era rabbits that poll the server; serverless: a ServerlessNabaztag '
+        'rabbit serving its API on --host:--port and posting hooks to --server (host:port)',
+    )
+    parser.add_argument('--host', default='127.0.0.1', help='serverless: API address')
+    parser.add_argument('--port', type=int, default=8081, help='serverless: API port (0: any)')
+    parser.add_argument('--password', default='', help='serverless: HTTP Basic password')
     parser.add_argument('--rabbits', type=int, default=1, help='how many rabbits (default 1)')
     parser.add_argument(
         '--serial',
@@ -797,6 +807,10 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if args.kind == 'serverless':
+        from . import emulator_serverless
+
+        return emulator_serverless.run(args)
     if args.rabbits < 1 or args.time_scale < 0 or args.spread < 0:
         print('error: --rabbits must be ≥ 1, --time-scale and --spread ≥ 0', file=sys.stderr)
         return 2

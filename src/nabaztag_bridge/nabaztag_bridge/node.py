@@ -18,9 +18,12 @@ from legacy_robot_common.params import ParameterError, declare_table
 from legacy_robot_interfaces.msg import RabbitEvent, RabbitHeard, RabbitList, RabbitRecording
 
 from . import conversions as convert
-from . import mp3, tts
+from . import mp3, recording, tts
 from . import protocol as p
 from .hearing import Hearing
+from .kinds import KINDS, LinkOptions, make_links, served_by_http
+from .kinds.base import RabbitEvent as LinkEvent
+from .kinds.roster import RabbitsFileError, Roster, load_entries
 from .parameters import PARAMETERS
 from .rabbits import PROGRAM_ENDS, RabbitRegistry
 from .rule_actions import NodeRules
@@ -41,7 +44,7 @@ class NabaztagBridge(DriverNode):
         super().__init__('nabaztag_bridge', hardware_id='Nabaztag/tag rabbits', **kwargs)
         settings, registry = self._declare_parameters()
         self.name_hardware(f'{settings.host}:{settings.port}')
-        self.bridge = BridgeServer(settings, registry, logger=self.log)
+        self.bridge = BridgeServer(settings, registry, logger=self.log, serverless=self.hooks)
         self.registry = registry
         self.attach_client(
             self.bridge, 'http server', partial(server_status, self), link_name='http'
@@ -66,10 +69,12 @@ class NabaztagBridge(DriverNode):
         self.begin()
 
     def start_links(self):
-        """configure: the HTTP server listens (a port in use is a user error)."""
+        """configure: the HTTP server listens (a port in use is a user error), the links to
+        the declared rabbits start."""
         settings = self.settings
         try:
             super().start_links()
+            self.roster.start()
             if self.speech is not None:
                 self.speech.start()
             self.hearing.start()
@@ -97,6 +102,8 @@ class NabaztagBridge(DriverNode):
 
     def stop_links(self):
         super().stop_links()
+        if getattr(self, 'roster', None) is not None:
+            self.roster.stop()
         if getattr(self, 'speech', None) is not None:
             self.speech.stop()
         if getattr(self, 'hearing', None) is not None:
@@ -124,6 +131,8 @@ class NabaztagBridge(DriverNode):
             ]
         except MalformedFrame as exc:
             raise ParameterError(f'nabaztag_bridge: allowed_serials: {exc}') from None
+        violet = self._declare_rabbits(v)
+        allowed_serials += violet  # once the file lists violet rabbits, only those
         speech_folder = self._speech_setup(v)
         self.hearing = Hearing(self, v)
         settings = Settings(
@@ -154,7 +163,31 @@ class NabaztagBridge(DriverNode):
             trailing_newline=v.trailing_newline,
             wake_after_boot=v.wake_after_boot,
         )
+        self.roster = Roster(registry, self._links, violet)
+        self.hooks = served_by_http(self.roster, self._vl_dir)
         return settings, registry
+
+    def _declare_rabbits(self, v):
+        """The rabbits file → the links of its rabbits of other kinds (self._links, for the
+        roster). Returns the serials of its violet rabbits."""
+        self.rabbit_timeout = v.rabbit_timeout
+        entries = []
+        if v.rabbits_file:
+            try:
+                text = pathlib.Path(v.rabbits_file).read_text(encoding='utf-8')
+                entries = load_entries(text, KINDS)
+            except (OSError, UnicodeDecodeError, RabbitsFileError) as exc:
+                raise ParameterError(
+                    f'nabaztag_bridge: rabbits_file {v.rabbits_file!r}: {exc}'
+                ) from None
+        if v.serverless_vl_dir and not pathlib.Path(v.serverless_vl_dir).is_dir():
+            raise ParameterError(
+                f'nabaztag_bridge: serverless_vl_dir {v.serverless_vl_dir!r} is not a folder'
+            )
+        options = LinkOptions(v.rabbit_timeout, v.rabbit_status_period, self.log.warning)
+        self._links = make_links(entries, self._enqueue, options)
+        self._vl_dir = v.serverless_vl_dir
+        return [e.id for e in entries if e.kind == 'violet']
 
     def _speech_setup(self, v):
         """The speech worker and cache from the tts_* parameters (self.speech, None when no
@@ -228,7 +261,9 @@ class NabaztagBridge(DriverNode):
 
     # ---- records from the HTTP server -------------------------------------------------
     def handle_record(self, record):
-        if isinstance(record, EventRecord):
+        if isinstance(record, LinkEvent):
+            self._link_event(record)
+        elif isinstance(record, EventRecord):
             msg = convert.event_msg(record, self.frame_id, self.clock_offset())
             if msg is not None:  # unknown sd values: counted and logged by the server
                 self.event_pub.publish(msg)
@@ -251,6 +286,27 @@ class NabaztagBridge(DriverNode):
             if time.monotonic() - self._rabbits_published >= RABBIT_LIST_MIN_GAP:
                 self._publish_rabbits()
 
+    def _link_event(self, event):
+        """An event of a rabbit the bridge calls (serverless, pynab): the same topic, message
+        and rules as the violet rabbits' events."""
+        msg = convert.link_event_msg(event, self.frame_id, self.clock_offset())
+        if msg is not None:
+            self.event_pub.publish(msg)
+        if event.audio:
+            try:
+                pcm, rate = recording.decode_wav(event.audio)
+            except MalformedFrame as exc:
+                self.log.warning(f'{event.serial}-recording', f'{event.serial}: {exc}')
+                return
+            record = Recording(
+                event.serial, event.audio, pcm, rate, event.double_click, event.time
+            )
+            self.recording_pub.publish(
+                convert.recording_msg(record, self.frame_id, self.clock_offset())
+            )
+            self.hearing.hear(record)
+        self.rules.on_link_event(event)
+
     def on_heard(self, msg):
         """Called with each RabbitHeard just after it is published on `heard` (from the
         recogniser's thread): the words go to the rules in the executor, as events do."""
@@ -260,7 +316,11 @@ class NabaztagBridge(DriverNode):
     def _publish_rabbits(self):
         self._rabbits_published = time.monotonic()
         self.rabbits_pub.publish(
-            convert.rabbit_list_msg(self.registry.snapshot(), self.get_clock().now().to_msg())
+            convert.rabbit_list_msg(
+                self.registry.snapshot(),
+                self.get_clock().now().to_msg(),
+                [link.state() for link in self.roster.links.values()],
+            )
         )
 
 

@@ -71,6 +71,32 @@ PARAMETERS = (
         'comma-separated serials allowed to register ("" = any rabbit)',
     ),
     read_only(
+        'rabbits_file',
+        '',
+        'YAML: the rabbits by kind (violet, serverless, pynab) with their addresses ("" = '
+        'violet rabbits only, each served as it calls)',
+    ),
+    read_only(
+        'rabbit_timeout',
+        3.0,
+        's a command to a rabbit the bridge calls (serverless, pynab) may take before it fails',
+        minimum=0.1,
+        maximum=60.0,
+    ),
+    read_only(
+        'rabbit_status_period',
+        10.0,
+        "s between reads of a serverless rabbit's /status (its state: asleep, ears)",
+        minimum=1.0,
+        maximum=3600.0,
+    ),
+    read_only(
+        'serverless_vl_dir',
+        '',
+        "the ServerlessNabaztag firmware's vl/ folder, served for its rabbits' boot "
+        '("" = they do not boot from this bridge)',
+    ),
+    read_only(
         'bytecode_file',
         '',
         'ping-era bytecode served at bc.jsp (amber...Mind; not shipped: Violet copyright)',

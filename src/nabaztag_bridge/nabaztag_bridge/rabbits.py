@@ -131,6 +131,26 @@ class RabbitRegistry:
                 raise UnknownRabbit(f'no rabbit {serial!r} has called the bridge yet')
             return [self._rabbits[key]]
 
+    def view(self, serial):
+        """The RabbitView of one rabbit, None before its first call."""
+        with self._lock:
+            rabbit = self._rabbits.get(serial)
+            return None if rabbit is None else self._view(rabbit)
+
+    @staticmethod
+    def _view(r):
+        return RabbitView(
+            r.serial,
+            r.bytecode_version,
+            r.last_seen,
+            r.state,
+            r.tc,
+            r.ping_interval,
+            r.plugin,
+            r.ambient.ears,
+            len(r.queue),
+        )
+
     def snapshot(self):
         """A RabbitView of every rabbit: tuples taken under the lock, which the HTTP thread
         needs on every request, so that listing thousands of rabbits never stalls it."""

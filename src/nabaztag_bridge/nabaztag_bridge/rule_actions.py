@@ -113,6 +113,11 @@ class NodeRules:
         if self.engine.listens(record.kind):
             self.engine.on_event(record.serial, record.kind, record.rfid)
 
+    def on_link_event(self, event):
+        """A kinds.base.RabbitEvent from a rabbit the bridge calls (not violet)."""
+        if self.engine.listens(event.event):
+            self.engine.on_event(event.serial, event.event, event.rfid)
+
     def on_heard(self, serial, text):
         """Heard text (the speech recogniser's hook)."""
         self.engine.on_heard(serial, text)
@@ -143,7 +148,15 @@ class NodeRules:
         self.node.log.warning(f'rule {firing.rule.name}', self.counters.last_error)
 
     def _rabbits(self, firing):
-        return self.node.registry.select(firing.serial)
+        return self.node.roster.select(firing.serial)
+
+    def _each(self, firing, action, command):
+        """command(link) → Future on each rabbit; a failure that comes later is counted then."""
+        for link in self._rabbits(firing):
+            future = command(link)
+            future.add_done_callback(
+                lambda done: done.exception() and self._failed(firing, action, done.exception())
+            )
 
     def _do_say(self, action, firing):
         request = RabbitSay.Request(serial=firing.serial, text=rules.say_text(action, firing))
@@ -159,20 +172,17 @@ class NodeRules:
     def _do_play(self, action, firing):
         kind, text = action.value
         url = self.node.bridge.media_url(text) if kind == 'media_file' else text
-        commands = [('MU', url), ('MW', '')]
-        self.node.registry.queue_program(self._rabbits(firing), commands)
+        self._each(firing, action, lambda link: link.play_url(url))
 
     def _do_ears(self, action, firing):
-        self.node.registry.set_ears(self._rabbits(firing), action.value)
+        self._each(firing, action, lambda link: link.set_ears(*action.value))
 
     def _do_nose(self, action, firing):
-        for rabbit in self._rabbits(firing):
-            ambient = dataclasses.replace(rabbit.ambient, nose_blinks=action.value)
-            self.node.registry.update([rabbit], ambient=ambient)
+        self._each(firing, action, lambda link: link.set_nose(action.value))
 
     def _do_choreography(self, action, firing):
         url = self.node.bridge.add_choreography(action.value)
-        self.node.registry.queue_program(self._rabbits(firing), [('CH', url)])
+        self._each(firing, action, lambda link: link.choreography(url))
 
     def _do_publish(self, action, firing):
         name, cls, message = action.value

@@ -29,6 +29,7 @@ from . import protocol as p
 EVENT_TRIGGERS = ('rfid', 'click', 'double_click', 'ears_moved')
 TRIGGERS = (*EVENT_TRIGGERS, 'phrase', 'regex', 'time')
 ACTIONS = ('say', 'play', 'ears', 'nose', 'choreography', 'publish', 'call')
+RABBIT_NAME = re.compile(r'[A-Za-z0-9_-]{1,32}')  # as kinds.roster names them
 RULE_KEYS = ('name', 'when', 'rabbit', 'cooldown', 'do')
 SAY_FIELDS = ('time', 'date', 'heard')
 SAMPLE_WORD = 'word'  # what a field stands for when a say is checked for loops
@@ -137,13 +138,16 @@ def fill_message(message, fields, line):
 
 
 def _serial(node):
-    text = node.text('rabbit').strip().lower()
-    if text in ('', 'all'):
+    """'' (every rabbit), a serial, or the name the rabbits file gives a rabbit."""
+    text = node.text('rabbit').strip()
+    if text.lower() in ('', 'all'):
         return ''
     try:
         return p.normalize_serial(text)
     except ValueError as exc:
-        raise RulesError(node.line, f'rabbit: {exc}') from None
+        if RABBIT_NAME.fullmatch(text):
+            return text
+        raise RulesError(node.line, f'rabbit: {exc}, nor a name') from None
 
 
 def _trigger(node):

@@ -22,6 +22,7 @@ from legacy_robot_common.errors import MalformedFrame
 
 from . import protocol as p
 from . import recording
+from .kinds.serverless_hooks import HOOKS, RECORD_PATH, HookError
 from .rabbits import RabbitRegistry, UnknownRabbit
 from .transport import HttpServer, Limits
 
@@ -115,6 +116,9 @@ class Counters:
     refused_connections: int = 0  # over max_connections_per_address: closed at once
     unknown_serials: int = 0  # not in allowed_serials: 403, not registered
     refused_xml: int = 0  # the XML API without its token, or with a wrong one
+    hooks: int = 0  # ServerlessNabaztag hooks accepted
+    refused_hooks: int = 0  # hooks from an address no declared serverless rabbit has: 403
+    bad_hooks: int = 0  # hooks with a field missing or malformed: 400
     last_error: str = ''
 
     @property
@@ -129,8 +133,11 @@ class BridgeServer:
 
     name = 'http server'
 
-    def __init__(self, settings, registry=None, logger=None):
+    def __init__(self, settings, registry=None, logger=None, serverless=None):
+        """serverless: a kinds.serverless_hooks.ServerlessHooks to serve ServerlessNabaztag
+        rabbits their boot and take their hooks (None: neither is served)."""
         self.settings = settings
+        self.serverless = serverless
         self.registry = registry or RabbitRegistry()
         self.log = logger
         self.on_record = lambda record: None
@@ -159,6 +166,8 @@ class BridgeServer:
                     '/xml/jnabserverinfo.xml': self._xml_server_info,
                 }
             )
+        if serverless is not None:
+            self._routes.update({f'/hooks/{name}.php': self._hook_route(name) for name in HOOKS})
         self._prefixes = (
             ('/local/', self._media),
             ('/broadcast/chorlibrary/', self._choreography),
@@ -254,6 +263,10 @@ class BridgeServer:
             for prefix, serve in self._prefixes:
                 if path.startswith(prefix):
                     return serve(_relative(path, prefix))
+            if self.serverless is not None:
+                found = self.serverless.boot_file(_relative(path, ''), query, self._http.peer)
+                if found is not None:
+                    return 200, *found
             raise HttpError(404, f'no such resource {path}')
         except UnknownRabbit as exc:
             self.count_bad_request(f'403 {method} {path}: {exc}', 'unknown_serials')
@@ -273,7 +286,7 @@ class BridgeServer:
     def body_limit(self, target):
         """(bytes, parameter) a POST to target may send: recordings have a limit of their own,
         sized to the rabbit's longest; the XML API's bodies are small."""
-        if _split_target(target)[0] == self._record_path:
+        if _split_target(target)[0] in (self._record_path, RECORD_PATH):
             return self.settings.max_recording_bytes, 'max_recording_bytes'
         return self.settings.max_body_bytes, 'max_body_bytes'
 
@@ -296,11 +309,12 @@ class BridgeServer:
             raise HttpError(400, f'body ended after {len(body)} of {length} bytes')
         return body
 
-    def count_bad_request(self, text, kind=None):
-        """A refused request: a bad request, and one of its kind (a Counters field) if given."""
+    def count_bad_request(self, text, kind=None, log_key='bad-request'):
+        """A refused request: a bad request, and one of its kind (a Counters field) if given;
+        logged at most once a period per log_key."""
         self._count('bad_requests', text, kind)
         if self.log:
-            self.log.warning('bad-request', f'bad request: {text}')
+            self.log.warning(log_key, f'bad request: {text}')
 
     def _count(self, name, error='', kind=None):
         # No lock: every count is made on the HTTP server's one loop thread (requests,
@@ -334,6 +348,22 @@ class BridgeServer:
                 'cannot boot from this bridge',
             )
         return 200, self.settings.bytecode, 'application/octet-stream'
+
+    def _hook_route(self, name):
+        def hook(method, query, headers, read_body):
+            if method != 'POST':
+                raise HttpError(405, f'the {name} hook is a POST')
+            try:  # the address is checked before the body is parsed
+                self.serverless.hook(name, self._http.peer, read_body)
+            except HookError as exc:  # each hook's refusals logged apart
+                self.count_bad_request(
+                    f'{exc.status} {name} hook: {exc}', exc.counter, f'hook-{name}'
+                )
+                return exc.status, f'{exc}\n'.encode(), 'text/plain'
+            self._count('hooks')
+            return 200, b'', 'text/plain'
+
+        return hook
 
     def _locate(self, method, query, headers, read_body):
         rabbit = self._rabbit(query)
@@ -401,6 +431,8 @@ class BridgeServer:
 
     def speech_url(self, name, serial, program_id):
         """URL of a speech MP3 in the cache; the query tells who fetched it (say_fetched)."""
+        if program_id is None:  # a kind whose programs have no id
+            return f'{self.base_url}{SPEECH_PATH}{name}'
         return f'{self.base_url}{SPEECH_PATH}{name}?sn={serial}&id={program_id:x}'
 
     def _speech(self, name, query):

@@ -1,6 +1,7 @@
-"""The Nabaztag bridge's services: the ones that queue something for the rabbits are rows of
-`NabaztagServices.create` (a method: request → the success text; ValueError or UnknownRabbit
-→ success False with its text); say and the speak action are in speaking.py.
+"""The Nabaztag bridge's services: the ones that command the rabbits are rows of
+`NabaztagServices.create` (a method: request → a command, link → Future, which `answering`
+runs on each rabbit the serial addresses through the one rabbit interface, kinds/base.py);
+say and the speak action are in speaking.py.
 """
 
 from rclpy.action import ActionServer
@@ -21,7 +22,7 @@ from legacy_robot_interfaces.srv import (
 from . import choreography as chor
 from . import conversions as convert
 from . import protocol as p
-from .rabbits import UnknownRabbit
+from .rabbits import UnknownRabbit, check_plugin
 
 
 class NabaztagServices:
@@ -31,7 +32,7 @@ class NabaztagServices:
     def create(self):
         node, speaking = self.node, self.node.speaking
         services = [
-            (srv_type, name, answering(handler))
+            (srv_type, name, answering(node, handler))
             for srv_type, name, handler in (
                 (RabbitProgram, 'send_program', self.send_program),
                 (RabbitSound, 'play_sound', self.play_sound),
@@ -53,77 +54,91 @@ class NabaztagServices:
         )
 
     def send_program(self, request):
-        rabbits = self.node.registry.select(request.serial)
-        program_id = self.node.registry.queue_program_text(rabbits, request.program)
-        return f'program {program_id} queued for {len(rabbits)} rabbit(s)'
+        return lambda link: link.raw(request.program)
 
     def play_sound(self, request):
-        rabbits = self.node.registry.select(request.serial)
         if bool(request.url) == bool(request.media_file):
             raise ValueError('give either url or media_file')
         url = request.url or self.node.bridge.media_url(request.media_file)
-        commands = [('ST', url)] if request.stream else [('MU', url), ('MW', '')]
-        program_id = self.node.registry.queue_program(rabbits, commands)
-        return f'program {program_id} plays {url}'
+        if request.stream:
+            return lambda link: link.stream_url(url)
+        return lambda link: link.play_url(url)
 
     def set_ears(self, request):
         ears = (request.ear0, request.ear1)
         p.check_ears(ears)
-        rabbits = self.node.registry.select(request.serial)
-        self.node.registry.set_ears(rabbits, ears)
-        return f'ears {ears} on the next ping of {len(rabbits)} rabbit(s)'
+        return lambda link: link.set_ears(*ears)
 
     def play_choreography(self, request):
         if request.tempo == 0:
             raise ValueError('tempo 0 would play every step at once (a tick is 10 ms x tempo)')
-        rabbits = self.node.registry.select(request.serial)
-        url = self.node.bridge.add_choreography(
-            chor.build(convert.steps_from_msgs(request.tempo, request.steps))
-        )
-        program_id = self.node.registry.queue_program(rabbits, [('CH', url)])
-        return f'program {program_id} plays {url}'
+        data = chor.build(convert.steps_from_msgs(request.tempo, request.steps))
+        return lambda link: link.choreography(self.node.bridge.add_choreography(data))
 
     def set_ambient(self, request):
         ambient = convert.ambient_from_request(request)
         p.check_ears(ambient.ears)
         p.ambient_block(ambient)  # checks slots and blinks
-        rabbits = self.node.registry.select(request.serial)
-        self.node.registry.update(rabbits, ambient=ambient)
-        return f'ambient set on {len(rabbits)} rabbit(s)'
+        return lambda link: link.set_ambient(ambient)
 
     def setting(self, request):
-        rabbits = self.node.registry.select(request.serial)
         name = request.name
         if name == 'ping_interval':
             p.ping_interval_block(request.value)  # checks 1..255
-            self.node.registry.update(rabbits, ping_interval=request.value)
         elif name == 'plugin':
-            self.node.registry.update(rabbits, plugin=request.text)
-        elif name in ('sleep', 'wake'):
-            self.node.registry.queue_special(rabbits, p.SLEEP_ID if name == 'sleep' else p.IDLE_ID)
-        elif name == 'reboot':
-            self.node.registry.queue_blocks(rabbits, [p.reboot_block()])
-        else:
+            check_plugin(request.text)
+        elif name == 'sleep':
+            return lambda link: link.sleep()
+        elif name == 'wake':
+            return lambda link: link.wakeup()
+        elif name != 'reboot':
             raise ValueError(
                 f'unknown setting {name!r} (ping_interval, plugin, sleep, wake, reboot)'
             )
-        return f'{name} for {len(rabbits)} rabbit(s)'
+        return lambda link: link.setting(name, request.value, request.text)
 
     def raw_packet(self, request):
-        rabbits = self.node.registry.select(request.serial)
-        self.node.registry.queue_raw(rabbits, bytes(request.packet))
-        return f'packet queued for {len(rabbits)} rabbit(s)'
+        p.decode_packet(bytes(request.packet))  # what the rabbit would refuse is refused here
+        return lambda link: link.raw_packet(bytes(request.packet))
 
 
-def answering(handler):
-    """A service callback: handler(request) → message; user errors → success False."""
+def answering(node, handler):
+    """A service callback: handler(request) → command(link) → Future, carried out on every
+    rabbit the request's serial addresses. User errors (ValueError, UnknownRabbit, a kind that
+    cannot) and rabbits that do not answer → success False with the reason."""
 
-    def callback(request, response):
+    async def callback(request, response):
         try:
-            response.message = handler(request)
-            response.success = True
+            command = handler(request)
+            links = node.roster.select(request.serial)
+            futures = [(link, command(link)) for link in links]
         except (ValueError, UnknownRabbit) as exc:
             response.success, response.message = False, str(exc)
+            return response
+        texts, failures = [], []
+        for link, future in futures:
+            text, error = await await_future(node, future)
+            if error is None:
+                texts.append(text)
+            else:
+                failures.append(f'{link.serial}: {error}' if len(links) > 1 else error)
+        response.success = not failures
+        if failures:
+            response.message = '; '.join(failures)
+        elif len(links) == 1:
+            response.message = texts[0]
+        else:
+            response.message = f'{len(links)} rabbits: {texts[0]}'
         return response
 
     return callback
+
+
+async def await_future(node, future):
+    """(result, None) or (None, error text) of a link's Future, waited for without holding the
+    executor, at most twice rabbit_timeout (a command may make two requests)."""
+
+    def send(resolve):
+        future.add_done_callback(lambda done: resolve(done.exception() or done.result()))
+
+    return await node.await_reply(send, 2 * node.rabbit_timeout + 0.5)

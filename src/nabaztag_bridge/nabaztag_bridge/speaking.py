@@ -15,6 +15,7 @@ from . import conversions as convert
 from . import tts
 from .rabbits import UnknownRabbit
 from .server import RabbitEvent as EventRecord
+from .services import await_future
 
 SAY_WAIT_PAUSE = 0.005  # s the executor sleeps per turn while a say waits for its synthesis
 SPEECH_PIN_SECONDS = 3600.0  # a say program's files are kept this long at most if it never ends
@@ -48,7 +49,7 @@ class Speaking:
                 stage(serial, kind, program_id)
 
         try:
-            rabbits = self.node.registry.select(request.serial)
+            rabbits = self.node.roster.select(request.serial)
             gesture = chor.speaking_gesture(
                 (request.ear0, request.ear1), request.color, request.choreography
             )
@@ -69,29 +70,35 @@ class Speaking:
             response.success, response.message = False, f'nothing queued: {error}'
             return response
         gesture_url = self.node.bridge.add_choreography(gesture) if gesture else None
-        ids, urls = [], []
-        for rabbit in rabbits:
-            program_id = self.node.registry.next_program_id()
-            files = [
-                self.node.bridge.speech_url(n, rabbit.serial, program_id) for n in spoken.names
-            ]
-            commands = []
-            for index, url in enumerate(files):
-                commands.append(('MU', url))
-                if index == 0 and gesture_url:
-                    commands.append(('CH', gesture_url))
-                commands.append(('MW', ''))
-            self.node.registry.queue_program([rabbit], commands, program_id)
+        ids, urls, failures = [], [], []
+        for link in rabbits:
+            program_id = link.reserve_program_id()  # None: the kind reports no end
+            files = [self.node.bridge.speech_url(n, link.serial, program_id) for n in spoken.names]
+            # pinned before the rabbit can fetch it; a kind that reports no end keeps it pinned
+            # for as long as it takes to play, then the expiry timer lets it go
+            key = (link.serial, program_id if program_id is not None else object())
+            keep = SPEECH_PIN_SECONDS if program_id is not None else spoken.audio_seconds
             self.node.speech_cache.pin(spoken.key)
-            self.programs[(rabbit.serial, program_id)] = (
-                spoken.key,
-                time.monotonic() + SPEECH_PIN_SECONDS,
-            )
-            publish(rabbit.serial, 'say_queued', program_id)
-            if queued is not None:
-                queued.append((rabbit.serial, program_id))
-            ids.append(format(program_id, 'x'))
+            self.programs[key] = (spoken.key, time.monotonic() + keep + SPEAK_END_SLACK)
+            try:
+                _, error = await await_future(
+                    self.node, link.play_urls(files, gesture_url, program_id)
+                )
+            except ValueError as exc:
+                error = str(exc)
+            if error is not None:
+                self.program_ended(*key, False)
+                failures.append(f'{link.serial}: {error}')
+                continue
+            publish(link.serial, 'say_queued', program_id)
+            if program_id is not None:
+                ids.append(format(program_id, 'x'))
+                if queued is not None:
+                    queued.append(key)
             urls = files
+        if failures:
+            response.success, response.message = False, '; '.join(failures)
+            return response
         response.success = True
         response.program_id = ','.join(ids)
         response.audio_urls = urls
@@ -129,6 +136,9 @@ class Speaking:
             goal_handle.abort()
             return result
         programs = set(queued)
+        if not programs:  # kinds that report no end: done once every rabbit has it
+            goal_handle.succeed()
+            return result
 
         def wait_for_ends(resolve):
             def heard(serial, program_id, kind):

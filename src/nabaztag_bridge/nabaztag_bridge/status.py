@@ -29,7 +29,30 @@ def rabbit_statuses(node):
     recently seen first, at most diagnostics_max_rabbits."""
     now = time.time()
     rabbits = sorted(node.registry.snapshot(), key=lambda r: r.last_seen, reverse=True)
-    return [rabbit_status(rabbit, now) for rabbit in rabbits[: node.max_rabbit_statuses]]
+    declared = [link_status(link.state(), link.counters) for link in node.roster.links.values()]
+    return declared + [
+        rabbit_status(rabbit, now) for rabbit in rabbits[: node.max_rabbit_statuses]
+    ]
+
+
+def link_status(state, counters):
+    """A kinds.base.RabbitState and its link's counters → a diagnostics status (a rabbit the
+    bridge calls)."""
+    values = {
+        **counters,
+        'serial': state.serial,
+        'kind': state.kind,
+        'address': state.address,
+        'connected': state.connected,
+        'asleep': state.asleep,
+        'ears': list(state.ears),
+        'last seen s ago': time.time() - state.last_seen if state.last_seen else -1.0,
+    }
+    if state.connected:
+        level, message = OK, f'{state.kind}, {"asleep" if state.asleep else "awake"}'
+    else:
+        level, message = WARN, f'{state.kind}, unreachable: {state.detail or "not heard yet"}'
+    return f'rabbit {state.serial}', f'Nabaztag/tag {state.serial}', level, message, values
 
 
 def rabbit_status(rabbit, now):
@@ -37,6 +60,7 @@ def rabbit_status(rabbit, now):
     ago = now - rabbit.last_seen
     values = {
         'serial': rabbit.serial,
+        'kind': 'violet',
         'state': rabbit.state,
         'last seen s ago': ago,
         'ping interval s': rabbit.ping_interval,

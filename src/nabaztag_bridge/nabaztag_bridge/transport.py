@@ -95,6 +95,7 @@ class HttpServer:
         self._server = None
         self._sweep_every = min(SWEEP_SECONDS, limits.client_timeout / 4)
         self.loop_time = None  # the loop's clock, once started
+        self.peer = None  # the address of the client whose request respond() is answering
 
     def start(self):
         started, failure = threading.Event(), []
@@ -307,6 +308,7 @@ class _Connection(asyncio.Protocol):
         self.answered = True
         method = self.parser.get_method().decode('latin-1')
         target = self.url.decode('latin-1')
+        self.server.peer = self.address
         status, body, content_type = self.server.respond(
             method, target, self.headers, self._read_body
         )

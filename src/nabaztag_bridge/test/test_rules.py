@@ -190,3 +190,11 @@ def test_a_time_rule_fires_once_when_its_minute_begins():
     engine.tick()
     engine.tick()
     assert [(f.detail, f.serial) for f in recorder.firings] == [('07:30', '')]
+
+
+def test_a_rule_names_its_rabbit_by_serial_or_by_the_rabbits_file_name():
+    by_serial = load(rule('click', '      - nose: 0\n', '    rabbit: "00:13:D3:84:9E:1A"\n'))
+    by_name = load(rule('click', '      - nose: 0\n', '    rabbit: Kitchen\n'))
+    assert (by_serial[0].serial, by_name[0].serial) == (SERIAL, 'Kitchen')
+    error = refusal(rule('click', '      - nose: 0\n', '    rabbit: "the kitchen"\n'))
+    assert 'nor a name' in str(error)
