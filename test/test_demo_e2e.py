@@ -75,7 +75,7 @@ def test_the_rabbit_is_asked_the_time_by_voice_and_its_answer_is_kept(tmp_path):
     """The Nabaztag demo's question goes through the recogniser and the rules, and the answer
     the rabbit played is kept as answer.wav; the recogniser, hearing it, finds the answer (not
     the demo's other sentence)."""
-    from nabaztag_bridge import asr
+    from nabaztag_bridge import asr, recording
 
     result = run_module(
         DEMO, 'nabaztag', '--duration', '25', '--output', str(tmp_path), '--plain', timeout=120
@@ -88,9 +88,9 @@ def test_the_rabbit_is_asked_the_time_by_voice_and_its_answer_is_kept(tmp_path):
     with wave.open(str(tmp_path / 'nabaztag' / 'answer.wav')) as answer:
         rate = answer.getframerate()
         pcm = np.frombuffer(answer.readframes(answer.getnframes()), np.int16)
-    at_16_khz = np.interp(np.arange(0, len(pcm), rate / 16000), np.arange(len(pcm)), pcm)
+    # to the recogniser's rate, as its worker resamples what the rabbit hears
     heard = asr.make_engine('whisper').transcribe(
-        'tiny.en', (at_16_khz / 32768).astype(np.float32), 'en'
+        'tiny.en', recording.resample(pcm, rate, asr.WHISPER_RATE), 'en'
     )
     assert re.match(r'it is \w', heard.text.lower()), heard  # 'It is for 15.' at 4:15
 
