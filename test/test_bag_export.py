@@ -3,6 +3,7 @@ reader (mcap + mcap_ros2's decoder, not rosbags that wrote it) decodes completel
 messages the driver decoded from the recording (the CSV's records) one for one."""
 
 import pathlib
+import time
 
 import pytest
 import yaml
@@ -10,6 +11,7 @@ from helpers import ROOT, run_module
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
+from legacy_robot_bringup.bag_export import SequenceGaps
 from legacy_robot_bringup.recordings import decode
 
 # a record type of each robot's CSV and the topic its driver publishes once per record
@@ -94,3 +96,48 @@ def test_export_as_a_command_and_its_user_errors(tmp_path):
     missing = run_module('legacy_robot_bringup.recordings', 'export', recording, timeout=60)
     assert missing.returncode == 2 and '--rosbag2' in missing.stderr
     assert pathlib.Path(tmp_path / 'nodir').exists() is False
+
+
+def test_a_burst_the_executor_lags_behind_reaches_the_bag_whole(tmp_path):
+    """At --speed 0 a driver's link thread publishes while the bag's executor is busy (under
+    load, far behind): 3,000 messages published before the executor takes one all reach the
+    bag (a subscription keeping the last 1,000 left a Pleo bag short), and none is counted
+    lost."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import UInt32
+
+    from legacy_robot_bringup.bag_export import BagCapture
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        driver = rclpy.create_node('burst_driver', context=context)
+        publisher = driver.create_publisher(UInt32, 'counts', 20)  # the Pleo's joint depth
+        capture = BagCapture(driver, str(tmp_path / 'bag'), lambda: 1, context)
+        executor = SingleThreadedExecutor(context=context)
+        for node in (driver, capture):
+            executor.add_node(node)
+        assert capture.counts == {'/counts': 0}
+        for number in range(3000):  # the executor is not spinning meanwhile
+            publisher.publish(UInt32(data=number))
+        deadline = time.monotonic() + 60
+        while capture.counts['/counts'] < 3000 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        capture.close()
+    finally:
+        rclpy.shutdown(context=context)
+    assert capture.counts == {'/counts': 3000} and capture.lost == {}
+    _, messages = read_bag(tmp_path / 'bag')
+    assert [m.data for m in messages['/counts']] == list(range(3000))
+
+
+def test_gaps_in_a_publishers_sequence_numbers_are_counted_as_lost():
+    gaps = SequenceGaps()
+    for number in (5, 6, 8, 9, 12):  # 7, 10 and 11 never came
+        gaps.record(('/joint_states', b'a'), number)
+    for number in (1, 2, 3):
+        gaps.record(('/joint_states', b'b'), number)
+        gaps.record(('/odom', b'a'), number)
+    gaps.record(('/odom', b'a'), 0)  # an RMW without sequence numbers: not counted
+    assert gaps.lost() == {'/joint_states': 3}

@@ -98,3 +98,37 @@ def test_sourcing_the_other_distribution_leaves_the_first_behind():
         assert f'/.venv/{other}/bin' in paths
     else:
         assert 'status 2' in result.stdout
+
+
+def noble_pins():
+    """{library: version} pinned in requirements/constraints-noble.txt, and its comments."""
+    text = (ROOT / 'requirements' / 'constraints-noble.txt').read_text()
+    pins = dict(
+        line.split('==') for line in text.splitlines() if line and not line.startswith('#')
+    )
+    return {name.lower(): version for name, version in pins.items()}, text
+
+
+def test_the_noble_table_says_what_the_constraints_pin_and_why_not():
+    """docs/distributions.md's table of Ubuntu 24.04's libraries gives each pin of the noble
+    constraints (httptools: noble's 0.1.1 is not on the package index, 0.6.1 is pinned), and
+    websockets, the one library left at ours, is said so with its reason in both files."""
+    pins, constraints = noble_pins()
+    doc = (ROOT / 'docs' / 'distributions.md').read_text()
+    rows = {
+        cells[0].lower(): cells[1]
+        for cells in (
+            [c.strip() for c in line.strip('|').split('|')]
+            for line in doc.split("## Ubuntu 24.04's libraries", 1)[1].splitlines()
+            if line.startswith('| ') and not line.startswith('| library')
+        )
+    }
+    for library, version in pins.items():
+        if library in ('cffi', 'pycparser'):  # one row for the two
+            assert version in rows['cffi, pycparser']
+            continue
+        assert version in rows[library], (library, version, rows[library])
+    assert 'pinned: 0.6.1' in rows['httptools'] and '0.1.1' in rows['httptools']
+    assert 'websockets' not in pins
+    assert 'websockets (noble: 10.4)' in constraints and 'websockets.sync' in constraints
+    assert "noble's 10.4 has no `websockets.sync`" in doc

@@ -42,6 +42,9 @@ WALK_PLAN = (
     (10.8, 14.0, (0.0, 0.06, 0.0)),  # sideways, to the left
     (14.5, 18.0, (0.06, 0.0, 0.0)),  # forward again
 )
+# the demo's console line: R-CODE's own variable names (rcode.SENSOR_VARIABLES), which the dog
+# answers with the values; a name it does not know is answered with an ERROR line
+DEMO_RCODE = 'PRINT:"battery %d%% distance %d mm":Batt_Rest:Distance'
 HEAD_PLAN = ((3.0, 0.8, 0.2), (8.0, -0.8, -0.4), (13.0, 0.0, 0.0))  # (at s, pan rad, tilt rad)
 MASK_COLOURS = {0: (235, 110, 190), 4: (40, 70, 200), 3: (230, 180, 150), 5: (180, 200, 60)}
 
@@ -118,9 +121,7 @@ class DogWatcher(DemoScript):
             self.call_once(
                 'rcode',
                 self.console,
-                TextCommand.Request(
-                    command='PRINT:"battery %d%% distance %d mm":Battery_Rest:Distance'
-                ),
+                TextCommand.Request(command=DEMO_RCODE),
             )
         if elapsed >= JPEG_AT and self.yuv10_frame is not None:
             self.call_once('jpeg', self.camera, SetCameraMode.Request(mode='jpeg'))

@@ -1,6 +1,7 @@
 """The telemetry and RCODE clients against the AIBO emulator over real loopback TCP."""
 
 import collections
+import re
 import socket
 import threading
 
@@ -344,6 +345,23 @@ def test_rcode_console(session):
         rcode.command('PRINT:"a"\nPRINT:"b"', print)
     with pytest.raises(ValueError, match='127'):  # refused before sending
         rcode.command('PRINT:"' + 'x' * 130 + '"', print)
+    rcode.stop()
+
+
+def test_the_demo_scripts_console_line_is_answered_without_an_error(session):
+    """The demo's R-CODE line (DogWatcher) asks the dog for variables by R-CODE's names: its
+    answer, which the demo writes to rcode_output.txt and shows in summary.txt, is the values,
+    not an ERROR line (it asked for Battery_Rest, which R-CODE calls Batt_Rest)."""
+    from aibo_driver.plugin import DEMO_RCODE
+
+    s = session(EmulatorOptions(telemetry_port=0, rcode_port=0))  # the demo's emulator
+    rcode = s.start_client(RcodeClient)
+    assert wait_for(lambda: rcode.connected, 5)
+    replies = []
+    rcode.command(DEMO_RCODE, replies.append, timeout=2.0)
+    assert wait_for(lambda: replies, 5)
+    battery = s.emulator.dog.variables['Batt_Rest']
+    assert re.fullmatch(rf'battery {battery}% distance \d+ mm', replies[0]), replies
     rcode.stop()
 
 

@@ -1,8 +1,10 @@
 """How the iPaq driver appears in bringup, the demo and the launch files.
 
 The demo starts colour tracking of the emulator's red ball (the camera follows
-it with pan and tilt), steers the tricycle after it with cmd_vel, dumps a
-camera frame, and writes the frame as PNG plus a plot of the tracked position.
+it with pan and tilt), steers the tricycle after it with cmd_vel (backing away
+from a ball that comes too close), dumps a camera frame, and writes the frame
+as PNG plus a plot of the tracked position; the summary says whether the
+tracking kept the ball to the end or when it lost it.
 """
 
 import math
@@ -28,7 +30,9 @@ RED_BALL = dict(r_min=180, r_max=240, g_min=16, g_max=90, b_min=16, b_max=110)
 CAMERA_FOV = math.radians(48.0)  # CMUcam1 lens, horizontal
 IMAGE_COLUMNS = 80
 CLOSE_ENOUGH = 55  # blob height in camera rows (about 0.6 m away): stop
+TOO_CLOSE = 75  # blob height in camera rows (about 0.45 m away): back away
 DUMP_AT = (4.0, 14.0)  # s into the demo
+LOST_AFTER = 1.0  # s of results that see nothing up to the end: the ball is lost
 
 
 # The sim's ball circles slowly around a point 1.2 m ahead, always in the camera's view from
@@ -93,7 +97,12 @@ class BallFollower(DemoScript):
             return twist
         bearing = pan + (IMAGE_COLUMNS / 2 - x) * CAMERA_FOV / IMAGE_COLUMNS
         twist.angular.z = max(-0.8, min(0.8, 1.5 * bearing))
-        twist.linear.x = 0.25 if height < CLOSE_ENOUGH else 0.0
+        # a tricycle turns only while it rolls: it backs away from a ball that comes too close
+        # (turning towards it as it goes), instead of standing while the ball rolls past
+        if height < CLOSE_ENOUGH:
+            twist.linear.x = 0.25
+        elif height > TOO_CLOSE:
+            twist.linear.x = -0.15
         return twist
 
     def on_message(self, topic, msg):
@@ -105,6 +114,24 @@ class BallFollower(DemoScript):
             self.frame = image_to_array(msg).copy()
         elif topic == 'range':
             self.range = msg
+
+    def summary_lines(self):
+        """Whether the tracking kept the ball: from its first sighting to the end, or until
+        when (the results that see nothing from then on, for LOST_AFTER or more)."""
+        seen = [(t, pan) for t, x, _, pan in self.track if x]
+        if not seen:
+            return ['colour tracking never found the ball']
+        end = self.track[-1][0]
+        last, pan = seen[-1]
+        if end - last >= LOST_AFTER:
+            return [
+                f'colour tracking lost the ball at {last:.1f} s (camera pan '
+                f'{math.degrees(pan):.1f}°) and did not find it again before {end:.1f} s'
+            ]
+        return [
+            f'colour tracking kept the ball in view from {seen[0][0]:.1f} s to the end '
+            f'({end:.1f} s): {len(seen)} of {len(self.track)} results saw it'
+        ]
 
     def write_artifacts(self, folder):
         paths = []

@@ -107,7 +107,7 @@ def decode(path, speed=1.0, plugins=None, bag=None):
         if bag:
             capture = BagCapture(node, bag, lambda: _recorded_now(replay), context)
             executor.add_node(capture)
-        _spin_to_end(executor, replay, rows, speed)
+        _spin_to_end(executor, replay, lambda: len(rows) + _written(capture), speed)
         bad = {
             link: client.counters.bad_frames
             for client, link in zip(node.links, node.link_names, strict=False)
@@ -141,14 +141,24 @@ def _capture(client, link, replay, rows):
     client.on_record = capture
 
 
-def _spin_to_end(executor, replay, rows, speed):
-    duration = replay.recording.duration / speed if speed else 0.0
+def _written(capture):
+    return sum(capture.counts.values()) if capture is not None else 0
+
+
+def _spin_to_end(executor, replay, progress, speed):
+    """Spin until the replay has finished and progress() (records decoded, and messages
+    written to the bag: the executor can lag far behind the link threads) stopped growing."""
+    # as fast as possible, a link whose robot answers requests still waits for each request
+    # of the recording to come from the driver, which polls at its own (the recorded) pace:
+    # such a replay takes about the recording's length (the Pleo's 21 s) and must not be given
+    # up on before that (under load the Pleo's took longer than PATIENCE alone)
+    duration = replay.recording.duration / (speed or 1.0)
     deadline = time.monotonic() + duration + PATIENCE
     seen, quiet_since = -1, time.monotonic()
     while time.monotonic() < deadline:
         executor.spin_once(timeout_sec=0.05)
-        if len(rows) != seen:
-            seen, quiet_since = len(rows), time.monotonic()
+        if progress() != seen:
+            seen, quiet_since = progress(), time.monotonic()
         if replay.finished and time.monotonic() - quiet_since >= QUIET_END:
             return
 
@@ -219,6 +229,12 @@ def export_lines(capture, path, recording, seconds):
         f'{os.path.getsize(recording.path)} bytes of recording in {seconds:.1f} s'
     ]
     lines += [f'  {topic}: {count}' for topic, count in sorted(capture.counts.items())]
+    lost = capture.lost
+    if lost:
+        lines.append(
+            'incomplete: messages the driver published that never reached the bag: '
+            + ', '.join(f'{topic} {count}' for topic, count in sorted(lost.items()))
+        )
     return lines
 
 
@@ -317,6 +333,8 @@ def main(argv=None):
         print('\n'.join(info_lines(recording, decoded)))
     elif args.command == 'export':
         print('\n'.join(export_lines(decoded.bag, bag, recording, seconds)))
+        if decoded.bag.lost:
+            return 1
     elif args.output:
         with open(args.output, 'w', newline='') as stream:
             write_csv(decoded, recording, stream)

@@ -82,6 +82,8 @@ def declare(
             ]
     _accept_integers_as_numbers(node, name, default)
     try:
+        if isinstance(default, RosParameter.Type):
+            return _declare_optional(node, name, default, descriptor)
         value = node.declare_parameter(name, default, descriptor).value
     except (InvalidParameterValueException, InvalidParameterTypeException) as exc:
         raise ParameterError(_explain(node, name, default, minimum, maximum, exc)) from None
@@ -91,6 +93,31 @@ def declare(
             f'expected one of {", ".join(map(repr, choices))}'
         )
     return value
+
+
+# "not set" for a parameter declared by its type alone: its type's empty value
+NOT_SET = {
+    RosParameter.Type.STRING: '',
+    RosParameter.Type.BOOL_ARRAY: [],
+    RosParameter.Type.INTEGER_ARRAY: [],
+    RosParameter.Type.DOUBLE_ARRAY: [],
+    RosParameter.Type.STRING_ARRAY: [],
+}
+
+
+def _declare_optional(node, name, type_, descriptor):
+    """A parameter with no default, declared by its type (e.g. a mount that is the model's
+    unless given): its value, or None when not given. Left unset, rclpy's get_parameters would
+    answer nothing at all for a request that names it, and rqt_reconfigure and `ros2 param
+    dump` ask for every name at once: "not set" is the type's empty value instead, which every
+    tool can show (so an empty value given counts as not set too)."""
+    if type_ not in NOT_SET:
+        raise ValueError(f'parameter {name!r}: only a string or an array may have no default')
+    value = node.declare_parameter(name, type_, descriptor).value
+    if value is None:
+        # set directly: rclpy reads an empty list as a byte array, not as this type
+        node._parameters[name] = RosParameter(name, type_, NOT_SET[type_])
+    return None if value is None or len(value) == 0 else value
 
 
 def _accept_integers_as_numbers(node, name, default):

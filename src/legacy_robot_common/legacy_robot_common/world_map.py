@@ -52,11 +52,13 @@ def occupancy_grid(world_map, frame_id, stamp):
 class WorldMapNode(Node):
     """Publishes one world map and its map → odom transform (node `world_map`)."""
 
-    def __init__(self, world_map, odom_frame, namespace='', cli_args=None, map_topic='map'):
+    def __init__(
+        self, world_map, odom_frame, namespace='', cli_args=None, map_topic='map', context=None
+    ):
         # cli_args: the robot node's remappings (--frames namespace moves /tf into its namespace)
         # map_topic: where the grid goes; None: only the transform (a robot in a world whose map
         # another robot's node publishes)
-        super().__init__('world_map', namespace=namespace, cli_args=cli_args)
+        super().__init__('world_map', namespace=namespace, cli_args=cli_args, context=context)
         self.map_frame = declare(
             self,
             'map_frame_id',

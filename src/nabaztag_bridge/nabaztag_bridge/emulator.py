@@ -41,10 +41,12 @@ PLAYED_KEPT = 100  # resources remembered per rabbit: a fleet runs for days
 
 @dataclasses.dataclass(frozen=True)
 class PlayedAudio:
-    """A program's audio as audio_dir received it: the WAV and the URLs it came from."""
+    """A program's audio as audio_dir received it: the WAV and the URLs it came from, and how
+    many programs' audio the rabbit had received by then, this one included."""
 
     path: pathlib.Path
     urls: tuple
+    number: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +141,9 @@ class VirtualRabbit:
         )
         self.audio_seconds = 0.0  # of MU/MC audio played, over all programs
         self.last_audio_error = ''
-        self.played_audio = []  # PlayedAudio: what audio_dir received, in playing order
+        # PlayedAudio of the last PLAYED_KEPT programs audio_dir received, in playing order
+        self.played_audio = collections.deque(maxlen=PLAYED_KEPT)
+        self.audio_programs = 0  # programs whose audio audio_dir received, ever
 
     # ---- life cycle ---------------------------------------------------------------------
     def start(self):
@@ -424,7 +428,15 @@ class VirtualRabbit:
         path = pathlib.Path(self.options.audio_dir) / f'{self.serial}-{program_id:x}.wav'
         save_wav(path, pcm, rate)
         with self._lock:
-            self.played_audio.append(PlayedAudio(path, tuple(url for url, _ in heard)))
+            self.audio_programs += 1
+            urls = tuple(url for url, _ in heard)
+            self.played_audio.append(PlayedAudio(path, urls, self.audio_programs))
+
+    def audio_since(self, count):
+        """The PlayedAudio still kept of the programs after the first count (audio_programs
+        when asked)."""
+        with self._lock:
+            return [played for played in self.played_audio if played.number > count]
 
     def _end_program(self, program_id, stopped):
         with self._lock:

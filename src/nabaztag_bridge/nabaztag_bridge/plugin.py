@@ -175,7 +175,7 @@ class DemoEmulator:
         except ValueError as exc:  # no speech engine: the demo goes on without the question
             print(f'nabaztag demo: cannot speak the question: {exc}')
             return
-        self.asked_after = len(self.rabbit.played_audio)
+        self.asked_after = self.rabbit.audio_programs
         self.rabbit.record_sound(wav)
 
     def answer(self):
@@ -185,7 +185,7 @@ class DemoEmulator:
             return None
         spoken = [
             played
-            for played in self.rabbit.played_audio[self.asked_after :]
+            for played in self.rabbit.audio_since(self.asked_after)
             if all(SPEECH_PATH in url for url in played.urls)
         ]
         return spoken[-1] if spoken else None

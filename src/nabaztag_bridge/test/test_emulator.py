@@ -144,6 +144,24 @@ def test_a_rabbit_remembers_only_its_last_resources(world):
     assert rabbit.played[-1] == ('PL', str((PLAYED_KEPT + 19) % 8), 0)  # the newest stay
 
 
+def test_a_rabbit_remembers_only_its_last_programs_audio(world, tmp_path):
+    """played_audio (what audio_dir received, a WAV per program) is bounded like played: only
+    the last PLAYED_KEPT programs' are kept, numbered over the rabbit's life, so that what came
+    after a moment (the demo's answer) is still found after older ones were dropped."""
+    server, make = world
+    rabbit = make(time_scale=0.01, audio_dir=str(tmp_path))
+    assert wait_for(lambda: rabbit.status()['state'] == 'idle', 5)
+    programs = PLAYED_KEPT + 5
+    sound = [('MU', server.media_url('tone.wav')), ('MW', '')]
+    for _ in range(programs):
+        server.registry.queue_program(server.registry.select(rabbit.serial), sound)
+    assert wait_for(lambda: rabbit.audio_programs == programs, 120), rabbit.last_audio_error
+    assert len(rabbit.played_audio) == PLAYED_KEPT
+    assert [a.number for a in rabbit.played_audio] == list(range(6, programs + 1))
+    assert [a.number for a in rabbit.audio_since(programs - 2)] == [programs - 1, programs]
+    assert all(a.path.is_file() for a in rabbit.audio_since(programs - 2))
+
+
 def test_ears_set_after_a_program_reach_the_rabbit(world):
     """The firmware applies ambient ears only while idle (tc = the idle ID): after a program the
     bridge must send the idle program, or every later set_ears is ignored."""

@@ -14,6 +14,7 @@ from nav_msgs.msg import Odometry
 from rclpy.action import ActionClient
 from sensor_msgs.msg import BatteryState, LaserScan, PointCloud2
 from std_srvs.srv import Trigger
+from tf2_msgs.msg import TFMessage
 
 from legacy_robot_common.artifacts import new_figure, save_figure, save_lines
 from legacy_robot_common.plugin import (
@@ -25,6 +26,7 @@ from legacy_robot_common.plugin import (
     SoakPart,
 )
 from legacy_robot_common.replay import ReplayLink
+from legacy_robot_common.tf import TF_STATIC_LISTENER_QOS
 from legacy_robot_common.world_map import WorldMap
 from legacy_robot_interfaces.action import Move, Turn
 from legacy_robot_interfaces.msg import EncoderCounts, GripperState, MotorState, SonarArray
@@ -193,6 +195,8 @@ class OfficeTour(DemoScript):
         self.scan_stamp = None  # s, the last scan's header stamp
         self.truth_poses = collections.deque(maxlen=TRUTH_HISTORY)  # (stamp s, (x, y, th))
         self.model = MODELS[DEMO_MODEL]  # its body, for the other robots' scans
+        self.odom_frame = None  # the odometry's frame (prefixed in a shared world)
+        self.odom_origins = {}  # odom frame → (x m, y m, yaw rad) in the map (/tf_static)
 
     def model_overlays(self):
         """Each sonar beam of the last reading, as long as its echo (model.png)."""
@@ -209,6 +213,17 @@ class OfficeTour(DemoScript):
         self.enable = node.create_client(Trigger, f'{namespace}/enable_motors')
         self.gripper = node.create_client(GripperCommand, f'{namespace}/gripper')
         self.moves = ActionMoves(node, namespace)
+        # where this robot's odometry begins: bringup's map → odom at the robot's start pose
+        node.create_subscription(
+            TFMessage, '/tf_static', self.on_static_transforms, TF_STATIC_LISTENER_QOS
+        )
+
+    def on_static_transforms(self, msg):
+        for t in msg.transforms:
+            q = t.transform.rotation
+            yaw = math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+            origin = (t.transform.translation.x, t.transform.translation.y, yaw)
+            self.odom_origins[t.child_frame_id] = origin
 
     def summary_lines(self):
         return list(self.moves.lines) if self.moves is not None else []
@@ -235,6 +250,7 @@ class OfficeTour(DemoScript):
         if topic == 'odom':
             p = msg.pose.pose.position
             self.path.append((p.x, p.y))
+            self.odom_frame = msg.header.frame_id
         elif topic == 'ground_truth':
             q = msg.pose.pose.orientation
             p = msg.pose.pose.position
@@ -267,20 +283,29 @@ class OfficeTour(DemoScript):
         x, y = self.scan_pose[:2]
         return np.stack([x + r * np.cos(angles), y + r * np.sin(angles)], axis=1)[hit]
 
+    def odometry_in_map(self, world):
+        """The odometry path (xs, ys) in the map frame: odometry starts at (0, 0) at the robot's
+        start pose, which bringup's map → odom transform gives (in a shared world, each robot
+        starts elsewhere); without it, the world's home."""
+        x0, y0, th = self.odom_origins.get(
+            self.odom_frame, (world.start[0] / 1000.0, world.start[1] / 1000.0, world.start[2])
+        )
+        c, s = math.cos(th), math.sin(th)
+        return (
+            [x0 + c * x - s * y for x, y in self.path],
+            [y0 + s * x + c * y for x, y in self.path],
+        )
+
     def write_artifacts(self, folder):
         figure = new_figure(8.0, 5.5)
         axes = figure.add_subplot()
         world = load_world(default_world_path())
         draw_walls(axes, world)
-        start = np.array(world.start[:2]) / 1000.0
         if self.truth:
             tx, ty = zip(*self.truth, strict=False)
             axes.plot(tx, ty, c='tab:green', label='true path (ground_truth)')
-        if self.path:  # odometry starts at (0, 0) at the start pose, heading as the map's
-            c, s_ = math.cos(world.start[2]), math.sin(world.start[2])
-            ox = [start[0] + c * x - s_ * y for x, y in self.path]
-            oy = [start[1] + s_ * x + c * y for x, y in self.path]
-            axes.plot(ox, oy, c='tab:blue', ls='--', label='odometry path')
+        if self.path:
+            axes.plot(*self.odometry_in_map(world), c='tab:blue', ls='--', label='odometry path')
         points = self.scan_points()
         if len(points):
             axes.scatter(points[:, 0], points[:, 1], s=3, c='tab:red', label='last scan')

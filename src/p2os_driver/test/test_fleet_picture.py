@@ -6,11 +6,14 @@ import types
 
 import numpy as np
 import pytest
+from helpers import listening_node, spin_until
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import LaserScan
 
+from legacy_robot_common.world_map import WorldMap, WorldMapNode
 from p2os_driver import fleet_picture
 from p2os_driver.plugin import OfficeTour, write_shared_world
+from p2os_driver.world import default_world_path, load_world
 
 BOX = types.SimpleNamespace(length=600.0, width=400.0)  # mm: 0.3 m and 0.2 m half sizes
 
@@ -96,3 +99,36 @@ def test_no_scan_on_another_robot_is_said_so():
     hits = fleet_picture.scan_hits({'r1': r1, 'r2': r2})
     assert hits == {('r1', 'r2'): 0}
     assert fleet_picture.hit_lines(hits) == ["no robot's last scan saw another robot"]
+
+
+def odom(x, y, frame):
+    msg = Odometry()
+    msg.header.frame_id = frame
+    msg.pose.pose.position.x, msg.pose.pose.position.y = x, y
+    return msg
+
+
+def test_the_odometry_path_starts_at_the_robots_own_start_pose_in_a_shared_world():
+    """In a shared world the second robot starts away from the map's home: bringup's map → odom
+    transform (world_map, on /tf_static) says where, and the picture's odometry path starts
+    there, turned by the start heading, not at the home."""
+    world = load_world(default_world_path())
+    start = (world.start[0] / 1000.0 + 3.0, world.start[1] / 1000.0 - 1.5, math.pi / 2)
+    tour = OfficeTour()
+    with listening_node('demo_monitor') as (node, executor):
+        grid = WorldMap(np.zeros((4, 4), np.int8), 0.5, (0.0, 0.0), start)
+        world_map = WorldMapNode(grid, 'r2/odom', '/r2', map_topic=None, context=node.context)
+        executor.add_node(world_map)
+        tour.setup(node, '/r2')
+        assert spin_until(executor, lambda: 'r2/odom' in tour.odom_origins, 10)
+        world_map.destroy_node()
+    assert tour.odom_origins['r2/odom'] == pytest.approx(start)
+    for x, y in ((0.0, 0.0), (1.0, 0.0), (1.0, 0.5)):
+        tour.on_message('odom', odom(x, y, 'r2/odom'))
+    xs, ys = tour.odometry_in_map(world)
+    # 1 m ahead of a robot facing +y is 1 m up the map; 0.5 m to its left is 0.5 m to -x
+    assert xs == pytest.approx([start[0], start[0], start[0] - 0.5])
+    assert ys == pytest.approx([start[1], start[1] + 1.0, start[1] + 1.0])
+    alone = OfficeTour()  # no transform (a robot run without bringup's map): the home
+    alone.on_message('odom', odom(0.0, 0.0, 'odom'))
+    assert alone.odometry_in_map(world) == ([world.start[0] / 1000.0], [world.start[1] / 1000.0])

@@ -337,11 +337,29 @@ def test_state_is_restored_after_the_robot_restarts(setup):
     fresh = restart_emulator(emulator)
     try:
         assert wait_for(lambda: fresh.sessions == 1, 10)
-        del encoders[:]
-        assert ros.spin_until(lambda: encoders and motors[-1].motors_enabled, 10)  # no user action
-        assert fresh.robot.enabled and not fresh.robot.sonar_enabled
+        # restored with no user action: the new robot's motors on (the driver sends ENABLE in
+        # the burst of each new session, after the stream requests), its sonar off
+        assert ros.spin_until(lambda: fresh.robot.enabled, 10)
+        assert not fresh.robot.sonar_enabled
+        # and the driver says so: encoders and motor_state received after that moment (the
+        # old robot's, still queued here, are older; the new robot's first SIPs may precede
+        # its ENABLE, so they say off)
+        enabled_at = time.time()
+        assert ros.spin_until(
+            lambda: (
+                stamped_after(encoders, enabled_at)
+                and stamped_after(motors, enabled_at)
+                and stamped_after(motors, enabled_at)[-1].motors_enabled
+            ),
+            10,
+        )
     finally:
         fresh.stop()
+
+
+def stamped_after(messages, moment):
+    """The messages whose header stamp (the driver's host clock) is after moment (time.time())."""
+    return [m for m in messages if m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 > moment]
 
 
 def test_without_restore_the_motors_stay_off_and_diagnostics_say_so(setup):
