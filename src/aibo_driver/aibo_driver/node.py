@@ -39,7 +39,7 @@ from legacy_robot_interfaces.msg import (
 )
 
 from . import conversions as convert
-from . import description, rcode
+from . import description, models, rcode
 from . import protocol as p
 from .client import (
     AudioReply,
@@ -60,6 +60,7 @@ from .services import AiboServices
 from .status import dog_status, motion_status, rcode_status
 from .walking import Walking
 
+SERVED_PROTOCOLS = ('rcodeplus',)  # the sticks this node speaks to (all: models.PROTOCOLS)
 LIFEPLUS_HAS_NO_RCODE = (
     'LifePlus has no RCodePlus pipe: the RCODE link is not used '
     '(rcode_command refuses, rcode/output stays silent)'
@@ -167,7 +168,11 @@ class AiboNode(DriverNode):
         }
 
     def _motion_parameters(self, v):
-        self.model_name = v.model
+        try:
+            self.dog_model = models.check_combination(v.model, v.protocol, SERVED_PROTOCOLS)
+        except ValueError as exc:
+            raise ParameterError(f'aibo_driver: {exc}') from None
+        self.model_name, self.protocol = v.model, v.protocol
         self.joint_state_rate, self.motion_poll_rate = v.joint_state_rate, v.motion_poll_rate
         self.sensor_rate, self.poll_timeout = v.sensor_rate, v.poll_timeout
         self.odom_rate, self.cmd_vel_timeout = v.odom_rate, v.cmd_vel_timeout

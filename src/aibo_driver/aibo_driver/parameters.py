@@ -8,7 +8,7 @@ from legacy_robot_common.params import Parameter, read_only
 from legacy_robot_common.topics import IMAGE_QOS, IMAGE_QOS_DESCRIPTION
 
 from . import conversions as convert
-from . import description, rcode
+from . import description, models, rcode
 from . import protocol as p
 from .motion import MotionSettings, OdometryModel
 
@@ -98,8 +98,14 @@ MOTION = (
     read_only(
         'model',
         'ers210',
-        'the dog: ers210, ers220 or ers31x (its joint set and robot model)',
-        choices=tuple(rcode.MODELS),
+        'the dog: ers210, ers220, ers31x or ers7 (its joints, motion IDs, audio, robot model)',
+        choices=tuple(models.MODELS),
+    ),
+    read_only(
+        'protocol',
+        'rcodeplus',
+        'the stick: rcodeplus (AiboPet telemetry + R-CODE), urbi or rcode (Sony R-CODE alone)',
+        choices=models.PROTOCOLS,
     ),
     Parameter(  # settable at run time, as for the other bases
         'cmd_vel_timeout',

@@ -11,6 +11,8 @@ import dataclasses
 import math
 import re
 
+from . import models
+
 MAX_LINE_BYTES = 127  # §2.11.1: counting the newline
 NEWLINE = b'\r\n'  # inference in §2.11.1: the ERS-7 interpreter parses CR+LF
 MAX_PRINT_VARIABLES = 5
@@ -158,34 +160,11 @@ class Joint:
 
 
 LEGS = ('LF', 'LR', 'RF', 'RR')
-LEG_JOINTS = tuple(
-    Joint(f'{leg}Leg_{n}', lower, upper)
-    for leg in LEGS
-    for n, (lower, upper) in enumerate(((-120, 120), (-14, 92), (-30, 150)), start=1)
-)
+# the joints R-CODE 1.2 polls, per model, from the model tables (models.py): the ERS-2xx and 31x
 MODELS = {
-    'ers210': (
-        Joint('Head_Tilt', -85, 46),
-        Joint('Head_Pan', -92.6, 92.6),
-        Joint('Head_Roll', -32, 32),
-        Joint('Mouth', -50, 0),
-        Joint('Tail_Pan', -25, 25),
-        Joint('Tail_Tilt', -25, 25),
-        *LEG_JOINTS,
-    ),
-    'ers220': (
-        Joint('Head_Tilt', -85, 46),  # §2.11.6: −91.5…46 for the 220; the 210's tighter −85 kept
-        Joint('Head_Pan', -92.6, 92.6),
-        Joint('Head_Roll', -32, 32),
-        *LEG_JOINTS,
-    ),
-    # ERS-31x: ranges not in the references; the ERS-210's head ranges are used (assumption)
-    'ers31x': (
-        Joint('Head_Tilt', -85, 46),
-        Joint('Head_Tilt_2', -85, 46),
-        Joint('Head_Pan', -92.6, 92.6),
-        *LEG_JOINTS,
-    ),
+    name: tuple(Joint(j.rcode, j.lower, j.upper) for j in model.joints if j.rcode)
+    for name, model in models.MODELS.items()
+    if 'rcodeplus' in model.protocols
 }
 HEAD_PAN, HEAD_TILT = 'Head_Pan', 'Head_Tilt'
 
