@@ -4,6 +4,7 @@ tests.
     ros2 run aibo_driver aibo_emulator                     # RCodePlus on 21001 + 21002
     ros2 run aibo_driver aibo_emulator --product lifeplus  # LifePlus: voice, semantic, no RCODE
     ros2 run aibo_driver aibo_emulator --speed-scale 5     # the dog walks 5 times as fast
+    ros2 run aibo_driver aibo_emulator --protocol urbi --model ers7  # URBI on 54000
 
 Plays spec §3.5: the TELEMVER reply, the auto-snapshot rule (the first image request
 of a connection answers size 0), JPEG / YUV10 / colour-detection pictures of a pink
@@ -36,9 +37,10 @@ from legacy_robot_common.emulator import (
 )
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
+from . import models, rcode, urbi
 from . import protocol as p
-from . import rcode
 from .body import Dog
+from .emulator_urbi import UrbiEmulator, UrbiOptions
 from .scene import Scene, audio_chunk, color_detection
 
 Op = p.Op
@@ -521,7 +523,17 @@ def build_parser():
         'fault: fraction of telemetry reply bytes corrupted',
     )
     parser.add_argument(
-        '--model', choices=tuple(rcode.MODELS), default='ers210', help='the body R-CODE moves'
+        '--protocol',
+        choices=('rcodeplus', 'urbi'),
+        default='rcodeplus',
+        help='the stick: rcodeplus (AiboPet telemetry + R-CODE) or urbi (TCP 54000)',
+    )
+    parser.add_argument('--urbi-port', type=int, default=urbi.PORT, help='URBI port (0 = free)')
+    parser.add_argument(
+        '--model',
+        choices=tuple(models.MODELS),
+        default=None,
+        help='the dog (default: ers210 for rcodeplus, ers7 for urbi)',
     )
     parser.add_argument(
         '--speed-scale',
@@ -562,14 +574,25 @@ def options_from_args(args):
         rput=p.RputLayout(args.rput_layout.split(',')),
         bad_size_every=args.bad_size_every,
         **FaultInjector.options(args),
-        model=args.model,
+        model=args.model or 'ers210',
         speed_scale=args.speed_scale,
         echo=not args.no_echo,
     )
 
 
+def urbi_options_from_args(args):
+    return UrbiOptions(
+        host=args.host,
+        port=args.urbi_port,
+        model=args.model or 'ers7',
+        speed_scale=args.speed_scale,
+    )
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if args.protocol == 'urbi':
+        return run_emulator('AIBO emulator', lambda: UrbiEmulator(urbi_options_from_args(args)))
     return run_emulator('AIBO emulator', lambda: AiboEmulator(options_from_args(args)))
 
 
