@@ -15,6 +15,7 @@ from .motion import MotionSettings, OdometryModel
 PORTS = (
     read_only('telemetry_port', 21001, 'binary telemetry pipe', minimum=1, maximum=65535),
     read_only('rcode_port', 21002, 'RCODE text pipe (RCodePlus)', minimum=1, maximum=65535),
+    read_only('urbi_port', 54000, 'URBI server (protocol urbi)', minimum=1, maximum=65535),
 )
 BTYPES = {
     product: read_only(
@@ -136,6 +137,13 @@ MOTION = (
         'polls per second of the battery and touch sensors (0 = off)',
         minimum=0.0,
         maximum=10.0,
+    ),
+    read_only(
+        'urbi_sensor_rate',
+        10.0,
+        'URBI: accelerometer, distance and touch reads per second (0 = off)',
+        minimum=0.0,
+        maximum=50.0,
     ),
     read_only(
         'poll_timeout',

@@ -122,6 +122,8 @@ class AiboServices:
         return ''
 
     async def play_action(self, request, response):
+        if self.node.urbi is not None:
+            return self.urbi_action(request, response)
         refusal = self.motion_refusal()
         try:
             line = rcode.action_line(request.name)
@@ -138,7 +140,27 @@ class AiboServices:
         response.success, response.message = error is None, error or f'sent {line}'
         return response
 
+    def urbi_action(self, request, response):
+        """Over URBI a posture script is sent and not waited for (the stick answers nothing)."""
+        try:
+            sent = self.node.urbi.play_action(request.name)
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        except ConnectionError as exc:
+            response.success, response.message = False, f'no motion: {exc}'
+            return response
+        response.success, response.message = True, f'sent {sent}'
+        return response
+
     def stop(self, _request, response):
+        if self.node.urbi is not None:
+            response.success, response.message = True, 'robot.stopwalk() sent'
+            try:
+                self.node.urbi.halt()
+            except ConnectionError as exc:
+                response.success, response.message = False, f'no motion: {exc}'
+            return response
         refusal = self.motion_refusal()
         if not refusal:
             self.node.rcode.halt()
