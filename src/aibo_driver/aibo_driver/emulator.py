@@ -82,6 +82,8 @@ class EmulatorOptions:
     control_bytes: bool = True  # ACK 0x06 after '!' and the greeting (SYSTEM.CFG C -1)
     refused_actions: tuple = ()  # fault: PLAY:ACTION names answered with ERROR
     rcode_silent: bool = False  # fault: RCODE lines are read (and played) but nothing printed
+    auth: bool = False  # the RCODE pipe greets as the ERS-7's R-CODE 2.0 and wants a password
+    owner_password: str = 'aibo'  # the stick's default (OWNER.TXT)
 
     def __post_init__(self):
         if self.model not in rcode.MODELS:
@@ -421,6 +423,8 @@ class AiboEmulator:
     def _serve_rcode(self, stream, stop):
         text = p.ConsoleText()
         ack = rcode.ACK.encode() if self.options.control_bytes else b''
+        if self.options.auth and not self._log_in(stream, stop, text):
+            return
         stream.write(b'R-CODE Ver1.2 (emulated ERS-210)\r\n<READY>\r\n' + ack)
         while not stop.is_set():
             for line in text.feed(stream.read(4096, 0.2)):
@@ -429,6 +433,19 @@ class AiboEmulator:
                     stream.write(
                         b''.join(t.encode('latin-1', 'replace') + b'\r\n' for t in printed)
                     )
+
+    def _log_in(self, stream, stop, text):
+        """Authentication on: the banner of R-CODE 2.0 and no <READY> until the owner's password
+        comes as a line. The real handshake is not documented: this plays only its effect, a
+        dog that stays silent for a client without the password."""
+        stream.write(b'R-CODE ver2.0 (2004/05/01)\r\n')
+        while not stop.is_set():
+            for line in text.feed(stream.read(4096, 0.2)):
+                with self._lock:
+                    self.rcode_lines.append(line)
+                if line.strip() == self.options.owner_password:
+                    return True
+        return False
 
     def run_rcode(self, line):
         """One RCODE statement → the lines the dog prints (its echo first, when on)."""
@@ -544,6 +561,12 @@ def build_parser():
     parser.add_argument(
         '--no-echo', action='store_true', help='the RCODE pipe does not echo each line'
     )
+    parser.add_argument(
+        '--auth',
+        action='store_true',
+        help="the RCODE pipe wants the owner's password first (ERS-7 R-CODE 2.0 without "
+        'NOAUTH.CFG)',
+    )
     return parser
 
 
@@ -577,6 +600,7 @@ def options_from_args(args):
         model=args.model or 'ers210',
         speed_scale=args.speed_scale,
         echo=not args.no_echo,
+        auth=args.auth,
     )
 
 

@@ -222,6 +222,34 @@ def joint_polls(model):
     return polls('J', [j.variable for j in MODELS[model]])
 
 
+# ---- the greeting ------------------------------------------------------------------------------
+AUTH_HINT = (
+    "authentication is on: the dog greeted as Sony's R-CODE 2.0 (ERS-7) and waits for its "
+    "owner's password, whose handshake is not documented, so the driver cannot log in. On the "
+    'memory stick, delete /OPEN-R/APP/DATA/P/OWNER.TXT and create an empty '
+    '/OPEN-R/APP/PC/AMS/NOAUTH.CFG, then restart the dog'
+)
+_VERSION_2 = re.compile(r'R-CODE\s+ver\s*2', re.IGNORECASE)
+
+
+def greeting_needs_auth(lines):
+    """True when the greeting is R-CODE 2.0's (or asks for a password) and never said <READY>:
+    the ERS-7's R-CODE with authentication on."""
+    text = ' '.join(strip_controls(line) for line in lines)
+    if '<READY>' in text:
+        return False
+    return bool(_VERSION_2.search(text)) or 'password' in text.lower()
+
+
+def mwcid_line(model, motion):
+    """PLAY:MWCID:<id> of a motion by name (SIT, STAND, ...) in the model's numbering: the
+    ERS-7 renumbered postures and head moves."""
+    ids = models.MODELS[model].motion_ids
+    if motion not in ids:
+        raise ValueError(f'unknown motion {motion!r}; valid: {", ".join(ids)}')
+    return line('PLAY', 'MWCID', ids[motion])
+
+
 # ---- matching replies ---------------------------------------------------------------------------
 def strip_controls(text):
     return ''.join(c for c in text if c not in CONTROL_BYTES).strip()
