@@ -92,9 +92,12 @@ class UrbiError:
     text: str
 
 
-def job_commands(settings, model):
-    """The tagged jobs a session starts, each preceded by its stop."""
+def job_commands(settings, model, streaming=True):
+    """The tagged jobs a session starts, each preceded by its stop (only the stops when not
+    streaming)."""
     out = [urbi.stop(tag) for tag in TAGS]
+    if not streaming:
+        return out
     if settings.camera:
         out.append(urbi.loop('drvcam', 'camera.val'))
     if settings.audio:
@@ -155,6 +158,7 @@ class UrbiClient(ReconnectingClient):
         self._walking = None  # ('walk' | 'turn', sign, renew at)
         self._lock = threading.Lock()
         self._pong_seen = False
+        self._streaming = True  # the node's lifecycle: jobs run while it is active
         self._last_joint = f'j_{self.model.joints[-1].urbi}'
         sensors = [*SENSOR_ACCEL, *self.model.distance_sensors, *self.model.touch_sensors]
         self._last_sensor = f's_{sensors[-1]}'
@@ -166,7 +170,9 @@ class UrbiClient(ReconnectingClient):
     def run_session(self, link):
         decoder = urbi.StreamDecoder()
         kernel, ident = self._handshake(link, decoder)
-        for command in job_commands(self.settings, self.model):
+        with self._lock:
+            streaming = self._streaming
+        for command in job_commands(self.settings, self.model, streaming):
             link.write(command)
         self.mark_connected(f'{kernel} as {ident}')
         self.deliver(UrbiConnected(kernel, ident))
@@ -299,6 +305,14 @@ class UrbiClient(ReconnectingClient):
         link.write(urbi.motors(False))
 
     # ---- commands (any thread) ----------------------------------------------------------------
+    def set_streaming(self, on):
+        """Start (activate) or stop (deactivate) every job of ours; kept across reconnects."""
+        with self._lock:
+            changed, self._streaming = self._streaming != on, on
+        if changed and self.connected:
+            commands = job_commands(self.settings, self.model, on)
+            self.send(b''.join(commands))
+
     def drive(self, vx, wz):
         """Walk (vx m/s, + forward) or turn (wz rad/s, + left) while commands keep coming;
         the watchdog stops the dog cmd_vel_timeout after the last one."""

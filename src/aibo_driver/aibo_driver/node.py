@@ -324,6 +324,23 @@ class AiboNode(DriverNode):
         self.model = RobotStatePublisher(self)  # the dog's joints from joint_states
         self.model.describe(description.from_parameters(self.parameter_values()))
 
+    def on_activate(self, state):
+        if self.urbi is not None:
+            self._urbi_streaming(True)
+        return super().on_activate(state)
+
+    def on_deactivate(self, state):
+        result = super().on_deactivate(state)  # stops the robot first
+        if self.urbi is not None:
+            self._urbi_streaming(False)
+        return result
+
+    def _urbi_streaming(self, on):
+        try:
+            self.urbi.set_streaming(on)
+        except ConnectionError as exc:  # not connected: the next session follows the flag
+            self.get_logger().info(f'URBI jobs {"on" if on else "off"} when connected: {exc}')
+
     def stop_robot(self):
         if self.urbi is not None:
             try:

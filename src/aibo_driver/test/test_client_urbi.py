@@ -170,3 +170,22 @@ def test_actions_by_name_send_the_sticks_posture_scripts(session):
     assert wait_for(lambda: session.emulator.dog.posture == 'lay', 5.0)
     with pytest.raises(ValueError, match='valid: sit'):
         session.client.play_action('dance')
+
+
+def test_streaming_off_stops_every_job_and_on_starts_them_again():
+    """The node's deactivate and activate."""
+    session = Session(ping_period=0.2)
+    try:
+        session.wait(CameraFrame)
+        commands = session.emulator.commands
+        session.client.set_streaming(False)
+        assert wait_for(lambda: commands.count('stop drvbattery') == 2, 5.0)
+        pings = commands.count('drvping: ping')
+        assert wait_for(lambda: commands.count('drvping: ping') >= pings + 2, 5.0)
+        frames = len(session.records[CameraFrame])  # a loop turn under way has ended by now
+        assert wait_for(lambda: commands.count('drvping: ping') >= pings + 4, 5.0)
+        assert len(session.records[CameraFrame]) == frames
+        session.client.set_streaming(True)
+        session.wait(CameraFrame, frames + 2)
+    finally:
+        session.close()

@@ -6,6 +6,8 @@ import math
 import pytest
 from geometry_msgs.msg import Twist
 from helpers import wait_for
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState
 from ros_observer import DriverProcesses
 from sensor_msgs.msg import (
     BatteryState,
@@ -95,6 +97,18 @@ def test_an_ers7_over_urbi_publishes_every_stream_and_obeys_cmd_vel_and_head(set
     assert wait_for(lambda: dog.posture == 'sit', 10)
     refused = ros.call(PlayNamed, 'play_action', PlayNamed.Request(name='dance'))
     assert not refused.success and 'valid: sit' in refused.message
+
+    def change(transition):
+        request = ChangeState.Request(transition=Transition(id=transition))
+        return ros.call(ChangeState, 'aibo_driver/change_state', request).success
+
+    stops = emulator.commands.count('stop drvcam')
+    assert change(Transition.TRANSITION_DEACTIVATE)  # the dog's jobs end with it
+    assert wait_for(lambda: emulator.commands.count('stop drvcam') == stops + 1, 10)
+    assert change(Transition.TRANSITION_ACTIVATE)
+    assert wait_for(lambda: emulator.commands.count('drvcam: loop {camera.val; noop}') == 2, 10), (
+        emulator.commands[-8:]
+    )
 
 
 def test_an_ers7_over_rcodeplus_is_refused_with_the_valid_combinations(setup):
