@@ -17,7 +17,9 @@ from legacy_robot_interfaces.srv import (
 )
 
 from . import protocol as p
-from . import rcode
+from . import rcode, urbi
+
+MAX_SOUND_BYTES = 16_000_000  # a WAV file play_sound reads at most (about 8 min at 16 kHz)
 
 
 class AiboServices:
@@ -37,6 +39,8 @@ class AiboServices:
                 (Trigger, 'emergency_stop', self.emergency_stop),
             ),
         )
+        if self.node.urbi is not None:
+            create_services(self.node, ((UploadFile, 'play_sound', self.play_sound),))
 
     async def set_property(self, request, response):
         index, value = request.index, request.value
@@ -62,6 +66,23 @@ class AiboServices:
             response.success, response.message = False, str(exc)
             return response
         response.success, response.message = True, f'camera: {request.mode}'
+        return response
+
+    def play_sound(self, request, response):
+        """Over URBI: a WAV file on the host, converted to the dog's speaker format and sent."""
+        try:
+            with open(request.path, 'rb') as file:
+                samples, rate = urbi.read_wav(file.read(MAX_SOUND_BYTES + 1)[:MAX_SOUND_BYTES])
+            seconds = self.node.urbi.say(samples, rate)
+        except OSError as exc:
+            response.success, response.message = False, f'cannot read {request.path}: {exc}'
+            return response
+        except (ValueError, ConnectionError) as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success = True
+        response.message = f'{seconds:.2f} s of sound sent to the speaker'
+        response.bytes_sent = int(seconds * self.node.dog_model.speaker.bytes_per_second)
         return response
 
     async def upload(self, request, response):

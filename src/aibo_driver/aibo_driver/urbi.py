@@ -18,6 +18,8 @@ import io
 import re
 import wave
 
+import numpy as np
+
 from legacy_robot_common.errors import MalformedFrame
 
 PORT = 54000
@@ -338,6 +340,29 @@ def wav(pcm, rate, bits, channels=1):
         writer.setframerate(rate)
         writer.writeframes(pcm)
     return out.getvalue()
+
+
+def read_wav(data):
+    """A WAV file's bytes → (mono int16 samples, rate): 8-bit or 16-bit PCM, channels mixed.
+    ValueError for anything else."""
+    try:
+        with wave.open(io.BytesIO(data)) as reader:
+            width, channels, rate = (
+                reader.getsampwidth(),
+                reader.getnchannels(),
+                reader.getframerate(),
+            )
+            frames = reader.readframes(reader.getnframes())
+    except (wave.Error, EOFError) as exc:
+        raise ValueError(f'not a PCM WAV file: {exc}') from None
+    if width == 1:
+        samples = (np.frombuffer(frames, np.uint8).astype(np.int32) - 128) * 256
+    elif width == 2:
+        samples = np.frombuffer(frames, '<i2').astype(np.int32)
+    else:
+        raise ValueError(f'{8 * width}-bit WAV: give 8- or 16-bit PCM')
+    samples = samples[: samples.size - samples.size % channels].reshape(-1, channels)
+    return samples.mean(axis=1).astype(np.int16), rate
 
 
 # ---- the server side (the emulator speaks it) --------------------------------------------------

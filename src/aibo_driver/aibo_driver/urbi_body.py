@@ -9,7 +9,7 @@ import math
 from sensor_msgs.msg import BatteryState, Imu, JointState, Range
 
 from legacy_robot_common.messages import battery_msg as common_battery_msg
-from legacy_robot_interfaces.msg import SensorEvent
+from legacy_robot_interfaces.msg import NamedValues, SensorEvent
 
 from . import conversions as convert
 from .client_urbi import Battery, JointValues, SensorValues, Touch, UrbiError
@@ -30,6 +30,9 @@ class UrbiBody:
     def create_publishers(self):
         pub = self.node.publisher
         self.imu_pub = pub(Imu, 'imu', 10)
+        self.node.create_subscription(
+            NamedValues, 'leds', self.on_leds, 10, callback_group=self.node.callback_group
+        )
         self.range_pubs = {
             device: pub(Range, RANGE_TOPICS[device], 10)
             for device in self.node.dog_model.distance_sensors
@@ -61,6 +64,17 @@ class UrbiBody:
                     self.node.counts['head clamped'] += 1
             except ConnectionError as exc:
                 self.node.log.warning('head-link', f'head_command not sent: {exc}')
+
+    def on_leds(self, msg):
+        """NamedValues: LED device names (the model's) and brightness 0..1."""
+        for name, value in zip(msg.names, msg.values, strict=False):
+            try:
+                self.node.urbi.set_led(name, min(max(float(value), 0.0), 1.0))
+            except ValueError as exc:
+                self.node.counts['bad led'] = self.node.counts.get('bad led', 0) + 1
+                self.node.log.warning('led-bad', f'leds: {exc}')
+            except ConnectionError as exc:
+                self.node.log.warning('led-link', f'leds not sent: {exc}')
 
     def publish_odometry(self):
         """URBI reports no walked distance: no odometry is made up."""

@@ -201,3 +201,13 @@ def test_fuzz_garbage_then_a_good_message_is_always_found(garbage, lie):
     )
     records, _ = decode_all(stream, 13)
     assert records and records[-1].tag == 'ok'
+
+
+def test_read_wav_mixes_channels_and_takes_8_and_16_bit():
+    stereo = urbi.wav(b'\x10\x00\x30\x00' * 4, 22050, 16, channels=2)
+    samples, rate = urbi.read_wav(stereo)
+    assert rate == 22050 and samples.tolist() == [32] * 4
+    eight, rate = urbi.read_wav(urbi.wav(bytes([128, 255]), 8000, 8))
+    assert rate == 8000 and eight.tolist() == [0, 127 * 256]
+    with pytest.raises(ValueError, match='not a PCM WAV'):
+        urbi.read_wav(b'RIFF nonsense')

@@ -1,7 +1,9 @@
 """aibo_driver with model ers7 and protocol urbi, as a real process against the URBI emulator,
 observed over DDS from this process."""
 
+import io
 import math
+import wave
 
 import pytest
 from geometry_msgs.msg import Twist
@@ -19,9 +21,11 @@ from sensor_msgs.msg import (
     Range,
 )
 
+from aibo_driver import urbi
 from aibo_driver.emulator_urbi import UrbiEmulator, UrbiOptions
 from aibo_driver.models import MODELS
-from legacy_robot_interfaces.srv import PlayNamed
+from legacy_robot_interfaces.msg import NamedValues
+from legacy_robot_interfaces.srv import PlayNamed, UploadFile
 
 
 @pytest.fixture
@@ -42,7 +46,7 @@ def setup():
     drivers.stop_all()
 
 
-def test_an_ers7_over_urbi_publishes_every_stream_and_obeys_cmd_vel_and_head(setup):
+def test_an_ers7_over_urbi_publishes_every_stream_and_obeys_cmd_vel_and_head(setup, tmp_path):
     emulator, process, ros = setup()
     topics = {
         name: ros.listen(kind, name)
@@ -97,6 +101,20 @@ def test_an_ers7_over_urbi_publishes_every_stream_and_obeys_cmd_vel_and_head(set
     assert wait_for(lambda: dog.posture == 'sit', 10)
     refused = ros.call(PlayNamed, 'play_action', PlayNamed.Request(name='dance'))
     assert not refused.success and 'valid: sit' in refused.message
+
+    sound = tmp_path / 'hello.wav'
+    sound.write_bytes(urbi.wav(bytes(2 * 22050), 22050, 16))  # 1 s of silence at 22.05 kHz
+    reply = ros.call(UploadFile, 'play_sound', UploadFile.Request(path=str(sound)))
+    assert reply.success, reply.message
+    assert wait_for(lambda: len(dog.sounds) == 1, 10)
+    with wave.open(io.BytesIO(dog.sounds[0])) as played:
+        assert (played.getframerate(), played.getsampwidth()) == (16000, 2)  # the ERS-7's
+    missing = ros.call(UploadFile, 'play_sound', UploadFile.Request(path=str(tmp_path / 'no')))
+    assert not missing.success and 'cannot read' in missing.message
+
+    leds = ros.node.create_publisher(NamedValues, '/dog7/leds', 10)
+    lit = NamedValues(names=['ledF3', 'ledNope'], values=[1.0, 1.0])
+    assert ros.spin_until(lambda: leds.publish(lit) or dog.leds['ledF3'] == 1.0, 10)
 
     def change(transition):
         request = ChangeState.Request(transition=Transition(id=transition))
