@@ -30,9 +30,9 @@ class AiboServices:
         create_services(
             self.node,
             (
-                (SetProperty, 'set_property', self.set_property),
-                (SetCameraMode, 'set_camera_mode', self.set_camera_mode),
-                (UploadFile, 'upload_file', self.upload),
+                (SetProperty, 'set_property', self.aibopet_only(self.set_property)),
+                (SetCameraMode, 'set_camera_mode', self.aibopet_only(self.set_camera_mode)),
+                (UploadFile, 'upload_file', self.aibopet_only(self.upload)),
                 (TextCommand, 'rcode_command', self.rcode_command),
                 (PlayNamed, 'play_action', self.play_action),
                 (Trigger, 'stop', self.stop),
@@ -41,6 +41,18 @@ class AiboServices:
         )
         if self.node.urbi is not None:
             create_services(self.node, ((UploadFile, 'play_sound', self.play_sound),))
+
+    def aibopet_only(self, handler):
+        """The handler, or over URBI one that says the service belongs to AiboPet's sticks."""
+        if self.node.urbi is None:
+            return handler
+
+        def refuse(_request, response):
+            response.success = False
+            response.message = "not over URBI: this service needs AiboPet's telemetry stick"
+            return response
+
+        return refuse
 
     async def set_property(self, request, response):
         index, value = request.index, request.value

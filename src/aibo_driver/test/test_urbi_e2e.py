@@ -111,6 +111,8 @@ def test_an_ers7_over_urbi_publishes_every_stream_and_obeys_cmd_vel_and_head(set
         assert (played.getframerate(), played.getsampwidth()) == (16000, 2)  # the ERS-7's
     missing = ros.call(UploadFile, 'play_sound', UploadFile.Request(path=str(tmp_path / 'no')))
     assert not missing.success and 'cannot read' in missing.message
+    upload = ros.call(UploadFile, 'upload_file', UploadFile.Request(path=str(sound)))
+    assert not upload.success and 'not over URBI' in upload.message
 
     leds = ros.node.create_publisher(NamedValues, '/dog7/leds', 10)
     lit = NamedValues(names=['ledF3', 'ledNope'], values=[1.0, 1.0])
