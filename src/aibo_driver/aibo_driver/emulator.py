@@ -87,6 +87,7 @@ class EmulatorOptions:
 
     def __post_init__(self):
         if self.model not in rcode.MODELS:
+            models.check_combination(self.model, 'rcodeplus')  # says which sticks it has
             raise ValueError(f'model must be one of {", ".join(rcode.MODELS)}, got {self.model!r}')
         if not 0.1 <= self.speed_scale <= 100.0:
             raise ValueError(f'speed_scale must be within 0.1..100, got {self.speed_scale}')

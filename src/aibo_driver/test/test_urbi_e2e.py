@@ -33,7 +33,8 @@ def setup():
     drivers = DriverProcesses()
 
     def start(**parameters):
-        emulator = UrbiEmulator(UrbiOptions(port=0, speed_scale=5.0)).start()
+        model = parameters.pop('model', 'ers7')
+        emulator = UrbiEmulator(UrbiOptions(port=0, model=model, speed_scale=5.0)).start()
         emulator, process, ros = drivers.start(
             'aibo_driver.node',
             '/dog7',
@@ -145,3 +146,26 @@ def test_an_ers7_over_rcodeplus_is_refused_with_the_valid_combinations(setup):
     )
     assert result.returncode != 0
     assert 'ers7/urbi' in result.stderr + result.stdout
+
+
+def test_an_ers210_over_urbi_publishes_its_own_joints_camera_and_range(setup):
+    emulator, process, ros = setup(model='ers210')
+    status = ros.diagnostic_status('dog')
+    topics = {
+        name: ros.listen(kind, name)
+        for name, kind in (
+            ('camera/image_raw', Image),
+            ('joint_states', JointState),
+            ('ir_range', Range),
+            ('imu', Imu),
+        )
+    }
+    assert ros.spin_until(lambda: all(topics.values()), 30), {
+        name: len(messages) for name, messages in topics.items()
+    }
+    image = topics['camera/image_raw'][-1]
+    assert (image.width, image.height) == (176, 144)
+    assert set(topics['joint_states'][-1].name) == {j.name for j in MODELS['ers210'].joints}
+    assert ros.spin_until(lambda: status() is not None and status().message == 'streaming', 10), (
+        status() and status().message
+    )
