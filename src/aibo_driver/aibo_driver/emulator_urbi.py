@@ -60,6 +60,7 @@ class UrbiOptions:
     jpeg_quality: int = 80
     error_prefix: str = '!!!'  # the 2006 kernel; '***' plays the 2005 manual's examples
     cycle: float = CYCLE
+    bad_length_every: int = 0  # fault: every nth camera frame's BIN header lies about its length
 
     def __post_init__(self):
         models.check_combination(self.model, 'urbi')
@@ -202,6 +203,7 @@ class UrbiEmulator:
         self.server = TcpEmulatorServer(self._serve, o.host, o.port, name='aibo-urbi')
         self.commands = []  # every statement received
         self.errors = 0  # error replies sent
+        self.frames_sent = 0  # camera frames (counted for the bad-length fault)
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._connections = 0
@@ -433,6 +435,14 @@ class _Connection:
         """A device read: its value, a BIN frame, or an unknown-identifier error."""
         name = expression[:-4] if expression.endswith('.val') else expression
         now = self.emulator.now_ms()
+        if name == 'camera' and self._lie_now():
+            jpeg = self.emulator.camera_jpeg()
+            width, height = self.emulator.model.camera
+            header = urbi.message(
+                now, tag or 'notag', f'BIN {len(jpeg) + 7} jpeg {width} {height} '
+            )
+            self.send(header + jpeg)
+            return
         if name == 'camera':
             self.send(
                 urbi.binary(
@@ -460,6 +470,14 @@ class _Connection:
             self.error(tag, f'Unknown identifier: {self.ident}.{expression}')
             return
         self.reply(tag, urbi.number(value))
+
+    def _lie_now(self):
+        every = self.emulator.options.bad_length_every
+        if not every:
+            return False
+        with self.emulator._lock:
+            self.emulator.frames_sent += 1
+            return self.emulator.frames_sent % every == 0
 
     def _value(self, name):
         with self.emulator._lock:

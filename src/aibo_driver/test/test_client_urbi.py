@@ -189,3 +189,22 @@ def test_streaming_off_stops_every_job_and_on_starts_them_again():
         session.wait(CameraFrame, frames + 2)
     finally:
         session.close()
+
+
+def test_frames_whose_length_lies_are_counted_and_the_streams_go_on():
+    session = Session()
+    session.emulator.options.bad_length_every = 3  # every third camera frame lies by 7 bytes
+    try:
+        session.wait(CameraFrame, 6)
+        assert wait_for(lambda: session.client.counters.bad_frames >= 2, 10.0)
+        audio = len(session.records[AudioReply])
+        joints = len(session.records[JointValues])
+        frames = len(session.records[CameraFrame])
+        session.wait(CameraFrame, frames + 3)
+        session.wait(AudioReply, audio + 3)
+        session.wait(JointValues, joints + 2)
+        assert session.client.connected and session.client.counters.reconnects == 0
+        for frame in session.records[CameraFrame]:
+            assert frame.jpeg.endswith(b'\xff\xd9')  # no frame with another message's bytes
+    finally:
+        session.close()
