@@ -29,7 +29,7 @@ JPEG_START, JPEG_END = b'\xff\xd8', b'\xff\xd9'
 IMAGE_KINDS = ('jpeg', 'YCbCr')
 SOUND_KINDS = ('raw', 'wav')
 _MESSAGE = re.compile(rb'\[(\d{1,12})(?::([^\]\r\n]*))?\] ?')
-_LINE = re.compile(r'^\[(\d{1,12})(?::([^\]\r\n]*))?\] ?(.*)$', re.DOTALL)
+_LINE = re.compile(r'^\[(\d{1,12})(?::([^\]\r\n]*))?\] ?(.*)$', re.DOTALL | re.ASCII)
 _ERROR_WORDS = re.compile(
     r'(error|unknown identifier|failed|invalid|no longer valid|division by zero)', re.IGNORECASE
 )
@@ -113,7 +113,7 @@ def parse_bin_header(body):
     words = body.split()
     if not words or words[0] != 'BIN':
         return None
-    if len(words) < 3 or not words[1].isdigit():
+    if len(words) < 3 or not (words[1].isascii() and words[1].isdigit()):  # not '³'
         raise MalformedFrame(f'BIN header without a length and kind: {body[:60]!r}')
     size, kind = int(words[1]), words[2]
     if size > MAX_BINARY_BYTES:

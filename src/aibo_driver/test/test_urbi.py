@@ -70,6 +70,8 @@ def test_bin_headers_of_every_kind_and_the_damaged_ones():
         'BIN 10 raw 2 a 16 1',
         'BIN 500000 jpeg 208 160',
         f'BIN {urbi.MAX_BINARY_BYTES + 1} jpeg 1 1',
+        'BIN \xb34 raw 2 16000 16 1',  # a latin-1 '³' is a digit to str.isdigit (fuzzing)
+        'BIN 10 raw 2 \xb3 16 1',
     ):
         with pytest.raises(MalformedFrame):
             urbi.parse_bin_header(bad)
