@@ -571,16 +571,21 @@ class RcodeClient(ReconnectingClient):
             self._fail_all(ConnectionError('link lost'))
 
     def _read_greeting(self, link, text, longest=2.0):
-        """Whatever the dog prints on connecting, until it is quiet: not a command's reply."""
+        """Whatever the dog prints on connecting, until it is quiet: not a command's reply.
+        ConnectionLost saying what to put on the stick when the dog waits for a password."""
         give_up = time.monotonic() + longest
+        greeting = []
         while time.monotonic() < give_up:
             try:
                 data = link.read(self.quiet_time)
             except LinkTimeout:
-                return
+                break
             for line in text.feed(data):
                 if rcode.strip_controls(line):
+                    greeting.append(line)
                     self.deliver(RcodeLine(line))
+        if rcode.greeting_needs_auth(greeting):
+            raise ConnectionLost(rcode.AUTH_HINT)
 
     # ---- what the node asks for (any thread) ----------------------------------------------------
     def command(self, line, resolve, timeout=3.0):

@@ -1,11 +1,13 @@
-"""The URDF of an AIBO ERS-210/220/31x: body, head (tilt, pan, roll), mouth, tail, three joints
-per leg, the camera in the nose and the IR range finder beside it.
+"""The URDF of an AIBO ERS-210/220/31x or ERS-7: body, head (tilt, nod, pan, roll), mouth, tail,
+three joints per leg, the camera in the nose and the IR range finder beside it.
 
-Joint names are the R-CODE variables the driver polls (`Head_Tilt`, `LFLeg_1`, …), so its
-joint_states move this model; their limits are rcode.MODELS' (docs/protocols/aibo.md §4.7: the
-tighter of the AMS range and Tekkotsu's mechanical limit). Signs follow R-CODE: head pan and tail
-pan positive to the left, tilts positive up, `_1` positive swings the paw forward, `_2` positive
-spreads the leg outwards, `_3` positive bends the knee. Sizes are estimates from the
+Joints come from the model tables (models.py): each joint's role places it in the body and its
+name is what joint_states carries (the R-CODE variables `Head_Tilt`, `LFLeg_1`, … on the 2xx,
+the URBI devices `neck`, `legLF1`, … on the ERS-7), so the driver's joint_states move this
+model; the ERS-7's tilt is its `neck` and its nod its `headTilt`. Signs follow R-CODE: head
+pan and tail pan positive to the left, tilts positive up, `_1` positive swings the paw
+forward, `_2` positive spreads the leg outwards, `_3` positive bends the knee (the ERS-7's legs
+are taken to follow the same signs: an assumption). Sizes are estimates from the
 ERS-210's outer size (about 27 × 15 × 27 cm standing, body about 19 × 11 × 10 cm); the 220
 has the same frame under a different shell (no mouth, no tail joints).
 """
@@ -14,7 +16,7 @@ import math
 
 from legacy_robot_common.robot_model import Urdf, box, cylinder, sphere
 
-from . import rcode
+from . import models, rcode
 
 # The body → head → camera chain with every joint at 0: [x, y, z, roll, pitch, yaw] in m and
 # rad. Estimates (the neck pivot above the front of the trunk, the camera in the nose).
@@ -25,6 +27,8 @@ DEFAULT_MOUNTS = {
 }
 DEFAULT_FRAMES = {'base': 'aibo_base', 'head': 'aibo_head', 'camera': 'aibo_camera'}
 IR_MOUNT = (0.075, 0.0, -0.01)  # the range finder under the camera, looking forward
+# ERS-7: the chest range finder under the front of the trunk, looking forward and down (estimate)
+CHEST_IR_MOUNT = ((0.1, 0.0, -0.03), (0.0, 0.6, 0.0))
 BODY = (0.19, 0.11, 0.10)
 THIGH, SHIN = 0.06, 0.065  # m: hip to knee, knee to paw centre
 LEG_X, LEG_Y = 0.065, 0.045
@@ -35,6 +39,10 @@ BASE_HEIGHT = round(BODY[2] / 2 + THIGH + SHIN * math.cos(math.radians(30)) + PA
 
 def ir_frame(head_frame):
     return f'{head_frame}_ir'
+
+
+def chest_ir_frame(base_frame):
+    return f'{base_frame}_chest_ir'
 
 
 def from_parameters(parameters):
@@ -56,48 +64,53 @@ def from_parameters(parameters):
 def describe(base_frame, head_frame, camera_frame, mounts=None, model='ers210', ir=None):
     """Urdf of the dog; mounts {'head': [x, y, z, roll, pitch, yaw], 'camera': [...]}."""
     mounts = mounts or DEFAULT_MOUNTS
-    joints = {j.variable: j for j in rcode.MODELS[model]}
+    joints = models.MODELS[model].by_role()
     urdf = Urdf(f'aibo_{model}')
     prefix = base_frame.rsplit('_', 1)[0] if '_' in base_frame else base_frame
 
-    def joint(name, parent, child, xyz=(0, 0, 0), rpy=(0, 0, 0), axis=(0, 0, 1)):
-        if name not in joints:
+    def joint(role, parent, child, xyz=(0, 0, 0), rpy=(0, 0, 0), axis=(0, 0, 1)):
+        if role not in joints:
             urdf.joint(f'{child}_joint', parent, child, xyz, rpy)  # this model has no such joint
             return
-        urdf.joint(name, parent, child, xyz, rpy, 'revolute', axis, joints[name].limits)
+        found = joints[role]
+        urdf.joint(found.name, parent, child, xyz, rpy, 'revolute', axis, found.limits)
 
     urdf.link(base_frame, box(BODY, colour='light'))
     # the head: tilt at the neck, then pan, then roll; the head frame is the rolled one
     neck, turn = f'{prefix}_neck', f'{prefix}_head_pan'
     urdf.link(neck, cylinder(0.015, 0.04, rpy=(math.pi / 2, 0, 0), colour='dark'))
-    joint('Head_Tilt', base_frame, neck, mounts['head'][:3], mounts['head'][3:], (0, -1, 0))
-    if 'Head_Tilt_2' in joints:  # ERS-31x: a second tilt (nod) joint
+    joint('tilt', base_frame, neck, mounts['head'][:3], mounts['head'][3:], (0, -1, 0))
+    if 'nod' in joints:  # ERS-31x and ERS-7: a second tilt (nod) joint
         nod = f'{prefix}_head_nod'
-        joint('Head_Tilt_2', neck, nod, axis=(0, -1, 0))
+        joint('nod', neck, nod, axis=(0, -1, 0))
         neck = nod
-    joint('Head_Pan', neck, turn)
-    joint('Head_Roll', turn, head_frame, axis=(1, 0, 0))
+    joint('pan', neck, turn)
+    joint('roll', turn, head_frame, axis=(1, 0, 0))
     urdf.link(
         head_frame,
         box((0.09, 0.08, 0.075), (0.02, 0, 0), colour='light'),
         box((0.02, 0.025, 0.05), (0.0, 0.045, 0.03), (0.3, 0, 0), 'body'),  # ears
         box((0.02, 0.025, 0.05), (0.0, -0.045, 0.03), (-0.3, 0, 0), 'body'),
     )
-    if 'Mouth' in joints:
+    if 'mouth' in joints:
         mouth = f'{prefix}_mouth'
         urdf.link(mouth, box((0.05, 0.04, 0.012), (0.025, 0, 0), colour='dark'))
-        joint('Mouth', head_frame, mouth, (0.04, 0, -0.03), axis=(0, -1, 0))
+        joint('mouth', head_frame, mouth, (0.04, 0, -0.03), axis=(0, -1, 0))
     urdf.link(camera_frame, cylinder(0.006, 0.01, rpy=(0, math.pi / 2, 0), colour='dark'))
     urdf.fixed(head_frame, camera_frame, mounts['camera'][:3], mounts['camera'][3:])
     ir = ir or ir_frame(head_frame)
     urdf.link(ir, sphere(0.004, colour='accent'))
     urdf.fixed(head_frame, ir, IR_MOUNT)
+    if 'distanceChest' in models.MODELS[model].distance_sensors:
+        chest = chest_ir_frame(base_frame)
+        urdf.link(chest, sphere(0.004, colour='accent'))
+        urdf.fixed(base_frame, chest, *CHEST_IR_MOUNT)
     # the tail: pan, then tilt
-    if 'Tail_Pan' in joints:
+    if 'tail_pan' in joints:
         tail_base, tail = f'{prefix}_tail_base', f'{prefix}_tail'
         urdf.link(tail, cylinder(0.008, 0.06, (-0.028, 0, 0.01), (0, -1.2, 0), 'body'))
-        joint('Tail_Pan', base_frame, tail_base, (-BODY[0] / 2, 0, 0.03))
-        joint('Tail_Tilt', tail_base, tail, axis=(0, -1, 0))
+        joint('tail_pan', base_frame, tail_base, (-BODY[0] / 2, 0, 0.03))
+        joint('tail_tilt', tail_base, tail, axis=(0, -1, 0))
     else:
         urdf.link(base_frame, cylinder(0.008, 0.06, (-BODY[0] / 2 - 0.02, 0, 0.04), (0, -0.8, 0)))
     for leg in rcode.LEGS:
@@ -110,9 +123,9 @@ def describe(base_frame, head_frame, camera_frame, mounts=None, model='ers210', 
             box((0.03, 0.025, SHIN), (0, 0, -SHIN / 2), colour='light'),
             sphere(PAW, (0, 0, -SHIN), 'body'),
         )
-        joint(f'{leg}Leg_1', base_frame, hip, (x, side * LEG_Y, -BODY[2] / 2), axis=(0, -1, 0))
-        joint(f'{leg}Leg_2', hip, thigh, axis=(side, 0, 0))
+        joint(f'{leg}1', base_frame, hip, (x, side * LEG_Y, -BODY[2] / 2), axis=(0, -1, 0))
+        joint(f'{leg}2', hip, thigh, axis=(side, 0, 0))
         # front knees bend the paw backwards, hind knees forwards
         knee_axis = (0, 1, 0) if leg[1] == 'F' else (0, -1, 0)
-        joint(f'{leg}Leg_3', thigh, shin, (0, 0, -THIGH), axis=knee_axis)
+        joint(f'{leg}3', thigh, shin, (0, 0, -THIGH), axis=knee_axis)
     return urdf

@@ -4,6 +4,7 @@ tests.
     ros2 run aibo_driver aibo_emulator                     # RCodePlus on 21001 + 21002
     ros2 run aibo_driver aibo_emulator --product lifeplus  # LifePlus: voice, semantic, no RCODE
     ros2 run aibo_driver aibo_emulator --speed-scale 5     # the dog walks 5 times as fast
+    ros2 run aibo_driver aibo_emulator --protocol urbi --model ers7  # URBI on 54000
 
 Plays docs/protocols/aibo.md §3 and §5: the TELEMVER reply, the auto-snapshot rule (the first
 image request of a connection answers size 0), JPEG / YUV10 / colour-detection pictures of a pink
@@ -36,9 +37,10 @@ from legacy_robot_common.emulator import (
 )
 from legacy_robot_common.errors import ConnectionLost, MalformedFrame
 
+from . import models, rcode, urbi
 from . import protocol as p
-from . import rcode
 from .body import Dog
+from .emulator_urbi import UrbiEmulator, UrbiOptions
 from .scene import Scene, audio_chunk, color_detection
 
 Op = p.Op
@@ -80,9 +82,12 @@ class EmulatorOptions:
     control_bytes: bool = True  # ACK 0x06 after '!' and the greeting (SYSTEM.CFG C -1)
     refused_actions: tuple = ()  # fault: PLAY:ACTION names answered with ERROR
     rcode_silent: bool = False  # fault: RCODE lines are read (and played) but nothing printed
+    auth: bool = False  # the RCODE pipe greets as the ERS-7's R-CODE 2.0 and wants a password
+    owner_password: str = 'aibo'  # the stick's default (OWNER.TXT)
 
     def __post_init__(self):
         if self.model not in rcode.MODELS:
+            models.check_combination(self.model, 'rcodeplus')  # says which sticks it has
             raise ValueError(f'model must be one of {", ".join(rcode.MODELS)}, got {self.model!r}')
         if not 0.1 <= self.speed_scale <= 100.0:
             raise ValueError(f'speed_scale must be within 0.1..100, got {self.speed_scale}')
@@ -419,6 +424,8 @@ class AiboEmulator:
     def _serve_rcode(self, stream, stop):
         text = p.ConsoleText()
         ack = rcode.ACK.encode() if self.options.control_bytes else b''
+        if self.options.auth and not self._log_in(stream, stop, text):
+            return
         stream.write(b'R-CODE Ver1.2 (emulated ERS-210)\r\n<READY>\r\n' + ack)
         while not stop.is_set():
             for line in text.feed(stream.read(4096, 0.2)):
@@ -427,6 +434,19 @@ class AiboEmulator:
                     stream.write(
                         b''.join(t.encode('latin-1', 'replace') + b'\r\n' for t in printed)
                     )
+
+    def _log_in(self, stream, stop, text):
+        """Authentication on: the banner of R-CODE 2.0 and no <READY> until the owner's password
+        comes as a line. The real handshake is not documented: this plays only its effect, a
+        dog that stays silent for a client without the password."""
+        stream.write(b'R-CODE ver2.0 (2004/05/01)\r\n')
+        while not stop.is_set():
+            for line in text.feed(stream.read(4096, 0.2)):
+                with self._lock:
+                    self.rcode_lines.append(line)
+                if line.strip() == self.options.owner_password:
+                    return True
+        return False
 
     def run_rcode(self, line):
         """One RCODE statement → the lines the dog prints (its echo first, when on)."""
@@ -521,7 +541,17 @@ def build_parser():
         'fault: fraction of telemetry reply bytes corrupted',
     )
     parser.add_argument(
-        '--model', choices=tuple(rcode.MODELS), default='ers210', help='the body R-CODE moves'
+        '--protocol',
+        choices=('rcodeplus', 'urbi'),
+        default='rcodeplus',
+        help='the stick: rcodeplus (AiboPet telemetry + R-CODE) or urbi (TCP 54000)',
+    )
+    parser.add_argument('--urbi-port', type=int, default=urbi.PORT, help='URBI port (0 = free)')
+    parser.add_argument(
+        '--model',
+        choices=tuple(models.MODELS),
+        default=None,
+        help='the dog (default: ers210 for rcodeplus, ers7 for urbi)',
     )
     parser.add_argument(
         '--speed-scale',
@@ -531,6 +561,12 @@ def build_parser():
     )
     parser.add_argument(
         '--no-echo', action='store_true', help='the RCODE pipe does not echo each line'
+    )
+    parser.add_argument(
+        '--auth',
+        action='store_true',
+        help="the RCODE pipe wants the owner's password first (ERS-7 R-CODE 2.0 without "
+        'NOAUTH.CFG)',
     )
     return parser
 
@@ -562,14 +598,26 @@ def options_from_args(args):
         rput=p.RputLayout(args.rput_layout.split(',')),
         bad_size_every=args.bad_size_every,
         **FaultInjector.options(args),
-        model=args.model,
+        model=args.model or 'ers210',
         speed_scale=args.speed_scale,
         echo=not args.no_echo,
+        auth=args.auth,
+    )
+
+
+def urbi_options_from_args(args):
+    return UrbiOptions(
+        host=args.host,
+        port=args.urbi_port,
+        model=args.model or 'ers7',
+        speed_scale=args.speed_scale,
     )
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if args.protocol == 'urbi':
+        return run_emulator('AIBO emulator', lambda: UrbiEmulator(urbi_options_from_args(args)))
     return run_emulator('AIBO emulator', lambda: AiboEmulator(options_from_args(args)))
 
 

@@ -5,6 +5,7 @@
 Topic, service and parameter tables: docs/aibo.md.
 """
 
+import math
 import sys
 import threading
 from functools import partial
@@ -39,7 +40,7 @@ from legacy_robot_interfaces.msg import (
 )
 
 from . import conversions as convert
-from . import description, rcode
+from . import description, models, rcode
 from . import protocol as p
 from .client import (
     AudioReply,
@@ -54,12 +55,25 @@ from .client import (
     TelemetryClient,
     VoiceRecord,
 )
+from .client_urbi import (
+    Battery,
+    JointValues,
+    SensorValues,
+    Touch,
+    UrbiClient,
+    UrbiError,
+    UrbiSettings,
+)
 from .motion import MotionSettings, OdometryModel
 from .parameters import BTYPES, GAIT, MOUNTS, ODOMETRY, OPCODES, PARAMETERS, PORTS, YUV10
 from .services import AiboServices
-from .status import dog_status, motion_status, rcode_status
+from .status import dog_status, motion_status, rcode_status, urbi_status
+from .urbi_body import UrbiBody
 from .walking import Walking
 
+SERVED_PROTOCOLS = ('rcodeplus', 'urbi')  # the sticks this node speaks to (all: models.PROTOCOLS)
+URBI_HAS_NO_RCODE = 'the dog speaks URBI: there is no RCODE pipe (rcode_command refuses)'
+URBI_RECORDS = (JointValues, SensorValues, Touch, Battery, UrbiError)
 LIFEPLUS_HAS_NO_RCODE = (
     'LifePlus has no RCodePlus pipe: the RCODE link is not used '
     '(rcode_command refuses, rcode/output stays silent)'
@@ -74,12 +88,44 @@ class AiboNode(DriverNode):
     def __init__(self, **kwargs):
         super().__init__('aibo_driver', hardware_id='Sony AIBO', **kwargs)
         self._declare_parameters()
-        self.name_hardware(f'{self.host}:{self.ports["telemetry_port"]}')
+        port = self.ports['urbi_port' if self.protocol == 'urbi' else 'telemetry_port']
+        self.name_hardware(f'{self.host}:{port}')
         settings = self._settings()
         self.telemetry = TelemetryClient(settings, logger=self.get_logger())
-        self.attach_client(self.telemetry, 'telemetry link', link_name='telemetry')
+        self.urbi = None
         self.rcode = None
         self.rcode_off = '' if self.rcode_enabled else 'the RCODE pipe is off (rcode_enabled)'
+        if self.protocol == 'urbi':
+            self.urbi = UrbiClient(self._urbi_settings(), logger=self.get_logger())
+            self.attach_client(self.urbi, 'URBI link', link_name='urbi')
+            self.rcode_off = URBI_HAS_NO_RCODE
+            if list(self.field_of_view) == list(convert.FIELD_OF_VIEW):  # the 2xx default
+                self.field_of_view = [math.radians(a) for a in self.dog_model.field_of_view]
+        else:
+            self.attach_client(self.telemetry, 'telemetry link', link_name='telemetry')
+            self._attach_rcode(settings)
+        self.diagnostics.add_task('dog', partial(urbi_status if self.urbi else dog_status, self))
+        self.diagnostics.add_task('motion', partial(motion_status, self))
+        self.rates = {name: RateMeter() for name in ('camera', 'color', 'audio')}
+        self.audio_chunks = 0
+        self.head_target = {rcode.HEAD_PAN: 0.0, rcode.HEAD_TILT: 0.0}  # degrees
+        self.counts = dict.fromkeys(
+            ('bad cmd_vel', 'refused cmd_vel', 'head clamped', 'bad head_command', 'falls'), 0
+        )
+        self.joints = {}  # R-CODE variable → degrees, as last read
+        self.dog_values = {}  # the other polled variables
+        self.touches = {}  # touch variable → times seen set
+        self.walking = UrbiBody(self) if self.urbi else Walking(self)
+        self._create_publishers()
+        AiboServices(self).create()
+        self.create_timer(1.0, self._publish_audio_info, callback_group=self.callback_group)
+        self.create_timer(
+            1.0 / self.odom_rate, self.walking.publish_odometry, callback_group=self.callback_group
+        )
+        self.begin()
+
+    def _attach_rcode(self, settings):
+        """The RCODE pipe beside the telemetry (RCodePlus; LifePlus has none)."""
         if self.rcode_enabled and self.product == p.Product.LIFEPLUS.value:
             self.rcode_off = LIFEPLUS_HAS_NO_RCODE
             self.get_logger().info(f'product lifeplus: {LIFEPLUS_HAS_NO_RCODE}')
@@ -100,25 +146,6 @@ class AiboNode(DriverNode):
                 link_name='rcode',
                 status_task=partial(rcode_status, self),
             )
-        self.diagnostics.add_task('dog', partial(dog_status, self))
-        self.diagnostics.add_task('motion', partial(motion_status, self))
-        self.rates = {name: RateMeter() for name in ('camera', 'color', 'audio')}
-        self.audio_chunks = 0
-        self.head_target = {rcode.HEAD_PAN: 0.0, rcode.HEAD_TILT: 0.0}  # degrees
-        self.counts = dict.fromkeys(
-            ('bad cmd_vel', 'refused cmd_vel', 'head clamped', 'bad head_command', 'falls'), 0
-        )
-        self.joints = {}  # R-CODE variable → degrees, as last read
-        self.dog_values = {}  # the other polled variables
-        self.touches = {}  # touch variable → times seen set
-        self.walking = Walking(self)
-        self._create_publishers()
-        AiboServices(self).create()
-        self.create_timer(1.0, self._publish_audio_info, callback_group=self.callback_group)
-        self.create_timer(
-            1.0 / self.odom_rate, self.walking.publish_odometry, callback_group=self.callback_group
-        )
-        self.begin()
 
     # ---- parameters ----------------------------------------------------------------------------
     def _declare_parameters(self):
@@ -167,7 +194,12 @@ class AiboNode(DriverNode):
         }
 
     def _motion_parameters(self, v):
-        self.model_name = v.model
+        try:
+            self.dog_model = models.check_combination(v.model, v.protocol, SERVED_PROTOCOLS)
+        except ValueError as exc:
+            raise ParameterError(f'aibo_driver: {exc}') from None
+        self.model_name, self.protocol = v.model, v.protocol
+        self.urbi_sensor_rate = v.urbi_sensor_rate
         self.joint_state_rate, self.motion_poll_rate = v.joint_state_rate, v.motion_poll_rate
         self.sensor_rate, self.poll_timeout = v.sensor_rate, v.poll_timeout
         self.odom_rate, self.cmd_vel_timeout = v.odom_rate, v.cmd_vel_timeout
@@ -279,6 +311,9 @@ class AiboNode(DriverNode):
             lateral=True,
         )
         self.frame_ids['base'] = self.base.base_frame
+        self.frame_ids['chest_ir'] = description.chest_ir_frame(self.base.base_frame)
+        if self.urbi is not None:
+            self.walking.create_publishers()
         self.create_subscription(
             JointState,
             'head_command',
@@ -289,9 +324,49 @@ class AiboNode(DriverNode):
         self.model = RobotStatePublisher(self)  # the dog's joints from joint_states
         self.model.describe(description.from_parameters(self.parameter_values()))
 
+    def on_activate(self, state):
+        if self.urbi is not None:
+            self._urbi_streaming(True)
+        return super().on_activate(state)
+
+    def on_deactivate(self, state):
+        result = super().on_deactivate(state)  # stops the robot first
+        if self.urbi is not None:
+            self._urbi_streaming(False)
+        return result
+
+    def _urbi_streaming(self, on):
+        try:
+            self.urbi.set_streaming(on)
+        except ConnectionError as exc:  # not connected: the next session follows the flag
+            self.get_logger().info(f'URBI jobs {"on" if on else "off"} when connected: {exc}')
+
     def stop_robot(self):
+        if self.urbi is not None:
+            try:
+                self.urbi.halt()
+            except ConnectionError as exc:  # not connected: nothing walks
+                self.get_logger().info(f'stop: {exc}')
         if self.rcode is not None and not self.rcode_off:
             self.rcode.halt()
+
+    def _urbi_settings(self):
+        try:
+            return UrbiSettings(
+                host=self.host,
+                port=self.ports['urbi_port'],
+                model=self.model_name,
+                camera=self.camera_mode != 'off',
+                audio=self.audio_enabled,
+                decode_jpeg=self.decode_jpeg,
+                joint_rate=self.joint_state_rate,
+                sensor_rate=self.urbi_sensor_rate,
+                battery_period=1.0 / self.sensor_rate if self.sensor_rate else 0.0,
+                ping_timeout=self.reply_timeout + 1.0,
+                cmd_vel_timeout=self.cmd_vel_timeout,
+            )
+        except ValueError as exc:
+            raise ParameterError(f'aibo_driver: {exc}') from None
 
     # ---- records from the dog ------------------------------------------------------------------
     # the telemetry link's records are published by its own thread: they touch only their
@@ -319,6 +394,8 @@ class AiboNode(DriverNode):
                 self.semantic_pub.publish(msg)
         elif isinstance(record, RcodeLine):
             self.rcode_pub.publish(String(data=record.text))
+        elif isinstance(record, URBI_RECORDS):
+            self.walking.handle(record)
         elif isinstance(record, PollValues):
             self.walking.on_poll(record)
         elif isinstance(record, Connected):

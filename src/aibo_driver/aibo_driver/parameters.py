@@ -8,13 +8,14 @@ from legacy_robot_common.params import Parameter, read_only
 from legacy_robot_common.topics import IMAGE_QOS, IMAGE_QOS_DESCRIPTION
 
 from . import conversions as convert
-from . import description, rcode
+from . import description, models, rcode
 from . import protocol as p
 from .motion import MotionSettings, OdometryModel
 
 PORTS = (
     read_only('telemetry_port', 21001, 'binary telemetry pipe', minimum=1, maximum=65535),
     read_only('rcode_port', 21002, 'RCODE text pipe (RCodePlus)', minimum=1, maximum=65535),
+    read_only('urbi_port', 54000, 'URBI server (protocol urbi)', minimum=1, maximum=65535),
 )
 BTYPES = {
     product: read_only(
@@ -98,8 +99,14 @@ MOTION = (
     read_only(
         'model',
         'ers210',
-        'the dog: ers210, ers220 or ers31x (its joint set and robot model)',
-        choices=tuple(rcode.MODELS),
+        'the dog: ers210, ers220, ers31x or ers7 (its joints, motion IDs, audio, robot model)',
+        choices=tuple(models.MODELS),
+    ),
+    read_only(
+        'protocol',
+        'rcodeplus',
+        'the stick: rcodeplus (AiboPet telemetry + R-CODE), urbi or rcode (Sony R-CODE alone)',
+        choices=models.PROTOCOLS,
     ),
     Parameter(  # settable at run time, as for the other bases
         'cmd_vel_timeout',
@@ -130,6 +137,13 @@ MOTION = (
         'polls per second of the battery and touch sensors (0 = off)',
         minimum=0.0,
         maximum=10.0,
+    ),
+    read_only(
+        'urbi_sensor_rate',
+        10.0,
+        'URBI: accelerometer, distance and touch reads per second (0 = off)',
+        minimum=0.0,
+        maximum=50.0,
     ),
     read_only(
         'poll_timeout',

@@ -11,6 +11,8 @@ import dataclasses
 import math
 import re
 
+from . import models
+
 MAX_LINE_BYTES = 127  # §4.1: counting the newline
 NEWLINE = b'\r\n'  # §6.2 (not stated for the 2xx): the ERS-7 interpreter parses CR+LF
 MAX_PRINT_VARIABLES = 5
@@ -158,34 +160,11 @@ class Joint:
 
 
 LEGS = ('LF', 'LR', 'RF', 'RR')
-LEG_JOINTS = tuple(
-    Joint(f'{leg}Leg_{n}', lower, upper)
-    for leg in LEGS
-    for n, (lower, upper) in enumerate(((-120, 120), (-14, 92), (-30, 150)), start=1)
-)
+# the joints R-CODE 1.2 polls, per model, from the model tables (models.py): the ERS-2xx and 31x
 MODELS = {
-    'ers210': (
-        Joint('Head_Tilt', -85, 46),
-        Joint('Head_Pan', -92.6, 92.6),
-        Joint('Head_Roll', -32, 32),
-        Joint('Mouth', -50, 0),
-        Joint('Tail_Pan', -25, 25),
-        Joint('Tail_Tilt', -25, 25),
-        *LEG_JOINTS,
-    ),
-    'ers220': (
-        Joint('Head_Tilt', -85, 46),  # §6.2: −91.5…46 for the 220; the 210's tighter −85 kept
-        Joint('Head_Pan', -92.6, 92.6),
-        Joint('Head_Roll', -32, 32),
-        *LEG_JOINTS,
-    ),
-    # ERS-31x: ranges not in the references; the ERS-210's head ranges are used (assumption)
-    'ers31x': (
-        Joint('Head_Tilt', -85, 46),
-        Joint('Head_Tilt_2', -85, 46),
-        Joint('Head_Pan', -92.6, 92.6),
-        *LEG_JOINTS,
-    ),
+    name: tuple(Joint(j.rcode, j.lower, j.upper) for j in model.joints if j.rcode)
+    for name, model in models.MODELS.items()
+    if 'rcodeplus' in model.protocols
 }
 HEAD_PAN, HEAD_TILT = 'Head_Pan', 'Head_Tilt'
 
@@ -241,6 +220,34 @@ def polls(tag, variables):
 
 def joint_polls(model):
     return polls('J', [j.variable for j in MODELS[model]])
+
+
+# ---- the greeting ------------------------------------------------------------------------------
+AUTH_HINT = (
+    "authentication is on: the dog greeted as Sony's R-CODE 2.0 (ERS-7) and waits for its "
+    "owner's password, whose handshake is not documented, so the driver cannot log in. On the "
+    'memory stick, delete /OPEN-R/APP/DATA/P/OWNER.TXT and create an empty '
+    '/OPEN-R/APP/PC/AMS/NOAUTH.CFG, then restart the dog'
+)
+_VERSION_2 = re.compile(r'R-CODE\s+ver\s*2', re.IGNORECASE)
+
+
+def greeting_needs_auth(lines):
+    """True when the greeting is R-CODE 2.0's (or asks for a password) and never said <READY>:
+    the ERS-7's R-CODE with authentication on."""
+    text = ' '.join(strip_controls(line) for line in lines)
+    if '<READY>' in text:
+        return False
+    return bool(_VERSION_2.search(text)) or 'password' in text.lower()
+
+
+def mwcid_line(model, motion):
+    """PLAY:MWCID:<id> of a motion by name (SIT, STAND, ...) in the model's numbering: the
+    ERS-7 renumbered postures and head moves."""
+    ids = models.MODELS[model].motion_ids
+    if motion not in ids:
+        raise ValueError(f'unknown motion {motion!r}; valid: {", ".join(ids)}')
+    return line('PLAY', 'MWCID', ids[motion])
 
 
 # ---- matching replies ---------------------------------------------------------------------------

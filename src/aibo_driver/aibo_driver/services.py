@@ -17,7 +17,9 @@ from legacy_robot_interfaces.srv import (
 )
 
 from . import protocol as p
-from . import rcode
+from . import rcode, urbi
+
+MAX_SOUND_BYTES = 16_000_000  # a WAV file play_sound reads at most (about 8 min at 16 kHz)
 
 
 class AiboServices:
@@ -28,15 +30,29 @@ class AiboServices:
         create_services(
             self.node,
             (
-                (SetProperty, 'set_property', self.set_property),
-                (SetCameraMode, 'set_camera_mode', self.set_camera_mode),
-                (UploadFile, 'upload_file', self.upload),
+                (SetProperty, 'set_property', self.aibopet_only(self.set_property)),
+                (SetCameraMode, 'set_camera_mode', self.aibopet_only(self.set_camera_mode)),
+                (UploadFile, 'upload_file', self.aibopet_only(self.upload)),
                 (TextCommand, 'rcode_command', self.rcode_command),
                 (PlayNamed, 'play_action', self.play_action),
                 (Trigger, 'stop', self.stop),
                 (Trigger, 'emergency_stop', self.emergency_stop),
             ),
         )
+        if self.node.urbi is not None:
+            create_services(self.node, ((UploadFile, 'play_sound', self.play_sound),))
+
+    def aibopet_only(self, handler):
+        """The handler, or over URBI one that says the service belongs to AiboPet's sticks."""
+        if self.node.urbi is None:
+            return handler
+
+        def refuse(_request, response):
+            response.success = False
+            response.message = "not over URBI: this service needs AiboPet's telemetry stick"
+            return response
+
+        return refuse
 
     async def set_property(self, request, response):
         index, value = request.index, request.value
@@ -62,6 +78,23 @@ class AiboServices:
             response.success, response.message = False, str(exc)
             return response
         response.success, response.message = True, f'camera: {request.mode}'
+        return response
+
+    def play_sound(self, request, response):
+        """Over URBI: a WAV file on the host, converted to the dog's speaker format and sent."""
+        try:
+            with open(request.path, 'rb') as file:
+                samples, rate = urbi.read_wav(file.read(MAX_SOUND_BYTES + 1)[:MAX_SOUND_BYTES])
+            seconds = self.node.urbi.say(samples, rate)
+        except OSError as exc:
+            response.success, response.message = False, f'cannot read {request.path}: {exc}'
+            return response
+        except (ValueError, ConnectionError) as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success = True
+        response.message = f'{seconds:.2f} s of sound sent to the speaker'
+        response.bytes_sent = int(seconds * self.node.dog_model.speaker.bytes_per_second)
         return response
 
     async def upload(self, request, response):
@@ -122,6 +155,8 @@ class AiboServices:
         return ''
 
     async def play_action(self, request, response):
+        if self.node.urbi is not None:
+            return self.urbi_action(request, response)
         refusal = self.motion_refusal()
         try:
             line = rcode.action_line(request.name)
@@ -138,7 +173,27 @@ class AiboServices:
         response.success, response.message = error is None, error or f'sent {line}'
         return response
 
+    def urbi_action(self, request, response):
+        """Over URBI a posture script is sent and not waited for (the stick answers nothing)."""
+        try:
+            sent = self.node.urbi.play_action(request.name)
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        except ConnectionError as exc:
+            response.success, response.message = False, f'no motion: {exc}'
+            return response
+        response.success, response.message = True, f'sent {sent}'
+        return response
+
     def stop(self, _request, response):
+        if self.node.urbi is not None:
+            response.success, response.message = True, 'robot.stopwalk() sent'
+            try:
+                self.node.urbi.halt()
+            except ConnectionError as exc:
+                response.success, response.message = False, f'no motion: {exc}'
+            return response
         refusal = self.motion_refusal()
         if not refusal:
             self.node.rcode.halt()

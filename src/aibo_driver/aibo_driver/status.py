@@ -99,6 +99,8 @@ def rcode_status(node):
 
 
 def motion_status(node):
+    if getattr(node, 'urbi', None) is not None:
+        return OK, 'robot.walk / robot.turn over URBI', dict(node.counts)
     if node.rcode is None or node.rcode_off:
         return OK, f'no motion: {node.rcode_off}', {}
     r = node.rcode
@@ -132,3 +134,28 @@ def motion_status(node):
     if node.counts['falls']:
         return WARN, f'the dog fell {node.counts["falls"]} time(s) (Status 1)', values
     return OK, values['doing'], values
+
+
+def urbi_status(node):
+    """The URBI link: its streams' rates, errors the dog reported, frames skipped."""
+    u = node.urbi
+    extra = u.counters_extra
+    values = {
+        'host': node.host,
+        'model': node.model_name,
+        'camera frames per second': node.rates['camera'].rate,
+        'audio chunks per second': node.rates['audio'].rate,
+        'audio chunks': node.audio_chunks,
+        'audio chunks lost': extra['audio gaps'],
+        'bad frames skipped': u.counters.bad_frames,
+        'JPEG frames dropped': extra['bad jpeg'],
+        'errors from the dog': extra['errors'],
+        'joint targets clamped': extra['clamped'],
+        'pings unanswered': extra['pings lost'],
+        'records dropped': node.records_dropped,
+    }
+    if not u.connected:
+        return ERROR, f'not connected: {u.counters.last_error or "connecting"}', values
+    if extra['errors']:
+        return WARN, f'the dog answered an error: {u.last_error_text}', values
+    return OK, 'streaming', values

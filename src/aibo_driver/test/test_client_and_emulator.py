@@ -493,3 +493,33 @@ def test_late_answers_to_own_lines_stay_off_the_console_and_still_count(session)
         assert 'unrelated' in console and 'M0 0 420' not in console and poll.line not in console
     finally:
         client.stop()
+
+
+def test_an_rcode_pipe_that_wants_a_password_is_reported_not_waited_on():
+    """The ERS-7's R-CODE with authentication on: the client says what to put on the stick."""
+    from legacy_robot_common.streams import SocketStream
+
+    emulator = AiboEmulator(EmulatorOptions(telemetry_port=0, rcode_port=0, auth=True)).start()
+    try:
+        client = RcodeClient(
+            Settings(
+                host='127.0.0.1',
+                telemetry_port=emulator.telemetry.port,
+                rcode_port=emulator.rcode.port,
+            )
+        )
+        client.start()
+        try:
+            assert wait_for(lambda: 'NOAUTH.CFG' in client.counters.last_error, 10)
+            assert client.counters.connects == 0 and not client.connected
+        finally:
+            client.stop()
+        stream = SocketStream.connect('127.0.0.1', emulator.rcode.port)  # with the password
+        try:
+            stream.write(b'aibo\r\n')
+            seen = bytearray()
+            assert wait_for(lambda: seen.extend(stream.read(4096, 0.1)) or b'<READY>' in seen, 5)
+        finally:
+            stream.close()
+    finally:
+        emulator.stop()

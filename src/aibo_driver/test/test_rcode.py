@@ -90,3 +90,20 @@ def test_the_reply_matcher_sorts_echo_output_errors_and_control_bytes():
 
     exchange = rcode.Exchange('RUN')
     assert not exchange.feed('Stopped.') and exchange.reply.stopped
+
+
+def test_an_rcode_2_greeting_without_ready_means_authentication_is_on():
+    assert rcode.greeting_needs_auth(['R-CODE ver2.0 (2004/05/01)', 'memory 1234'])
+    assert rcode.greeting_needs_auth(['Password:'])
+    assert not rcode.greeting_needs_auth(['R-CODE ver2.0 (2004/05/01)', '<READY>'])
+    assert not rcode.greeting_needs_auth(['R-CODE Ver1.2', '<READY>\x06'])
+    assert not rcode.greeting_needs_auth([])
+    assert 'NOAUTH.CFG' in rcode.AUTH_HINT
+
+
+def test_motion_ids_follow_the_model():
+    assert rcode.mwcid_line('ers7', 'SIT') == 'PLAY:MWCID:2001'
+    assert rcode.mwcid_line('ers210', 'SIT') == 'PLAY:MWCID:270'
+    assert rcode.mwcid_line('ers7', 'KICK') == rcode.mwcid_line('ers210', 'KICK')
+    with pytest.raises(ValueError, match='valid: SIT'):
+        rcode.mwcid_line('ers7', 'DANCE')

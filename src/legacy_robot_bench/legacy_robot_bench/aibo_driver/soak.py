@@ -4,10 +4,12 @@ import numpy as np
 from sensor_msgs.msg import Image
 
 from aibo_driver import protocol as p
+from aibo_driver import urbi
 from aibo_driver.emulator import AiboEmulator, EmulatorOptions
 from aibo_driver.scene import Scene, audio_chunk, color_detection
 from legacy_robot_bench.common.soak import FuzzTarget, NoiseSpec, RestartSpec, Row
 from legacy_robot_common.emulator import free_port
+from legacy_robot_common.errors import MalformedFrame
 
 SMALL_JPEG = (30, 40)  # rows, columns: the same markers as a camera frame, decoded faster
 
@@ -22,6 +24,19 @@ def audio_reply(first, count):
 def console_text(data):
     """RCODE port bytes → lines (telnet negotiation removed); never rejects."""
     p.ConsoleText().feed(data)
+
+
+def urbi_stream(data):
+    """URBI server bytes → records, as the client reads them: damage skipped and counted."""
+    decoder = urbi.StreamDecoder()
+    decoder.feed(data)
+    rejected = 0
+    while True:
+        try:
+            if decoder.next_record() is None:
+                return rejected
+        except MalformedFrame:
+            rejected += 1
 
 
 def fuzz_targets():
@@ -61,6 +76,19 @@ def fuzz_targets():
             ],
         ),
         FuzzTarget('AIBO version reply', p.decode_version, [p.encode_version(p.Version(2, 1, 3))]),
+        FuzzTarget(
+            'AIBO URBI stream',
+            urbi_stream,
+            [
+                urbi.message(1, 'start', '*** URBI Kernel version 1.0 rev. 153 ')
+                + urbi.binary(40, 'cam', 'jpeg', p.encode_jpeg(small, 80), 40, 30)
+                + urbi.message(41, 'acc', '-9.810000'),
+                urbi.binary(7, 'mic', 'raw', bytes(64), 2, 16000, 16, 1)
+                + urbi.message(8, 'error', '!!! Unknown identifier: U1.foo'),
+            ],
+            max_random=3000,
+            stream=True,
+        ),
         FuzzTarget(
             'AIBO RCODE console text',
             console_text,
