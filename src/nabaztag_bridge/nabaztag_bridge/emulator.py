@@ -22,7 +22,7 @@ import threading
 import time
 
 from legacy_robot_common.artifacts import save_wav
-from legacy_robot_common.emulator import run_emulator
+from legacy_robot_common.emulator import add_host_argument, run_emulator
 from legacy_robot_common.errors import MalformedFrame
 
 from . import choreography as chor
@@ -748,7 +748,21 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog='nabaztag_emulator',
         description='Emulated ping-era Nabaztag/tag rabbits that call '
-        'a bridge (or any ping-era server).',
+        'a bridge (or any ping-era server), or a pynab rabbit (--kind pynab) the bridge calls.',
+    )
+    parser.add_argument(
+        '--kind',
+        choices=('violet', 'pynab'),
+        default='violet',
+        help='violet: ping-era rabbits that call --server (default); pynab: a nabd that '
+        'listens on --host:--port',
+    )
+    add_host_argument(parser)
+    parser.add_argument(
+        '--port',
+        type=int,
+        default=10543,
+        help="--kind pynab: the port nabd listens on (default %(default)s, nabd's own)",
     )
     parser.add_argument(
         '--server',
@@ -799,6 +813,10 @@ def main(argv=None):
     if args.rabbits < 1 or args.time_scale < 0 or args.spread < 0:
         print('error: --rabbits must be ≥ 1, --time-scale and --spread ≥ 0', file=sys.stderr)
         return 2
+    if args.kind == 'pynab':
+        from . import emulator_pynab
+
+        return run_emulator('Nabaztag emulator', lambda: emulator_pynab.make_emulator(args))
 
     try:
         server = server_setting(args.server)
