@@ -341,3 +341,9 @@ def test_leds_and_choreography(rig, media):
     assert sent.startswith('data:application/x-nabaztag-mtl-choreography;base64,')
     with pytest.raises(ValueError, match='cannot fetch'):
         result(link.choreography(f'{media}/missing.chor'))
+    # speech with its gesture: one item, the audio and the choreography together
+    assert result(link.play_urls([f'{media}/short.wav'], gesture_url=f'{media}/x.chor')) == (
+        'played 1 file(s)'
+    )
+    (item,) = nabd.received[-1]['sequence']
+    assert item['audio'] == [f'{media}/short.wav'] and item['choreography'].startswith('data:')

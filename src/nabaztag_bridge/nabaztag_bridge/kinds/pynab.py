@@ -201,16 +201,25 @@ class PynabLink(RabbitLink):
     def play_url(self, url):
         return self.play_urls([url])
 
-    def play_urls(self, urls):
+    def play_urls(self, urls, gesture_url=None, program_id=None):
+        """One command: the files one after another; gesture_url (a .chor the bridge serves)
+        plays with them, fetched here and sent as a data: URL. program_id: nabd reports no
+        program ends (its answer is the end), so none is used."""
         if not urls:
             raise ValueError('nothing to play')
-        return self._request(
-            'play',
-            n.encode_command,
-            lambda _r: f'played {len(urls)} file(s)',
-            PLAY_LIMIT,
-            sequence=[n.audio_item(*urls)],
-        )
+
+        def play(choreography=None):
+            return self._request(
+                'play',
+                n.encode_command,
+                lambda _r: f'played {len(urls)} file(s)',
+                PLAY_LIMIT,
+                sequence=[n.audio_item(*urls, choreography=choreography)],
+            )
+
+        if not gesture_url:
+            return play()
+        return self._after_fetch(gesture_url, lambda data: play(n.choreography_data_url(data)))
 
     def set_leds(self, colors):
         """left/center/right (and 'middle' for center) as an info animation, which nabd shows
@@ -233,18 +242,25 @@ class PynabLink(RabbitLink):
         .chor file (fetched here, in a thread, and sent as a data: URL)."""
         if not name_or_url.startswith(('http://', 'https://')):
             return self._play_choreography(name_or_url)
+        return self._after_fetch(
+            name_or_url, lambda data: self._play_choreography(n.choreography_data_url(data))
+        )
+
+    def _after_fetch(self, url, then):
+        """Fetch url in a thread of its own (bounded by rabbit_timeout), then then(bytes) → a
+        Future whose outcome becomes the returned Future's."""
         result = concurrent.futures.Future()
 
         def fetch():
             try:
-                with urllib.request.urlopen(name_or_url, timeout=self.timeout) as reply:
+                with urllib.request.urlopen(url, timeout=self.timeout) as reply:
                     data = reply.read(1 << 20)
             except (urllib.error.URLError, OSError, ValueError) as exc:
-                result.set_exception(ValueError(f'cannot fetch {name_or_url}: {exc}'))
+                result.set_exception(ValueError(f'cannot fetch {url}: {exc}'))
                 return
-            _chain(self._play_choreography(n.choreography_data_url(data)), result)
+            _chain(then(data), result)
 
-        threading.Thread(target=fetch, name=f'pynab-chor-{self.serial}', daemon=True).start()
+        threading.Thread(target=fetch, name=f'pynab-fetch-{self.serial}', daemon=True).start()
         return result
 
     def _play_choreography(self, choreography):
