@@ -113,6 +113,10 @@ class NodeRules:
         if self.engine.listens(record.kind):
             self.engine.on_event(record.serial, record.kind, record.rfid)
 
+    def on_intent(self, serial, intent):
+        """An intent a rabbit recognised itself (a pynab rabbit's asr_event)."""
+        self.engine.on_intent(serial, intent)
+
     def on_heard(self, serial, text):
         """Heard text (the speech recogniser's hook)."""
         self.engine.on_heard(serial, text)
@@ -157,7 +161,7 @@ class NodeRules:
         self.node.executor.create_task(say())
 
     def _do_play(self, action, firing):
-        kind, text = action.value
+        kind, text = rules.filled(action, firing)
         url = self.node.bridge.media_url(text) if kind == 'media_file' else text
         commands = [('MU', url), ('MW', '')]
         self.node.registry.queue_program(self._rabbits(firing), commands)
@@ -171,15 +175,15 @@ class NodeRules:
             self.node.registry.update([rabbit], ambient=ambient)
 
     def _do_choreography(self, action, firing):
-        url = self.node.bridge.add_choreography(action.value)
+        url = self.node.bridge.add_choreography(rules.filled(action, firing))
         self.node.registry.queue_program(self._rabbits(firing), [('CH', url)])
 
     def _do_publish(self, action, firing):
-        name, cls, message = action.value
+        name, cls, message = rules.filled(action, firing)
         self._publishers[(name, cls)].publish(message)
 
     def _do_call(self, action, firing):
-        name, cls, request = action.value
+        name, cls, request = rules.filled(action, firing)
         client = self._clients[(name, cls)]
         if not client.service_is_ready():
             raise ValueError(f'service {name} is not available')
