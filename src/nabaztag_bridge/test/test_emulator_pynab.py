@@ -197,3 +197,15 @@ def test_command_line_kind_pynab():
     finally:
         process.terminate()
         assert process.wait(WAIT) == 0
+
+
+def test_command_line_refuses_an_address_it_cannot_listen_on():
+    command = ['--kind', 'pynab', '--host', '192.0.2.77']  # no such address here
+    result = subprocess.run(
+        [sys.executable, '-m', 'nabaztag_bridge.emulator', *command],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert result.returncode == 2
+    assert 'cannot listen on 192.0.2.77' in result.stderr and 'Traceback' not in result.stderr
