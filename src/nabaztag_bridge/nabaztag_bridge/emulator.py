@@ -22,7 +22,7 @@ import threading
 import time
 
 from legacy_robot_common.artifacts import save_wav
-from legacy_robot_common.emulator import run_emulator
+from legacy_robot_common.emulator import add_host_argument, run_emulator
 from legacy_robot_common.errors import MalformedFrame
 
 from . import choreography as chor
@@ -165,15 +165,18 @@ class VirtualRabbit:
 
     # ---- what a user does to the rabbit -------------------------------------------------
     def click(self):
-        """Single click: replay while waiting (sd 3), stop while playing (sd 5)."""
+        """Single click: replay while waiting (sd 3), stop while playing (sd 5). The firmware
+        pings at once on a click, not at its next scheduled ping."""
         with self._lock:
             self.sd = p.SD_VALUES['click_while_playing' if self.playing else 'click']
             self._interrupt_program()
+        self._wake.set()
 
     def double_click(self):
         with self._lock:
             self.sd = p.SD_VALUES['double_click']
             self._interrupt_program()
+        self._wake.set()
 
     def move_ears(self, ear0, ear1):
         """Turn the ears by hand (while waiting): reported on the next ping."""
@@ -761,22 +764,29 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog='nabaztag_emulator',
         description='Emulated ping-era Nabaztag/tag rabbits that call '
-        'a bridge (or any ping-era server).',
+        'a bridge (or any ping-era server), or a pynab rabbit (--kind pynab) the bridge calls.',
+    )
+    parser.add_argument(
+        '--kind',
+        choices=('violet', 'serverless', 'pynab'),
+        default='violet',
+        help='violet: ping-era rabbits that poll --server (default); serverless: a '
+        'ServerlessNabaztag rabbit serving its API on --host:--port and posting hooks to '
+        '--server (host:port); pynab: a nabd that listens on --host:--port',
+    )
+    add_host_argument(parser)
+    parser.add_argument(
+        '--port',
+        type=int,
+        default=None,
+        help='serverless: its API port (default 8081, 0: any); pynab: the port nabd listens on '
+        "(default 10543, nabd's own)",
     )
     parser.add_argument(
         '--server',
         default='127.0.0.1:8080/vl',
         help='the rabbits\' "Violet Platform" setting: host[:port]/path (default %(default)s)',
     )
-    parser.add_argument(
-        '--kind',
-        choices=('violet', 'serverless'),
-        default='violet',
-        help='violet: ping-era rabbits that poll the server; serverless: a ServerlessNabaztag '
-        'rabbit serving its API on --host:--port and posting hooks to --server (host:port)',
-    )
-    parser.add_argument('--host', default='127.0.0.1', help='serverless: API address')
-    parser.add_argument('--port', type=int, default=8081, help='serverless: API port (0: any)')
     parser.add_argument('--password', default='', help='serverless: HTTP Basic password')
     parser.add_argument('--rabbits', type=int, default=1, help='how many rabbits (default 1)')
     parser.add_argument(
@@ -817,8 +827,13 @@ def build_parser():
     return parser
 
 
+KIND_PORTS = {'serverless': 8081, 'pynab': 10543}  # --port's default per kind
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if args.port is None:
+        args.port = KIND_PORTS.get(args.kind, 0)
     if args.kind == 'serverless':
         from . import emulator_serverless
 
@@ -826,6 +841,10 @@ def main(argv=None):
     if args.rabbits < 1 or args.time_scale < 0 or args.spread < 0:
         print('error: --rabbits must be ≥ 1, --time-scale and --spread ≥ 0', file=sys.stderr)
         return 2
+    if args.kind == 'pynab':
+        from . import emulator_pynab
+
+        return run_emulator('Nabaztag emulator', lambda: emulator_pynab.make_emulator(args))
 
     try:
         server = server_setting(args.server)

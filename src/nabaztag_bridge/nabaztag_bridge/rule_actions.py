@@ -115,7 +115,9 @@ class NodeRules:
 
     def on_link_event(self, event):
         """A kinds.base.RabbitEvent from a rabbit the bridge calls (not violet)."""
-        if self.engine.listens(event.event):
+        if event.event == 'intent':
+            self.engine.on_intent(event.serial, event.intent)
+        elif self.engine.listens(event.event):
             self.engine.on_event(event.serial, event.event, event.rfid)
 
     def on_heard(self, serial, text):
@@ -170,7 +172,7 @@ class NodeRules:
         self.node.executor.create_task(say())
 
     def _do_play(self, action, firing):
-        kind, text = action.value
+        kind, text = rules.filled(action, firing)
         url = self.node.bridge.media_url(text) if kind == 'media_file' else text
         self._each(firing, action, lambda link: link.play_url(url))
 
@@ -181,15 +183,15 @@ class NodeRules:
         self._each(firing, action, lambda link: link.set_nose(action.value))
 
     def _do_choreography(self, action, firing):
-        url = self.node.bridge.add_choreography(action.value)
+        url = self.node.bridge.add_choreography(rules.filled(action, firing))
         self._each(firing, action, lambda link: link.choreography(url))
 
     def _do_publish(self, action, firing):
-        name, cls, message = action.value
+        name, cls, message = rules.filled(action, firing)
         self._publishers[(name, cls)].publish(message)
 
     def _do_call(self, action, firing):
-        name, cls, request = action.value
+        name, cls, request = rules.filled(action, firing)
         client = self._clients[(name, cls)]
         if not client.service_is_ready():
             raise ValueError(f'service {name} is not available')

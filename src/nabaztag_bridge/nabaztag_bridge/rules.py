@@ -4,17 +4,25 @@ message, call a service). No I/O here but reading YAML text: the node carries ac
 
     rules:
       - name: time please
-        when: {phrase: what time is it}   # or regex, rfid, click, double_click, ears_moved, time
+        when: {phrase: what time is it}   # or regex, intent, rfid, click, double_click,
+                                          # ears_moved, time
         rabbit: all                       # or one serial
         cooldown: 5                       # s between two firings for one rabbit
         do:
           - say: It is {time}
+
+Every text of an action (say's text, play's url or media_file, a choreography's name, each
+text field of a publish's message or a call's request) takes the trigger's data as {fields}:
+{serial}, {time}, {date}, {heard}, {rfid} (an rfid rule), {intent} (an intent rule: the intent
+a pynab rabbit recognised itself), a regex rule's groups ({1}, {name}); an unknown field is
+refused when the file loads.
 
 load() validates the whole text and raises RulesError with the line of the first problem, so
 a bad file never replaces rules in force. Nothing here runs a shell or opens a file: a media
 file is only a name the HTTP server resolves under media_root (BridgeServer.media_url).
 """
 
+import copy
 import dataclasses
 import importlib
 import re
@@ -27,12 +35,14 @@ from . import choreography as chor
 from . import protocol as p
 
 EVENT_TRIGGERS = ('rfid', 'click', 'double_click', 'ears_moved')
-TRIGGERS = (*EVENT_TRIGGERS, 'phrase', 'regex', 'time')
+TRIGGERS = (*EVENT_TRIGGERS, 'phrase', 'regex', 'intent', 'time')
 ACTIONS = ('say', 'play', 'ears', 'nose', 'choreography', 'publish', 'call')
 RABBIT_NAME = re.compile(r'[A-Za-z0-9_-]{1,32}')  # as kinds.roster names them
 RULE_KEYS = ('name', 'when', 'rabbit', 'cooldown', 'do')
-SAY_FIELDS = ('time', 'date', 'heard')
+FIELDS = ('serial', 'time', 'date', 'heard')  # every rule's; an rfid or intent rule adds its own
+TRIGGER_FIELDS = {'rfid': ('rfid',), 'intent': ('intent',)}
 SAMPLE_WORD = 'word'  # what a field stands for when a say is checked for loops
+INTENT_PATTERN = re.compile(r'[\w.-]+(/[\w.*-]+)?')  # nabd's app/intent, or app/* for any
 
 
 class RulesError(ValueError):
@@ -47,15 +57,18 @@ class RulesError(ValueError):
 class Action:
     kind: str
     value: object  # say: text; play: ('url' or 'media_file', text); ears: (e0, e1); nose: blinks;
-    # choreography: .chor bytes; publish: (topic, type, message); call: (service, type, request)
+    # choreography: .chor bytes, or its name when the name has {fields};
+    # publish: (topic, type, message); call: (service, type, request)
     line: int
+    templated: bool = False  # some text of it has {fields} to fill when it fires
 
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
     name: str
     trigger: str
-    argument: object  # rfid: tag id or '' (any); phrase: words; regex: compiled; time: 'HH:MM'
+    argument: object  # rfid: tag id or '' (any); phrase: words; regex: compiled; time: 'HH:MM';
+    # intent: the intent's name (lower case), or 'app/*'
     serial: str  # '' for every rabbit
     cooldown: float
     actions: tuple
@@ -66,8 +79,8 @@ class Rule:
 class Firing:
     rule: Rule
     serial: str  # the rabbit that triggered it ('' for a time rule for every rabbit)
-    detail: str  # the tag, the heard text, the time of day
-    fields: dict  # the say text's fields: time, date, heard and the regex's groups
+    detail: str  # the tag, the heard text, the intent, the time of day
+    fields: dict  # the actions' fields: serial, time, date, heard, rfid, intent, regex groups
     groups: tuple = ()
 
 
@@ -176,6 +189,11 @@ def _trigger(node):
         if not words:
             raise RulesError(argument.line, 'phrase has no words')
         return kind, words
+    if kind == 'intent':
+        name = text.strip().lower()
+        if not INTENT_PATTERN.fullmatch(name):
+            raise RulesError(argument.line, f'intent {text!r} is not app/intent (or app/*)')
+        return kind, name
     if kind == 'regex':
         try:
             return kind, re.compile(text, re.IGNORECASE)
@@ -192,31 +210,55 @@ def _words(text):
     return ' '.join(re.findall(r"[\w']+", text.lower()))
 
 
-def _check_say(text, trigger, argument, line):
-    """The text's {fields} must be known; a say that its own heard trigger would hear again
-    (its fields filled with a word) loops."""
-    groups = argument.groups if trigger == 'regex' else 0
-    names = set(SAY_FIELDS) | set(argument.groupindex if trigger == 'regex' else ())
-    names |= {str(i) for i in range(groups + 1)} if trigger == 'regex' else set()
-    literal = []
+def field_names(trigger, argument):
+    """The {fields} an action of this rule may use."""
+    names = set(FIELDS) | set(TRIGGER_FIELDS.get(trigger, ()))
+    if trigger == 'regex':
+        names |= set(argument.groupindex) | {str(i) for i in range(argument.groups + 1)}
+    return names
+
+
+def check_fields(text, names, line, what):
+    """RulesError unless every {field} of text is known; whether it has any field, and its
+    literal text (each field standing for a word)."""
+    literal, has_fields = [], False
     try:
         for prefix, field, _spec, _conv in string.Formatter().parse(text):
             literal.append(prefix)
-            if field is not None:
-                literal.append(SAMPLE_WORD)  # a filled field is some word
-            if field is not None and field.split('.')[0].split('[')[0] not in names:
+            if field is None:
+                continue
+            has_fields = True
+            literal.append(SAMPLE_WORD)  # a filled field is some word
+            if field.split('.')[0].split('[')[0] not in names:
                 raise RulesError(
-                    line, f'say: unknown field {{{field}}} ({", ".join(sorted(names))})'
+                    line, f'{what}: unknown field {{{field}}} ({", ".join(sorted(names))})'
                 )
     except ValueError as exc:
-        raise RulesError(line, f'say: {exc}') from None
-    spoken = ''.join(literal)
+        raise RulesError(line, f'{what}: {exc}') from None
+    return has_fields, ''.join(literal)
+
+
+def _check_say(text, trigger, argument, line):
+    """The text's {fields} must be known; a say that its own heard trigger would hear again
+    (its fields filled with a word) loops."""
+    has_fields, spoken = check_fields(text, field_names(trigger, argument), line, 'say')
     if trigger in ('phrase', 'regex') and (
         '{heard}' in text
         or (trigger == 'phrase' and f' {argument} ' in f' {_words(spoken)} ')
         or (trigger == 'regex' and argument.search(spoken))
     ):
         raise RulesError(line, 'say: the rabbit would hear its own trigger again (a loop)')
+    return has_fields
+
+
+def message_texts(message):
+    """(owner, field name, text) of every text field of a ROS message, nested ones included."""
+    for name in message.get_fields_and_field_types():
+        value = getattr(message, name)
+        if isinstance(value, str):
+            yield message, name, value
+        elif hasattr(value, 'get_fields_and_field_types'):
+            yield from message_texts(value)
 
 
 def _action(node, trigger, argument, media_url, own_topics, resolve_name):
@@ -227,10 +269,10 @@ def _action(node, trigger, argument, media_url, own_topics, resolve_name):
     if kind not in ACTIONS:
         raise RulesError(node.line, f'unknown action {kind!r} ({", ".join(ACTIONS)})')
     line = arg.line
+    names = field_names(trigger, argument)
     if kind == 'say':
         text = arg.text('say')
-        _check_say(text, trigger, argument, line)
-        return Action(kind, text, line)
+        return Action(kind, text, line, _check_say(text, trigger, argument, line))
     if kind == 'play':
         fields = arg.mapping('play')
         if set(fields) not in ({'url'}, {'media_file'}):
@@ -239,13 +281,16 @@ def _action(node, trigger, argument, media_url, own_topics, resolve_name):
             url = fields['url'].text('url')
             if not url.startswith(('http://', 'https://')):
                 raise RulesError(line, f'play url {url!r} is not http(s)')
-            return Action(kind, ('url', url), line)
+            return Action(kind, ('url', url), line, check_fields(url, names, line, 'play')[0])
         name = fields['media_file'].text('media_file')
+        templated = check_fields(name, names, line, 'play')[0]
         try:
-            media_url(name)  # checked now; resolved again when played (the port may change)
+            # checked now (a name with fields once filled); resolved again when played
+            media_url(name if not templated else _sample(name))
         except ValueError as exc:
-            raise RulesError(line, f'play: {exc}') from None
-        return Action(kind, ('media_file', name), line)
+            if not templated:
+                raise RulesError(line, f'play: {exc}') from None
+        return Action(kind, ('media_file', name), line, templated)
     if kind == 'ears':
         ears = arg.value()
         if not isinstance(ears, list) or len(ears) != 2:
@@ -261,8 +306,11 @@ def _action(node, trigger, argument, media_url, own_topics, resolve_name):
             raise RulesError(line, 'nose is 0 (off), 1 or 2 (blinks)')
         return Action(kind, blinks, line)
     if kind == 'choreography':
+        name = arg.text('choreography')
+        if check_fields(name, names, line, 'choreography')[0]:
+            return Action(kind, name, line, True)  # its name is known when it fires
         try:
-            return Action(kind, chor.speaking_gesture(name=arg.text('choreography')), line)
+            return Action(kind, chor.speaking_gesture(name=name), line)
         except ValueError as exc:
             raise RulesError(line, str(exc)) from None
     fields = arg.mapping(kind)
@@ -285,7 +333,18 @@ def _action(node, trigger, argument, media_url, own_topics, resolve_name):
         raise RulesError(fields[target].line, f'{target} {name!r}: {exc}') from None
     if kind == 'publish' and resolved in own_topics:
         raise RulesError(line, f'publish on {name!r}: the rules listen to it (a loop)')
-    return Action(kind, (name, interface, message), line)
+    templated = False
+    for _owner, field, text in message_texts(message):
+        templated |= check_fields(text, names, line, f'{kind} field {field!r}')[0]
+    return Action(kind, (name, interface, message), line, templated)
+
+
+def _sample(text):
+    """text with each {field} as a word: what a name with fields looks like once filled."""
+    return ''.join(
+        prefix + (SAMPLE_WORD if field is not None else '')
+        for prefix, field, _spec, _conv in string.Formatter().parse(text)
+    )
 
 
 def _as_given(name, service=False):
@@ -363,19 +422,29 @@ class RuleEngine:
         self.rules = tuple(rules)
         self._events = {k: tuple(v) for k, v in by_kind.items() if k in EVENT_TRIGGERS}
         self._heard = tuple(by_kind.get('phrase', []) + by_kind.get('regex', []))
+        self._intents = tuple(by_kind.get('intent', ()))
         self._timed = tuple(by_kind.get('time', ()))
         self._last_fired = {}  # (rule name, serial) → monotonic time
         self._last_minute = self._minute()
 
     def listens(self, kind):
         """Whether some rule fires on this event kind (a cheap test per event)."""
-        return kind in self._events
+        return kind in self._events or (kind == 'intent' and bool(self._intents))
 
     def on_event(self, serial, kind, rfid=''):
         for rule in self._events.get(kind, ()):
             if kind == 'rfid' and rule.argument and rule.argument != rfid:
                 continue
-            self._maybe_fire(rule, serial, rfid or kind, {})
+            self._maybe_fire(rule, serial, rfid or kind, {'rfid': rfid} if rfid else {})
+
+    def on_intent(self, serial, intent):
+        """An intent a rabbit recognised itself (a pynab rabbit's asr_event): as heard
+        text is to phrase rules, an intent is to intent rules (by name, or app/*)."""
+        name = intent.lower()
+        app = name.split('/', 1)[0] + '/*'
+        for rule in self._intents:
+            if rule.argument in (name, app):
+                self._maybe_fire(rule, serial, intent, {'intent': intent})
 
     def on_heard(self, serial, text):
         """Heard text from a speech recogniser (the entry point the recogniser calls)."""
@@ -414,14 +483,50 @@ class RuleEngine:
             return
         self._last_fired[key] = now
         stamp = time.localtime(self._clock())
+        serial = serial or rule.serial
         fields = {
+            'serial': serial,
             'time': time.strftime('%H:%M', stamp),
             'date': time.strftime('%A %d %B %Y', stamp),
             'heard': '',
+            'rfid': '',
+            'intent': '',
             **fields,
         }
-        self._fire(Firing(rule, serial or rule.serial, detail, fields, groups))
+        self._fire(Firing(rule, serial, detail, fields, groups))
+
+
+def fill(text, firing):
+    """A text of an action with the firing's fields; ValueError for a field that does not
+    fill (an attribute or index of a field that its value lacks)."""
+    try:
+        return text.format(*firing.groups, **firing.fields)
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f'{text!r} does not fill: {exc!r}') from None
 
 
 def say_text(action, firing):
-    return action.value.format(*firing.groups, **firing.fields)
+    return fill(action.value, firing)
+
+
+def filled(action, firing):
+    """The action's value with every text filled from the firing (the value itself when it
+    has no {fields}): say → text; play → (kind, text); choreography → .chor bytes
+    (ValueError for a filled name that is no choreography); publish/call → (name, type, a
+    copy of the message)."""
+    if not action.templated:
+        return action.value
+    if action.kind == 'say':
+        return say_text(action, firing)
+    if action.kind == 'play':
+        return action.value[0], fill(action.value[1], firing)
+    if action.kind == 'choreography':
+        return chor.speaking_gesture(name=fill(action.value, firing))
+    name, cls, message = action.value
+    message = copy.deepcopy(message)
+    for owner, field, text in list(message_texts(message)):
+        try:
+            setattr(owner, field, fill(text, firing))
+        except AssertionError as exc:  # a bounded string field refuses the filled text
+            raise ValueError(f'field {field!r}: {exc}') from None
+    return name, cls, message

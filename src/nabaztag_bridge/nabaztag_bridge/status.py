@@ -29,7 +29,9 @@ def rabbit_statuses(node):
     recently seen first, at most diagnostics_max_rabbits."""
     now = time.time()
     rabbits = sorted(node.registry.snapshot(), key=lambda r: r.last_seen, reverse=True)
-    declared = [link_status(link.state(), link.counters) for link in node.roster.links.values()]
+    declared = [
+        link_status(link.state(), link.diagnostics()) for link in node.roster.links.values()
+    ]
     return declared + [
         rabbit_status(rabbit, now) for rabbit in rabbits[: node.max_rabbit_statuses]
     ]

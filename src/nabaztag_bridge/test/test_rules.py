@@ -198,3 +198,114 @@ def test_a_rule_names_its_rabbit_by_serial_or_by_the_rabbits_file_name():
     assert (by_serial[0].serial, by_name[0].serial) == (SERIAL, 'Kitchen')
     error = refusal(rule('click', '      - nose: 0\n', '    rabbit: "the kitchen"\n'))
     assert 'nor a name' in str(error)
+
+
+# ---- intents (a pynab rabbit recognises speech itself) -------------------------------------
+def test_an_intent_rule_fires_on_its_intent_or_its_app():
+    recorder = Recorder()
+    engine = recorder.engine(
+        'rules:\n'
+        '  - name: clock\n    when: {intent: nabclockd/clock}\n'
+        '    do:\n      - say: "It is {time}, you asked {intent}"\n'
+        '  - name: weather\n    when: {intent: "nabweatherd/*"}\n    do:\n      - nose: 1\n'
+    )
+    assert engine.listens('intent') and not engine.listens('click')
+    engine.on_intent(SERIAL, 'nabclockd/sleep')
+    assert recorder.firings == []
+    engine.on_intent(SERIAL, 'NabClockd/Clock')
+    engine.on_intent(SERIAL, 'nabweatherd/forecast')
+    assert [(f.rule.name, f.detail) for f in recorder.firings] == [
+        ('clock', 'NabClockd/Clock'),
+        ('weather', 'nabweatherd/forecast'),
+    ]
+    firing = recorder.firings[0]
+    assert (
+        rules.say_text(firing.rule.actions[0], firing) == 'It is 07:29, you asked NabClockd/Clock'
+    )
+
+
+@pytest.mark.parametrize(
+    'text, line, words',
+    [
+        (rule('{intent: "what time"}', '      - say: hi\n'), 3, 'is not app/intent'),
+        (rule('intent', '      - say: hi\n'), 3, 'needs a value'),
+        (rule('click', '      - say: "{intent}"\n'), 5, 'unknown field {intent}'),
+        (rule('{intent: a/b}', '      - say: "{rfid}"\n'), 5, 'unknown field {rfid}'),
+        (
+            rule(
+                'click',
+                '      - publish: {topic: /x, type: std_msgs/String, fields: {data: "{tag}"}}\n',
+            ),
+            5,
+            "publish field 'data': unknown field {tag}",
+        ),
+        (rule('click', '      - play: {url: "http://h/{who}.mp3"}\n'), 5, 'play: unknown field'),
+        (rule('click', '      - play: {media_file: "{x}.mp3"}\n'), 5, 'play: unknown field'),
+        (rule('click', '      - choreography: "{sound}"\n'), 5, 'choreography: unknown field'),
+        (rule('click', '      - play: {url: "{serial}"}\n'), 5, 'is not http(s)'),
+    ],
+)
+def test_unknown_fields_are_refused_in_every_action(text, line, words):
+    error = refusal(text)
+    assert error.line == line, error
+    assert words in str(error)
+
+
+# ---- every text of every action takes the trigger's data ------------------------------------
+def fire(text, trigger, *args):
+    recorder = Recorder()
+    engine = recorder.engine(text)
+    getattr(engine, trigger)(SERIAL, *args)
+    (firing,) = recorder.firings
+    return firing
+
+
+def filled(firing, index=0):
+    return rules.filled(firing.rule.actions[index], firing)
+
+
+def test_publish_fills_its_text_fields_from_the_tag():
+    text = rule(
+        f'{{rfid: {TAG}}}',
+        '      - publish: {topic: /tags, type: std_msgs/msg/String, '
+        'fields: {data: "tag {rfid} on {serial} at {time}"}}\n',
+    )
+    firing = fire(text, 'on_event', 'rfid', TAG)
+    name, _, message = filled(firing)
+    assert (name, message.data) == ('/tags', f'tag {TAG} on {SERIAL} at 07:29')
+    assert firing.rule.actions[0].value[2].data == 'tag {rfid} on {serial} at {time}'  # a copy
+
+
+def test_a_call_fills_its_request_and_nested_messages():
+    text = rule(
+        '{intent: nabclockd/clock}',
+        '      - call: {service: /say, type: legacy_robot_interfaces/srv/RabbitSay, '
+        'request: {serial: "{serial}", text: "asked {intent}"}}\n',
+    )
+    _, _, request = filled(fire(text, 'on_intent', 'nabclockd/clock'))
+    assert (request.serial, request.text) == (SERIAL, 'asked nabclockd/clock')
+
+
+def test_play_and_choreography_names_with_fields():
+    text = rule(
+        r'{regex: "play (?P<what>\\w+)"}',
+        '      - play: {media_file: "{what}.mp3"}\n'
+        '      - play: {url: "http://127.0.0.1:1/{1}.mp3"}\n'
+        '      - choreography: "{what}"\n',
+    )
+    firing = fire(text, 'on_heard', 'please play jingle')
+    assert filled(firing, 0) == ('media_file', 'jingle.mp3')
+    assert filled(firing, 1) == ('url', 'http://127.0.0.1:1/jingle.mp3')
+    with pytest.raises(ValueError, match='unknown choreography'):  # fails when it fires
+        filled(firing, 2)
+    chor = filled(fire(text, 'on_heard', 'play nod'), 2)
+    assert isinstance(chor, bytes) and chor
+
+
+def test_actions_without_fields_are_left_as_loaded():
+    text = rule(
+        'click', '      - publish: {topic: /x, type: std_msgs/String, fields: {data: a}}\n'
+    )
+    firing = fire(text, 'on_event', 'click')
+    assert filled(firing) is firing.rule.actions[0].value
+    assert firing.fields['serial'] == SERIAL and firing.fields['rfid'] == ''

@@ -7,6 +7,7 @@ the file: they call the bridge, and the roster makes their links from the regist
 
 import dataclasses
 
+from .pynab import PynabLink
 from .serverless import ServerlessLink
 from .serverless_hooks import ServerlessHooks
 
@@ -24,9 +25,14 @@ def _serverless(entry, on_event, options):
     )
 
 
+def _pynab(entry, on_event, options):
+    return PynabLink(entry, on_event, options.rabbit_timeout, options.log)
+
+
 KINDS = {
     'violet': None,
     'serverless': _serverless,
+    'pynab': _pynab,
 }
 
 

@@ -173,6 +173,10 @@ class RabbitLink(abc.ABC):
     def raw_packet(self, packet):
         raise KindCannot(self.kind, 'take a Violet packet')
 
+    def diagnostics(self):
+        """The link's counters for its rabbit's diagnostics status."""
+        return dict(self.counters)
+
     def accepts(self, address):
         """Whether a request from address (a hook) comes from this rabbit."""
         return False
