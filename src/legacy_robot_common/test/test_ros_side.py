@@ -1,5 +1,6 @@
 """Parameters, diagnostics and the driver-node record path, with a real rclpy context."""
 
+import gc
 import pathlib
 import re
 import signal
@@ -10,6 +11,7 @@ import pytest
 import rclpy
 from builtin_interfaces.msg import Time
 from helpers import skip_where_the_events_executor_cannot_run_drivers, spin_until, wait_for
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
@@ -533,3 +535,20 @@ def test_no_logger_call_uses_rclpys_deprecated_warn():
         if re.search(r'get_logger\(\)\.warn\(|\blogger\.warn\(', line)
     ]
     assert not offenders, offenders
+
+
+def test_spin_takes_what_start_up_made_out_of_the_collectors_sight():
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    made_at_start_up = Node('freeze_test', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(made_at_start_up)
+    gc.unfreeze()
+    try:
+        made_at_start_up.destroy_node()  # the Python object stays; spin returns at once
+        rclpy.shutdown(context=context)
+        driver_node.spin(executor)
+        assert gc.get_freeze_count() > 0
+        assert not any(o is made_at_start_up for o in gc.get_objects())
+    finally:
+        gc.unfreeze()

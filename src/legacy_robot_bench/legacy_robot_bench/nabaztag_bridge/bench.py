@@ -9,10 +9,10 @@ programs written in C (a Python client saturates long before the server):
     serials, each registered) pinging every 10 s, each ping on its own connection at its
     scheduled time; latency from that time to the reply's last byte, p50 / p99, failures,
     bridge CPU (% of one core) and memory (RSS);
-  * closed loop (ApacheBench, `ab -c 50 / 200 / 500`, idle pings): requests per second of
-    the bridge and of a canned-reply server on the same event loop (canned_server.py),
-    measured in the same run, alternately, TIME_WAIT drained before each; the target is on
-    the bridge's share of the reference;
+  * closed loop (ApacheBench, `ab -c 50 / 200 / 500`, idle pings, 30,000 requests per
+    figure): requests per second and CPU per request of the bridge and of a canned-reply
+    server on the same event loop (canned_server.py), measured in the same run, alternately,
+    TIME_WAIT drained before each; the target is on the bridge's share of the reference;
   * events (clicks) per second reaching a subscriber in this process while 4 threads here
     send clicking pings back to back, over one rabbit's fastest rate: 1 request per second;
   * click latency: a ping carrying a click sent -> its event received here, one click
@@ -73,6 +73,9 @@ IDLE_PING = '/vl/p4.jsp?sn=0019db000001&v=65808&st=1&sd=0&tc=7fffffff&h=4'
 CONCURRENCY = (50, 200, 500)
 CLOSED_LOOP_TARGET = 0.6  # of the canned-reply server's rate, at -c 50 and -c 500
 CLOSED_LOOP_TARGETED = (50, 500)
+# per figure: at 15,000 - 40,000 requests/s, 5,000 requests were over in 0.1 - 0.3 s, a few
+# ticks of the CPU clock, and one stall of either server moved the ratio by a tenth
+CLOSED_LOOP_REQUESTS = 30_000
 
 
 def start_bridge(port, record_path=None):
@@ -137,6 +140,25 @@ def open_loop(program, rabbits, interval, seconds, drain, record_path=None):
         stop_process(bridge)
 
 
+def thread_cpu_seconds(pid):
+    """{thread id: CPU seconds run} of a process (Linux schedstat: nanoseconds, where the
+    process's user + system times count 10 ms ticks)."""
+    seconds = {}
+    for task in pathlib.Path(f'/proc/{pid}/task').iterdir():
+        try:
+            seconds[task.name] = int((task / 'schedstat').read_text().split()[0]) / 1e9
+        except OSError:
+            continue  # a thread that just ended
+    return seconds
+
+
+def split_by_thread(before, after, requests):
+    """CPU per request (µs) of the busiest thread (a server's event loop) and of all others
+    together, between two thread_cpu_seconds: where a server's CPU goes, not only how much."""
+    spent = sorted((after[tid] - before.get(tid, 0.0) for tid in after), reverse=True) or [0.0]
+    return 1e6 * spent[0] / requests, 1e6 * sum(spent[1:]) / requests
+
+
 def closed_loop(requests, drain):
     """ab at each CONCURRENCY on the bridge and on the canned-reply server, alternately →
     {concurrency: {'bridge': ab result, 'canned': ab result}}."""
@@ -149,14 +171,18 @@ def closed_loop(requests, drain):
             for name in ('canned', 'bridge'):
                 if drain:
                     loadgen.drain_time_wait()
-                before = cpu_seconds(servers[name].pid)
+                pid = servers[name].pid
+                before, threads_before = cpu_seconds(pid), thread_cpu_seconds(pid)
                 result = loadgen.apache_bench(
                     f'http://127.0.0.1:{ports[name]}{IDLE_PING}', concurrency, requests
                 )
                 # the server's CPU per request: what its rate would be on a machine where ab
                 # and the kernel are not the limit (on 2 cores they share the server's)
-                spent = cpu_seconds(servers[name].pid) - before
+                spent = cpu_seconds(pid) - before
                 result['cpu_us'] = 1e6 * spent / requests
+                result['loop_thread_us'], result['other_threads_us'] = split_by_thread(
+                    threads_before, thread_cpu_seconds(pid), requests
+                )
                 results[concurrency][name] = result
         return results
     finally:
@@ -292,8 +318,8 @@ def main(argv=None):
     parser.add_argument(
         '--requests',
         type=int,
-        default=20000,
-        help='closed loop: requests per ab run (default 20000)',
+        default=CLOSED_LOOP_REQUESTS,
+        help=f'closed loop: requests per ab run (default {CLOSED_LOOP_REQUESTS:,})',
     )
     parser.add_argument(
         '--no-drain',
@@ -394,8 +420,20 @@ def main(argv=None):
             ),
             (f'ab -c {concurrency}: bridge / canned-reply server', ratio, f'{ratio:.2f}x', target),
             (
-                f'ab -c {concurrency}: server CPU per request, canned-reply / bridge '
-                f'({canned["cpu_us"]:.0f} / {bridge["cpu_us"]:.0f} µs)',
+                f'ab -c {concurrency}: bridge CPU per request (µs; its busiest thread '
+                f'{bridge["loop_thread_us"]:.1f}, the others {bridge["other_threads_us"]:.1f})',
+                bridge['cpu_us'],
+                f'{bridge["cpu_us"]:.1f} µs',
+                None,
+            ),
+            (
+                f'ab -c {concurrency}: canned-reply server CPU per request (µs)',
+                canned['cpu_us'],
+                f'{canned["cpu_us"]:.1f} µs',
+                None,
+            ),
+            (
+                f'ab -c {concurrency}: server CPU per request, canned-reply / bridge',
                 canned['cpu_us'] / bridge['cpu_us'],
                 f'{canned["cpu_us"] / bridge["cpu_us"]:.2f}x',
                 target,
