@@ -132,3 +132,18 @@ def test_the_docs_are_reached_from_the_readme():
                 todo.append((page.parent / path).resolve())
     orphans = [str(p.relative_to(ROOT)) for p in PAGES[1:] if p.resolve() not in reached]
     assert not orphans, orphans
+
+
+README_MOST_LINES = 700  # a guide: each robot's reference lives in docs/<robot>.md
+ROBOT_WITHIN_LINES = 150  # a reader finds their robot's quick start this early
+
+
+def test_the_readme_is_a_guide_that_reaches_every_robot_early():
+    lines = (ROOT / 'README.md').read_text().splitlines()
+    assert len(lines) <= README_MOST_LINES, f'README.md has {len(lines)} lines'
+    starts = {
+        robot: next((n for n, line in enumerate(lines, 1) if line == f'### {robot}'), None)
+        for robot in ('P2OS', 'iPaq', 'AIBO', 'Nabaztag', 'Pleo')
+    }
+    late = {robot: n for robot, n in starts.items() if n is None or n > ROBOT_WITHIN_LINES}
+    assert not late, f'quick starts missing or after line {ROBOT_WITHIN_LINES}: {late}'
