@@ -16,7 +16,6 @@ Times are CLOCK_MONOTONIC, the same clock as robot_host.py's on this machine.
 """
 
 import argparse
-import importlib
 import json
 import sys
 import time
@@ -30,16 +29,11 @@ from tf2_msgs.msg import TFMessage
 
 from legacy_robot_common.middleware import static_peers, use_our_dds_profiles, use_static_peers
 from legacy_robot_common.tf import TF_QOS, TF_STATIC_LISTENER_QOS
+from legacy_robot_common.topics import import_type
 
 COMMAND_PERIOD = 0.1  # s: 10 Hz, as a teleop or Nav2 sends
 TENTH = 10  # messages of a topic: then a line says so
 RETRY = 0.5  # s between calls of a service that answered 'no'
-
-
-def message_class(type_name):
-    """'nav_msgs/msg/Odometry' → the class."""
-    package, kind, name = type_name.split('/')
-    return getattr(importlib.import_module(f'{package}.{kind}'), name)
 
 
 def emit(**fields):
@@ -114,7 +108,7 @@ def main(argv=None):
                 types = dict(node.get_topic_names_and_types())
                 full = node.resolve_topic_name(topic)
                 if full in types:
-                    kind = message_class(types[full][0])
+                    kind = import_type(types[full][0])
                     node.create_subscription(kind, topic, first(topic), 10, raw=True)
                     pending.remove(topic)
             if graph_due and len(seen) == len(args.topics):

@@ -7,8 +7,6 @@ nibble order belong to each robot's codec, the per-sample arithmetic is here.
 
 import warnings
 
-import numpy as np
-
 with warnings.catch_warnings():  # deprecated in the standard library; audioop-lts from 3.13
     warnings.simplefilter('ignore', DeprecationWarning)
     try:
@@ -155,5 +153,7 @@ def decode_packed(data, predictor, index):
     (NumPy), the same as decode_nibble code by code, in C: audioop's IMA (DVI) decoder, the
     standard library's up to Python 3.12 and the audioop-lts package from 3.13 on, some 30
     times faster than a Python loop (a rabbit's upload is decoded on the bridge's HTTP loop)."""
+    import numpy as np  # here, not at the top: urf_builder's start-up needs no NumPy (~60 ms)
+
     samples, _ = audioop.adpcm2lin(bytes(data).translate(_NIBBLES_SWAPPED), 2, (predictor, index))
     return np.frombuffer(samples, dtype='<i2').astype(np.int16)

@@ -24,12 +24,13 @@ file is only a name the HTTP server resolves under media_root (BridgeServer.medi
 
 import copy
 import dataclasses
-import importlib
 import re
 import string
 import time
 
 import yaml
+
+from legacy_robot_common.topics import import_type
 
 from . import choreography as chor
 from . import protocol as p
@@ -123,8 +124,8 @@ def import_interface(name, kind, line):
     if len(parts) != 3 or parts[1] != kind or not all(parts):
         raise RulesError(line, f'type {name!r} is not package/{kind}/Name')
     try:
-        cls = getattr(importlib.import_module(f'{parts[0]}.{kind}'), parts[2])
-    except (ImportError, AttributeError):
+        cls = import_type('/'.join(parts))
+    except (ImportError, AttributeError, ValueError):
         raise RulesError(line, f'type {name!r} does not import') from None
     if not hasattr(cls, '_fields_and_field_types' if kind == 'msg' else 'Request'):
         raise RulesError(line, f'{name!r} is not a ROS {kind} type')

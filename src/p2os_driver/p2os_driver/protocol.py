@@ -141,10 +141,8 @@ class PacketType(enum.IntEnum):
 # ---- framing (§2.1, §2.3) ---------------------------------------------------------
 def checksum(body):
     """Sum of big-endian byte pairs mod 2^16; an odd last byte is XORed into the low byte."""
-    total = 0
-    even = len(body) - len(body) % 2
-    for i in range(0, even, 2):
-        total = (total + ((body[i] << 8) | body[i + 1])) & 0xFFFF
+    # the sum mod 2^16 of all pairs at once is the running sum mod 2^16, without a Python loop
+    total = sum(struct.unpack_from(f'>{len(body) // 2}H', body)) & 0xFFFF
     if len(body) % 2:
         total ^= body[-1]
     return total
@@ -791,8 +789,12 @@ def encode_laser_packets(kind, ranges, reflectance=None, pose=(0, 0, 0), flags=0
     kind = PacketType(kind)
     if kind not in (PacketType.LASER_POSE, PacketType.LASER_EXTENDED):
         raise ValueError(f'0x{int(kind):02x} is not a laser packet type')
-    ranges = [max(0, min(0xFFFF, int(r))) for r in ranges]
-    reflectance = list(reflectance) if reflectance is not None else [0] * len(ranges)
+    ranges = [max(0, min(0xFFFF, int(r))) for r in _as_list(ranges)]
+    if reflectance is None:
+        reflectance = [0] * len(ranges)
+    reflectance = [max(0, min(255, int(v))) for v in _as_list(reflectance)]
+    if kind == PacketType.LASER_EXTENDED and len(reflectance) != len(ranges):
+        raise ValueError(f'{len(ranges)} ranges but {len(reflectance)} reflectance values')
     total, bodies = len(ranges), []
     for first in range(0, total, LASER_READINGS_PER_PACKET):
         part = ranges[first : first + LASER_READINGS_PER_PACKET]
@@ -803,11 +805,24 @@ def encode_laser_packets(kind, ranges, reflectance=None, pose=(0, 0, 0), flags=0
         if kind == PacketType.LASER_POSE:
             body += struct.pack(f'<{len(part)}H', *part)
         else:
-            for r, value in zip(part, reflectance[first : first + len(part)], strict=True):
-                body += struct.pack('<HBBB', r, max(0, min(255, int(value))), 0, 0)
+            # each reading: range, reflectance and two zero bytes, all packed in one call
+            values = reflectance[first : first + len(part)]
+            body += struct.pack('<' + 'HBxx' * len(part), *_interleave(part, values))
             body += bytes([0, flags & 0xFF if first == 0 else 0])
         bodies.append(bytes(body))
     return bodies
+
+
+def _as_list(values):
+    """Python numbers of a list, tuple or NumPy array (whose own tolist is the fast way out)."""
+    return values.tolist() if hasattr(values, 'tolist') else list(values)
+
+
+def _interleave(a, b):
+    """[a0, b0, a1, b1, ...]"""
+    merged = [0] * (2 * len(a))
+    merged[::2], merged[1::2] = a, b
+    return merged
 
 
 def decode_laser(body):

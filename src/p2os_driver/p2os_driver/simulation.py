@@ -607,12 +607,16 @@ class SharedWorld:
     def __init__(self, world):
         self.world = world
         self.robots = []
+        self._halves = np.zeros((0, 2))  # the bodies' sizes do not change: kept, not rebuilt
+        self._radii = np.zeros(0)
 
     def add(self, model, start=None, **options):
         """A SimulatedPioneer of this model in the shared world (start: its pose, mm, rad)."""
         view = _RobotView(self, len(self.robots))
         robot = SimulatedPioneer(model, view, start=start, **options)
         self.robots.append(robot)
+        self._halves = np.vstack([self._halves, [(model.length / 2, model.width / 2)]])
+        self._radii = np.append(self._radii, float(model.radius))
         return robot
 
     def step(self, dt):
@@ -625,13 +629,13 @@ class SharedWorld:
     def bodies(self, leave_out=None):
         """(poses (n, 3) mm / rad, half sizes (n, 2) along and across, radii (n,)) of every
         robot but leave_out (an index)."""
-        others = [r for i, r in enumerate(self.robots) if i != leave_out]
-        if not others:
+        if len(self.robots) < 2 and leave_out is not None:
             return np.zeros((0, 3)), np.zeros((0, 2)), np.zeros(0)
-        poses = np.array([r.pose for r in others], np.float64)
-        halves = np.array([(r.model.length / 2, r.model.width / 2) for r in others])
-        radii = np.array([r.model.radius for r in others], np.float64)
-        return poses, halves, radii
+        poses = np.array([r.pose for r in self.robots], np.float64).reshape(-1, 3)
+        if leave_out is None:
+            return poses, self._halves, self._radii
+        others = np.arange(len(self.robots)) != leave_out
+        return poses[others], self._halves[others], self._radii[others]
 
 
 class _RobotView:
@@ -657,15 +661,20 @@ class _RobotView:
         return np.maximum(ranges, min_range), returns, incidence
 
     def robot_contact(self, x, y, radius):
-        """The nearest other robot within radius of (x, y) (its contact circle), or None."""
-        poses, _, radii = self._shared.bodies(self._index)
-        if not len(poses):
+        """The nearest other robot within radius of (x, y) (its contact circle), or None.
+        Asked at every physics step: a loop over a few poses costs less than building arrays."""
+        nearest = None
+        for i, other in enumerate(self._shared.robots):
+            if i == self._index:
+                continue
+            ox, oy = other.pose[0], other.pose[1]
+            gap = math.hypot(ox - x, oy - y) - other.model.radius
+            if gap < radius and (nearest is None or gap < nearest[0]):
+                nearest = (gap, ox, oy)
+        if nearest is None:
             return None
-        gaps = np.hypot(poses[:, 0] - x, poses[:, 1] - y) - radii
-        i = int(np.argmin(gaps))
-        if gaps[i] >= radius:
-            return None
-        return Contact(float(max(gaps[i], 0.0)), math.atan2(poses[i, 1] - y, poses[i, 0] - x))
+        gap, ox, oy = nearest
+        return Contact(float(max(gap, 0.0)), math.atan2(oy - y, ox - x))
 
     def wall_contact(self, x, y, radius):
         return self._shared.world.contact(x, y, radius)
@@ -698,18 +707,24 @@ def _ray_footprints(x, y, angles, poses, halves):
         lo_y, hi_y = _slab(py, ddy, b)
     enter, leave = np.maximum(lo_x, lo_y), np.minimum(hi_x, hi_y)
     t = np.where((enter <= leave) & (enter >= 0), enter, np.inf)
-    through_x = lo_x > lo_y  # the ray enters through an end (x = ±half length) of the box
-    incidence = np.arccos(np.clip(np.abs(np.where(through_x, ddx, ddy)), 0, 1))
-    best = np.argmin(t, axis=1)
     rows = np.arange(n)
-    return t[rows, best], incidence[rows, best]
+    best = np.argmin(t, axis=1)
+    # the incidence of the box each ray meets first, and only of that one: through an end
+    # (x = ±half length) of the box, or through a side
+    through_x = lo_x[rows, best] > lo_y[rows, best]
+    incidence = np.arccos(
+        np.clip(np.abs(np.where(through_x, ddx[rows, best], ddy[rows, best])), 0, 1)
+    )
+    return t[rows, best], incidence
 
 
 def _slab(origin, direction, half):
     """(entry, exit) ray parameters of the slab -half..half; ±inf when parallel."""
     t1, t2 = (-half - origin) / direction, (half - origin) / direction
-    inside = np.abs(origin) <= half
+    lo, hi = np.minimum(t1, t2), np.maximum(t1, t2)
     parallel = direction == 0
-    lo = np.where(parallel, np.where(inside, -np.inf, np.inf), np.minimum(t1, t2))
-    hi = np.where(parallel, np.where(inside, np.inf, -np.inf), np.maximum(t1, t2))
+    if parallel.any():  # rare (a ray exactly along a box's axis): not worth 4 passes
+        inside = np.abs(origin) <= half
+        lo = np.where(parallel, np.where(inside, -np.inf, np.inf), lo)
+        hi = np.where(parallel, np.where(inside, np.inf, -np.inf), hi)
     return lo, hi

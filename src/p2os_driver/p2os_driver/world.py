@@ -57,6 +57,15 @@ MAX_COORDINATE = 10_000_000  # mm (10 km): anything larger is a broken file, not
 # BUCKET_LOAD primitives per occupied bucket on average (a dense scanned map gets small ones)
 BUCKETS = (500.0, 250.0, 125.0)
 BUCKET_LOAD = 16
+# up to this many primitives (an office floor drawn in lines) a ray is tested against every one
+# at once: a few array operations instead of the index's dozens, each of which costs more than
+# the arithmetic on so few primitives
+EVERY_PRIMITIVE = 512
+# (ray, primitive) pairs intersected at once: each of the two dozen temporary arrays stays under
+# the C library's 128 KiB mmap threshold, so it reuses heap memory instead of being mapped and
+# page-faulted anew (a dense map's scan has 20,000-40,000 pairs: that was half its CPU, in the
+# kernel)
+PAIRS_AT_ONCE = 8192
 _DATA_LINE = re.compile(r'-?\d{1,18}[ \t]+-?\d{1,18}[ \t]*\Z')
 _LINES_LINE = re.compile(r'-?\d{1,18}(?:[ \t]+-?\d{1,18}){3}[ \t]*\Z')
 
@@ -369,6 +378,8 @@ class World:
         if not len(self.segments) and not len(self.boxes):
             raise WorldError(f'{name}: the map has no walls (no lines, no points)')
         self._build_index()
+        self.every_primitive = len(self.segments) + len(self.boxes) <= EVERY_PRIMITIVE
+        self._seen_by = {}  # sensor column → _Solids, made at its first cast
 
     # ---- construction --------------------------------------------------------------
     @classmethod
@@ -493,6 +504,9 @@ class World:
         dx, dy = np.cos(angles), np.sin(angles)
         column = {'laser': 0, 'sonar': 1, 'obstacle': 2}[sensor]
         max_range = float(max_range)
+        if self.every_primitive:
+            best, best_ret, best_inc = self._solids(column).cast(ox, oy, angles, max_range)
+            return np.maximum(best, min_range), best_ret, best_inc
         best = np.full(n, max_range)
         best_ret = np.zeros(n, np.int64)
         best_inc = np.zeros(n)
@@ -508,6 +522,12 @@ class World:
                 rays = rays[best[rays] >= end]
                 start, length = end, length * 4
         return np.maximum(best, min_range), best_ret, best_inc
+
+    def _solids(self, column):
+        solids = self._seen_by.get(column)
+        if solids is None:
+            solids = self._seen_by[column] = _Solids(self, column)
+        return solids
 
     def _cast_window(self, ox, oy, dx, dy, rays, start, end, column, best, ret, inc):
         """Hits of the given rays between t = start and end, merged into best / ret / inc."""
@@ -528,7 +548,11 @@ class World:
         prims = self._gather(buckets)
         keep = self._returns[prims, column] != 0
         ray_of, prims = ray_of[keep], prims[keep]
-        t, angle = self._intersect(ox[ray_of], oy[ray_of], dx[ray_of], dy[ray_of], prims)
+        t, angle = np.empty(len(prims)), np.empty(len(prims))
+        for part in range(0, len(prims), PAIRS_AT_ONCE):
+            pairs = slice(part, part + PAIRS_AT_ONCE)
+            r = ray_of[pairs]
+            t[pairs], angle[pairs] = self._intersect(ox[r], oy[r], dx[r], dy[r], prims[pairs])
         hit = t < best[ray_of]
         if not hit.any():
             return
@@ -611,6 +635,8 @@ class World:
 
     def nearest(self, x, y, reach):
         """The nearest obstacle to (x, y) as a Contact; clearance = reach when none is closer."""
+        if self.every_primitive:
+            return self._solids(2).nearest(x, y, reach)
         radius = reach
         lo = np.floor((np.array([x, y]) - radius - self.origin) / self.bucket).astype(int)
         hi = np.floor((np.array([x, y]) + radius - self.origin) / self.bucket).astype(int)
@@ -666,6 +692,111 @@ class World:
         ok &= cells[:, 1] < height
         grid[cells[ok, 1], cells[ok, 0]] = 100
         return grid, (x0 / 1000.0, y0 / 1000.0)
+
+
+class _Solids:
+    """A small world's primitives that one sensor column sees, with what every ray and contact
+    test needs of them computed once (the walls do not move): every ray against every primitive
+    in one pass, the same answers as World's index gives."""
+
+    def __init__(self, world, column):
+        segments = world.segment_returns[:, column] != 0
+        boxes = world.box_returns[:, column] != 0
+        s = world.segments[segments]
+        self.sx, self.sy = s[:, 0], s[:, 1]
+        self.ex, self.ey = s[:, 2] - s[:, 0], s[:, 3] - s[:, 1]
+        squared_length = self.ex * self.ex + self.ey * self.ey
+        self.length = np.sqrt(squared_length)
+        # 0 for a segment of no length: its nearest point is its start, as World.nearest has it
+        self.inverse_squared_length = np.divide(
+            1.0, squared_length, out=np.zeros_like(squared_length), where=squared_length > 0
+        )
+        b = world.boxes[boxes]
+        self.x0, self.y0, self.x1, self.y1 = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+        # laser return of each primitive, segments first, as the columns of a cast's t
+        self.laser_returns = np.concatenate(
+            [world.segment_returns[segments, 0], world.box_returns[boxes, 0]]
+        )
+        self.segment_count = len(s)
+
+    def cast(self, ox, oy, angles, max_range):
+        """(distance, laser return, incidence) per ray, as World.cast before min_range."""
+        n = len(angles)
+        ox, oy = ox[:, None], oy[:, None]
+        dx, dy = np.cos(angles)[:, None], np.sin(angles)[:, None]
+        with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
+            t_segments, denom = self._segments(ox, oy, dx, dy)
+            t_boxes, through_x = self._boxes(ox, oy, dx, dy)
+        t = np.concatenate([t_segments, t_boxes], axis=1)
+        if not t.shape[1]:  # this sensor sees nothing in the world
+            return np.full(n, max_range), np.zeros(n, np.int64), np.zeros(n)
+        rows = np.arange(n)
+        first = np.argmin(t, axis=1)
+        best = t[rows, first]
+        hit = best < max_range
+        # the incidence (0 = head-on) of the primitive each ray hits, and only of that one
+        incidence = np.zeros(n)
+        on_segment = first < self.segment_count
+        if on_segment.any():
+            r = rows[on_segment]
+            with np.errstate(divide='ignore', invalid='ignore'):
+                sin_graze = np.abs(denom[r, first[r]]) / self.length[first[r]]
+            incidence[r] = np.arccos(np.clip(np.nan_to_num(sin_graze), 0.0, 1.0))
+        if not on_segment.all():
+            r = rows[~on_segment]
+            along_x = through_x[r, first[r] - self.segment_count]
+            incidence[r] = np.arccos(np.abs(np.where(along_x, dx[r, 0], dy[r, 0])))
+        return (
+            np.where(hit, best, max_range),
+            np.where(hit, self.laser_returns[first], 0).astype(np.int64),
+            np.where(hit, incidence, 0.0),
+        )
+
+    def _segments(self, ox, oy, dx, dy):
+        """(t of every ray at every segment, inf for a miss; the cross product of their
+        directions, |sin| of their angle times the segment's length)."""
+        denom = dx * self.ey - dy * self.ex
+        wx, wy = self.sx - ox, self.sy - oy
+        t = (wx * self.ey - wy * self.ex) / denom
+        u = (wx * dy - wy * dx) / denom
+        ok = (np.abs(denom) > 1e-12) & (t >= 0) & (u >= -1e-9) & (u <= 1 + 1e-9)
+        return np.where(ok, t, np.inf), denom
+
+    def _boxes(self, ox, oy, dx, dy):
+        """(t of every ray at every box, 0 from inside one, inf for a miss; whether the ray
+        enters through a side x = const)."""
+        lo_x, hi_x = _slab(ox, dx, self.x0, self.x1)
+        lo_y, hi_y = _slab(oy, dy, self.y0, self.y1)
+        enter, leave = np.maximum(lo_x, lo_y), np.minimum(hi_x, hi_y)
+        t = np.where((enter < leave) & (leave > 0), np.maximum(enter, 0.0), np.inf)
+        return t, lo_x > lo_y
+
+    def nearest(self, x, y, reach):
+        """World.nearest over every primitive."""
+        u = ((x - self.sx) * self.ex + (y - self.sy) * self.ey) * self.inverse_squared_length
+        u = np.minimum(np.maximum(u, 0.0), 1.0)
+        cx = np.concatenate([self.sx + u * self.ex, np.minimum(np.maximum(x, self.x0), self.x1)])
+        cy = np.concatenate([self.sy + u * self.ey, np.minimum(np.maximum(y, self.y0), self.y1)])
+        distance = np.hypot(cx - x, cy - y)
+        if not len(distance):
+            return Contact(float(reach), 0.0)
+        i = int(np.argmin(distance))
+        if distance[i] >= reach:
+            return Contact(float(reach), 0.0)
+        return Contact(float(distance[i]), math.atan2(cy[i] - y, cx[i] - x))
+
+
+def _slab(origin, direction, low, high):
+    """(entry, exit) ray parameters of low..high along one axis; a ray parallel to it has no
+    limit from inside and misses from outside."""
+    t1, t2 = (low - origin) / direction, (high - origin) / direction
+    lo, hi = np.minimum(t1, t2), np.maximum(t1, t2)
+    parallel = direction == 0
+    if parallel.any():  # rare (an angle whose cosine or sine is exactly 0): not worth 4 passes
+        inside = (origin >= low) & (origin < high)
+        lo = np.where(parallel, np.where(inside, -np.inf, np.inf), lo)
+        hi = np.where(parallel, np.where(inside, np.inf, -np.inf), hi)
+    return lo, hi
 
 
 def _returns(values, n):

@@ -40,6 +40,29 @@ def test_laser_packets_round_trip_and_split_in_32s(kind):
         assert packets[0].pose == (-12, 3400, -90)
 
 
+def test_laser_packets_from_arrays_clamped_and_byte_for_byte():
+    """NumPy arrays (what the simulation casts) encode as the same numbers in lists; ranges
+    and reflectance outside their fields are clamped; each 0x61 reading is the range, the
+    reflectance and two zero bytes."""
+    ranges = np.array([-5, 0, 1234, 70000, 65535])
+    reflect = np.array([300, 2, -1, 0, 255])
+    bodies = p.encode_laser_packets(T.LASER_EXTENDED, ranges, reflect, flags=1)
+    assert bodies == p.encode_laser_packets(
+        T.LASER_EXTENDED, ranges.tolist(), reflect.tolist(), flags=1
+    )
+    readings = bodies[0][6:-2]
+    assert [struct.unpack_from('<HBBB', readings, 5 * i) for i in range(5)] == [
+        (0, 255, 0, 0),
+        (0, 2, 0, 0),
+        (1234, 0, 0, 0),
+        (65535, 0, 0, 0),
+        (65535, 255, 0, 0),
+    ]
+    assert bodies[0][-2:] == bytes([0, 1])
+    with pytest.raises(ValueError):
+        p.encode_laser_packets(T.LASER_EXTENDED, [1, 2, 3], [0, 0])
+
+
 def test_laser_packet_bad_counts_and_out_of_order_first():
     body = p.encode_laser_packets(T.LASER_EXTENDED, [1000] * 10)[0]
     with pytest.raises(MalformedFrame, match='announces 10 readings'):

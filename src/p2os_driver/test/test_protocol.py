@@ -1,5 +1,6 @@
 """P2OS codec against the worked examples of docs/protocols/p2os.md §2.3, plus property tests."""
 
+import random
 import struct
 
 import pytest
@@ -423,3 +424,16 @@ def test_fuzz_new_decoders_reject_cleanly(data):
                 decoder(bytes([kind]) + data)
             except MalformedFrame:
                 pass
+
+
+def test_checksum_is_the_running_sum_of_byte_pairs():
+    """The checksum of any body equals the spec's definition, pair by pair mod 2^16."""
+    rng = random.Random(7)
+    for size in range(0, 260):
+        body = bytes(rng.getrandbits(8) for _ in range(size))
+        total = 0
+        for i in range(0, size - size % 2, 2):
+            total = (total + ((body[i] << 8) | body[i + 1])) & 0xFFFF
+        if size % 2:
+            total ^= body[-1]
+        assert checksum(body) == checksum(bytearray(body)) == total

@@ -320,6 +320,35 @@ def test_the_bucket_index_misses_nothing_against_brute_force(geometry, bucket, m
         assert got == pytest.approx(min(t.min(), 32767))
 
 
+@pytest.mark.parametrize('sensor', ['laser', 'sonar', 'obstacle'])
+def test_a_small_world_cast_against_every_primitive_equals_the_index(sensor):
+    """The office floor (lines, reflectors, sectors of every kind) is small enough to test every
+    ray against every primitive at once; that answers as the bucket index does: distances,
+    returns, incidence, and the nearest obstacle, rays along the axes included."""
+    w = world.load_world(world.default_world_path())
+    assert w.every_primitive
+    rng = np.random.default_rng(11)
+    xmin, ymin, xmax, ymax = w.bounds()
+    axes = np.array([0.0, math.pi / 2, math.pi, -math.pi / 2])
+    for _ in range(60):
+        x, y = rng.uniform(xmin, xmax), rng.uniform(ymin, ymax)
+        angles = np.concatenate([axes, rng.uniform(-math.pi, math.pi, 60)])
+        casts = []
+        for every in (True, False):
+            w.every_primitive = every
+            casts.append(w.cast(x, y, angles, 32767.0, sensor, min_range=100.0))
+        for fast, indexed in zip(*casts, strict=True):
+            np.testing.assert_allclose(fast, indexed, atol=1e-9)
+        for reach in (250.0, 750.0):
+            w.every_primitive = True
+            fast = w.nearest(x, y, reach)
+            w.every_primitive = False
+            indexed = w.nearest(x, y, reach)
+            assert fast.clearance == pytest.approx(indexed.clearance)
+            if indexed.clearance < reach:
+                assert fast.bearing == pytest.approx(indexed.bearing)
+
+
 def _two_robots_facing(gap):
     """Two p3dx in a 20 x 20 m room on the x axis, noses gap mm apart, facing each other."""
     shared = SharedWorld(Room(20000, 20000))

@@ -307,3 +307,19 @@ def test_cli_errors(tmp_path, args, code, message):
 def test_cli_help():
     done = run_cli('--help')
     assert done.returncode == 0 and 'rebuild' in done.stdout and 'inspect' in done.stdout
+
+
+def test_urf_builder_starts_without_numpy():
+    """Importing NumPy costs more than the template project's whole build; the builder's
+    command line needs none of it (the benchmark's template build beyond start-up)."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            '-c',
+            'import sys, pleo_driver.urf_builder; print("numpy" in sys.modules)',
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == 'False'

@@ -23,7 +23,6 @@ DriverNode's own (diagnostics every second).
 import argparse
 import base64
 import collections
-import importlib
 import json
 import sys
 import threading
@@ -42,16 +41,11 @@ from legacy_robot_common.driver_node import (
     spin_until_shutdown,
 )
 from legacy_robot_common.memory import MallocTrim
+from legacy_robot_common.topics import import_type
 
 SKIPPED_TOPICS = ('/rosout', '/parameter_events', '/diagnostics')  # every node has these
 SKIPPED_SERVICE_PACKAGES = ('rcl_interfaces', 'type_description_interfaces')
 BURST_GAP = 0.003  # s between messages of one burst, as a subscriber sees them
-
-
-def ros_type(name):
-    """'nav_msgs/msg/Odometry' → the class."""
-    package, kind, cls = name.split('/')
-    return getattr(importlib.import_module(f'{package}.{kind}'), cls)
 
 
 def capture_shape(node, driver_name, namespace, seconds=2.0):
@@ -86,7 +80,7 @@ def capture_shape(node, driver_name, namespace, seconds=2.0):
             arrivals.append(time.monotonic())
 
         probes.append(
-            node.create_subscription(ros_type(type_name), topic, keep, profile, raw=True)
+            node.create_subscription(import_type(type_name), topic, keep, profile, raw=True)
         )
     time.sleep(seconds)
     for probe in probes:
@@ -188,7 +182,7 @@ class FloorNode(DriverNode):
         self.feed = Feed(self.feed_entries(shape, namespace, self.publisher), shape['burst_rate'])
         for subscription in shape['subscriptions']:
             self.create_subscription(
-                ros_type(subscription['type']),
+                import_type(subscription['type']),
                 moved(subscription['topic'], shape, namespace),
                 lambda msg: None,
                 10,
@@ -197,7 +191,7 @@ class FloorNode(DriverNode):
         for service in shape['services']:
             if is_lifecycle(service):
                 continue  # the floor is a managed node itself
-            kind = ros_type(service['type'])
+            kind = import_type(service['type'])
             self.create_service(
                 kind,
                 moved(service['name'], shape, namespace),
@@ -215,7 +209,7 @@ class FloorNode(DriverNode):
         for entry in shape['publishers']:
             if is_lifecycle(entry):
                 continue
-            kind = ros_type(entry['type'])
+            kind = import_type(entry['type'])
             qos = QoSProfile(
                 depth=10,
                 reliability=ReliabilityPolicy.RELIABLE
