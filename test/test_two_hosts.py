@@ -538,7 +538,11 @@ REFUSALS = {
     'refused_connections': 236,
     'unknown_serials': 1,
     'refused_xml': 1,
+    'refused_hooks': 2,
 }
+# a ServerlessNabaztag rabbit the bridge is told of, at an address no host has: hooks from any
+# other address are refused
+SERVERLESS_RABBITS = 'rabbits:\n  - {name: kitchen, kind: serverless, address: 192.0.2.200}\n'
 RABBIT = '0019db9c2a11'  # the outsider's and the fresh rabbit's serial (http_outsider.py)
 SECRET = 'a file beside the media root'
 FRESH_PING = """
@@ -557,7 +561,8 @@ def test_the_nabaztag_server_holds_up_to_an_outsider_on_its_network(network, tmp
     """The bridge as a rabbit owner runs it (0.0.0.0:8080, allowed_serials set), attacked
     from another host: every traversal form is refused and reads nothing, oversized headers and
     bodies are refused, an unknown rabbit and the XML API without a token get 403, and 300
-    half-open connections leave a fresh rabbit's ping answered within a second. Nothing is
+    half-open connections leave a fresh rabbit's ping answered within a second; hooks posted as a
+    declared ServerlessNabaztag rabbit's get 403 from any other address. Nothing is
     written outside the media root and the speech cache (a folder of its own here), and the
     diagnostics count each kind of refusal."""
     media, cache = tmp_path / 'media', tmp_path / 'cache'
@@ -565,11 +570,13 @@ def test_the_nabaztag_server_holds_up_to_an_outsider_on_its_network(network, tmp
     (media / 'hello.mp3').write_bytes(b'ID3 a sound')
     (tmp_path / 'secret.txt').write_text(SECRET)
     (media / 'link.txt').symlink_to(tmp_path / 'secret.txt')
+    (tmp_path / 'rabbits.yaml').write_text(SERVERLESS_RABBITS)
     before = set(tmp_path.rglob('*'))
     net = network()
     bridge = [sys.executable, '-m', 'nabaztag_bridge.node', '--ros-args', '-p']
     bridge += [f'media_root:={media}', '-p', f'allowed_serials:={RABBIT}']
     bridge += ['-p', f'tts_cache_dir:={cache}']
+    bridge += ['-p', f'rabbits_file:={tmp_path / "rabbits.yaml"}']
     _, _, bridge_errors = start(net, 'robot', bridge)
     assert wait_for(lambda: any('rabbits call' in line for line in bridge_errors), STARTUP)
     address = net.address('robot')
@@ -594,9 +601,10 @@ def test_the_nabaztag_server_holds_up_to_an_outsider_on_its_network(network, tmp
     expected = {'40 kB header': 431, '20 MB body': 413, 'unknown serial': 403}
     expected.update({'recording over its limit': 413, 'chunked body': 413})
     expected['xml api without token'] = 403
+    expected.update({'click hook from an outsider': 403, 'rfid hook from an outsider': 403})
     for name, status in statuses.items():
         assert 400 <= status < 500 and status == expected.get(name, status), (name, status)
-    assert len(statuses) == 25 and not [r for r in replies.records if SECRET in r.get('body', '')]
+    assert len(statuses) == 27 and not [r for r in replies.records if SECRET in r.get('body', '')]
     written = [path for path in tmp_path.rglob('*') if path not in before]
     assert all({media, cache} & set(path.parents) or path == cache for path in written), written
     reader = [

@@ -65,6 +65,12 @@ REQUESTS = {
         + (b'4000\r\n' + b'\0' * 0x4000 + b'\r\n') * 8
     ),
     'unknown serial': get(PING.replace(SERIAL, '0019db000000')),
+    'click hook from an outsider': (
+        b'POST /hooks/click.php HTTP/1.0\r\nContent-length: 6\r\n\r\ntime=1'
+    ),
+    'rfid hook from an outsider': (
+        b'POST /hooks/rfid.php HTTP/1.0\r\nContent-length: 20\r\n\r\ntag=d0021a0102030405'
+    ),
     'xml api without token': (
         b'POST /xml/jnabserverinfo.xml HTTP/1.0\r\nContent-length: 0\r\n\r\n'
     ),
