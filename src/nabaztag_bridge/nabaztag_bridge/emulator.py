@@ -161,15 +161,18 @@ class VirtualRabbit:
 
     # ---- what a user does to the rabbit -------------------------------------------------
     def click(self):
-        """Single click: replay while waiting (sd 3), stop while playing (sd 5)."""
+        """Single click: replay while waiting (sd 3), stop while playing (sd 5). The firmware
+        pings at once on a click, not at its next scheduled ping."""
         with self._lock:
             self.sd = p.SD_VALUES['click_while_playing' if self.playing else 'click']
             self._interrupt_program()
+        self._wake.set()
 
     def double_click(self):
         with self._lock:
             self.sd = p.SD_VALUES['double_click']
             self._interrupt_program()
+        self._wake.set()
 
     def move_ears(self, ear0, ear1):
         """Turn the ears by hand (while waiting): reported on the next ping."""
