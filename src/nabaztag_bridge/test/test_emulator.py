@@ -28,6 +28,8 @@ from nabaztag_bridge.emulator import (
     split_url,
 )
 from nabaztag_bridge.rabbits import RabbitRegistry
+from nabaztag_bridge.rules import RuleEngine
+from nabaztag_bridge.rules import load as load_rules
 from nabaztag_bridge.server import BridgeServer, RabbitEvent, Recording, Settings
 
 BYTECODE = p.wrap_bytecode(b'test bytecode /vl/p4.jsp?sn=')
@@ -99,6 +101,43 @@ def test_clicks_ears_and_end_of_message_reach_the_bridge(world):
     assert wait_for(lambda: 'double_click' in kinds(server), 5)
     # the bridge records the event while it answers; the rabbit clears sd once the answer is in
     assert wait_for(lambda: rabbit.sd == 0, 5)  # acknowledged
+
+
+def test_a_click_pings_at_once_and_its_rule_fires_within_a_second(tmp_path):
+    """The firmware pings at once on a click or double click (not at its next ping): with
+    pings a minute apart, a click rule fires at once (3 s allowed for a loaded machine)."""
+    firings = []
+    engine = RuleEngine(firings.append)
+    engine.load(
+        load_rules(
+            'rules:\n'
+            '  - {name: one, when: click, do: [{nose: 1}]}\n'
+            '  - {name: two, when: double_click, do: [{nose: 2}]}\n',
+            lambda name: name,
+        )
+    )
+    server = BridgeServer(
+        Settings(host='127.0.0.1', port=0, bytecode=BYTECODE), RabbitRegistry(ping_interval=60)
+    ).start()
+    heard = threading.Event()
+
+    def on_record(record):
+        if isinstance(record, RabbitEvent) and engine.listens(record.kind):
+            engine.on_event(record.serial, record.kind, record.rfid)
+            heard.set()
+
+    server.on_record = on_record
+    rabbit = VirtualRabbit(RabbitOptions(server=f'127.0.0.1:{server.port}/vl')).start()
+    try:
+        assert wait_for(lambda: rabbit.status()['ping_delay'] == 60, 10), rabbit.status()
+        for action, rule in ((rabbit.click, 'one'), (rabbit.double_click, 'two')):
+            heard.clear()
+            action()
+            assert heard.wait(3.0), f'{rule}: no ping before the next scheduled one'
+            assert firings[-1].rule.name == rule and firings[-1].serial == rabbit.serial
+    finally:
+        rabbit.stop()
+        server.stop()
 
 
 def test_program_with_sound_and_choreography_plays_then_reports_its_end(world):

