@@ -1,5 +1,4 @@
-"""Rabbit kinds benchmark: the rabbits the bridge calls (serverless, pynab), bench-output/
-nabaztag_kinds.json.
+"""Rabbit kinds benchmark (serverless, pynab): one table, bench-output/nabaztag_kinds.json.
 
     nabaztag_kinds_bench [--calls 200] [--seconds 30] [--rabbits 50] [--quick]
 
