@@ -29,6 +29,7 @@ setup(
             'nabaztag_bench = legacy_robot_bench.nabaztag_bridge.bench:main',
             'nabaztag_speech_bench = legacy_robot_bench.nabaztag_bridge.speech_bench:main',
             'nabaztag_hearing_bench = legacy_robot_bench.nabaztag_bridge.hearing_bench:main',
+            'nabaztag_kinds_bench = legacy_robot_bench.nabaztag_bridge.kinds_bench:main',
             'pleo_bench = legacy_robot_bench.pleo_driver.bench:main',
             'hosts_bench = legacy_robot_bench.hosts.bench:main',
             'first_data_bench = legacy_robot_bench.first_data_bench:main',

@@ -100,6 +100,13 @@ if 'nabaztag' in discover_plugins():  # the rabbit's speech: engines, cache, pin
             ('--seconds', '5'),
             'legacy_robot_bench.nabaztag_bridge.hearing_bench',
         ),
+        Robot(  # the rabbits it calls (serverless, pynab): call and event latency, idle CPU
+            'Nabaztag kinds',
+            'legacy_robot_bench',
+            'nabaztag_kinds',
+            ('--quick',),
+            'legacy_robot_bench.nabaztag_bridge.kinds_bench',
+        ),
     )
 ROBOTS = installed_robots()  # the soak and the fuzz tests take these too
 BENCHMARKS = ROBOTS + TOOLS
