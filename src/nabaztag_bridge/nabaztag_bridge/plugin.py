@@ -9,11 +9,12 @@ as the rabbit records) and what the bridge heard goes on `heard` and into summar
 bridge runs the demo's rules (DEMO_RULES): the heard question is answered with the time, the
 scenario's tag starts a choreography, a double click publishes on /intents; the rules that
 fired go into summary.txt too. The event log, the question, the recording and the spoken answer
-as the rabbit played it (WAVs) go to demo-output/nabaztag/. Beside it the same bridge speaks to
+as the rabbit played it (WAVs) go to demo-output/nabaztag/. In the demo the same bridge speaks to
 a serverless and a pynab rabbit declared in a rabbits file (demo_rabbits.py): each is asked the
 time and shown a tag of its own, and summary.txt says what each played.
 """
 
+import functools
 import pathlib
 import shutil
 import tempfile
@@ -152,9 +153,10 @@ def rules_by_rabbit(fired, kinds):
 
 class DemoEmulator:
     """One rabbit with a scenario, calling a bridge on a free loopback port; the bridge gets
-    the stand-in bytecode and a media root with one sound."""
+    the stand-in bytecode and a media root with one sound. other_kinds (the demo): a serverless
+    and a pynab rabbit beside it, declared in a rabbits file."""
 
-    def __init__(self):
+    def __init__(self, other_kinds=False):
         self.folder = tempfile.TemporaryDirectory(prefix='nabaztag-demo-')
         folder = pathlib.Path(self.folder.name)
         (folder / 'bytecode.bin').write_bytes(STAND_IN_BYTECODE)
@@ -166,8 +168,7 @@ class DemoEmulator:
         self.asked_after = None  # how many programs the rabbit had played when asked
         self.question_wav = None
         self._spoken = threading.Event()  # the question was spoken (or could not be)
-        self.others = OtherRabbits(port, self.spoken_question)
-        (folder / 'rabbits.yaml').write_text(self.others.rabbits_file())
+        self.others = OtherRabbits(port, self.spoken_question) if other_kinds else None
         self.parameters = {
             'host': '127.0.0.1',
             'port': port,
@@ -176,8 +177,10 @@ class DemoEmulator:
             'bytecode_file': str(folder / 'bytecode.bin'),
             'media_root': str(folder / 'media'),
             'rules_file': str(folder / 'rules.yaml'),
-            'rabbits_file': str(folder / 'rabbits.yaml'),
         }
+        if self.others is not None:
+            (folder / 'rabbits.yaml').write_text(self.others.rabbits_file())
+            self.parameters['rabbits_file'] = str(folder / 'rabbits.yaml')
         (folder / 'played').mkdir()
         self.emulator = RabbitEmulator(
             RabbitOptions(server=f'127.0.0.1:{port}/vl', audio_dir=str(folder / 'played'))
@@ -185,8 +188,10 @@ class DemoEmulator:
         self.rabbit = self.emulator.rabbits[0]
         self.emulator.scenario = Scenario(self.rabbit, DEMO_SCENE, DEMO_SCENE_PERIOD)
         self.emulator.start()
-        self.others.start()
-        self.description = f'{self.emulator.description}; {self.others.description}'
+        self.description = self.emulator.description
+        if self.others is not None:
+            self.others.start()
+            self.description += f'; {self.others.description}'
         self._question = threading.Timer(DEMO_QUESTION_AT, self.ask_the_time)
         self._question.daemon = True
         self._question.start()
@@ -230,22 +235,18 @@ class DemoEmulator:
 
     def summary_lines(self):
         violet = f'violet rabbit {self.rabbit.serial}: played'
+        others = self.others.summary_lines() if self.others is not None else []
         if self.answer() is None:
-            return [
-                f'{violet} no spoken answer to {DEMO_QUESTION!r}',
-                *self.others.summary_lines(),
-            ]
-        return [
-            f'{violet} the spoken answer to {DEMO_QUESTION!r} (answer.wav)',
-            *self.others.summary_lines(),
-        ]
+            return [f'{violet} no spoken answer to {DEMO_QUESTION!r}', *others]
+        return [f'{violet} the spoken answer to {DEMO_QUESTION!r} (answer.wav)', *others]
 
     def stop(self):
         self._question.cancel()
         # a question being spoken finishes first: the neural voice runs in onnxruntime, whose
         # threads still working when the process exits abort it (std::terminate)
         self._question.join()
-        self.others.stop()
+        if self.others is not None:
+            self.others.stop()
         self.emulator.stop()
         self.folder.cleanup()
 
@@ -371,6 +372,7 @@ PLUGIN = RobotPlugin(
     # by name, not imported: node.main imports this plugin
     create_node=ByName('nabaztag_bridge.node:NabaztagBridge'),
     start_emulator=DemoEmulator,
+    start_demo_emulator=functools.partial(DemoEmulator, other_kinds=True),
     emulator_arguments=('--server', f'127.0.0.1:{SIM_PORT}/vl', '--no-boot', '--scenario'),
     sim_parameters={'host': '127.0.0.1', 'port': SIM_PORT, 'ping_interval': 2},
     demo_topics=(

@@ -6,6 +6,7 @@ what the summary says. The whole demo through the bridge: test/test_demo_e2e.py.
 
 import http.server
 import itertools
+import pathlib
 import queue
 import threading
 import urllib.parse
@@ -153,3 +154,20 @@ def test_the_summary_says_what_each_rabbit_was_told_to_play(rig):
         f'pynab rabbit {d.PYNAB_NAME}: played the answer to {d.CLOCK_INTENT}, a command with '
         f'{url}',
     ]
+
+
+def test_only_the_demo_declares_the_other_rabbits():
+    """sim, the record/replay tests and `demo --record` run the violet rabbit alone: a
+    recording of the bridge replays the rabbits that call it, not the ones it calls."""
+    plain = plugin.PLUGIN.start_emulator()
+    try:
+        assert 'rabbits_file' not in plain.parameters and plain.summary_lines()[1:] == []
+    finally:
+        plain.stop()
+    demo = plugin.PLUGIN.start_demo_emulator()
+    try:
+        text = pathlib.Path(demo.parameters['rabbits_file']).read_text()
+        assert [e.kind for e in load_entries(text, KINDS)] == ['serverless', 'pynab']
+        assert len(demo.summary_lines()) == 3  # the violet rabbit's line and one per rabbit
+    finally:
+        demo.stop()
