@@ -71,20 +71,44 @@ def test_demo_rejects_a_nonsense_duration():
     assert result.returncode == 2 and '--duration must be positive' in result.stderr
 
 
+def rabbit_line(summary, kind, rabbit):
+    """The summary's line of rules fired for one rabbit."""
+    found = re.findall(rf'^nabaztag: {kind} rabbit {rabbit}: (rule .*)$', summary, re.M)
+    assert found, summary
+    return found[0]
+
+
 def test_the_rabbit_is_asked_the_time_by_voice_and_its_answer_is_kept(tmp_path):
-    """The Nabaztag demo's question goes through the recogniser and the rules, and the answer
-    the rabbit played is kept as answer.wav; the recogniser, hearing it, finds the answer (not
-    the demo's other sentence)."""
+    """The Nabaztag demo's three rabbits, one of each kind, through one bridge: the violet
+    rabbit's question goes through the recogniser and the rules, and the answer it played is
+    kept as answer.wav (the recogniser, hearing it, finds the answer, not the demo's other
+    sentence); the serverless rabbit's question (its record hook) is heard and answered by
+    /play?u=, the pynab rabbit's clock intent answered by a command; each one's tag fires its
+    rule."""
     from nabaztag_bridge import asr, recording
+    from nabaztag_bridge.demo_rabbits import PYNAB_NAME, SERVERLESS_NAME
 
     result = run_module(
         DEMO, 'nabaztag', '--duration', '25', '--output', str(tmp_path), '--plain', timeout=120
     )
     summary = (tmp_path / 'summary.txt').read_text()
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "nabaztag: heard 'What time is it?'" in summary
-    assert "nabaztag: rule 'tell the time' fired on phrase 'What time is it?'" in summary
-    assert "nabaztag: played the spoken answer to 'What time is it?' (answer.wav)" in summary
+    question = "phrase 'What time is it?'"
+    violet = rabbit_line(summary, 'violet', '0019db000001')
+    assert f"rule 'tell the time' fired on {question}" in violet
+    assert "rule 'the dancing tag' fired on rfid" in violet
+    assert "nabaztag: heard 'What time is it?' from 0019db000001" in summary
+    assert "played the spoken answer to 'What time is it?' (answer.wav)" in summary
+    serverless = rabbit_line(summary, 'serverless', SERVERLESS_NAME)
+    assert f"rule 'tell the time' fired on {question}" in serverless
+    assert "rule 'the kitchen tag' fired on rfid" in serverless
+    assert f"nabaztag: heard 'What time is it?' from {SERVERLESS_NAME}" in summary
+    assert f'serverless rabbit {SERVERLESS_NAME}: played the spoken answer by /play?u=' in summary
+    pynab = rabbit_line(summary, 'pynab', PYNAB_NAME)
+    assert "rule 'tell the time when asked by intent' fired on intent 'nabclockd/clock'" in pynab
+    assert "rule 'the lounge tag' fired on rfid" in pynab
+    assert f'pynab rabbit {PYNAB_NAME}: played the answer to nabclockd/clock, a command' in summary
+    assert 'error' not in summary.lower() and 'not asked' not in summary, summary
     with wave.open(str(tmp_path / 'nabaztag' / 'answer.wav')) as answer:
         rate = answer.getframerate()
         pcm = np.frombuffer(answer.readframes(answer.getnframes()), np.int16)

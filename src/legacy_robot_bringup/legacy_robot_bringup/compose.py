@@ -74,9 +74,11 @@ class Composition:
         foxglove=None,
         world=None,
         starts=None,
+        demo=False,
     ):
         self.plugins = list(plugins)
         self.sim = sim
+        self.demo = demo  # sim with each plugin's start_demo_emulator where it has one
         self.world = world  # --world FILE for the emulators that take one (plugin.world_option)
         self.starts = dict(starts or {})  # --start: robot name → 'x,y,th' in a shared world
         self.map_nodes = []  # a WorldMapNode per emulator with a world
@@ -140,6 +142,8 @@ class Composition:
             elif self.sim:
                 if self.world and plugin.world_option:
                     emulator = plugin.start_emulator(world=self.world)
+                elif self.demo and plugin.start_demo_emulator is not None:
+                    emulator = plugin.start_demo_emulator()
                 else:
                     emulator = plugin.start_emulator()
                 self.emulators[plugin.name] = emulator
@@ -230,7 +234,7 @@ def running(plugins, extra_params_files=(), extra_ros_args=(), **options):
     """rclpy initialised with the robots' parameter files (and extra_ros_args, what followed
     --ros-args) and their Composition started; everything stopped again on exit. Composition
     options: sim, namespace, namespace_per_robot, replays, record_folder, frames, use_sim_time,
-    foxglove, world.
+    foxglove, world, demo.
     Raises ParameterError or OSError (emulator port) for user errors, RCLError for ROS
     arguments rclpy cannot parse."""
     args = ros_args(plugins, extra_params_files)

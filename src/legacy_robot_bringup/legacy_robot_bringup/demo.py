@@ -234,6 +234,8 @@ def run_demo(chosen, args, replays=None):
         with running(
             chosen,
             sim=True,
+            # a recording (--record) holds what its replay can play: the plain emulators
+            demo=getattr(args, 'record', None) is None,
             namespace_per_robot=True,
             replays=replays,
             record_folder=getattr(args, 'record', None),

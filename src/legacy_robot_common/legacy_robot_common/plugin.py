@@ -88,6 +88,9 @@ class RobotPlugin:
     # start_emulator() -> a started emulator with .parameters (dict of node parameter
     # overrides that point the driver at it), .description (str) and .stop()
     start_emulator: Callable[[], Any]
+    # what the demo starts in its place (same shape), for a scene richer than sim and the
+    # record/replay tests want (more robots than a recording of the driver's link replays)
+    start_demo_emulator: Optional[Callable[[], Any]] = None
     # for `ros2 launch ... sim:=true`: emulator command-line arguments and the node
     # parameters that point the driver at that emulator
     emulator_arguments: Tuple[str, ...] = ()

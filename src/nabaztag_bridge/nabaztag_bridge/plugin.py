@@ -9,9 +9,12 @@ as the rabbit records) and what the bridge heard goes on `heard` and into summar
 bridge runs the demo's rules (DEMO_RULES): the heard question is answered with the time, the
 scenario's tag starts a choreography, a double click publishes on /intents; the rules that
 fired go into summary.txt too. The event log, the question, the recording and the spoken answer
-as the rabbit played it (WAVs) go to demo-output/nabaztag/.
+as the rabbit played it (WAVs) go to demo-output/nabaztag/. In the demo the same bridge speaks to
+a serverless and a pynab rabbit declared in a rabbits file (demo_rabbits.py): each is asked the
+time and shown a tag of its own, and summary.txt says what each played.
 """
 
+import functools
 import pathlib
 import shutil
 import tempfile
@@ -39,6 +42,8 @@ from legacy_robot_interfaces.srv import RabbitChoreography, RabbitSay, RabbitSou
 
 from . import protocol as p
 from . import recording
+from .demo_rabbits import PYNAB_NAME, SERVERLESS_NAME, OtherRabbits
+from .demo_rabbits import RULES as OTHER_RABBITS_RULES
 from .emulator import (
     RabbitEmulator,
     RabbitOptions,
@@ -85,6 +90,7 @@ DEMO_SCENE = (
     (18.0, 'record', (1.5,)),  # a tone: heard, no words
 )
 DEMO_SCENE_PERIOD = 24.0
+OTHER_RABBITS = (SERVERLESS_NAME, PYNAB_NAME)  # the violet rabbit is the one that calls
 DEMO_QUESTION_AT = 8.0  # the rabbit records the spoken question
 # the shipped example (config/nabaztag_rules.yaml) with the scenario's tag
 DEMO_RULES = f"""rules:
@@ -102,7 +108,7 @@ DEMO_RULES = f"""rules:
     when: double_click
     do:
       - publish: {{topic: /intents, type: std_msgs/msg/String, fields: {{data: start}}}}
-"""
+{OTHER_RABBITS_RULES}"""
 # one second of silence as MPEG-1 Layer III (the rabbit's format): 38 frames of 128 kbit/s at
 # 44.1 kHz, each a 4-byte header and 413 zero bytes (no side information: silence)
 SILENT_MP3 = (b'\xff\xfb\x90\x00' + bytes(413)) * 38
@@ -133,11 +139,24 @@ def describe_firing(msg):
     return f'rule {msg.rule!r} fired on {msg.trigger}{detail}'
 
 
+def rules_by_rabbit(fired, kinds):
+    """One line per rabbit (in the order they fired): its kind, name or serial, and the rules
+    its events fired. kinds: serial -> kind (a rabbit not listed calls: violet)."""
+    by_rabbit = {}
+    for msg in fired:
+        by_rabbit.setdefault(msg.serial, []).append(describe_firing(msg))
+    return [
+        f'{kinds.get(serial, "violet")} rabbit {serial or "(every rabbit)"}: {", ".join(lines)}'
+        for serial, lines in by_rabbit.items()
+    ]
+
+
 class DemoEmulator:
     """One rabbit with a scenario, calling a bridge on a free loopback port; the bridge gets
-    the stand-in bytecode and a media root with one sound."""
+    the stand-in bytecode and a media root with one sound. other_kinds (the demo): a serverless
+    and a pynab rabbit beside it, declared in a rabbits file."""
 
-    def __init__(self):
+    def __init__(self, other_kinds=False):
         self.folder = tempfile.TemporaryDirectory(prefix='nabaztag-demo-')
         folder = pathlib.Path(self.folder.name)
         (folder / 'bytecode.bin').write_bytes(STAND_IN_BYTECODE)
@@ -146,6 +165,10 @@ class DemoEmulator:
         (folder / 'media' / 'hello.mp3').write_bytes(SILENT_MP3)  # the README's example
         (folder / 'rules.yaml').write_text(DEMO_RULES)
         port = free_port()
+        self.asked_after = None  # how many programs the rabbit had played when asked
+        self.question_wav = None
+        self._spoken = threading.Event()  # the question was spoken (or could not be)
+        self.others = OtherRabbits(port, self.spoken_question) if other_kinds else None
         self.parameters = {
             'host': '127.0.0.1',
             'port': port,
@@ -155,6 +178,9 @@ class DemoEmulator:
             'media_root': str(folder / 'media'),
             'rules_file': str(folder / 'rules.yaml'),
         }
+        if self.others is not None:
+            (folder / 'rabbits.yaml').write_text(self.others.rabbits_file())
+            self.parameters['rabbits_file'] = str(folder / 'rabbits.yaml')
         (folder / 'played').mkdir()
         self.emulator = RabbitEmulator(
             RabbitOptions(server=f'127.0.0.1:{port}/vl', audio_dir=str(folder / 'played'))
@@ -162,8 +188,10 @@ class DemoEmulator:
         self.rabbit = self.emulator.rabbits[0]
         self.emulator.scenario = Scenario(self.rabbit, DEMO_SCENE, DEMO_SCENE_PERIOD)
         self.emulator.start()
-        self.asked_after = None  # how many programs the rabbit had played when asked
         self.description = self.emulator.description
+        if self.others is not None:
+            self.others.start()
+            self.description += f'; {self.others.description}'
         self._question = threading.Timer(DEMO_QUESTION_AT, self.ask_the_time)
         self._question.daemon = True
         self._question.start()
@@ -171,12 +199,20 @@ class DemoEmulator:
     def ask_the_time(self):
         """The rabbit records someone asking the time (neural voice if installed)."""
         try:
-            wav = spoken_recording(DEMO_QUESTION, neural=True)
+            # the serverless rabbit records the same question
+            self.question_wav = wav = spoken_recording(DEMO_QUESTION, neural=True)
         except ValueError as exc:  # no speech engine: the demo goes on without the question
             print(f'nabaztag demo: cannot speak the question: {exc}')
             return
+        finally:
+            self._spoken.set()
         self.asked_after = self.rabbit.audio_programs
         self.rabbit.record_sound(wav)
+
+    def spoken_question(self, timeout):
+        """The question as the rabbit records it (a WAV), once spoken; None if it was not."""
+        self._spoken.wait(timeout)
+        return self.question_wav
 
     def answer(self):
         """The rabbit's spoken answer to the question: the last program of speech only that it
@@ -198,15 +234,19 @@ class DemoEmulator:
         return [pathlib.Path(shutil.copyfile(answer.path, folder / 'answer.wav'))]
 
     def summary_lines(self):
+        violet = f'violet rabbit {self.rabbit.serial}: played'
+        others = self.others.summary_lines() if self.others is not None else []
         if self.answer() is None:
-            return [f'played no spoken answer to {DEMO_QUESTION!r}']
-        return [f'played the spoken answer to {DEMO_QUESTION!r} (answer.wav)']
+            return [f'{violet} no spoken answer to {DEMO_QUESTION!r}', *others]
+        return [f'{violet} the spoken answer to {DEMO_QUESTION!r} (answer.wav)', *others]
 
     def stop(self):
         self._question.cancel()
         # a question being spoken finishes first: the neural voice runs in onnxruntime, whose
         # threads still working when the process exits abort it (std::terminate)
         self._question.join()
+        if self.others is not None:
+            self.others.stop()
         self.emulator.stop()
         self.folder.cleanup()
 
@@ -234,6 +274,8 @@ class RabbitKeeper(DemoScript):
         self.speech_files = []
         self.heard = []
         self.fired = []  # RuleFired messages
+        self.kinds = {}  # serial or name -> kind, from the rabbits topic
+        self.violet_serial = None  # the rabbit the scripted calls go to (its first event)
 
     def setup(self, node, namespace):
         self.choreography = node.create_client(
@@ -245,6 +287,9 @@ class RabbitKeeper(DemoScript):
     def on_message(self, topic, msg):
         if topic == 'events':
             self.log.append(describe(msg))
+            if msg.serial in OTHER_RABBITS:  # their rules answer them
+                return
+            self.violet_serial = self.violet_serial or msg.serial
             if msg.kind == RabbitEvent.CLICK:
                 self.pending.append(
                     (
@@ -263,14 +308,18 @@ class RabbitKeeper(DemoScript):
             self.heard.append(msg)
         elif topic == 'rules_fired':
             self.fired.append(msg)
+        elif topic == 'rabbits':
+            self.kinds.update((rabbit.serial, rabbit.kind) for rabbit in msg.rabbits)
 
     def act(self, elapsed):
         while self.pending and self.pending[0][0].service_is_ready():
             client, request = self.pending.pop(0)
             client.call_async(request)
-        if elapsed >= DEMO_SPEECH_AT:
+        if elapsed >= DEMO_SPEECH_AT and self.violet_serial is not None:
             self.call_until_success(
-                'say', self.say, RabbitSay.Request(text=DEMO_SPEECH, choreography='nod')
+                'say',
+                self.say,
+                RabbitSay.Request(serial=self.violet_serial, text=DEMO_SPEECH, choreography='nod'),
             )
             future = self._pending.get('say', (None, 0))[0]
             if future is not None and future.done() and not self.speech_files:
@@ -288,7 +337,7 @@ class RabbitKeeper(DemoScript):
         lines = [describe_heard(msg) for msg in self.heard]
         if not self.heard:
             lines.append(f'heard nothing (asked {DEMO_QUESTION!r}; is asr_engine on?)')
-        lines += [describe_firing(msg) for msg in self.fired] or ['no rule fired']
+        lines += rules_by_rabbit(self.fired, self.kinds) or ['no rule fired']
         if not self.speech_files:
             return ['did not speak (no answer from the say service)', *lines]
         return [f'said {DEMO_SPEECH!r} (speech.mp3, speech.wav); {said[-1]}', *lines]
@@ -323,6 +372,7 @@ PLUGIN = RobotPlugin(
     # by name, not imported: node.main imports this plugin
     create_node=ByName('nabaztag_bridge.node:NabaztagBridge'),
     start_emulator=DemoEmulator,
+    start_demo_emulator=functools.partial(DemoEmulator, other_kinds=True),
     emulator_arguments=('--server', f'127.0.0.1:{SIM_PORT}/vl', '--no-boot', '--scenario'),
     sim_parameters={'host': '127.0.0.1', 'port': SIM_PORT, 'ping_interval': 2},
     demo_topics=(
