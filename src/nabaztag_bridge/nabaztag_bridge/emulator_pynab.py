@@ -318,21 +318,32 @@ class NabdEmulator:
                     self._interactive_events = list(packet.get('events') or DEFAULT_EVENTS)
                     self._set_state('interactive')
                     continue
+                # the command is the one playing before any service hears "playing" (a
+                # cancel sent on that news finds it)
+                playing = self._start_playing(packet)
                 self._set_state('playing')
-            self._perform(packet, service)
+            self._perform(packet, service, playing)
             with self._lock:
                 if self.state == 'playing':
                     self._set_state('idle')
 
-    def _perform(self, packet, service):
-        if _expired(packet.get('expiration')):
-            self._answer(packet, service, 'expired')
-            return
-        playing = Playing(
+    def _start_playing(self, packet):
+        """Under the lock: packet's command becomes the one playing."""
+        self._playing = Playing(
             packet.get('request_id', ''), packet.get('cancelable', True) is not False
         )
-        with self._lock:
-            self._playing = playing
+        return self._playing
+
+    def _perform(self, packet, service, playing=None):
+        if _expired(packet.get('expiration')):
+            with self._lock:
+                if self._playing is playing:
+                    self._playing = None
+            self._answer(packet, service, 'expired')
+            return
+        if playing is None:  # an interactive service's command, played beside the queue
+            with self._lock:
+                playing = self._start_playing(packet)
         if packet['type'] == 'command':
             items = packet['sequence']
         else:
