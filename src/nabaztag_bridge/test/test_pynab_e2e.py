@@ -18,6 +18,7 @@ from legacy_robot_interfaces.srv import (
     RabbitAmbient,
     RabbitChoreography,
     RabbitEars,
+    RabbitLeds,
     RabbitProgram,
     RabbitRawPacket,
     RabbitSay,
@@ -141,6 +142,23 @@ def test_a_choreography_goes_to_nabd_as_a_chor_file(bridge):
     commands = [packet for packet in nabd.received if packet['type'] == 'command']
     chor = commands[-1]['sequence'][0]['choreography']
     assert chor.startswith('data:application/x-nabaztag-mtl-choreography;base64,'), chor
+
+
+def test_set_leds_shows_colours_while_idle_and_refuses_the_nose(bridge):
+    nabd, _, ros, _, _, _ = bridge
+    leds, colors = ['left', 'center', 'right'], ['#FF0000', '#00ff00', '#0000ff']
+    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, leds=leds, colors=colors)
+    assert reply.success, reply.message
+    frames = nabd.info['nabaztag_bridge']['colors']
+    assert frames == [{'left': 'ff0000', 'center': '00ff00', 'right': '0000ff'}], frames
+    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, nose=1)
+    assert not reply.success and 'pynab rabbit cannot' in reply.message, reply.message
+    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, leds=['nose'], colors=['#ffffff'])
+    assert not reply.success and 'pynab rabbit cannot' in reply.message, reply.message
+    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, leds=['left'], colors=['red'])
+    assert not reply.success and '#rrggbb' in reply.message, reply.message
+    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, leds=['left'], colors=[])
+    assert not reply.success and 'pairs' in reply.message, reply.message
 
 
 def test_what_the_kind_cannot_do_is_refused_naming_it(bridge):
