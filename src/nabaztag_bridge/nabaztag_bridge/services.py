@@ -12,6 +12,7 @@ from legacy_robot_interfaces.srv import (
     RabbitAmbient,
     RabbitChoreography,
     RabbitEars,
+    RabbitLeds,
     RabbitProgram,
     RabbitRawPacket,
     RabbitSay,
@@ -37,6 +38,7 @@ class NabaztagServices:
                 (RabbitProgram, 'send_program', self.send_program),
                 (RabbitSound, 'play_sound', self.play_sound),
                 (RabbitEars, 'set_ears', self.set_ears),
+                (RabbitLeds, 'set_leds', self.set_leds),
                 (RabbitChoreography, 'play_choreography', self.play_choreography),
                 (RabbitAmbient, 'set_ambient', self.set_ambient),
                 (RabbitSetting, 'rabbit_setting', self.setting),
@@ -68,6 +70,18 @@ class NabaztagServices:
         ears = (request.ear0, request.ear1)
         p.check_ears(ears)
         return lambda link: link.set_ears(*ears)
+
+    def set_leds(self, request):
+        """The nose (blinking) or LEDs by colour: one or the other, as each kind lights only
+        one of them (violet and serverless the nose, pynab its left, center, right LEDs)."""
+        if len(request.leds) != len(request.colors):
+            raise ValueError('give one colour per LED: leds and colors go in pairs')
+        colors = dict(zip(request.leds, request.colors, strict=True))
+        if (request.nose >= 0) == bool(colors):
+            raise ValueError('give either nose (0 off, 1.. blinking) or leds with their colors')
+        if colors:
+            return lambda link: link.set_leds(colors)
+        return lambda link: link.set_nose(request.nose)
 
     def play_choreography(self, request):
         if request.tempo == 0:

@@ -16,6 +16,7 @@ from legacy_robot_interfaces.msg import RabbitEvent, RabbitList
 from legacy_robot_interfaces.srv import (
     RabbitChoreography,
     RabbitEars,
+    RabbitLeds,
     RabbitProgram,
     RabbitRawPacket,
     RabbitSay,
@@ -84,6 +85,17 @@ def test_services_reach_the_rabbit(bridge):
     assert rabbit.asleep
     assert call(ros, RabbitSetting, 'rabbit_setting', serial=NAME, name='wake').success
     assert not rabbit.asleep
+
+
+def test_set_leds_lights_the_nose_and_refuses_colours(bridge):
+    rabbit, _, ros, _, _, _ = bridge
+    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, nose=3)
+    assert reply.success and rabbit.nose == 3, reply.message
+    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, leds=['left'], colors=['#ff0000'])
+    assert not reply.success and 'serverless rabbit cannot' in reply.message, reply.message
+    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, nose=9)
+    assert not reply.success and '0..4' in reply.message, reply.message
+    assert rabbit.nose == 3
 
 
 def test_what_the_kind_cannot_do_is_refused_naming_it(bridge):
