@@ -23,6 +23,9 @@ from .motion import WalkPlanner, plan
 Op = p.Op
 RETRY_DELAY = 0.02  # s before asking again after "no new data yet" (size 0)
 MAX_HOLD = 0.01  # s a record may wait for the rest of its round of requests
+# s early a poll may go out to join the round under way: the link thread then wakes once for
+# audio, camera and colour instead of once for each (the schedule keeps every poll's rate)
+ROUND_AHEAD = 0.03
 UNAVAILABLE_PERIOD = 5.0  # s between polls of a feature that never answered with data
 CAMERA_MODES = ('yuv10', 'jpeg', 'off')
 
@@ -183,6 +186,7 @@ class TelemetryClient(ReconnectingClient):
         self._last_semantic = None
         self._held = []
         self._held_since = float('inf')
+        self._in_round = False  # a poll went out since the thread last slept
 
     def _open(self):
         return SocketStream.connect(self.settings.host, self.settings.telemetry_port)
@@ -219,12 +223,14 @@ class TelemetryClient(ReconnectingClient):
                     self._run_operation(link, operation)
                     continue
                 now = time.monotonic()
-                poller = self._due_poller(now)
+                poller = self._due_poller(now + ROUND_AHEAD if self._in_round else now)
                 if poller is None or now - self._held_since >= MAX_HOLD:
                     self._release()
                 if poller is None:
+                    self._in_round = False
                     self.idle(self._next_due() - now)
                 else:
+                    self._in_round = True
                     self._poll(link, poller)
         finally:
             self._release()

@@ -523,3 +523,35 @@ def test_an_rcode_pipe_that_wants_a_password_is_reported_not_waited_on():
             stream.close()
     finally:
         emulator.stop()
+
+
+def _rounds(times, gap):
+    """How many groups times (sorted) fall into when a pause longer than gap splits them."""
+    return 1 + sum(1 for a, b in zip(times, times[1:], strict=False) if b - a > gap)
+
+
+REPLY_GAP = 0.012  # s: longer than between the replies of one round, shorter than a retry
+
+
+def test_audio_camera_and_colour_are_polled_in_one_round(session):
+    """At equal rates the three polls go out together, each at its own rate: the link thread
+    wakes once a round rather than once for each data source (before, the camera's first
+    retry put it 20 ms behind audio for good: two rounds every period)."""
+    s = session(image_rate=10.0, color_rate=10.0, audio_poll_rate=10.0)
+    s.wait(CameraFrame, 5)
+    start = len(s.records[CameraFrame])
+    s.wait(CameraFrame, start + 20)
+    first = s.records[CameraFrame][start].received
+    last = s.records[CameraFrame][start + 19].received
+    kinds = (CameraFrame, ColorFrame, AudioReply)
+    times = sorted(
+        record.received
+        for kind in kinds
+        for record in s.records[kind]
+        if first <= record.received <= last
+    )
+    frames = 20
+    assert len(times) >= 3 * frames - 6, f'{len(times)} records in {frames} camera frames'
+    assert _rounds(times, REPLY_GAP) <= frames + 8, (
+        f'{_rounds(times, REPLY_GAP)} rounds for {frames} camera frames'
+    )
