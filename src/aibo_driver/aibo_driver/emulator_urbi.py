@@ -71,7 +71,16 @@ class UrbiOptions:
 def split_statements(text):
     """Top-level statements with their terminators: 'a; b, c' → [('a', ';'), ('b', ','), ...];
     the unterminated rest is returned apart. Braces, parentheses and quotes nest."""
-    statements, depth, quoted, start = [], 0, False, 0
+    statements, start = [], 0
+    for i in _terminators(text):
+        statements.append((text[start:i].strip(), text[i]))
+        start = i + 1
+    return statements, text[start:]
+
+
+def _terminators(text):
+    """Indices of text's top-level ';' and ','."""
+    depth, quoted = 0, False
     for i, char in enumerate(text):
         if char == '"':
             quoted = not quoted
@@ -82,9 +91,7 @@ def split_statements(text):
         elif char in '})':
             depth = max(0, depth - 1)
         elif char in ';,' and depth == 0:
-            statements.append((text[start:i].strip(), char))
-            start = i + 1
-    return statements, text[start:]
+            yield i
 
 
 class UrbiDog:
@@ -577,16 +584,6 @@ class _Connection:
 
 def _statement_end(text):
     """Index of the first top-level ';' or ','."""
-    depth, quoted = 0, False
-    for i, char in enumerate(text):
-        if char == '"':
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif char in '{(':
-            depth += 1
-        elif char in '})':
-            depth = max(0, depth - 1)
-        elif char in ';,' and depth == 0:
-            return i
+    for i in _terminators(text):
+        return i
     raise ValueError('no statement end')

@@ -158,20 +158,7 @@ class RabbitRegistry:
         rabbits' views kept every ping waiting 0.7 - 4 ms once a second."""
         with self._lock:
             rabbits = list(self._rabbits.values())
-        return [
-            RabbitView(
-                r.serial,
-                r.bytecode_version,
-                r.last_seen,
-                r.state,
-                r.tc,
-                r.ping_interval,
-                r.plugin,
-                r.ambient.ears,
-                len(r.queue),
-            )
-            for r in rabbits
-        ]
+        return [self._view(r) for r in rabbits]
 
     def counts(self):
         """(known, online): the list copied under the lock, counted outside it (snapshot)."""
