@@ -97,6 +97,12 @@ class Observer:
         assert spin_until(self.executor, future.done, timeout), f'{name} did not answer'
         return future.result()
 
+    def ask(self, srv_type, service, /, **fields):
+        """The reply of a service to a request with fields (asserted to come)."""
+        reply = self.call(srv_type, service, srv_type.Request(**fields))
+        assert reply is not None, f'{service}: no reply'
+        return reply
+
     def lifecycle_state(self, node_name, attempts=3):
         """A managed node's current state id. Asked again when no answer comes: a request
         sent in the moment the server is discovered can lose its response (DDS matching), and

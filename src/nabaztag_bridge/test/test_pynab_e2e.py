@@ -9,11 +9,9 @@ import urllib.request
 
 import pytest
 from helpers import wait_for
-from ros_observer import DriverProcesses
 
-from legacy_robot_common.driver_node import LATCHED
 from legacy_robot_common.emulator import free_port
-from legacy_robot_interfaces.msg import ChoreographyStep, RabbitEvent, RabbitList, RuleFired
+from legacy_robot_interfaces.msg import ChoreographyStep, RabbitEvent, RuleFired
 from legacy_robot_interfaces.srv import (
     RabbitAmbient,
     RabbitChoreography,
@@ -26,7 +24,7 @@ from legacy_robot_interfaces.srv import (
     RabbitSound,
 )
 from nabaztag_bridge import protocol as p
-from nabaztag_bridge import recording, tts
+from nabaztag_bridge import tts
 from nabaztag_bridge.emulator_pynab import NabdEmulator
 
 NAME = 'living'
@@ -48,50 +46,25 @@ class FetchLog:
 
 
 @pytest.fixture(scope='module')
-def bridge(tmp_path_factory):
-    folder = tmp_path_factory.mktemp('pynab')
-    (folder / 'media').mkdir()
-    (folder / 'media' / 'tone.wav').write_bytes(recording.encode_wav(recording.tone(0.2)))
-    port = free_port()
+def bridge(declared_bridge):
     fetch = FetchLog()
     nabd = NabdEmulator('127.0.0.1', free_port(), fetch=fetch).start()
-    (folder / 'rabbits.yaml').write_text(
-        f'rabbits:\n  - {{name: {NAME}, kind: pynab, address: "127.0.0.1:{nabd.port}"}}\n'
+    rabbits = (
+        f'  - {{name: {NAME}, kind: pynab, address: "127.0.0.1:{nabd.port}"}}\n'
         f'  - {{name: gone, kind: pynab, address: "127.0.0.1:{free_port()}"}}\n'
     )
-    (folder / 'rules.yaml').write_text(
+    rules = (
         'rules:\n'
         '  - name: the time\n    when: {intent: nabclockd/clock}\n'
         f'    rabbit: {NAME}\n    do:\n      - say: It is {{time}}\n'
         f'  - name: tag plays\n    when: {{rfid: {RULE_TAG}}}\n'
         f'    rabbit: {NAME}\n    do:\n      - play: {{media_file: tone.wav}}\n'
     )
-    parameters = {
-        'rules_file': str(folder / 'rules.yaml'),
-        'host': '127.0.0.1',
-        'port': port,
-        'media_root': str(folder / 'media'),
-        'rabbits_file': str(folder / 'rabbits.yaml'),
-        'rabbit_timeout': TIMEOUT,
-        'rabbit_status_period': 1.0,
-        'tts_engine': 'espeak',
-    }
-    drivers = DriverProcesses()
-    nabd, process, ros = drivers.start('nabaztag_bridge.node', '/rabbit', nabd, parameters)
-    events = ros.listen(RabbitEvent, 'events')
-    rabbits = ros.listen(RabbitList, 'rabbits', LATCHED)
+    nabd, ros, events, rabbits_seen, _ = declared_bridge(nabd, rabbits, rules, TIMEOUT)
     fired = ros.listen(RuleFired, 'rules_fired')
-    assert ros.spin_until(lambda: ros.node.count_publishers('/rabbit/events') == 1, 20)
     # the bridge is connected once it registered for nabd's events (mode idle)
     assert wait_for(lambda: nabd.counters['mode'] >= 1, 20), nabd.status()
-    yield nabd, fetch, ros, events, rabbits, fired
-    drivers.stop_all()
-
-
-def call(ros, kind, service, **fields):
-    reply = ros.call(kind, service, kind.Request(**fields))
-    assert reply is not None, f'{service}: no reply'
-    return reply
+    return nabd, fetch, ros, events, rabbits_seen, fired
 
 
 def played_urls(nabd):
@@ -105,10 +78,10 @@ def listed(rabbits, name):
 
 def test_services_become_nabd_packets(bridge):
     nabd, fetch, ros, _, _, _ = bridge
-    reply = call(ros, RabbitEars, 'set_ears', serial=NAME, ear0=4, ear1=9)
+    reply = ros.ask(RabbitEars, 'set_ears', serial=NAME, ear0=4, ear1=9)
     assert reply.success, reply.message
     assert nabd.status()['ears'] == (4, 9)
-    reply = call(ros, RabbitSound, 'play_sound', serial=NAME, media_file='tone.wav')
+    reply = ros.ask(RabbitSound, 'play_sound', serial=NAME, media_file='tone.wav')
     assert reply.success, reply.message  # nabd answers a command once it has played
     assert any(url.endswith('/local/tone.wav') for url in played_urls(nabd)), nabd.played
     assert [size for url, size in fetch.fetched if url.endswith('tone.wav')][0] > 1000
@@ -116,28 +89,28 @@ def test_services_become_nabd_packets(bridge):
 
 def test_sleep_and_wake(bridge):
     nabd, _, ros, _, rabbits, _ = bridge
-    assert call(ros, RabbitSetting, 'rabbit_setting', serial=NAME, name='sleep').success
+    assert ros.ask(RabbitSetting, 'rabbit_setting', serial=NAME, name='sleep').success
     assert wait_for(lambda: nabd.state == 'asleep', 5), nabd.status()
     assert ros.spin_until(lambda: listed(rabbits, NAME) and listed(rabbits, NAME).asleep, 10)
-    assert call(ros, RabbitSetting, 'rabbit_setting', serial=NAME, name='wake').success
+    assert ros.ask(RabbitSetting, 'rabbit_setting', serial=NAME, name='wake').success
     assert wait_for(lambda: nabd.state == 'idle', 5), nabd.status()
     assert ros.spin_until(lambda: not listed(rabbits, NAME).asleep, 10)
 
 
 def test_a_raw_nabd_packet_and_its_answer(bridge):
     _, _, ros, _, _, _ = bridge
-    reply = call(ros, RabbitProgram, 'send_program', serial=NAME, program='{"type": "gestalt"}')
+    reply = ros.ask(RabbitProgram, 'send_program', serial=NAME, program='{"type": "gestalt"}')
     assert reply.success and 'nabaztag_emulator' in reply.message, reply.message
-    reply = call(ros, RabbitProgram, 'send_program', serial=NAME, program='{"type": "bogus"}')
+    reply = ros.ask(RabbitProgram, 'send_program', serial=NAME, program='{"type": "bogus"}')
     assert not reply.success and 'bogus' in reply.message, reply.message
-    reply = call(ros, RabbitProgram, 'send_program', serial=NAME, program='taichi')
+    reply = ros.ask(RabbitProgram, 'send_program', serial=NAME, program='taichi')
     assert not reply.success and 'not JSON' in reply.message, reply.message
 
 
 def test_a_choreography_goes_to_nabd_as_a_chor_file(bridge):
     nabd, _, ros, _, _, _ = bridge
     steps = [ChoreographyStep(wait=0, opcode=ChoreographyStep.EAR, args=[0, 3, 0])]
-    reply = call(ros, RabbitChoreography, 'play_choreography', serial=NAME, tempo=2, steps=steps)
+    reply = ros.ask(RabbitChoreography, 'play_choreography', serial=NAME, tempo=2, steps=steps)
     assert reply.success, reply.message
     commands = [packet for packet in nabd.received if packet['type'] == 'command']
     chor = commands[-1]['sequence'][0]['choreography']
@@ -147,33 +120,33 @@ def test_a_choreography_goes_to_nabd_as_a_chor_file(bridge):
 def test_set_leds_shows_colours_while_idle_and_refuses_the_nose(bridge):
     nabd, _, ros, _, _, _ = bridge
     leds, colors = ['left', 'center', 'right'], ['#FF0000', '#00ff00', '#0000ff']
-    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, leds=leds, colors=colors)
+    reply = ros.ask(RabbitLeds, 'set_leds', serial=NAME, leds=leds, colors=colors)
     assert reply.success, reply.message
     frames = nabd.info['nabaztag_bridge']['colors']
     assert frames == [{'left': 'ff0000', 'center': '00ff00', 'right': '0000ff'}], frames
-    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, nose=1)
+    reply = ros.ask(RabbitLeds, 'set_leds', serial=NAME, nose=1)
     assert not reply.success and 'pynab rabbit cannot' in reply.message, reply.message
-    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, leds=['nose'], colors=['#ffffff'])
+    reply = ros.ask(RabbitLeds, 'set_leds', serial=NAME, leds=['nose'], colors=['#ffffff'])
     assert not reply.success and 'pynab rabbit cannot' in reply.message, reply.message
-    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, leds=['left'], colors=['red'])
+    reply = ros.ask(RabbitLeds, 'set_leds', serial=NAME, leds=['left'], colors=['red'])
     assert not reply.success and '#rrggbb' in reply.message, reply.message
-    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, leds=['left'], colors=[])
+    reply = ros.ask(RabbitLeds, 'set_leds', serial=NAME, leds=['left'], colors=[])
     assert not reply.success and 'pairs' in reply.message, reply.message
 
 
 def test_what_the_kind_cannot_do_is_refused_naming_it(bridge):
     _, _, ros, _, _, _ = bridge
     packet = list(p.encode_packet([p.ping_interval_block(10)]))  # a good one, for violet
-    reply = call(ros, RabbitRawPacket, 'send_raw_packet', serial=NAME, packet=packet)
+    reply = ros.ask(RabbitRawPacket, 'send_raw_packet', serial=NAME, packet=packet)
     assert not reply.success and 'pynab rabbit cannot' in reply.message, reply.message
-    reply = call(ros, RabbitAmbient, 'set_ambient', serial=NAME, ear0=3, ear1=3)
+    reply = ros.ask(RabbitAmbient, 'set_ambient', serial=NAME, ear0=3, ear1=3)
     assert not reply.success and 'pynab rabbit cannot' in reply.message, reply.message
 
 
 @pytest.mark.skipif(not tts.VoiceCatalogue().espeak_installed, reason='espeakng-loader missing')
 def test_say_plays_our_mp3_by_url(bridge):
     nabd, fetch, ros, _, _, _ = bridge
-    reply = call(ros, RabbitSay, 'say', serial=NAME, text='hello rabbit')
+    reply = ros.ask(RabbitSay, 'say', serial=NAME, text='hello rabbit')
     assert reply.success, reply.message
     url = reply.audio_urls[0]
     assert '/tts/' in url
@@ -240,7 +213,7 @@ def test_an_intent_rule_says_the_time(bridge):
 
 def test_the_rabbits_topic_shows_kind_state_and_ears(bridge):
     nabd, _, ros, _, rabbits, _ = bridge
-    reply = call(ros, RabbitEars, 'set_ears', serial=NAME, ear0=6, ear1=11)
+    reply = ros.ask(RabbitEars, 'set_ears', serial=NAME, ear0=6, ear1=11)
     assert reply.success, reply.message
 
     def shown():
@@ -256,7 +229,7 @@ def test_the_rabbits_topic_shows_kind_state_and_ears(bridge):
 def test_a_nabd_that_is_off_fails_the_call_with_the_reason(bridge):
     _, _, ros, _, rabbits, _ = bridge
     started = time.monotonic()
-    reply = call(ros, RabbitEars, 'set_ears', serial='gone', ear0=1, ear1=2)
+    reply = ros.ask(RabbitEars, 'set_ears', serial='gone', ear0=1, ear1=2)
     took = time.monotonic() - started
     assert not reply.success and 'nabd at 127.0.0.1' in reply.message, reply.message
     assert 'not connected' in reply.message, reply.message
@@ -264,7 +237,7 @@ def test_a_nabd_that_is_off_fails_the_call_with_the_reason(bridge):
     assert ros.spin_until(lambda: listed(rabbits, 'gone') is not None, 10)
     gone = listed(rabbits, 'gone')
     assert not gone.connected and gone.state == 'unreachable' and gone.kind == 'pynab'
-    reply = call(ros, RabbitSetting, 'rabbit_setting', serial=NAME, name='wake')
+    reply = ros.ask(RabbitSetting, 'rabbit_setting', serial=NAME, name='wake')
     assert reply.success, reply.message  # the other rabbit is not held up
 
 
@@ -273,13 +246,13 @@ def test_a_restarted_nabd_is_reconnected(bridge):
     port = nabd.port
     nabd.stop()
     assert ros.spin_until(lambda: not listed(rabbits, NAME).connected, 15)
-    reply = call(ros, RabbitEars, 'set_ears', serial=NAME, ear0=1, ear1=1)
+    reply = ros.ask(RabbitEars, 'set_ears', serial=NAME, ear0=1, ear1=1)
     assert not reply.success and 'not connected' in reply.message, reply.message
     again = NabdEmulator('127.0.0.1', port).start()
     try:
         assert wait_for(lambda: again.counters['mode'] >= 1, 15), again.status()
         assert ros.spin_until(lambda: listed(rabbits, NAME).connected, 15)
-        reply = call(ros, RabbitEars, 'set_ears', serial=NAME, ear0=5, ear1=7)
+        reply = ros.ask(RabbitEars, 'set_ears', serial=NAME, ear0=5, ear1=7)
         assert reply.success, reply.message
         assert again.status()['ears'] == (5, 7)
         received = json.dumps(again.received[-1])

@@ -7,12 +7,10 @@ import time
 
 import pytest
 from rclpy.action import ActionClient
-from ros_observer import DriverProcesses
 
-from legacy_robot_common.driver_node import LATCHED
 from legacy_robot_common.emulator import free_port
 from legacy_robot_interfaces.action import RabbitSpeak
-from legacy_robot_interfaces.msg import RabbitEvent, RabbitList
+from legacy_robot_interfaces.msg import RabbitEvent
 from legacy_robot_interfaces.srv import (
     RabbitChoreography,
     RabbitEars,
@@ -24,76 +22,52 @@ from legacy_robot_interfaces.srv import (
     RabbitSound,
 )
 from nabaztag_bridge import protocol as p
-from nabaztag_bridge import recording, tts
+from nabaztag_bridge import tts
 from nabaztag_bridge.emulator_serverless import ServerlessRabbit
 
 NAME = 'kitchen'
 
 
 @pytest.fixture(scope='module')
-def bridge(tmp_path_factory):
-    folder = tmp_path_factory.mktemp('serverless')
-    (folder / 'media').mkdir()
-    (folder / 'media' / 'tone.wav').write_bytes(recording.encode_wav(recording.tone(0.2)))
+def bridge(declared_bridge):
     port = free_port()
     rabbit = ServerlessRabbit(f'127.0.0.1:{port}').start()
-    (folder / 'rabbits.yaml').write_text(
-        f'rabbits:\n  - name: {NAME}\n    kind: serverless\n    address: 127.0.0.1:{rabbit.port}\n'
+    rabbits = (
+        f'  - name: {NAME}\n    kind: serverless\n    address: 127.0.0.1:{rabbit.port}\n'
         f'  - {{name: gone, kind: serverless, address: "127.0.0.1:{free_port()}"}}\n'
     )
-    (folder / 'rules.yaml').write_text(
+    rules = (
         'rules:\n  - name: tag turns the ears\n    when: {rfid: d0021a0352b7e2f4}\n'
         f'    rabbit: {NAME}\n    do:\n      - ears: [7, 8]\n'
     )
-    parameters = {
-        'rules_file': str(folder / 'rules.yaml'),
-        'host': '127.0.0.1',
-        'port': port,
-        'media_root': str(folder / 'media'),
-        'rabbits_file': str(folder / 'rabbits.yaml'),
-        'rabbit_timeout': 2.0,
-        'rabbit_status_period': 1.0,
-        'tts_engine': 'espeak',
-    }
-    drivers = DriverProcesses()
-    rabbit, process, ros = drivers.start('nabaztag_bridge.node', '/rabbit', rabbit, parameters)
-    events = ros.listen(RabbitEvent, 'events')
-    rabbits = ros.listen(RabbitList, 'rabbits', LATCHED)
-    assert ros.spin_until(lambda: ros.node.count_publishers('/rabbit/events') == 1, 20)
-    yield rabbit, process, ros, events, rabbits, port
-    drivers.stop_all()
-
-
-def call(ros, kind, service, **fields):
-    reply = ros.call(kind, service, kind.Request(**fields))
-    assert reply is not None, f'{service}: no reply'
-    return reply
+    rabbit, ros, events, rabbits_seen, _ = declared_bridge(rabbit, rabbits, rules, port=port)
+    return rabbit, None, ros, events, rabbits_seen, port
 
 
 def test_services_reach_the_rabbit(bridge):
     rabbit, _, ros, _, _, _ = bridge
-    reply = call(ros, RabbitEars, 'set_ears', serial=NAME, ear0=4, ear1=9)
+    reply = ros.ask(RabbitEars, 'set_ears', serial=NAME, ear0=4, ear1=9)
     assert reply.success, reply.message
     assert rabbit.wait_for(lambda r: r.ear_positions() == (4, 9), 10)
-    reply = call(ros, RabbitSound, 'play_sound', serial=NAME, media_file='tone.wav')
+    reply = ros.ask(RabbitSound, 'play_sound', serial=NAME, media_file='tone.wav')
     assert reply.success, reply.message
     assert rabbit.wait_for(lambda r: any(url.endswith('/local/tone.wav') for url, _ in r.played))
     assert [size for url, size in rabbit.played if url.endswith('tone.wav')][0] > 1000
-    reply = call(ros, RabbitProgram, 'send_program', serial=NAME, program='taichi')
+    reply = ros.ask(RabbitProgram, 'send_program', serial=NAME, program='taichi')
     assert reply.success and rabbit.forth[-1] == 'taichi', reply.message
-    assert call(ros, RabbitSetting, 'rabbit_setting', serial=NAME, name='sleep').success
+    assert ros.ask(RabbitSetting, 'rabbit_setting', serial=NAME, name='sleep').success
     assert rabbit.asleep
-    assert call(ros, RabbitSetting, 'rabbit_setting', serial=NAME, name='wake').success
+    assert ros.ask(RabbitSetting, 'rabbit_setting', serial=NAME, name='wake').success
     assert not rabbit.asleep
 
 
 def test_set_leds_lights_the_nose_and_refuses_colours(bridge):
     rabbit, _, ros, _, _, _ = bridge
-    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, nose=3)
+    reply = ros.ask(RabbitLeds, 'set_leds', serial=NAME, nose=3)
     assert reply.success and rabbit.nose == 3, reply.message
-    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, leds=['left'], colors=['#ff0000'])
+    reply = ros.ask(RabbitLeds, 'set_leds', serial=NAME, leds=['left'], colors=['#ff0000'])
     assert not reply.success and 'serverless rabbit cannot' in reply.message, reply.message
-    reply = call(ros, RabbitLeds, 'set_leds', serial=NAME, nose=9)
+    reply = ros.ask(RabbitLeds, 'set_leds', serial=NAME, nose=9)
     assert not reply.success and '0..4' in reply.message, reply.message
     assert rabbit.nose == 3
 
@@ -101,18 +75,18 @@ def test_set_leds_lights_the_nose_and_refuses_colours(bridge):
 def test_what_the_kind_cannot_do_is_refused_naming_it(bridge):
     _, _, ros, _, _, _ = bridge
     packet = list(p.encode_packet([p.ping_interval_block(10)]))  # a good one, for violet
-    reply = call(ros, RabbitRawPacket, 'send_raw_packet', serial=NAME, packet=packet)
+    reply = ros.ask(RabbitRawPacket, 'send_raw_packet', serial=NAME, packet=packet)
     assert not reply.success and 'serverless rabbit cannot' in reply.message, reply.message
-    reply = call(ros, RabbitChoreography, 'play_choreography', serial=NAME, tempo=2, steps=[])
+    reply = ros.ask(RabbitChoreography, 'play_choreography', serial=NAME, tempo=2, steps=[])
     assert not reply.success and 'serverless rabbit cannot' in reply.message, reply.message
-    reply = call(ros, RabbitSetting, 'rabbit_setting', serial=NAME, name='ping_interval', value=5)
+    reply = ros.ask(RabbitSetting, 'rabbit_setting', serial=NAME, name='ping_interval', value=5)
     assert not reply.success and 'cannot change ping_interval' in reply.message, reply.message
 
 
 @pytest.mark.skipif(not tts.VoiceCatalogue().espeak_installed, reason='espeakng-loader missing')
 def test_say_plays_our_mp3_by_url(bridge):
     rabbit, _, ros, _, _, _ = bridge
-    reply = call(ros, RabbitSay, 'say', serial=NAME, text='hello rabbit')
+    reply = ros.ask(RabbitSay, 'say', serial=NAME, text='hello rabbit')
     assert reply.success, reply.message
     url = reply.audio_urls[0]
     assert rabbit.wait_for(lambda r: any(u == url and size > 500 for u, size in r.played), 10)
@@ -202,8 +176,8 @@ def test_diagnostics_show_the_rabbit_by_kind(bridge):
 def test_a_rabbit_that_is_off_fails_the_call_with_the_reason(bridge):
     _, _, ros, _, _, _ = bridge
     started = time.monotonic()
-    reply = call(ros, RabbitEars, 'set_ears', serial='gone', ear0=1, ear1=2)
+    reply = ros.ask(RabbitEars, 'set_ears', serial='gone', ear0=1, ear1=2)
     assert not reply.success and 'gone at 127.0.0.1' in reply.message, reply.message
     assert time.monotonic() - started < 10
-    reply = call(ros, RabbitSetting, 'rabbit_setting', serial=NAME, name='wake')
+    reply = ros.ask(RabbitSetting, 'rabbit_setting', serial=NAME, name='wake')
     assert reply.success, reply.message  # the other rabbit is not held up
