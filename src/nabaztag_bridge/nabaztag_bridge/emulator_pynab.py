@@ -19,6 +19,7 @@ A console and methods (click, move_ears, show_tag, remove_tag, hear_intent) make
 import collections
 import dataclasses
 import datetime
+import json
 import sys
 import threading
 import time
@@ -155,8 +156,7 @@ class NabdEmulator:
             packet = n.decode_request(line)
         except MalformedFrame as exc:
             self.counters['bad_lines'] += 1
-            # nabd echoes the request_id only of a packet that has a type
-            request_id = _request_id_of(line) if _has_type(line) else None
+            request_id = _request_id_of(line)
             error_class = 'MalformedPacket' if _is_json_object(line) else 'JSONDecodeError'
             service.send(n.response_packet(request_id, 'error', error_class, str(exc)))
             return
@@ -498,10 +498,11 @@ def _expired(expiration):
 
 
 def _is_json_object(line):
+    """Whether line is a JSON object, with or without a type (nabd: MalformedPacket, not
+    JSONDecodeError, for an object it cannot use)."""
     try:
-        n.parse_line(line)
-        return True
-    except MalformedFrame:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, TypeError):
         return False
 
 
@@ -569,13 +570,6 @@ def make_emulator(args):
     if args.console:
         threading.Thread(target=console, args=(nabd,), daemon=True).start()
     return nabd
-
-
-def _has_type(line):
-    try:
-        return 'type' in n.parse_line(line)
-    except MalformedFrame:
-        return False
 
 
 def _bad_colors(animation):

@@ -20,6 +20,9 @@ import urllib.request
 
 EAR_HOLES_PER_SECOND = 6.0
 HOOK_TIMEOUT = 5.0
+# /status ears.mode of a rabbit whose ears are in service (the firmware: -1 before its ears
+# start, 0 while they find their reference after a boot, then 2)
+EARS_MODE_WAIT_AND_DETECT = 2
 
 
 class Ear:
@@ -79,7 +82,7 @@ class ServerlessRabbit:
         }
         return {
             'sleep_state': 1 if self.asleep else 0,
-            'ears': dict(ears, mode=0),
+            'ears': dict(ears, mode=EARS_MODE_WAIT_AND_DETECT),
             'leds': {'base_breathing': 0},
             'info': {'messages': self.nose},
             'rev': 'emulator',

@@ -77,6 +77,23 @@ def test_errors_as_nabd_answers_them(connect):
     assert 'unknown type (dance)' in answer['message']
     service.send(type='cancel', request_id='nothing')
     assert service.read()['class'] == 'NotPlaying'
+    # as nabd: the request_id of a packet without a type is not echoed
+    service.send(request_id='typeless')
+    answer = service.read()
+    assert (answer['class'], 'request_id' in answer) == ('MalformedPacket', False), answer
+
+
+def test_a_colour_nabd_cannot_read_is_refused_not_shown(nabd, connect):
+    # nabd reads each colour as bare hex: '#ff0000' is answered ok and then stops nabd itself
+    service = connect()
+    animation = {'tempo': 100, 'colors': [{'left': '#ff0000', 'center': '00ff00'}]}
+    service.send(type='info', info_id='x', animation=animation, request_id='i')
+    answer = service.read()
+    assert (answer['status'], answer['request_id']) == ('error', 'i'), answer
+    assert '#ff0000' in answer['message'] and 'x' not in nabd.info
+    animation['colors'] = [{'left': 'ff0000', 'center': '00ff00'}]
+    service.send(type='info', info_id='x', animation=animation, request_id='j')
+    assert service.read()['status'] == 'ok' and nabd.info['x'] == animation
 
 
 def test_ears_move_in_idle_and_can_simulate_the_event(nabd, connect):

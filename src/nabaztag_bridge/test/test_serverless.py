@@ -112,6 +112,14 @@ def test_status_is_read_between_commands(rig):
     assert state.asleep and state.connected and state.kind == 'serverless'
 
 
+def test_the_emulators_status_says_its_ears_are_in_service_as_the_firmwares_does(rig):
+    # the firmware's /status ears.mode: 0 only while the ears find their reference after a
+    # boot (ear commands are lost then), 2 once they are in service
+    rabbit, _, _, _ = rig()
+    status = rabbit.status()
+    assert status['ears']['mode'] == 2 and status['ears']['left']['last_position'] == 0
+
+
 def test_password_is_sent_and_a_wrong_one_refused(rig):
     _, link, _, _ = rig(password='carrot', entry_password='carrot')
     result(link.set_nose(1))
