@@ -28,6 +28,7 @@ from legacy_robot_common.errors import MalformedFrame
 from . import choreography as chor
 from . import mp3, recording
 from . import protocol as p
+from .kinds.roster import split_address
 
 NET_TIMEOUT = 10.0  # s of silence before the rabbit gives up a request
 RETRY_DELAY = 1.0  # s between boot / locate attempts
@@ -830,10 +831,30 @@ def build_parser():
 KIND_PORTS = {'serverless': 8081, 'pynab': 10543}  # --port's default per kind
 
 
+def _kind_arguments_problem(args):
+    """What is wrong with --port, and with --server for a serverless rabbit (it posts its
+    hooks to host[:port]), or ''."""
+    if not 0 <= args.port <= 65535:
+        return f'--port {args.port}: a TCP port is 0-65535'
+    if args.kind == 'serverless':
+        try:
+            split_address(args.server.partition('/')[0], 80)
+        except ValueError:
+            return (
+                f'--server {args.server}: give host[:port][/path], where the serverless rabbit '
+                'posts its hooks (the bridge), e.g. 127.0.0.1:8080'
+            )
+    return ''
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     if args.port is None:
         args.port = KIND_PORTS.get(args.kind, 0)
+    problem = _kind_arguments_problem(args)
+    if problem:
+        print(f'error: {problem}', file=sys.stderr)
+        return 2
     if args.kind == 'serverless':
         from . import emulator_serverless
 

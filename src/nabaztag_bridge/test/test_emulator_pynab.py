@@ -226,3 +226,21 @@ def test_command_line_refuses_an_address_it_cannot_listen_on():
     )
     assert result.returncode == 2
     assert 'cannot listen on 192.0.2.77' in result.stderr and 'Traceback' not in result.stderr
+
+
+@pytest.mark.parametrize(
+    'command, words',
+    [
+        (['--kind', 'pynab', '--port', '70000'], '--port 70000: a TCP port is 0-65535'),
+        (['--kind', 'serverless', '--server', 'nohost:port'], '--server nohost:port: give'),
+    ],
+)
+def test_command_line_refuses_a_bad_port_or_hook_server(command, words):
+    result = subprocess.run(
+        [sys.executable, '-m', 'nabaztag_bridge.emulator', *command],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert result.returncode == 2
+    assert words in result.stderr and 'Traceback' not in result.stderr
